@@ -1,0 +1,56 @@
+"""toolmend: keep the tool calls and tool results of an LLM chat history in the shape each
+provider accepts.
+
+>>> import toolmend
+>>> history = [{"role": "user", "content": "Weather?"},
+...            {"role": "assistant", "content": None, "tool_calls": [{"id": "call_1",
+...             "type": "function", "function": {"name": "weather", "arguments": "{}"}}]},
+...            {"role": "user", "content": "Are you there?"},
+...            {"role": "tool", "tool_call_id": "call_1", "content": "21 C"}]
+>>> [problem.code for problem in toolmend.check(history)]
+['missing_result', 'orphan_result']
+>>> [message["role"] for message in toolmend.sanitize(history)]
+['user', 'assistant', 'tool', 'user']
+"""
+
+from __future__ import annotations
+
+from .api import check, repair, sanitize
+from .policy import PLACEHOLDER_TEXT, Mode, Policy
+from .report import (
+    Change,
+    InvalidHistoryError,
+    InvalidMessageError,
+    Problem,
+    Repair,
+    ToolChainError,
+    ToolLoopError,
+    ToolmendError,
+    UnknownNameError,
+)
+
+__all__ = [
+    "PLACEHOLDER_TEXT",
+    "Change",
+    "InvalidHistoryError",
+    "InvalidMessageError",
+    "Mode",
+    "Policy",
+    "Problem",
+    "Repair",
+    "ToolChainError",
+    "ToolLoopError",
+    "ToolmendError",
+    "UnknownNameError",
+    "check",
+    "repair",
+    "sanitize",
+]
+
+__version__ = "0.1.0"
+
+for _name in __all__:
+    _obj = globals()[_name]
+    if isinstance(_obj, type) or callable(_obj):
+        _obj.__module__ = "toolmend"
+del _name, _obj

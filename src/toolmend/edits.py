@@ -1,0 +1,98 @@
+"""The repair plan: what the planner decided, in a form every format module can apply.
+
+The planner (:mod:`toolmend.repair`) works on the skeleton and never touches native messages.
+It hands a :class:`Plan` to the format module that read the history, which builds the output
+list: the original object for every message kept as it was, a shallow copy for every message
+with a :class:`MessageEdit`, and new messages for the invented items (placeholder results,
+bridges, merges). The input is never mutated.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["AsText", "Bridge", "Item", "Keep", "Merge", "MessageEdit", "Placeholder", "Plan"]
+
+
+@dataclass(slots=True)
+class MessageEdit:
+    """Changes inside one message; fields left empty change nothing."""
+
+    result_ids: dict[int, str] = field(default_factory=dict)
+    """Result slot -> the call id it must carry."""
+    result_names: dict[int, str] = field(default_factory=dict)
+    """Result slot -> the function name it must carry."""
+    call_ids: dict[int, str] = field(default_factory=dict)
+    """Call slot -> its new id (rewritten consistently with its results)."""
+    call_names: dict[int, str] = field(default_factory=dict)
+    """Call slot -> its new function name."""
+    drop_calls: set[int] = field(default_factory=set)
+    """Call slots to remove."""
+    normalize_calls: bool = False
+    """Put every call in the format's canonical shape (wrapper, type, arguments as JSON text)."""
+    set_fields: dict[str, Any] = field(default_factory=dict)
+    """Top-level fields to set (``reasoning_content``, ``prefix``, ``content``)."""
+    drop_fields: set[str] = field(default_factory=set)
+    """Top-level fields to remove."""
+    stringify_content: bool = False
+    """Join content parts into one string."""
+
+
+@dataclass(frozen=True, slots=True)
+class Keep:
+    """The input message at ``index``, with its :class:`MessageEdit` if the plan has one."""
+
+    index: int
+
+
+@dataclass(frozen=True, slots=True)
+class Placeholder:
+    """A result invented for a call that had none."""
+
+    call_index: int
+    call_id: str
+    name: str | None
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Bridge:
+    """A short message invented to satisfy a role-order rule (documented, fixed wording)."""
+
+    role: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class AsText:
+    """A message (or placeholder) whose calls and results are rendered as plain text."""
+
+    item: Keep | Placeholder
+    role: str
+
+
+@dataclass(frozen=True, slots=True)
+class Merge:
+    """Several items joined into one text message of ``role``; nothing in them is dropped."""
+
+    role: str
+    parts: tuple[Keep | AsText | Bridge, ...]
+
+
+Item = Keep | Placeholder | Bridge | AsText | Merge
+
+
+@dataclass(slots=True)
+class Plan:
+    """The output, item by item, and the in-message edits keyed by input index."""
+
+    items: list[Item]
+    edits: dict[int, MessageEdit] = field(default_factory=dict)
+
+    def edit(self, index: int) -> MessageEdit:
+        """The edit for input message ``index``, created on first use."""
+        found = self.edits.get(index)
+        if found is None:
+            found = self.edits[index] = MessageEdit()
+        return found

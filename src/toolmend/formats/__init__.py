@@ -1,0 +1,79 @@
+"""Wire formats: one module per shape of history, all with the same contract.
+
+A format module exposes:
+
+``NAME: str``
+    The format's name (``"openai"``).
+``read(messages: Sequence[Any]) -> Skeleton``
+    Read the native list once into a :class:`toolmend.history.Skeleton`, copying nothing.
+    A message the module cannot read raises :class:`toolmend.InvalidMessageError` naming its
+    index and field.
+``apply(messages: Sequence[Any], plan: Plan) -> list[Any]``
+    Build the repaired list from the plan: the original object for every untouched message, a
+    shallow copy for every edited one, new messages for invented items. Never mutates its input.
+``claims(message: Any) -> bool``
+    Whether one message shows a feature only this format has (used by detection).
+``result_text(message: Any, slot: int) -> str | None``
+    The text of one tool result, for the planner's stub test (never logged).
+
+Adding a format is one file plus a line in :data:`MODULES` (and the shared case table in the
+tests). Modules are imported on first use.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+from collections.abc import Sequence
+from types import ModuleType
+from typing import Any
+
+from ..report import InvalidHistoryError, UnknownNameError
+
+__all__ = ["MODULES", "detect", "module_for"]
+
+MODULES: dict[str, str] = {
+    "openai": "toolmend.formats.openai_chat",
+}
+"""Format name -> the module that reads and writes it. Detection asks them in this order."""
+
+_ALIASES = {"openai-chat": "openai", "chat": "openai"}
+
+
+def module_for(name: str) -> ModuleType:
+    """The format module for ``name``, or a clear error suggesting a known one."""
+    key = _ALIASES.get(name, name) if isinstance(name, str) else name
+    path = MODULES.get(key)
+    if path is None:
+        close = difflib.get_close_matches(str(name), [*MODULES, *_ALIASES], n=1)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        raise UnknownNameError(f"Unknown format {name!r}.{hint} Known: {', '.join(MODULES)}")
+    return importlib.import_module(path)
+
+
+def detect(messages: Sequence[Any]) -> ModuleType:
+    """The format module for a history, from the first message that shows a telling feature.
+
+    A history of plain text messages with roles reads the same in every chat format, so it is
+    read as ``"openai"``. A shape no format knows is an error, not a guess.
+    """
+    modules = [module_for(name) for name in MODULES]
+    for message in messages:
+        claimed = [module for module in modules if module.claims(message)]
+        if len(claimed) == 1:
+            return claimed[0]
+        if len(claimed) > 1:
+            names = ", ".join(module.NAME for module in claimed)
+            raise InvalidHistoryError(
+                f"ambiguous history: it could be any of {names}; pass format="
+            )
+    if all(_plain_chat(message) for message in messages):
+        return module_for("openai")
+    raise InvalidHistoryError(
+        "unknown history shape: pass format= with one of " + ", ".join(MODULES)
+    )
+
+
+def _plain_chat(message: Any) -> bool:
+    role = message.get("role") if isinstance(message, dict) else getattr(message, "role", None)
+    return isinstance(role, str)

@@ -1,0 +1,167 @@
+"""What toolmend found and what it changed, and the errors it raises.
+
+Every result toolmend hands back is a frozen dataclass, so a caller can keep, compare and log it
+without worrying that a later call changes it. Exceptions share one root::
+
+    ToolmendError                      every error toolmend raises on purpose
+    ├── ToolChainError                 a history breaks a provider's rules (strict policy)
+    ├── ToolLoopError                  the loop guard found a tool called over and over
+    ├── UnknownNameError (ValueError)  an unknown provider or format name ("Did you mean ...?")
+    └── InvalidHistoryError (ValueError)
+        └── InvalidMessageError (TypeError)   a message toolmend cannot read, by index and field
+
+Nothing in this module ever includes message content in a string: problems, changes and errors
+name message indexes, tool call ids, function names and codes only, so they are safe to log.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "Change",
+    "InvalidHistoryError",
+    "InvalidMessageError",
+    "Problem",
+    "Repair",
+    "ToolChainError",
+    "ToolLoopError",
+    "ToolmendError",
+    "UnknownNameError",
+    "log_repair",
+    "logger",
+]
+
+logger = logging.getLogger("toolmend")
+"""The one logger toolmend writes to. Records carry ids and codes, never message content."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One way a history breaks a provider's rules.
+
+    ``code`` is toolmend's name for the kind of problem, the same for every provider
+    (``"orphan_result"``); ``rule`` is the provider rule it maps to (``"OA-TOOL-ORPHAN"``);
+    ``provider_error`` is the exact text the provider answers with, so a log line can be matched
+    against the 400 a user saw.
+    """
+
+    code: str
+    index: int
+    message: str
+    provider_error: str
+    rule: str = ""
+    ids: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        return f"message {self.index}: {self.code}: {self.message}"
+
+
+@dataclass(frozen=True)
+class Change:
+    """One edit toolmend made. ``index`` is the position in the input history."""
+
+    code: str
+    index: int
+    detail: str
+    ids: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        return f"message {self.index}: {self.code}: {self.detail}"
+
+
+@dataclass(frozen=True)
+class Repair:
+    """The outcome of :func:`toolmend.repair`.
+
+    ``messages`` is the very input object when nothing needed changing, otherwise a new list;
+    ``changes`` lists every edit; ``problems`` what the input broke; ``problems_left`` what is
+    still broken (empty after a successful repair, the input's problems under the report policy).
+    """
+
+    messages: Any
+    changes: tuple[Change, ...] = ()
+    problems: tuple[Problem, ...] = ()
+    problems_left: tuple[Problem, ...] = ()
+
+    @property
+    def changed(self) -> bool:
+        """Whether ``messages`` differs from the input."""
+        return bool(self.changes)
+
+
+class ToolmendError(Exception):
+    """The root of every error toolmend raises on purpose."""
+
+
+class ToolChainError(ToolmendError):
+    """A history breaks the provider's tool-call rules and the policy says not to repair it.
+
+    ``problems`` holds every :class:`Problem`; the message names each one's index and code.
+    """
+
+    def __init__(self, message: str = "", *, problems: Sequence[Problem] = ()) -> None:
+        self.problems: tuple[Problem, ...] = tuple(problems)
+        if not message:
+            listed = "; ".join(f"message {p.index}: {p.code}" for p in self.problems[:10])
+            more = f" (+{len(self.problems) - 10} more)" if len(self.problems) > 10 else ""
+            message = f"history breaks the provider's tool-call rules: {listed}{more}"
+        super().__init__(message)
+
+
+class ToolLoopError(ToolmendError):
+    """The loop guard found a tool called over and over, and was asked to raise."""
+
+    def __init__(self, message: str = "", *, problems: Sequence[Problem] = ()) -> None:
+        self.problems: tuple[Problem, ...] = tuple(problems)
+        super().__init__(message or "; ".join(p.message for p in self.problems))
+
+
+class UnknownNameError(ToolmendError, ValueError):
+    """An unknown provider or format name. A ``ValueError`` too, since it is a bad argument."""
+
+
+class InvalidHistoryError(ToolmendError, ValueError):
+    """The history itself is not something toolmend can read (not a list, say).
+
+    A ``ValueError`` so that code already catching bad-argument errors keeps working.
+    """
+
+
+class InvalidMessageError(InvalidHistoryError, TypeError):
+    """One message cannot be read: the wrong type, or a field of the wrong type.
+
+    Also a ``TypeError``, which is what Python raises for a value of the wrong type. ``index``
+    and ``field`` say where.
+    """
+
+    def __init__(self, index: int, field: str, expected: str, got: object) -> None:
+        self.index = index
+        self.field = field
+        where = f"message {index}" + (f", field {field!r}" if field else "")
+        super().__init__(f"{where}: expected {expected}, got {type(got).__name__}")
+
+
+@dataclass(frozen=True)
+class _RepairLogLine:
+    """The single log line a hook writes per repaired request (ids and codes only)."""
+
+    source: str
+    provider: str
+    changes: Sequence[Change] = field(default_factory=tuple)
+
+    def render(self) -> str:
+        parts = []
+        for change in self.changes:
+            ids = ",".join(change.ids)
+            parts.append(f"{change.code}@{change.index}" + (f"[{ids}]" if ids else ""))
+        return f"toolmend repaired {self.source} for {self.provider}: " + " ".join(parts)
+
+
+def log_repair(source: str, provider: str, changes: Sequence[Change]) -> None:
+    """Write the one INFO line per repaired request: where, for which provider, which changes."""
+    if changes and logger.isEnabledFor(logging.INFO):
+        logger.info(_RepairLogLine(source, provider, changes).render())

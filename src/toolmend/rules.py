@@ -1,0 +1,421 @@
+"""Judge a skeleton against a profile: skeleton + profile -> problems.
+
+Each check is a small function over the skeleton. The pairing checks walk the message kinds
+once; the id, name and defect checks visit only the sparse entries that have calls, results or
+defects, so a long valid history costs little more than one loop over its kinds.
+
+Problem codes (the ``code`` of :class:`toolmend.Problem`, the same for every provider):
+
+=========================  ==================================================================
+``empty_history``          no messages at all
+``invalid_role``           a role the provider does not know
+``orphan_result``          a tool result with no open call before it
+``unknown_result_id``      a result whose id is not among the open calls
+``missing_result``         a call left without a result
+``duplicate_result``       a call answered twice
+``duplicate_call_id``      two calls with one id in one message
+``result_without_id``      a tool message without ``tool_call_id``
+``call_without_id``        a tool call without an id
+``call_id_too_long``       an id longer than the provider accepts
+``call_id_format``         an id outside the provider's pattern
+``call_shape``             a tool call missing its ``type`` or ``function`` wrapper
+``arguments_not_string``   arguments given as an object instead of a JSON string
+``call_name_empty``        a call without a function name
+``function_name_format``   a function name outside the provider's pattern
+``empty_tool_calls``       ``tool_calls: []``
+``null_content``           an assistant message with neither content nor calls (content null)
+``empty_assistant``        an assistant message with neither content nor calls
+``missing_reasoning``      DeepSeek thinking mode: ``reasoning_content`` missing in a tool turn
+``role_order``             a role the provider does not accept after the previous one
+``last_role``              a request that does not end on a role the provider serves
+``roles_not_alternating``  a chat template that needs user/assistant alternation
+``unsupported_property``   a field the provider's schema rejects on that role
+``function_call_null``     an explicit ``function_call: null`` (rejected by strict schemas)
+``tool_content_not_string``  tool content given as parts where a string is required
+=========================  ==================================================================
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .history import ASSISTANT, OTHER, SYSTEM, TOOL, USER, Skeleton
+from .profiles import Profile, compiled
+from .report import Problem
+
+__all__ = ["judge"]
+
+_OPENAI_ROLES = frozenset({"system", "assistant", "user", "function", "tool", "developer"})
+
+
+class _Report:
+    """Collects problems, keeping only the codes the profile enables."""
+
+    __slots__ = ("checks", "problems")
+
+    def __init__(self, profile: Profile) -> None:
+        self.checks = profile.checks
+        self.problems: list[Problem] = []
+
+    def wants(self, code: str) -> bool:
+        return code in self.checks
+
+    def add(self, code: str, index: int, message: str, **fields: Any) -> None:
+        check = self.checks.get(code)
+        if check is None:
+            return
+        ids = fields.get("ids", ())
+        values = {
+            "index": index,
+            "slot": 0,
+            "id": "",
+            "length": 0,
+            "role": "",
+            "prev": "",
+            "name": "",
+            "property": "",
+            **fields,
+            "ids": ", ".join(ids),
+        }
+        self.problems.append(
+            Problem(code, index, message, check.error.format(**values), check.rule, tuple(ids))
+        )
+
+
+def judge(skeleton: Skeleton, profile: Profile) -> list[Problem]:
+    """Every problem ``skeleton`` has under ``profile``, in message order."""
+    report = _Report(profile)
+    if not skeleton.kinds:
+        report.add("empty_history", 0, "the history is empty")
+        return report.problems
+    if report.wants("invalid_role"):
+        _check_roles(skeleton, report)
+    _PAIRINGS[profile.pairing](skeleton, report)
+    if skeleton.calls:
+        _check_calls(skeleton, profile, report)
+    if skeleton.defects:
+        _check_defects(skeleton, report)
+    if report.wants("unsupported_property"):
+        _check_reasoning_field(skeleton, report)
+    if profile.reasoning_in_tool_turns:
+        _check_reasoning(skeleton, report)
+    if profile.role_successors is not None:
+        _check_role_order(skeleton, profile, report)
+    if profile.last_kinds is not None:
+        _check_last_role(skeleton, profile, report)
+    if profile.alternation is not None:
+        _check_alternation(skeleton, profile.alternation, report)
+    report.problems.sort(key=lambda problem: problem.index)
+    return report.problems
+
+
+def _check_roles(skeleton: Skeleton, report: _Report) -> None:
+    for index, kind in enumerate(skeleton.kinds):
+        if kind == OTHER and skeleton.roles[index] not in _OPENAI_ROLES:
+            role = skeleton.roles[index]
+            report.add("invalid_role", index, f"unknown role {role!r}", role=role)
+
+
+def _pair_adjacent(skeleton: Skeleton, report: _Report) -> None:
+    """OpenAI: tool messages form a contiguous block right after the calling message."""
+    calls, results = skeleton.calls, skeleton.results
+    owner = -1
+    expected: set[str] = set()
+    answered: set[str] = set()
+    for index, kind in enumerate(skeleton.kinds):
+        if kind == TOOL:
+            if owner < 0:
+                report.add(
+                    "orphan_result", index, "tool result without a calling message before it"
+                )
+                continue
+            for result in results.get(index, ()):
+                if result.id is None:
+                    report.add("result_without_id", index, "tool result without tool_call_id")
+                elif result.id not in expected:
+                    report.add(
+                        "unknown_result_id",
+                        index,
+                        "tool result answers no open call",
+                        id=result.id,
+                        ids=(result.id,),
+                    )
+                elif result.id in answered:
+                    report.add(
+                        "duplicate_result",
+                        index,
+                        "call answered twice",
+                        id=result.id,
+                        ids=(result.id,),
+                    )
+                else:
+                    answered.add(result.id)
+            continue
+        if owner >= 0 and len(answered) < len(expected):
+            _missing(report, owner, expected, answered)
+        found = calls.get(index) if kind == ASSISTANT else None
+        if found:
+            owner = index
+            expected = {call.id for call in found if call.id is not None}
+            answered = set()
+        else:
+            owner = -1
+    if owner >= 0 and len(answered) < len(expected):
+        _missing(report, owner, expected, answered)
+
+
+def _missing(report: _Report, owner: int, expected: set[str], answered: set[str]) -> None:
+    missing = tuple(sorted(expected - answered))
+    report.add("missing_result", owner, f"{len(missing)} call(s) without a result", ids=missing)
+
+
+def _pair_by_count(skeleton: Skeleton, report: _Report) -> None:
+    """DeepSeek: as many tool messages right after the calling message as it has calls."""
+    calls = skeleton.calls
+    owner, remaining = -1, 0
+    for index, kind in enumerate(skeleton.kinds):
+        if kind == TOOL:
+            if remaining <= 0:
+                report.add("orphan_result", index, "tool result without a pending call")
+            else:
+                remaining -= 1
+            continue
+        if remaining > 0:
+            report.add(
+                "missing_result",
+                owner,
+                f"{remaining} call(s) without a result",
+                ids=_ids(skeleton, owner),
+            )
+        found = calls.get(index) if kind == ASSISTANT else None
+        owner, remaining = (index, len(found)) if found else (-1, 0)
+    if remaining > 0:
+        report.add(
+            "missing_result",
+            owner,
+            f"{remaining} call(s) without a result",
+            ids=_ids(skeleton, owner),
+        )
+
+
+def _ids(skeleton: Skeleton, index: int) -> tuple[str, ...]:
+    return tuple(call.id for call in skeleton.calls.get(index, ()) if call.id is not None)
+
+
+def _pair_latest(skeleton: Skeleton, report: _Report) -> None:
+    """Mistral: results match the latest assistant's ids; counts compared at the next one."""
+    calls, results = skeleton.calls, skeleton.results
+    owner = -1
+    expected: set[str] = set()
+    answered: set[str] = set()
+    for index, kind in enumerate(skeleton.kinds):
+        if kind == ASSISTANT:
+            if owner >= 0 and len(answered) != len(expected):
+                _missing(report, owner, expected, answered)
+            found = calls.get(index)
+            owner = index if found else -1
+            expected = {call.id for call in found if call.id is not None} if found else set()
+            answered = set()
+        elif kind == TOOL:
+            for result in results.get(index, ()):
+                if result.id is None:
+                    report.add("result_without_id", index, "tool result without tool_call_id")
+                elif owner < 0:
+                    report.add(
+                        "orphan_result",
+                        index,
+                        "tool result without a calling message",
+                        id=result.id,
+                        ids=(result.id,),
+                    )
+                elif result.id not in expected:
+                    report.add(
+                        "unknown_result_id",
+                        index,
+                        "tool result answers no open call",
+                        id=result.id,
+                        ids=(result.id,),
+                    )
+                elif result.id in answered:
+                    report.add(
+                        "duplicate_result",
+                        index,
+                        "call answered twice",
+                        id=result.id,
+                        ids=(result.id,),
+                    )
+                else:
+                    answered.add(result.id)
+    if owner >= 0 and len(answered) != len(expected):
+        _missing(report, owner, expected, answered)
+
+
+def _pair_none(skeleton: Skeleton, report: _Report) -> None:
+    """Providers whose pairing is not known to be checked."""
+
+
+_PAIRINGS: dict[str, Callable[[Skeleton, _Report], None]] = {
+    "adjacent": _pair_adjacent,
+    "count": _pair_by_count,
+    "latest": _pair_latest,
+    "none": _pair_none,
+}
+
+
+def _check_calls(skeleton: Skeleton, profile: Profile, report: _Report) -> None:
+    """Ids and names of every call: present, unique in their message, in the provider's form."""
+    max_length = profile.call_id_max_length
+    id_pattern = compiled(profile.call_id_pattern)
+    name_pattern = compiled(profile.function_name_pattern)
+    for index, found in skeleton.calls.items():
+        seen: set[str] = set()
+        for call in found:
+            call_id = call.id
+            if call_id is None:
+                report.add("call_without_id", index, "tool call without an id", slot=call.slot)
+                continue
+            if call_id in seen:
+                report.add(
+                    "duplicate_call_id",
+                    index,
+                    "two calls share one id",
+                    id=call_id,
+                    ids=(call_id,),
+                    slot=call.slot,
+                )
+            seen.add(call_id)
+            if max_length is not None and len(call_id) > max_length:
+                report.add(
+                    "call_id_too_long",
+                    index,
+                    f"call id of {len(call_id)} characters",
+                    slot=call.slot,
+                    length=len(call_id),
+                    ids=(call_id,),
+                )
+            if id_pattern is not None and id_pattern.fullmatch(call_id) is None:
+                report.add(
+                    "call_id_format",
+                    index,
+                    "call id outside the provider's pattern",
+                    id=call_id,
+                    ids=(call_id,),
+                    slot=call.slot,
+                )
+            if not call.name:
+                report.add(
+                    "call_name_empty",
+                    index,
+                    "tool call without a function name",
+                    slot=call.slot,
+                    ids=(call_id,),
+                )
+            elif name_pattern is not None and name_pattern.fullmatch(call.name) is None:
+                report.add(
+                    "function_name_format",
+                    index,
+                    "function name outside the pattern",
+                    name=call.name,
+                    slot=call.slot,
+                    ids=(call_id,),
+                )
+    if id_pattern is not None:
+        for index, carried in skeleton.results.items():
+            for result in carried:
+                if result.id is not None and id_pattern.fullmatch(result.id) is None:
+                    report.add(
+                        "call_id_format",
+                        index,
+                        "result id outside the provider's pattern",
+                        id=result.id,
+                        ids=(result.id,),
+                        slot=result.slot,
+                    )
+
+
+def _check_defects(skeleton: Skeleton, report: _Report) -> None:
+    """Shape problems the format reader saw, reported where the provider rejects them."""
+    roles = skeleton.roles
+    for defect in skeleton.defects:
+        report.add(
+            defect.code,
+            defect.at,
+            f"malformed message ({defect.code})",
+            slot=max(defect.slot, 0),
+            property=defect.detail,
+            role=roles[defect.at],
+        )
+
+
+def _check_reasoning_field(skeleton: Skeleton, report: _Report) -> None:
+    """Providers whose schema has no ``reasoning_content`` on assistant messages (Groq)."""
+    for index in sorted(skeleton.marked("reasoning_field")):
+        report.add(
+            "unsupported_property",
+            index,
+            "reasoning_content is not accepted",
+            role=skeleton.roles[index],
+            property="reasoning_content",
+        )
+
+
+def _check_reasoning(skeleton: Skeleton, report: _Report) -> None:
+    """DeepSeek thinking mode: every assistant message of a user turn that used tools."""
+    for turn in _user_turns(skeleton):
+        if not any(index in skeleton.calls for index in turn):
+            continue
+        reasoning = skeleton.marked("reasoning")
+        for index in turn:
+            if skeleton.kinds[index] == ASSISTANT and index not in reasoning:
+                report.add("missing_reasoning", index, "reasoning_content missing in a tool turn")
+
+
+def _user_turns(skeleton: Skeleton) -> list[list[int]]:
+    """The messages between consecutive user messages, as lists of indexes."""
+    turns: list[list[int]] = [[]]
+    for index, kind in enumerate(skeleton.kinds):
+        if kind == USER:
+            turns.append([])
+        else:
+            turns[-1].append(index)
+    return [turn for turn in turns if turn]
+
+
+def _check_role_order(skeleton: Skeleton, profile: Profile, report: _Report) -> None:
+    successors = profile.role_successors
+    assert successors is not None
+    kinds = skeleton.kinds
+    for index in range(1, len(kinds)):
+        prev, kind = kinds[index - 1], kinds[index]
+        allowed = successors.get(prev)
+        if allowed is not None and kind not in allowed:
+            report.add("role_order", index, f"{kind} right after {prev}", role=kind, prev=prev)
+
+
+def _check_last_role(skeleton: Skeleton, profile: Profile, report: _Report) -> None:
+    assert profile.last_kinds is not None
+    last = len(skeleton.kinds) - 1
+    kind = skeleton.kinds[last]
+    if kind in profile.last_kinds or last in skeleton.marked("prefix"):
+        return
+    report.add("last_role", last, f"request ends on {kind}", role=kind)
+
+
+def _check_alternation(skeleton: Skeleton, style: str, report: _Report) -> None:
+    kinds, calls = skeleton.kinds, skeleton.calls
+    expected = USER
+    start = 1 if kinds[0] == SYSTEM else 0
+    for index in range(start, len(kinds)):
+        kind = kinds[index]
+        if style == "tool-aware" and (kind == TOOL or (kind == ASSISTANT and index in calls)):
+            continue
+        if kind != expected:
+            report.add(
+                "roles_not_alternating",
+                index,
+                f"{kind} where {expected} was due",
+                role=kind,
+                prev=expected,
+            )
+        expected = USER if kind == ASSISTANT else ASSISTANT
