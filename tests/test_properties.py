@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 import pytest
-from hypothesis import assume, given
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import toolmend
@@ -88,6 +88,7 @@ def test_valid_histories_pass_and_come_back_as_the_same_object(
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
+@settings(suppress_health_check=[HealthCheck.filter_too_much])
 @given(
     history=st.one_of(
         valid_conversations(id_style="any"), valid_conversations(id_style="any", reasoning=True)
