@@ -13,8 +13,6 @@ provider accepts.
 ['user', 'assistant', 'tool', 'user']
 """
 
-from __future__ import annotations
-
 from .api import check, repair, sanitize
 from .policy import PLACEHOLDER_TEXT, Mode, Policy
 from .report import (

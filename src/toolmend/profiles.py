@@ -71,6 +71,8 @@ class Profile:
     alternate, tool traffic aside (HF chat templates with a tool role). ``"strict"``: every
     message alternates by position, so tool traffic must be flattened to text (templates with no
     tool role)."""
+    known_roles: frozenset[str] | None = None
+    """The roles the provider accepts, when it rejects others (OpenAI's role list)."""
     strict_checks: Mapping[str, Check] = field(default_factory=dict)
     """Rules with weak evidence, recorded but not run."""
     aliases: tuple[str, ...] = ()
@@ -172,6 +174,7 @@ OPENAI = Profile(
         ),
     ),
     call_id_max_length=40,
+    known_roles=frozenset({"system", "assistant", "user", "function", "tool", "developer"}),
     strict_checks=_checks(
         null_tool_content=Check(
             "OA-TOOL-NULL-CONTENT",

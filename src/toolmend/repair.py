@@ -23,7 +23,7 @@ Change codes (``Change.code``): ``moved_result``, ``moved_message``, ``dropped_o
 ``removed_call``, ``dropped_empty_message``, ``filled_result_id``, ``rewrote_call_id``,
 ``renamed_function``, ``normalized_tool_call``, ``removed_field``, ``filled_content``,
 ``stringified_content``, ``added_reasoning_content``, ``inserted_message``, ``marked_prefix``,
-``flattened_tool_traffic``, ``merged_messages``, ``system_to_user``.
+``flattened_tool_traffic``, ``merged_messages``, ``system_to_user``, ``renamed_role``.
 """
 
 from __future__ import annotations
@@ -37,10 +37,10 @@ from dataclasses import dataclass, field
 from .edits import AsText, Bridge, Item, Keep, Merge, Placeholder, Plan
 from .history import ASSISTANT, SYSTEM, TOOL, USER, Call, Skeleton
 from .policy import Policy
-from .profiles import Profile, compiled
+from .profiles import Profile, compiled, get_profile
 from .report import Change
 
-__all__ = ["ASSISTANT_BRIDGE_TEXT", "USER_BRIDGE_TEXT", "plan_repair"]
+__all__ = ["ASSISTANT_BRIDGE_TEXT", "USER_BRIDGE_TEXT", "Pairing", "pair_results", "plan_repair"]
 
 ASSISTANT_BRIDGE_TEXT = "Tool results received."
 """The assistant message inserted where a provider forbids a user message right after tool
@@ -100,6 +100,8 @@ def plan_repair(
     state = _State(skeleton, profile, policy, result_text)
     match_results(state)
     order_messages(state)
+    if not state.plan.items and state.orphans and "empty_history" in profile.checks:
+        keep_orphans_as_text(state)
     rewrite_ids(state)
     fix_shapes(state, problem_codes)
     if profile.reasoning_in_tool_turns:
@@ -228,6 +230,30 @@ def _match_early_results(state: _State, slots: dict[tuple[int, str], deque[int]]
     state.orphans = still
 
 
+@dataclass(frozen=True)
+class Pairing:
+    """Which call each result answers, as step 1 decides it (see :func:`pair_results`)."""
+
+    answer: dict[CallRef, ResultRef]
+    """(calling message, call slot) -> (message, result slot) of the result that answers it."""
+    duplicates: frozenset[ResultRef]
+    """Second results for an answered call (stubs and exact copies)."""
+    orphans: tuple[ResultRef, ...]
+    """Results that answer no call in the history."""
+
+
+def pair_results(
+    skeleton: Skeleton,
+    result_text: Callable[[int, int], str | None],
+    policy: Policy | None = None,
+) -> Pairing:
+    """Step 1 alone: the pairing the planner would use, for callers that only need to know
+    which messages belong together (:mod:`toolmend.trim`). Same matching, same results."""
+    state = _State(skeleton, get_profile("openai"), policy or Policy(), result_text)
+    match_results(state)
+    return Pairing(dict(state.answer), frozenset(state.duplicates), tuple(state.orphans))
+
+
 # --- 2. layout --------------------------------------------------------------------------------
 
 
@@ -289,6 +315,18 @@ def order_messages(state: _State) -> None:
         kept = {item.index for item in items if isinstance(item, Keep)}
         for between in sorted(moved_aside & kept):
             state.change("moved_message", between, "moved after the tool results it interrupted")
+
+
+def keep_orphans_as_text(state: _State) -> None:
+    """A history of nothing but orphans would come out empty, which no request may be: keep
+    the orphans as user text instead of dropping them."""
+    state.changes = [c for c in state.changes if c.code != "dropped_orphan_result"]
+    for index, slot in state.orphans:
+        state.plan.items.append(AsText(Keep(index), USER))
+        result_id = state.skeleton.results[index][slot].id
+        state.change(
+            "orphan_result_to_text", index, "kept as text: nothing else is left", result_id
+        )
 
 
 def _frontier(skeleton: Skeleton) -> int:
@@ -453,6 +491,28 @@ def fix_shapes(state: _State, problem_codes: set[str]) -> None:
             state.change("removed_field", index, "removed 'reasoning_content'")
     if {"function_name_format", "call_name_empty"} & problem_codes:
         _rename_functions(state)
+    if "invalid_role" in problem_codes:
+        _rename_roles(state, kept)
+
+
+_ROLE_ALIASES = {
+    "human": USER,
+    "ai": ASSISTANT,
+    "bot": ASSISTANT,
+    "model": ASSISTANT,
+    "chatbot": ASSISTANT,
+}
+"""Roles other libraries write, and the role they mean. Anything else becomes a user message:
+its content is kept, and the user role is the one every provider accepts anywhere."""
+
+
+def _rename_roles(state: _State, kept: set[int]) -> None:
+    known = state.profile.known_roles or frozenset()
+    for index, role in enumerate(state.skeleton.roles):
+        if index in kept and role not in known:
+            new_role = _ROLE_ALIASES.get(role.lower(), USER)
+            state.plan.edit(index).set_fields["role"] = new_role
+            state.change("renamed_role", index, f"unknown role {role!r} sent as {new_role!r}")
 
 
 def _rename_functions(state: _State) -> None:

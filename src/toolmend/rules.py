@@ -46,8 +46,6 @@ from .report import Problem
 
 __all__ = ["judge"]
 
-_OPENAI_ROLES = frozenset({"system", "assistant", "user", "function", "tool", "developer"})
-
 
 class _Report:
     """Collects problems, keeping only the codes the profile enables."""
@@ -89,8 +87,10 @@ def judge(skeleton: Skeleton, profile: Profile) -> list[Problem]:
     if not skeleton.kinds:
         report.add("empty_history", 0, "the history is empty")
         return report.problems
-    if report.wants("invalid_role"):
-        _check_roles(skeleton, report)
+    if profile.known_roles is not None:
+        _check_roles(skeleton, profile.known_roles, report)
+    if report.wants("result_without_id"):
+        _check_result_ids(skeleton, report)
     _PAIRINGS[profile.pairing](skeleton, report)
     if skeleton.calls:
         _check_calls(skeleton, profile, report)
@@ -110,11 +110,17 @@ def judge(skeleton: Skeleton, profile: Profile) -> list[Problem]:
     return report.problems
 
 
-def _check_roles(skeleton: Skeleton, report: _Report) -> None:
+def _check_roles(skeleton: Skeleton, known: frozenset[str], report: _Report) -> None:
     for index, kind in enumerate(skeleton.kinds):
-        if kind == OTHER and skeleton.roles[index] not in _OPENAI_ROLES:
+        if kind == OTHER and skeleton.roles[index] not in known:
             role = skeleton.roles[index]
             report.add("invalid_role", index, f"unknown role {role!r}", role=role)
+
+
+def _check_result_ids(skeleton: Skeleton, report: _Report) -> None:
+    for index, carried in skeleton.results.items():
+        if skeleton.kinds[index] == TOOL and any(result.id is None for result in carried):
+            report.add("result_without_id", index, "tool result without tool_call_id")
 
 
 def _pair_adjacent(skeleton: Skeleton, report: _Report) -> None:
@@ -132,8 +138,8 @@ def _pair_adjacent(skeleton: Skeleton, report: _Report) -> None:
                 continue
             for result in results.get(index, ()):
                 if result.id is None:
-                    report.add("result_without_id", index, "tool result without tool_call_id")
-                elif result.id not in expected:
+                    continue
+                if result.id not in expected:
                     report.add(
                         "unknown_result_id",
                         index,
@@ -220,8 +226,8 @@ def _pair_latest(skeleton: Skeleton, report: _Report) -> None:
         elif kind == TOOL:
             for result in results.get(index, ()):
                 if result.id is None:
-                    report.add("result_without_id", index, "tool result without tool_call_id")
-                elif owner < 0:
+                    continue
+                if owner < 0:
                     report.add(
                         "orphan_result",
                         index,

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from types import ModuleType
 from typing import Any
 
-from ..report import InvalidHistoryError, UnknownNameError
+from ..report import InvalidHistoryError, InvalidMessageError, UnknownNameError
 
 __all__ = ["MODULES", "detect", "module_for"]
 
@@ -67,13 +67,16 @@ def detect(messages: Sequence[Any]) -> ModuleType:
             raise InvalidHistoryError(
                 f"ambiguous history: it could be any of {names}; pass format="
             )
-    if all(_plain_chat(message) for message in messages):
-        return module_for("openai")
-    raise InvalidHistoryError(
-        "unknown history shape: pass format= with one of " + ", ".join(MODULES)
-    )
+    for index, message in enumerate(messages):
+        _require_role(index, message)
+    return module_for("openai")
 
 
-def _plain_chat(message: Any) -> bool:
-    role = message.get("role") if isinstance(message, dict) else getattr(message, "role", None)
-    return isinstance(role, str)
+def _require_role(index: int, message: Any) -> None:
+    """A plain chat message has a string role; say which message has none, and why."""
+    if isinstance(message, dict) or hasattr(message, "role"):
+        role = message.get("role") if isinstance(message, dict) else message.role
+        if not isinstance(role, str):
+            raise InvalidMessageError(index, "role", "a string", role)
+    else:
+        raise InvalidMessageError(index, "", "a message (a dict or an object with a role)", message)

@@ -1,0 +1,372 @@
+"""Every enabled check of the OpenAI-family profiles: a history that breaks it, one that passes.
+
+Each row asserts the exact provider error text ``check`` reports, that the passing history has
+no problem of that code, and that ``repair`` turns the breaking history into one the profile
+accepts. A test below fails when a profile enables a code that has no row here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import toolmend
+from cases import assistant, calls, result, system, tool_call, user
+from toolmend.profiles import PROFILES
+
+MISTRAL_ID = "abcDEF123"
+MISTRAL_ID2 = "xyzXYZ789"
+
+# (provider, code, breaking history, exact provider error, passing history)
+ROWS: list[tuple[str, str, list[Any], str, list[Any]]] = [
+    (
+        "openai",
+        "empty_history",
+        [],
+        "Invalid 'messages': empty array. Expected an array with minimum length 1, but got an empty "
+        "array instead.",
+        [user()],
+    ),
+    (
+        "openai",
+        "invalid_role",
+        [user(), {"role": "tooool", "content": "x"}],
+        "Invalid value: 'tooool'. Supported values are: 'system', 'assistant', 'user', 'function', "
+        "'tool', and 'developer'.",
+        [user(), {"role": "developer", "content": "x"}],
+    ),
+    (
+        "openai",
+        "orphan_result",
+        [system(), result("call_1"), user()],
+        "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with "
+        "'tool_calls'.",
+        [system(), user(), calls("call_1"), result("call_1")],
+    ),
+    (
+        "openai",
+        "unknown_result_id",
+        [user(), calls("call_1"), result("call_2")],
+        "Invalid parameter: 'tool_call_id' of 'call_2' not found in 'tool_calls' of previous message.",
+        [user(), calls("call_1"), result("call_1")],
+    ),
+    (
+        "openai",
+        "missing_result",
+        [user(), calls("call_1", "call_2"), result("call_1"), user()],
+        "An assistant message with 'tool_calls' must be followed by tool messages responding to each "
+        "'tool_call_id'. The following tool_call_ids did not have response messages: call_2",
+        [user(), calls("call_1", "call_2"), result("call_2"), result("call_1"), user()],
+    ),
+    (
+        "openai",
+        "empty_tool_calls",
+        [user(), assistant("ok", tool_calls=[])],
+        "Invalid 'messages[1].tool_calls': empty array. Expected an array with minimum length 1, but "
+        "got an empty array instead.",
+        [user(), assistant("ok")],
+    ),
+    (
+        "openai",
+        "result_without_id",
+        [user(), calls("call_1", "call_2"), result("call_1"), result(None)],
+        "Missing parameter 'tool_call_id': messages with role 'tool' must have a 'tool_call_id'.",
+        [user(), calls("call_1", "call_2"), result("call_1"), result("call_2")],
+    ),
+    (
+        "openai",
+        "null_content",
+        [user(), assistant(None)],
+        "Invalid value for 'content': expected a string, got null.",
+        [user(), calls("c"), result("c")],
+    ),
+    (
+        "openai",
+        "call_id_too_long",
+        [user(), calls("call_" + "x" * 45), result("call_" + "x" * 45)],
+        "Invalid 'messages[1].tool_calls[0].id': string too long. Expected a string with maximum "
+        "length 40, but got a string with length 50 instead.",
+        [user(), calls("call_" + "x" * 35), result("call_" + "x" * 35)],
+    ),
+    (
+        "openai",
+        "arguments_not_string",
+        [
+            user(),
+            assistant(
+                None,
+                tool_calls=[
+                    {
+                        "id": "c1",
+                        "type": "function",
+                        "function": {"name": "f", "arguments": {"a": 1}},
+                    }
+                ],
+            ),
+            result("c1"),
+        ],
+        "Invalid type for 'messages[1].tool_calls[0].function.arguments': expected a string, but got "
+        "an object instead.",
+        [user(), calls("c1"), result("c1")],
+    ),
+    (
+        "openai",
+        "call_name_empty",
+        [user(), assistant(None, tool_calls=[tool_call("c1", name="")]), result("c1")],
+        "Invalid 'messages[1].tool_calls[0].function.name': empty string. Expected a string with "
+        "minimum length 1, but got an empty string instead.",
+        [user(), calls("c1"), result("c1")],
+    ),
+    (
+        "openai",
+        "call_shape",
+        [
+            user(),
+            assistant(None, tool_calls=[{"id": "c1", "name": "f", "arguments": "{}"}]),
+            result("c1"),
+        ],
+        "Missing required parameter: 'messages[1].tool_calls[0].function'.",
+        [user(), calls("c1"), result("c1")],
+    ),
+    (
+        "openai",
+        "call_without_id",
+        [
+            user(),
+            assistant(
+                None,
+                tool_calls=[{"type": "function", "function": {"name": "f", "arguments": "{}"}}],
+            ),
+        ],
+        "Missing required parameter: 'messages[1].tool_calls[0].id'.",
+        [user(), calls("c1"), result("c1")],
+    ),
+    (
+        "deepseek",
+        "orphan_result",
+        [user(), assistant(""), result("call_00_x"), user()],
+        "Messages with role 'tool' must be a response to a preceding message with 'tool_calls'",
+        [user(), calls("call_00_x"), result("call_00_x"), user()],
+    ),
+    (
+        "deepseek",
+        "missing_result",
+        [user(), calls("a", "b"), result("a"), user()],
+        "An assistant message with 'tool_calls' must be followed by tool messages responding to each "
+        "'tool_call_id'. (insufficient tool messages following tool_calls message)",
+        [user(), calls("a", "b"), result("a"), result("b"), user()],
+    ),
+    (
+        "deepseek-reasoner",
+        "missing_reasoning",
+        [
+            user(),
+            calls("a", reasoning_content="let me look"),
+            result("a"),
+            assistant("21 C"),
+            user(),
+        ],
+        "The `reasoning_content` in the thinking mode must be passed back to the API.",
+        [
+            user(),
+            calls("a", reasoning_content="let me look"),
+            result("a"),
+            assistant("21 C", reasoning_content=""),
+            user(),
+            assistant("no tools, no reasoning"),
+        ],
+    ),
+    (
+        "mistral",
+        "role_order",
+        [user(), calls(MISTRAL_ID), result(MISTRAL_ID), user()],
+        "Unexpected role 'user' after role 'tool'",
+        [user(), calls(MISTRAL_ID), result(MISTRAL_ID), assistant("done"), user()],
+    ),
+    (
+        "mistral",
+        "call_id_format",
+        [user(), calls("call_0fypS1hVX"), result("call_0fypS1hVX")],
+        "Tool call id was call_0fypS1hVX but must be a-z, A-Z, 0-9, with a length of 9.",
+        [user(), calls(MISTRAL_ID), result(MISTRAL_ID)],
+    ),
+    (
+        "mistral",
+        "call_without_id",
+        [
+            user(),
+            assistant(
+                None,
+                tool_calls=[{"type": "function", "function": {"name": "f", "arguments": "{}"}}],
+            ),
+        ],
+        "Tool call id has to be defined.",
+        [user(), calls(MISTRAL_ID), result(MISTRAL_ID)],
+    ),
+    (
+        "mistral",
+        "result_without_id",
+        [user(), calls(MISTRAL_ID, MISTRAL_ID2), result(MISTRAL_ID), result(None)],
+        "Tool call id has to be defined.",
+        [user(), calls(MISTRAL_ID, MISTRAL_ID2), result(MISTRAL_ID), result(MISTRAL_ID2)],
+    ),
+    (
+        "mistral",
+        "missing_result",
+        [user(), calls(MISTRAL_ID, MISTRAL_ID2), result(MISTRAL_ID)],
+        "Not the same number of function calls and responses",
+        [user(), calls(MISTRAL_ID, MISTRAL_ID2), result(MISTRAL_ID), result(MISTRAL_ID2)],
+    ),
+    (
+        "mistral",
+        "unknown_result_id",
+        [user(), calls(MISTRAL_ID), result(MISTRAL_ID2)],
+        f"Unexpected tool call id {MISTRAL_ID2} in tool results",
+        [user(), calls(MISTRAL_ID), result(MISTRAL_ID)],
+    ),
+    (
+        "mistral",
+        "orphan_result",
+        [user(), assistant("hm"), result(MISTRAL_ID)],
+        f"Unexpected tool call id {MISTRAL_ID} in tool results",
+        [user(), calls(MISTRAL_ID), result(MISTRAL_ID)],
+    ),
+    (
+        "mistral",
+        "duplicate_result",
+        [user(), calls(MISTRAL_ID, MISTRAL_ID2), result(MISTRAL_ID), result(MISTRAL_ID)],
+        f"Duplicate tool call id {MISTRAL_ID} in tool results",
+        [user(), calls(MISTRAL_ID, MISTRAL_ID2), result(MISTRAL_ID), result(MISTRAL_ID2)],
+    ),
+    (
+        "mistral",
+        "duplicate_call_id",
+        [user(), calls(MISTRAL_ID, MISTRAL_ID), result(MISTRAL_ID), result(MISTRAL_ID)],
+        f"Duplicate tool call id {MISTRAL_ID} in assistant message",
+        [user(), calls(MISTRAL_ID, MISTRAL_ID2), result(MISTRAL_ID), result(MISTRAL_ID2)],
+    ),
+    (
+        "mistral",
+        "last_role",
+        [user(), assistant("The answer is")],
+        "Expected last role User or Tool (or Assistant with prefix True) for serving but got "
+        "assistant",
+        [user(), assistant("The answer is", prefix=True)],
+    ),
+    (
+        "mistral",
+        "empty_assistant",
+        [user(), assistant(""), user()],
+        "Assistant message must have either content or tool_calls, but not none.",
+        [user(), assistant("ok"), user()],
+    ),
+    (
+        "mistral",
+        "null_content",
+        [user(), assistant(None), user()],
+        "Assistant message must have either content or tool_calls, but not none.",
+        [user(), assistant("ok"), user()],
+    ),
+    (
+        "mistral",
+        "function_name_format",
+        [
+            user(),
+            assistant(None, tool_calls=[tool_call(MISTRAL_ID, name="get weather!")]),
+            result(MISTRAL_ID),
+        ],
+        "Function name was get weather! but must be a-z, A-Z, 0-9, or contain underscores and "
+        "dashes, with a maximum length of 64.",
+        [user(), calls(MISTRAL_ID), result(MISTRAL_ID)],
+    ),
+    (
+        "groq",
+        "unsupported_property",
+        [user(), assistant("hi", reasoning_content="hmm")],
+        "'messages.1' : for 'role:assistant' the following must be satisfied[('messages.1' : property "
+        "'reasoning_content' is unsupported)]",
+        [user(), assistant("hi")],
+    ),
+    (
+        "groq",
+        "function_call_null",
+        [user(), calls("c1", function_call=None), result("c1")],
+        "'messages.1' : for 'role:assistant' the following must be satisfied[('messages.1' : property "
+        "'function_call' is unsupported)]",
+        [user(), calls("c1"), result("c1")],
+    ),
+    (
+        "groq",
+        "result_without_id",
+        [user(), calls("c1"), result(None)],
+        "'messages.2' : for 'role:tool' the following must be satisfied[('messages.2.tool_call_id' : "
+        "property 'tool_call_id' is missing)]",
+        [user(), calls("c1"), result("c1")],
+    ),
+    (
+        "groq",
+        "tool_content_not_string",
+        [user(), calls("c1"), result("c1", text=[{"type": "text", "text": "21 C"}])],  # type: ignore[arg-type]
+        "'messages.2' : for 'role:tool' the following must be satisfied[('messages.2.content' : value "
+        "must be a string)]",
+        [user(), calls("c1"), result("c1")],
+    ),
+    (
+        "hf-template",
+        "roles_not_alternating",
+        [user(), calls("c1"), result("c1"), user()],
+        "After the optional system message, conversation roles must alternate "
+        "user/assistant/user/assistant/...",
+        [system(), user(), calls("c1"), result("c1"), assistant("21 C"), user()],
+    ),
+    (
+        "hf-template-strict",
+        "roles_not_alternating",
+        [user(), calls("c1"), result("c1")],
+        "Conversation roles must alternate user/assistant/user/assistant/...",
+        [system(), user(), assistant("21 C"), user()],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("provider", "code", "broken", "error", "passing"),
+    ROWS,
+    ids=[f"{row[0]}-{row[1]}" for row in ROWS],
+)
+def test_rule_breaks_and_passes(
+    provider: str, code: str, broken: list[Any], error: str, passing: list[Any]
+) -> None:
+    problems = toolmend.check(broken, provider=provider)
+    matching = [p for p in problems if p.code == code]
+    assert matching, f"{code} not reported: {problems}"
+    assert error in {p.provider_error for p in matching}
+    assert all(p.rule == PROFILES[provider].checks[code].rule for p in matching)
+    assert toolmend.check(passing, provider=provider) == []
+    if broken:
+        repaired = toolmend.repair(broken, provider=provider)
+        assert repaired.problems_left == ()
+        assert toolmend.check(repaired.messages, provider=provider) == []
+        assert repaired.changes
+
+
+def test_every_enabled_check_has_a_row() -> None:
+    covered = {(row[0], row[1]) for row in ROWS}
+    openai_family = [
+        "openai",
+        "deepseek",
+        "deepseek-reasoner",
+        "mistral",
+        "groq",
+        "hf-template",
+        "hf-template-strict",
+    ]
+    missing = [
+        (name, code)
+        for name in openai_family
+        for code in PROFILES[name].checks
+        if (name, code) not in covered
+        and not (name == "deepseek-reasoner" and (("deepseek", code) in covered))
+    ]
+    assert missing == []
