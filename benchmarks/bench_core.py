@@ -109,7 +109,7 @@ def main() -> int:
     print(f"{'messages':>9} {'valid':>8} {'damaged':>8}   (sanitize time / json.dumps time)")
     rows = []
     for size in sizes:
-        repeat = 9 if size < 100_000 else 5
+        repeat = 25 if size < 100_000 else 7
         valid = agent_history(size)
         assert toolmend.check(valid) == []
         broken = damage(valid)

@@ -16,6 +16,10 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import toolmend
+from toolmend.api import _read_range
+from toolmend.formats import openai_chat
+from toolmend.profiles import get_profile
+from toolmend.rules import judge
 
 from histories import STUB_CONTENT, content_strings, damaged_conversations, valid_conversations
 
@@ -97,3 +101,37 @@ def test_valid_histories_pass_and_come_back_as_the_same_object(
 def test_any_history_a_profile_accepts_is_returned_untouched(provider: str, history: Any) -> None:
     assume(toolmend.check(history, provider=provider) == [])
     assert toolmend.sanitize(history, provider=provider) is history
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+@given(
+    case=st.one_of(
+        damaged_conversations(id_style="any"), damaged_conversations(id_style="any", reasoning=True)
+    )
+)
+def test_one_pass_scan_agrees_with_the_full_judge(provider: str, case: Any) -> None:
+    """The fast paths (quick_valid, dirty_spans) never disagree with reading everything."""
+    _, damaged, _ = case
+    profile = get_profile(provider)
+    full = judge(openai_chat.read(damaged), profile)
+    if openai_chat.quick_valid(damaged, profile):
+        assert full == []
+    spans = openai_chat.dirty_spans(damaged, profile)
+    if spans is not None:
+        found = [
+            problem
+            for low, high in spans
+            for problem in judge(_read_range(openai_chat, damaged, low, high), profile)
+        ]
+
+        def key(problem: toolmend.Problem) -> tuple[int, str, tuple[str, ...]]:
+            return (problem.index, problem.code, problem.ids)
+
+        assert sorted(found, key=key) == sorted(full, key=key)
+        assert toolmend.check(damaged, provider=provider) == found
+
+
+@given(history=valid_conversations(id_style="any"))
+def test_one_pass_scan_vouches_for_valid_dict_histories(history: Any) -> None:
+    assert openai_chat.quick_valid(history, get_profile("openai"))
+    assert openai_chat.dirty_spans(history, get_profile("deepseek")) == []

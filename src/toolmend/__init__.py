@@ -14,6 +14,7 @@ provider accepts.
 """
 
 from .api import check, repair, sanitize
+from .loops import detect_loops
 from .policy import PLACEHOLDER_TEXT, Mode, Policy
 from .report import (
     Change,
@@ -24,8 +25,10 @@ from .report import (
     ToolChainError,
     ToolLoopError,
     ToolmendError,
+    TrimError,
     UnknownNameError,
 )
+from .trim import align_cut, atomic_groups, merge_consecutive, trim
 
 __all__ = [
     "PLACEHOLDER_TEXT",
@@ -39,10 +42,16 @@ __all__ = [
     "ToolChainError",
     "ToolLoopError",
     "ToolmendError",
+    "TrimError",
     "UnknownNameError",
+    "align_cut",
+    "atomic_groups",
     "check",
+    "detect_loops",
+    "merge_consecutive",
     "repair",
     "sanitize",
+    "trim",
 ]
 
 __version__ = "0.1.0"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
 
@@ -18,10 +18,35 @@ from .history import Skeleton
 from .policy import Mode, Policy, as_policy
 from .profiles import Profile, get_profile
 from .repair import plan_repair
-from .report import InvalidHistoryError, Problem, Repair, ToolChainError, logger
+from .report import (
+    Change,
+    InvalidHistoryError,
+    InvalidMessageError,
+    Problem,
+    Repair,
+    ToolChainError,
+    logger,
+)
 from .rules import judge
 
-__all__ = ["check", "read_history", "repair", "sanitize"]
+__all__ = ["check", "format_of", "read_history", "repair", "sanitize"]
+
+
+def format_of(messages: Any, format: str | None = None) -> ModuleType:
+    """The format module for ``messages``: the named one, or the one detected.
+
+    Raises :class:`toolmend.InvalidHistoryError` for something that is not a list of messages.
+    """
+    if isinstance(messages, str):
+        module = module_for(format) if format is not None else detect(messages)
+        if not getattr(module, "TEXT_INPUT", False):
+            raise InvalidHistoryError(f"a bare string is not a {module.NAME!r} history")
+        return module
+    if not isinstance(messages, (list, tuple)):
+        raise InvalidHistoryError(
+            f"messages must be a list of messages, got {type(messages).__name__}"
+        )
+    return module_for(format) if format is not None else detect(messages)
 
 
 def read_history(messages: Any, format: str | None = None) -> tuple[ModuleType, Skeleton]:
@@ -30,12 +55,36 @@ def read_history(messages: Any, format: str | None = None) -> tuple[ModuleType, 
     Raises :class:`toolmend.InvalidHistoryError` for something that is not a list of messages,
     and :class:`toolmend.InvalidMessageError` naming the index of a message it cannot read.
     """
-    if not isinstance(messages, (list, tuple)):
-        raise InvalidHistoryError(
-            f"messages must be a list of messages, got {type(messages).__name__}"
-        )
-    module = module_for(format) if format is not None else detect(messages)
+    module = format_of(messages, format)
     return module, module.read(messages)
+
+
+def _ranges(
+    module: ModuleType, messages: Sequence[Any], profile: Profile, policy: Policy | None = None
+) -> list[tuple[int, int]]:
+    """The ranges of ``messages`` to read and judge: none when the format's one-pass test
+    vouches for the whole history, the damaged ranges when it can tell them (see
+    ``formats.openai_chat.dirty_spans``), else the whole history."""
+    spans_of = getattr(module, "dirty_spans", None)
+    if spans_of is not None and (policy is None or policy.frontier != "keep"):
+        spans: list[tuple[int, int]] | None = spans_of(messages, profile)
+        if spans is not None:
+            return spans
+    return [(0, len(messages))]
+
+
+def _read_range(module: ModuleType, messages: Sequence[Any], low: int, high: int) -> Skeleton:
+    """The skeleton of ``messages[low:high]``, its indexes (and errors) those of ``messages``."""
+    if (low, high) == (0, len(messages)):
+        whole: Skeleton = module.read(messages)
+        return whole
+    try:
+        skeleton: Skeleton = module.read(messages[low:high])
+    except InvalidMessageError as error:
+        raise error.shifted(low) from None
+    skeleton.base = low
+    skeleton.whole = False
+    return skeleton
 
 
 def check(
@@ -58,8 +107,11 @@ def check(
     ['orphan_result']
     """
     profile = get_profile(provider)
-    _, skeleton = read_history(messages, format)
-    return judge(skeleton, profile)
+    module = format_of(messages, format)
+    problems: list[Problem] = []
+    for low, high in _ranges(module, messages, profile):
+        problems.extend(judge(_read_range(module, messages, low, high), profile))
+    return problems
 
 
 def repair(
@@ -91,29 +143,51 @@ def repair(
     """
     profile = get_profile(provider)
     chosen = as_policy(policy)
-    module, skeleton = read_history(messages, format)
-    problems = judge(skeleton, profile)
+    module = format_of(messages, format)
+    damaged = []
+    for low, high in _ranges(module, messages, profile, chosen):
+        skeleton = _read_range(module, messages, low, high)
+        found = judge(skeleton, profile)
+        if found:
+            damaged.append((low, high, skeleton, found))
+    problems = tuple(problem for *_, found in damaged for problem in found)
     if not problems:
         return Repair(messages)
     if chosen.mode is Mode.STRICT:
         raise ToolChainError(problems=problems)
     if chosen.mode is Mode.REPORT:
-        return Repair(messages, (), tuple(problems), tuple(problems))
+        return Repair(messages, (), problems, problems)
+    repaired: list[Any] = []
+    changes: list[Change] = []
+    position = 0
+    for low, high, skeleton, found in damaged:
+        part = messages[low:high]
+        plan, made = plan_repair(
+            skeleton, profile, chosen, _result_text(module, part), {p.code for p in found}
+        )
+        repaired.extend(messages[position:low])
+        repaired.extend(module.apply(part, plan))
+        changes.extend(made)
+        position = high
+    repaired.extend(messages[position:])
+    if _DEBUG and logger.isEnabledFor(logging.DEBUG):
+        logger.debug("toolmend before: %s", _structure(module.read(messages)))
+        logger.debug("toolmend after: %s", _structure(module.read(repaired)))
+
+    def still_broken() -> tuple[Problem, ...]:
+        return tuple(judge(module.read(repaired), profile))
+
+    return Repair(repaired, tuple(changes), problems, still_broken)
+
+
+def _result_text(module: ModuleType, part: Sequence[Any]) -> Callable[[int, int], str | None]:
+    """How the planner reads a result's text (to tell a stub from a real result)."""
 
     def result_text(index: int, slot: int) -> str | None:
-        text: str | None = module.result_text(messages[index], slot)
+        text: str | None = module.result_text(part[index], slot)
         return text
 
-    plan, changes = plan_repair(
-        skeleton, profile, chosen, result_text, {problem.code for problem in problems}
-    )
-    repaired = module.apply(messages, plan)
-    after = module.read(repaired)
-    left = judge(after, profile)
-    if _DEBUG and logger.isEnabledFor(logging.DEBUG):
-        logger.debug("toolmend before: %s", _structure(skeleton))
-        logger.debug("toolmend after: %s", _structure(after))
-    return Repair(repaired, tuple(changes), tuple(problems), tuple(left))
+    return result_text
 
 
 def sanitize(
@@ -137,13 +211,27 @@ _DEBUG = os.environ.get("TOOLMEND_DEBUG", "") not in ("", "0", "false", "no")
 
 
 def _structure(skeleton: Skeleton) -> str:
-    """Roles, call ids and names and result ids of a history; never its content."""
-    parts = []
-    for index, kind in enumerate(skeleton.kinds):
-        calls = skeleton.calls.get(index, ())
-        results = skeleton.results.get(index, ())
-        detail = ",".join(f"{c.name}:{c.id}" for c in calls) or ",".join(
-            f"<{r.id}" for r in results
-        )
-        parts.append(f"{index}:{kind}" + (f"[{detail}]" if detail else ""))
+    """The shape of a history on one line, never its content (like seed 002's
+    DEBUG_MESSAGE_CONVERSION dump): the format and counts, then per message its index, role
+    (``role/kind`` where they differ), the calls it makes (``name:id``) and the results it
+    carries (``<id``, ``:name`` when the result states one)."""
+    kinds, roles = skeleton.kinds, skeleton.roles
+    tally: dict[str, int] = {}
+    for kind in kinds:
+        tally[kind] = tally.get(kind, 0) + 1
+    calls_made = sum(len(found) for found in skeleton.calls.values())
+    results_carried = sum(len(found) for found in skeleton.results.values())
+    by_kind = ", ".join(f"{kind} {count}" for kind, count in tally.items())
+    parts = [
+        f"{skeleton.format}, {len(kinds)} messages ({by_kind}), {calls_made} calls, "
+        f"{results_carried} results:"
+    ]
+    for index, kind in enumerate(kinds):
+        role = roles[index] if index < len(roles) else kind
+        label = role if role == kind else f"{role}/{kind}"
+        details = [f"{c.name}:{c.id}" for c in skeleton.calls.get(index, ())]
+        details += [
+            f"<{r.id}" + (f":{r.name}" if r.name else "") for r in skeleton.results.get(index, ())
+        ]
+        parts.append(f"{index}:{label}" + (f"[{','.join(details)}]" if details else ""))
     return " ".join(parts)

@@ -139,12 +139,19 @@ def _parser() -> argparse.ArgumentParser:
         command.add_argument("--format", "-f", default=None, help="history format (detected)")
         if name == "repair":
             command.add_argument("-o", "--output", help="write the repaired JSON here")
+    summary = "send broken histories through the real SDKs to a local strict provider"
+    demo = commands.add_parser("demo", help=summary, description=summary)
+    demo.add_argument("-v", "--verbose", action="store_true", help="full errors and changes")
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``toolmend`` console script."""
     args = _parser().parse_args(argv)
+    if args.command == "demo":
+        from .demo import main as demo_main
+
+        return demo_main(verbose=args.verbose)
     runner = _run_check if args.command == "check" else _run_repair
     try:
         return runner(args)

@@ -12,7 +12,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["AsText", "Bridge", "Item", "Keep", "Merge", "MessageEdit", "Placeholder", "Plan"]
+__all__ = [
+    "AsText",
+    "Blocks",
+    "Bridge",
+    "Item",
+    "Keep",
+    "Merge",
+    "MessageEdit",
+    "Placeholder",
+    "Plan",
+]
 
 
 @dataclass(slots=True)
@@ -37,6 +47,23 @@ class MessageEdit:
     """Top-level fields to remove."""
     stringify_content: bool = False
     """Join content parts into one string."""
+    drop_blocks: set[int] = field(default_factory=set)
+    """Block layout: block slots to remove, because they moved into a :class:`Blocks` item or
+    are dropped (duplicates, orphans, empty text)."""
+    results_as_text: set[int] = field(default_factory=set)
+    """Block layout: result slots rewritten in place as a text block (orphans kept as text)."""
+    set_text: dict[int, str] = field(default_factory=dict)
+    """Block layout: text block slot -> its new text (trailing whitespace trimmed)."""
+    calls_last: bool = False
+    """Block layout: move the call blocks after every other block (Anthropic: the ``tool_use``
+    blocks must close the assistant turn); the other blocks keep their order."""
+    normalize_results: bool = False
+    """Block layout: put every result's payload in the format's canonical shape (Gemini: a
+    ``functionResponse.response`` that is not an object is wrapped as ``{"result": ...}``)."""
+    sign_calls: set[int] = field(default_factory=set)
+    """Gemini: call slots that get the documented placeholder thought signature."""
+    strip_ids: bool = False
+    """Gemini: remove the ``id`` of every function call and response in the message."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +107,21 @@ class Merge:
     parts: tuple[Keep | AsText | Bridge, ...]
 
 
-Item = Keep | Placeholder | Bridge | AsText | Merge
+@dataclass(frozen=True, slots=True)
+class Blocks:
+    """Block layout: a new message of kind ``role`` made of blocks taken from input messages.
+
+    ``parts`` are ``(message index, slot)`` references (the source message's
+    :class:`MessageEdit` applies to the block; the planner removes the block from its source
+    with ``drop_blocks``) and invented :class:`Placeholder` results. The typical use gathers
+    the results of one assistant turn into the user message right after it.
+    """
+
+    role: str
+    parts: tuple[tuple[int, int] | Placeholder, ...]
+
+
+Item = Keep | Placeholder | Bridge | AsText | Merge | Blocks
 
 
 @dataclass(slots=True)

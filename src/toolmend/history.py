@@ -19,6 +19,8 @@ from typing import NamedTuple
 
 __all__ = [
     "ASSISTANT",
+    "BLOCKS",
+    "MESSAGES",
     "OTHER",
     "SYSTEM",
     "TOOL",
@@ -40,6 +42,11 @@ SYSTEM = "system"
 """System or developer instructions."""
 OTHER = "other"
 """A role toolmend does not know; the profile decides whether the provider accepts it."""
+
+MESSAGES = "messages"
+"""Skeleton layout: every tool result is a message of its own (OpenAI chat)."""
+BLOCKS = "blocks"
+"""Skeleton layout: calls and results are blocks inside messages (Anthropic, Gemini, Bedrock)."""
 
 
 class Call(NamedTuple):
@@ -71,6 +78,8 @@ class Defect(NamedTuple):
     slot: int = -1
     detail: str = ""
     """The field concerned, for error texts that name it (``"type"``, ``"reasoning_content"``)."""
+    id: str = ""
+    """The id concerned (an item id), for error texts that name it."""
 
 
 @dataclass(slots=True, eq=False)
@@ -93,9 +102,33 @@ class Skeleton:
     """Flag name -> indexes of the messages that have it. Flags: ``"reasoning"`` (carries a
     reasoning field),
     ``"reasoning_field"`` (has the field at all, even null), ``"no_text"`` (a calling message
-    with no content besides its calls), ``"prefix"`` (a Mistral prefix message)."""
+    with no content besides its calls), ``"prefix"`` (a Mistral prefix message),
+    ``"thinking"`` (holds a thinking or redacted-thinking block), ``"thinking_first"`` (its first
+    block is one), ``"unsigned"`` (a Gemini content whose first function call has no thought
+    signature), ``"interleaved"`` (a block other than a call follows a call in the message).
+    Responses items: ``"reasoning_item"``, ``"output_item"`` (an item whose type ends in
+    ``_output``), ``"id_required"`` (a type whose ``id`` the API requires), ``"reference"``
+    (an ``item_reference``)."""
     defects: list[Defect] = field(default_factory=list)
     """Shape problems the reader saw, in message order."""
+    layout: str = MESSAGES
+    """:data:`MESSAGES` (a result is a message of its own, OpenAI chat) or :data:`BLOCKS` (calls
+    and results are blocks inside messages: Anthropic, Gemini, Bedrock; a ``slot`` is then the
+    block's position in the message's content). The rules and the planner pick their pairing
+    model by it."""
+    extras: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    """Block layout only: for each message that makes calls, carries results or has a block
+    defect, the slots of its other blocks (text, media, thinking), in order. A result lies in
+    the message's leading run when no other block comes before it, and a message whose calls,
+    results and extras are all moved out is empty."""
+
+    base: int = 0
+    """Where this skeleton starts in the caller's history: non-zero when a damaged range is read
+    on its own (see ``formats.openai_chat.dirty_spans``). Problems and changes add it to their
+    indexes, so they always point into the caller's list."""
+    whole: bool = True
+    """Whether the skeleton covers the whole history. Decisions about the history's end (the
+    live frontier, never returning an empty request) are made only on a whole skeleton."""
 
     def __len__(self) -> int:
         return len(self.kinds)

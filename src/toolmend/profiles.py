@@ -15,7 +15,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
 from .report import UnknownNameError
@@ -28,7 +28,8 @@ class Check:
     """One provider rule: its id in the evidence catalogue, its error text and its source.
 
     ``error`` is a ``str.format`` template; the fields it may use are ``index``, ``slot``,
-    ``id``, ``ids``, ``length``, ``role``, ``prev``, ``name`` and ``property``.
+    ``id``, ``ids``, ``length``, ``role``, ``prev``, ``name`` and ``property`` (and
+    ``position``, the 1-based message position, for the checks that pass it).
     """
 
     rule: str
@@ -50,7 +51,9 @@ class Profile:
     """How results are paired with calls. ``"adjacent"``: OpenAI, a contiguous block of tool
     messages right after the calling assistant message, matched by id. ``"count"``: DeepSeek,
     the same block matched by count only. ``"latest"``: Mistral, results match the latest
-    assistant message's ids, counted at the next assistant message. ``"none"``: not checked."""
+    assistant message's ids, counted at the next assistant message. ``"ordered"``: OpenAI
+    Responses, no adjacency: a result needs a call with its id somewhere before it, a call a
+    result somewhere after it. ``"none"``: not checked."""
     call_id_max_length: int | None = None
     """Longest tool call id the provider accepts (OpenAI: 40 on some deployments)."""
     call_id_pattern: str | None = None
@@ -73,6 +76,31 @@ class Profile:
     tool role)."""
     known_roles: frozenset[str] | None = None
     """The roles the provider accepts, when it rejects others (OpenAI's role list)."""
+    block_pairing: str | None = None
+    """How calls and results pair in a block-layout history (the anthropic, gemini and bedrock
+    formats). ``"turns"``: Anthropic, consecutive same-role messages form one turn, and every
+    call of an assistant turn needs its result in the leading run of the next turn.
+    ``"contents"``: Gemini, each Content is a turn, and the Content after a function-call turn
+    holds exactly one response per call, named after it. ``"converse"``: Bedrock, the next
+    message holds every result of the turn and nothing else. ``None``: the profile has no rules
+    for block histories, and judging one is an error."""
+    call_id_scope: str = "message"
+    """Where call ids must be unique: within each ``"message"``, or in the whole ``"request"``
+    (Anthropic)."""
+    results_need_name: bool = False
+    """Every result must name the function of the call it answers (Gemini's
+    ``functionResponse.name``; for an OpenAI-shaped history bound for Gemini, the tool
+    message's ``name``)."""
+    first_user: bool = False
+    """The first message after any system message must come from the user (Bedrock)."""
+    thinking: bool = False
+    """Anthropic extended thinking is on: the assistant turn answered by the final tool results
+    must start with a thinking block."""
+    thought_signatures: bool = False
+    """Gemini 3: the first function call of every model Content since the last user prompt must
+    carry a thought signature."""
+    reject_function_ids: bool = False
+    """The Gemini endpoint does not know ``functionCall.id`` / ``functionResponse.id``."""
     strict_checks: Mapping[str, Check] = field(default_factory=dict)
     """Rules with weak evidence, recorded but not run."""
     aliases: tuple[str, ...] = ()
@@ -180,6 +208,97 @@ OPENAI = Profile(
             "OA-TOOL-NULL-CONTENT",
             "Invalid value for 'content': expected a string, got null.",
             "none (openai-family.md: inferred)",
+            status="inferred",
+        ),
+    ),
+)
+
+# --- OpenAI Responses API (section 2): ``input`` items, stateless ----------------------------
+
+_RESPONSES_NOTES = "public learning notes quoting the API (openai-family.md section 2)"
+_RESPONSES_CALL_ID_MISSING = Check(
+    "OR-CALL-ID-MISSING", "Missing required parameter: 'input[{index}].call_id'.", _RESPONSES_NOTES
+)
+_RESPONSES_DUPLICATE = Check(
+    "OR-DUPLICATE-ITEM-ID",
+    "Duplicate item found with id {id}. Remove duplicate items from your input and try again.",
+    "https://github.com/earendil-works/pi/issues/5149",
+)
+
+OPENAI_RESPONSES = Profile(
+    name="openai-responses",
+    aliases=("responses",),
+    pairing="ordered",
+    checks=_checks(
+        orphan_result=Check(
+            "OR-NO-TOOL-CALL",
+            "No tool call found for function call output with call_id {id}.",
+            "https://github.com/continuedev/continue/issues/10092",
+        ),
+        missing_result=Check(
+            "OR-NO-TOOL-OUTPUT",
+            "No tool output found for function call {id}.",
+            "https://github.com/tjardoo/openai-client/pull/124",
+        ),
+        reasoning_without_follower=Check(
+            "OR-REASONING-NO-FOLLOWER",
+            "Item '{id}' of type 'reasoning' was provided without its required following item.",
+            "https://github.com/continuedev/continue/issues/8933 (static part of the rule: the "
+            "next item exists and is no user message, output or reasoning item)",
+        ),
+        reasoning_without_summary=Check(
+            "OR-REASONING-NO-SUMMARY",
+            "Missing required parameter: 'input[{index}].summary'.",
+            "public code quoting the error; https://github.com/newo-ether/Agora/issues/141",
+        ),
+        call_without_id=_RESPONSES_CALL_ID_MISSING,
+        result_without_id=_RESPONSES_CALL_ID_MISSING,
+        result_without_output=Check(
+            "OR-OUTPUT-MISSING",
+            "Missing required parameter: 'input[{index}].output'.",
+            _RESPONSES_NOTES,
+        ),
+        call_id_too_long=Check(
+            "OR-CALL-ID-LEN",
+            "Invalid 'input[{index}].call_id': string too long. Expected a string with maximum "
+            "length 64, but got a string with length {length} instead.",
+            "https://github.com/AnswerDotAI/fastllm/issues/45",
+        ),
+        item_id_prefix=Check(
+            "OR-ITEM-ID-PREFIX",
+            "Invalid 'input[{index}].id': '{id}'. Expected an ID that begins with '{property}'.",
+            "https://github.com/jlcodes99/cockpit-tools/issues/2090 ({property} is the prefix)",
+        ),
+        item_id_charset=Check(
+            "OR-ITEM-ID-CHARSET",
+            "Invalid 'input[{index}].id': '{id}'. Expected an ID that contains letters, numbers, "
+            "underscores, or dashes, but this value contained additional characters.",
+            "https://github.com/langchain-ai/langchainjs/issues/11044",
+        ),
+        duplicate_item_id=_RESPONSES_DUPLICATE,
+        duplicate_item=_RESPONSES_DUPLICATE,
+        null_content=Check(
+            "OR-MESSAGE-NULL-CONTENT",
+            "Invalid type for 'input[{index}].content': expected one of an array of objects or "
+            "string, but got null instead.",
+            _RESPONSES_NOTES,
+        ),
+    ),
+    call_id_max_length=64,
+    strict_checks=_checks(
+        item_id_too_long=Check(
+            "OR-ITEM-ID-LEN",
+            "Invalid 'input[{index}].id': string too long. Expected a string with maximum length "
+            "64, but got a string with length {length} instead.",
+            "hermes-agent clamps input[*].id to 64 (https://github.com/NousResearch/hermes-agent/"
+            "pull/73538); wording mirrors OR-CALL-ID-LEN",
+            status="inferred",
+        ),
+        invalid_role=Check(
+            "OR-INVALID-ROLE",
+            "Invalid value: '{role}'. Supported values are: 'user', 'assistant', 'system', and "
+            "'developer'.",
+            _RESPONSES_NOTES + "; the observed variant lists item types, this list is inferred",
             status="inferred",
         ),
     ),
@@ -405,17 +524,519 @@ HF_TEMPLATE_STRICT = Profile(
     ),
 )
 
+# --- Anthropic Messages API (anthropic-gemini.md section 1) ----------------------------------
+
+_AN_DOC = "https://platform.claude.com/docs/en/agents-and-tools/tool-use/handle-tool-calls"
+_AN_UNEXPECTED = Check(
+    "anthropic.tool_result_unexpected",
+    "messages.{index}.content.{slot}: unexpected `tool_use_id` found in `tool_result` blocks: "
+    "{id}. Each `tool_result` block must have a corresponding `tool_use` block in the previous "
+    "message.",
+    "https://github.com/continuedev/continue/issues/4751 ; "
+    "https://github.com/anthropics/claude-code/issues/10834",
+)
+_AN_MISSING = Check(
+    "anthropic.tool_use_without_result",
+    "messages.{index}: `tool_use` ids were found without `tool_result` blocks immediately "
+    "after: {ids}. Each `tool_use` block must have a corresponding `tool_result` block in the "
+    "next message.",
+    _AN_DOC + " ; https://github.com/anthropics/claude-code/issues/5989",
+    status="documented",
+)
+_AN_CHECKS = dict(
+    system_role=Check(
+        "anthropic.role_invalid",
+        'messages: Unexpected role "system". The Messages API accepts a top-level `system` '
+        'parameter, not "system" as an input message role.',
+        "https://github.com/Maol-1997/cursor-claude-connector/issues/3",
+    ),
+    invalid_role=Check(
+        "anthropic.role_invalid",
+        "messages.{index}.role: Input should be 'user' or 'assistant'",
+        "https://docs.anthropic.com/en/api/messages (pydantic wording quoted in code comments)",
+        status="documented",
+    ),
+    empty_content=Check(
+        "anthropic.content_empty",
+        "messages.{index}: all messages must have non-empty content except for the optional "
+        "final assistant message",
+        "https://github.com/microsoft/autogen/issues/6083",
+    ),
+    text_empty=Check(
+        "anthropic.text_empty",
+        "messages: text content blocks must be non-empty",
+        "https://github.com/anthropics/claude-code/issues/59812",
+    ),
+    text_whitespace=Check(
+        "anthropic.text_whitespace",
+        "messages: text content blocks must contain non-whitespace text",
+        "https://github.com/anthropics/claude-code/issues/23440",
+    ),
+    trailing_whitespace=Check(
+        "anthropic.final_assistant_trailing_whitespace",
+        "messages: final assistant content cannot end with trailing whitespace",
+        "https://github.com/tailcallhq/forgecode/issues/1872",
+    ),
+    call_id_format=Check(
+        "anthropic.tool_use_id_pattern",
+        "messages.{index}.content.{slot}.tool_use.id: String should match pattern "
+        "'^[a-zA-Z0-9_-]+$'",
+        "https://github.com/CommandCodeAI/command-code/issues/323",
+    ),
+    call_without_id=Check(
+        "anthropic.tool_use_id_pattern",
+        "messages.{index}.content.{slot}.tool_use.id: Field required",
+        "anthropic-gemini.md (the id is required; this wording is inferred)",
+        status="inferred",
+    ),
+    result_id_format=Check(
+        "anthropic.tool_result_id_pattern",
+        "messages.{index}.content.{slot}.tool_result.tool_use_id: String should match pattern "
+        "'^[a-zA-Z0-9_-]+$'",
+        "https://github.com/HKUDS/nanobot/pull/4356",
+    ),
+    result_without_id=Check(
+        "anthropic.tool_result_id_pattern",
+        "messages.{index}.content.{slot}.tool_result.tool_use_id: Field required",
+        "anthropic-gemini.md (the id is required; this wording is inferred)",
+        status="inferred",
+    ),
+    call_name_empty=Check(
+        "anthropic.tool_use_name_length",
+        "messages.{index}.content.{slot}.tool_use.name: String should have at least 1 character",
+        "https://github.com/sipeed/picoclaw/issues/1658",
+    ),
+    function_name_format=Check(
+        "anthropic.tool_use_name_length",
+        "messages.{index}.content.{slot}.tool_use.name: String should have at most 200 "
+        "characters",
+        "https://github.com/anthropics/claude-code/issues/2673",
+    ),
+    input_not_object=Check(
+        "anthropic.tool_use_input_not_dict",
+        "messages.{index}.content.{slot}.tool_use.input: Input should be a valid dictionary",
+        "https://github.com/anthropics/anthropic-sdk-typescript/issues/648",
+    ),
+    duplicate_call_id=Check(
+        "anthropic.tool_use_id_duplicate",
+        "messages.{index}.content.{slot}: `tool_use` ids must be unique",
+        "https://github.com/trycua/cua/issues/524",
+    ),
+    missing_result=_AN_MISSING,
+    orphan_result=_AN_UNEXPECTED,
+    unknown_result_id=_AN_UNEXPECTED,
+    duplicate_result=Check(
+        "anthropic.tool_result_duplicate",
+        "messages.{index}.content.{slot}: each tool_use must have a single result. Found "
+        "multiple `tool_result` blocks with id: {id}",
+        "https://github.com/sipeed/picoclaw/pull/1793 ; "
+        "https://github.com/QwenLM/qwen-code/pull/8163",
+    ),
+    thinking_fields=Check(
+        "anthropic.thinking_block_fields",
+        "messages.{index}.content.{slot}.{property}: Field required",
+        "https://github.com/langchain-ai/langchain/pull/29971",
+    ),
+)
+_AN_STRICT = dict(
+    first_message_not_user=Check(
+        "anthropic.first_message_not_user",
+        'messages: first message must use the "user" role',
+        "https://github.com/lobehub/lobehub/issues/1601 (retired around late 2024)",
+    ),
+    roles_not_alternating=Check(
+        "anthropic.roles_not_alternating",
+        'messages: roles must alternate between "user" and "assistant", but found multiple '
+        '"{role}" roles in a row',
+        "https://github.com/FlowiseAI/Flowise/issues/2006 (retired: turns are merged now)",
+    ),
+    prefill_unsupported=Check(
+        "anthropic.prefill_unsupported",
+        "This model does not support assistant message prefill. The conversation must end with "
+        "a user message.",
+        "https://platform.claude.com/docs/en/api/errors (Claude >= 4.6 only: model-dependent)",
+        status="documented",
+    ),
+    thinking_final_assistant_disabled=Check(
+        "anthropic.thinking_final_assistant_disabled",
+        "messages.{index}.content.{slot}: When thinking is disabled, an `assistant` message in "
+        "the final position cannot contain `thinking`. To use thinking blocks, enable "
+        "`thinking` in your request.",
+        "https://github.com/tailcallhq/forgecode/issues/1853 (needs the request's thinking "
+        "setting, which a history does not show)",
+    ),
+    tools_undefined=Check(
+        "anthropic.tools_undefined",
+        "Requests which include tool_use or tool_result blocks must define tools.",
+        "https://github.com/anthropics/anthropic-sdk-python/issues/494 (2024; not checkable "
+        "from messages)",
+    ),
+)
+_AN_THINKING_REQUIRED = Check(
+    "anthropic.thinking_required",
+    "messages.{index}.content.0.type: Expected `thinking` or `redacted_thinking`, but found "
+    "`{property}`. When `thinking` is enabled, a final `assistant` message must start with a "
+    "thinking block (preceeding the lastmost set of `tool_use` and `tool_result` blocks). We "
+    "recommend you include thinking blocks from previous turns. To avoid this requirement, "
+    "disable `thinking`. Please consult our documentation at "
+    "https://docs.claude.com/en/docs/build-with-claude/extended-thinking",
+    "https://platform.claude.com/docs/build-with-claude/thinking-tool-workflows ; "
+    "https://github.com/Kilo-Org/kilocode/issues/5219",
+    status="documented",
+)
+
+ANTHROPIC = Profile(
+    name="anthropic",
+    aliases=("claude", "anthropic-messages"),
+    checks=_checks(**_AN_CHECKS),
+    block_pairing="turns",
+    call_id_pattern=r"[a-zA-Z0-9_-]+",
+    function_name_pattern=r"(?s:.{1,200})",
+    call_id_scope="request",
+    strict_checks=_checks(**_AN_STRICT, thinking_required=_AN_THINKING_REQUIRED),
+)
+"""Anthropic Messages API.
+
+Native ``messages`` (Messages API dicts and the anthropic SDK's block objects) are judged on
+merged turns, as the API merges consecutive same-role messages: every ``tool_use`` of an
+assistant turn needs its ``tool_result`` in the leading run of the next turn, with nothing
+after the ``tool_use`` blocks and nothing before the results. A request ending on an assistant
+turn with calls is a prefill and is left alone (``prefill_unsupported`` is model-dependent and
+recorded in ``strict_checks``). Thinking blocks are never rewritten; an incomplete one (without
+``signature``, say) is dropped, since the API refuses it whole.
+
+An OpenAI-shaped history checked against this profile (what LiteLLM and gateways convert) uses
+OpenAI's adjacency pairing (``pairing="adjacent"``) with the Anthropic error texts; ids reused
+across turns are rewritten, since Anthropic wants them unique in the whole request.
+"""
+
+ANTHROPIC_THINKING = replace(
+    ANTHROPIC,
+    name="anthropic-thinking",
+    aliases=("claude-thinking",),
+    checks=_checks(**_AN_CHECKS, thinking_required=_AN_THINKING_REQUIRED),
+    thinking=True,
+    strict_checks=_checks(**_AN_STRICT),
+)
+"""Anthropic with extended thinking on: the assistant turn before the final user turn that
+carries tool results must start with a thinking block. toolmend cannot invent one (it needs the
+signature the API gave), so the repair writes that last tool exchange out as text instead,
+which the API accepts; every call and result stays readable."""
+
+# --- Gemini generateContent (anthropic-gemini.md section 2) ---------------------------------
+
+_GM_COUNT = Check(
+    "gemini.function_response_count",
+    "Please ensure that the number of function response parts is equal to the number of "
+    "function call parts of the function call turn.",
+    "https://github.com/google-gemini/gemini-cli/issues/4217 ; "
+    "https://github.com/microsoft/vscode/issues/299295",
+)
+_GM_INVALID_ARGUMENT = "Request contains an invalid argument."
+_GM_CHECKS = dict(
+    empty_history=Check(
+        "gemini.contents_empty",
+        "* GenerateContentRequest.contents: contents is not specified\n",
+        "https://github.com/vercel/ai/issues/3775",
+    ),
+    invalid_role=Check(
+        "gemini.role_invalid",
+        "Please use a valid role: user, model.",
+        "https://ai.google.dev/api/caching#Content ; "
+        "https://github.com/the-open-agent/openagent/issues/1666",
+        status="documented",
+    ),
+    parts_empty=Check(
+        "gemini.parts_empty",
+        "* GenerateContentRequest.contents[{index}].parts: contents.parts must not be empty.\n",
+        "https://github.com/langchain-ai/langchain-google/issues/691 (Gemini API wording)",
+    ),
+    part_no_data=Check(
+        "gemini.part_no_data",
+        "* GenerateContentRequest.contents[{index}].parts[{slot}].data: required oneof field "
+        "'data' must have one initialized field\n",
+        "https://github.com/router-for-me/CLIProxyAPI/issues/1292",
+    ),
+    text_empty=Check(
+        "gemini.text_empty",
+        "Unable to submit request because it has an empty text parameter. Add a value to the "
+        "parameter and try again. Learn more: "
+        "https://cloud.google.com/vertex-ai/generative-ai/docs/model-reference/gemini",
+        "https://github.com/google-gemini/deprecated-generative-ai-js/issues/361 (enforcement "
+        "has changed back and forth)",
+    ),
+    result_name_empty=Check(
+        "gemini.function_response_name_empty",
+        "* GenerateContentRequest.contents[{index}].parts[{slot}].function_response.name: "
+        "Name cannot be empty.\n",
+        "https://github.com/openclaw/openclaw/issues/47857",
+    ),
+    response_is_list=Check(
+        "gemini.function_response_not_object",
+        'Invalid JSON payload received. Unknown name "response" at '
+        "'contents[{index}].parts[{slot}].function_response': Proto field is not repeating, "
+        "cannot start list.",
+        "https://github.com/vercel/ai/pull/3589",
+    ),
+    mixed_call_and_response=Check(
+        "gemini.mixed_call_and_response",
+        "Please ensure that function call turn contains at least one function_call part which "
+        "can not be mixed with function_response parts.",
+        "https://github.com/googleapis/python-genai/issues/81",
+    ),
+    call_turn_position=Check(
+        "gemini.function_call_turn_position",
+        "Please ensure that function call turn comes immediately after a user turn or after a "
+        "function response turn.",
+        "https://github.com/google-gemini/gemini-cli/issues/11814",
+    ),
+    orphan_result=Check(
+        "gemini.function_response_turn_position",
+        "Please ensure that function response turn comes immediately after a function call "
+        "turn.",
+        "https://github.com/langchain-ai/langchain/issues/27799",
+    ),
+    missing_result=_GM_COUNT,
+    unknown_result_id=_GM_COUNT,
+    response_extra_parts=Check(
+        "gemini.function_response_count",
+        _GM_COUNT.error,
+        "https://github.com/google-gemini/gemini-cli/pull/16137 (a sibling inlineData part in "
+        "a parallel function-response turn gives the 400) ; toolmend issue 3",
+        status="inferred",
+    ),
+    misplaced_part=Check(
+        "gemini.function_response_role",
+        _GM_INVALID_ARGUMENT,
+        "https://github.com/maximhq/bifrost/pull/2222 (the 400 is observed; the text is the "
+        "generic INVALID_ARGUMENT wording)",
+        status="inferred",
+    ),
+    result_name_mismatch=Check(
+        "gemini.function_response_name_mismatch",
+        _GM_INVALID_ARGUMENT,
+        "https://github.com/archestra-ai/archestra/pull/7583 (bisected live on Vertex); seed "
+        "003 (AstrBot: functionResponse.name taken from an opaque tool_call_id)",
+        status="inferred",
+    ),
+)
+_GM_UNKNOWN_FIELD = Check(
+    "gemini.unknown_field",
+    "Invalid JSON payload received. Unknown name \"id\" at 'contents[{index}].parts[{slot}]."
+    "{property}': Cannot find field.",
+    "https://github.com/JetBrains/koog/issues/735 ; https://github.com/looplj/axonhub/issues/874",
+)
+_GM_STRICT = dict(
+    call_name_empty=Check(
+        "gemini.function_call_name_empty",
+        "* GenerateContentRequest.contents[{index}].parts[{slot}].function_call.name: Name "
+        "cannot be empty.\n",
+        "inferred from the function_response twin (anthropic-gemini.md)",
+        status="inferred",
+    ),
+    args_not_object=Check(
+        "gemini.function_call_args_not_object",
+        "Invalid value at 'contents[{index}].parts[{slot}].function_call.args' "
+        "(type.googleapis.com/google.protobuf.Struct), {property}",
+        "inferred from the function_response twin (anthropic-gemini.md)",
+        status="inferred",
+    ),
+    response_not_object=Check(
+        "gemini.function_response_not_object",
+        "Invalid value at 'contents[{index}].parts[{slot}].function_response.response' "
+        "(type.googleapis.com/google.protobuf.Struct), {property}",
+        "https://github.com/randombet/bodhi_realtime_agent/issues/10 (Live API; the REST "
+        "wording is inferred)",
+        status="inferred",
+    ),
+    unknown_field=_GM_UNKNOWN_FIELD,
+)
+_GM_SIGNATURE = Check(
+    "gemini.thought_signature_missing",
+    "Function call is missing a thought_signature in functionCall parts. This is required for "
+    "tools to work correctly, and missing thought_signature may lead to degraded model "
+    "performance. Additional data, function call `default_api:{name}` , position {position}. "
+    "Please refer to https://ai.google.dev/gemini-api/docs/thought-signatures for more details.",
+    "https://ai.google.dev/gemini-api/docs/thought-signatures ; "
+    "https://github.com/chatboxai/chatbox/issues/3308",
+    status="documented",
+)
+
+GEMINI = Profile(
+    name="gemini",
+    aliases=("vertex", "vertex_ai", "vertex-ai", "google", "google-genai", "gemini-2"),
+    checks=_checks(**_GM_CHECKS),
+    block_pairing="contents",
+    results_need_name=True,
+    strict_checks=_checks(**_GM_STRICT, thought_signature_missing=_GM_SIGNATURE),
+)
+"""Gemini ``generateContent`` (Gemini API and Vertex AI; texts in the Gemini API wording).
+
+Native ``contents`` (REST dicts in camelCase or snake_case, google-genai ``types.Content``
+objects, and the other shapes ``generate_content`` accepts) are judged Content by Content, with
+no merging: a function-call turn right after a user turn, the next Content holding exactly one
+``functionResponse`` per call and nothing else, each named after the call it answers (paired
+through the ids when every part has one, else by name, an opaque id stored as the name, or
+position). Repairs gather the responses right after their call turn, move other parts into a
+user Content of their own, fill names from the calls and write a response's id back onto its
+call where the call lost it. A trailing function-call turn is left alone.
+
+An OpenAI-shaped history checked against this profile (what LiteLLM and gateways convert) uses
+OpenAI's adjacency pairing and, because ``results_need_name`` is set, needs every tool message
+to carry the called function's ``name``: a missing name, or one that is really the opaque call
+id (seed 003), is replaced by the call's function name.
+
+Gemini 3 thought signatures are model-dependent: use the ``gemini-3`` profile. Endpoints that
+reject ``functionCall.id``: use ``gemini-no-ids``.
+"""
+
+GEMINI_3 = replace(
+    GEMINI,
+    name="gemini-3",
+    aliases=("gemini3", "vertex-gemini-3"),
+    checks=_checks(**_GM_CHECKS, thought_signature_missing=_GM_SIGNATURE),
+    thought_signatures=True,
+    strict_checks=_checks(**_GM_STRICT),
+)
+"""Gemini 3 models (``gemini-3*``, ``gemini-3.x``, ``gemini-*-latest``; not
+``gemini-3-pro-image*``): as ``gemini``, plus the thought-signature rule. Since the last user
+prompt, the first function call of every model Content must carry ``thoughtSignature``; a
+history that came from another model or provider has none, so the repair writes the documented
+placeholder ``skip_thought_signature_validator`` there (and only there). The model is learned
+from the profile name: pick ``gemini-3`` for those models."""
+
+GEMINI_NO_IDS = replace(
+    GEMINI,
+    name="gemini-no-ids",
+    aliases=("gemini-legacy",),
+    checks=_checks(**_GM_CHECKS, unknown_field=_GM_UNKNOWN_FIELD),
+    reject_function_ids=True,
+    strict_checks=_checks(**{k: v for k, v in _GM_STRICT.items() if k != "unknown_field"}),
+)
+"""Gemini endpoints that do not know ``functionCall.id`` / ``functionResponse.id`` (Google AI
+before v1beta defined it, Vertex before 2026-09): as ``gemini``, and every id is removed from
+calls and responses alike (pairing then rests on names and positions)."""
+
+# --- AWS Bedrock Converse (openai-family.md section 7) --------------------------------------
+
+_BR_PUBLIC_CODE = "public code quoting the ValidationException (openai-family.md section 7)"
+_BR_EXCESS = Check(
+    "BR-TOOL-RESULT-EXCESS",
+    "The number of toolResult blocks at messages.{index}.content exceeds the number of toolUse "
+    "blocks of previous turn.",
+    "https://github.com/Just-Curieous/Curie/issues/16 ; "
+    "https://github.com/pydantic/pydantic-ai/issues/2327",
+)
+_BR_ID = (
+    "1 validation error detected: Value '{{id}}' at 'messages.{{index}}.member.content.{{slot}}"
+    ".member.{part}' failed to satisfy constraint: Member must satisfy regular expression "
+    "pattern: [a-zA-Z0-9_.:-]+ and have length between 1 and 64"
+)
+_BR_ID_SOURCE = (
+    "https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_ToolUseBlock.html "
+    "(AWS standard validation wording; exact text not found)"
+)
+_BR_CALL_ID = Check(
+    "BR-TOOL-USE-ID-FORMAT", _BR_ID.format(part="toolUse.toolUseId"), _BR_ID_SOURCE, "documented"
+)
+
+BEDROCK = Profile(
+    name="bedrock",
+    aliases=("bedrock-converse", "converse", "aws-bedrock"),
+    checks=_checks(
+        first_not_user=Check(
+            "BR-FIRST-NOT-USER",
+            "A conversation must start with a user message. Try again with a conversation that "
+            "starts with a user message.",
+            _BR_PUBLIC_CODE,
+        ),
+        roles_not_alternating=Check(
+            "BR-ROLES-NOT-ALTERNATING",
+            "A conversation must alternate between user and assistant roles. Make sure the "
+            "conversation alternates between user and assistant roles and try again.",
+            "https://github.com/langgenius/dify/issues/9294 ; "
+            "https://github.com/langchain-ai/langchain-aws/issues/192",
+        ),
+        orphan_result=_BR_EXCESS,
+        unknown_result_id=_BR_EXCESS,
+        duplicate_result=_BR_EXCESS,
+        missing_result=Check(
+            "BR-TOOL-RESULT-MISSING",
+            "Expected toolResult blocks at messages.{index}.content for the following Ids: {ids}",
+            _BR_PUBLIC_CODE,
+        ),
+        result_with_text=Check(
+            "BR-TOOL-RESULT-WITH-TEXT",
+            "messages.{index}.content: Conversation blocks and tool result blocks cannot be "
+            "provided in the same turn.",
+            "https://github.com/BerriAI/litellm/issues/6053 ; "
+            "https://github.com/langchain-ai/langchain-aws/issues/141",
+        ),
+        call_id_format=_BR_CALL_ID,
+        call_without_id=_BR_CALL_ID,
+        result_id_format=Check(
+            "BR-TOOL-USE-ID-FORMAT",
+            _BR_ID.format(part="toolResult.toolUseId"),
+            _BR_ID_SOURCE,
+            "documented",
+        ),
+    ),
+    block_pairing="converse",
+    call_id_pattern=r"[a-zA-Z0-9_.:-]{1,64}",
+    first_user=True,
+    strict_checks=_checks(
+        text_blank=Check(
+            "BR-BLANK-TEXT",
+            "The text field in the ContentBlock object at messages.{index}.content.{slot} is "
+            "blank. Add text to the text field, and try again.",
+            "public code quoting the error (model-dependent: Llama, Nova, DeepSeek, Cohere)",
+        ),
+        call_with_text=Check(
+            "BR-TOOL-USE-WITH-TEXT",
+            "messages.{index}.content: Conversation blocks and tool use blocks cannot be "
+            "provided in the same turn.",
+            "https://github.com/quarkiverse/quarkus-langchain4j/issues/1983 (model-dependent)",
+        ),
+        trailing_call=Check(
+            "BR-TRAILING-TOOL-USE",
+            "Expected toolResult blocks at messages.{index}.content for the following Ids: {ids}",
+            "none (inferred)",
+            status="inferred",
+        ),
+    ),
+)
+"""AWS Bedrock Converse.
+
+Native ``messages`` (``toolUse`` / ``toolResult`` blocks) are judged message by message: the
+first message from the user, roles strictly alternating, the message after an assistant
+``toolUse`` turn holding a ``toolResult`` for every call, no more, and no other blocks beside
+them. Repairs gather the results into that one user message, answer missing calls with the
+placeholder (``status: "error"``), move text beside results into a user message of its own
+behind the fixed assistant bridge ("Tool results received."), merge same-role neighbours and
+open with the fixed user bridge ("Continue.") where the history starts with the assistant.
+
+An OpenAI-shaped history checked against this profile (what LiteLLM converts) uses OpenAI's
+adjacency pairing and the first-user rule; LiteLLM itself merges consecutive same-role messages.
+"""
+
 PROFILES: Mapping[str, Profile] = MappingProxyType(
     {
         p.name: p
         for p in (
             OPENAI,
+            OPENAI_RESPONSES,
             DEEPSEEK,
             DEEPSEEK_REASONER,
             MISTRAL,
             GROQ,
             HF_TEMPLATE,
             HF_TEMPLATE_STRICT,
+            ANTHROPIC,
+            ANTHROPIC_THINKING,
+            GEMINI,
+            GEMINI_3,
+            GEMINI_NO_IDS,
+            BEDROCK,
         )
     }
 )

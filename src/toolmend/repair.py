@@ -38,6 +38,7 @@ from .edits import AsText, Bridge, Item, Keep, Merge, Placeholder, Plan
 from .history import ASSISTANT, SYSTEM, TOOL, USER, Call, Skeleton
 from .policy import Policy
 from .profiles import Profile, compiled, get_profile
+from .repair_items import mend_items, order_items
 from .report import Change
 
 __all__ = ["ASSISTANT_BRIDGE_TEXT", "USER_BRIDGE_TEXT", "Pairing", "pair_results", "plan_repair"]
@@ -80,6 +81,7 @@ class _State:
     changes: list[Change] = field(default_factory=list)
 
     def change(self, code: str, index: int, detail: str, *ids: str | None) -> None:
+        index += self.skeleton.base
         self.changes.append(Change(code, index, detail, tuple(i for i in ids if i)))
 
     def is_stub(self, ref: ResultRef) -> bool:
@@ -98,12 +100,22 @@ def plan_repair(
 ) -> tuple[Plan, list[Change]]:
     """The plan that makes ``skeleton`` pass ``profile``, and the changes it makes."""
     state = _State(skeleton, profile, policy, result_text)
-    match_results(state)
-    order_messages(state)
-    if not state.plan.items and state.orphans and "empty_history" in profile.checks:
+    if profile.pairing == "ordered":
+        order_items(state, problem_codes)
+    else:
+        match_results(state)
+        order_messages(state)
+    if (
+        not state.plan.items
+        and state.orphans
+        and skeleton.whole
+        and "empty_history" in profile.checks
+    ):
         keep_orphans_as_text(state)
     rewrite_ids(state)
     fix_shapes(state, problem_codes)
+    if profile.pairing == "ordered":
+        mend_items(state, problem_codes)
     if profile.reasoning_in_tool_turns:
         add_reasoning(state)
     if profile.role_successors is not None:
@@ -240,6 +252,9 @@ class Pairing:
     """Second results for an answered call (stubs and exact copies)."""
     orphans: tuple[ResultRef, ...]
     """Results that answer no call in the history."""
+    duplicate_of: dict[ResultRef, CallRef] = field(default_factory=dict)
+    """Each duplicate -> the call it repeats the result of (the latest earlier call with its
+    id that has a result)."""
 
 
 def pair_results(
@@ -251,7 +266,24 @@ def pair_results(
     which messages belong together (:mod:`toolmend.trim`). Same matching, same results."""
     state = _State(skeleton, get_profile("openai"), policy or Policy(), result_text)
     match_results(state)
-    return Pairing(dict(state.answer), frozenset(state.duplicates), tuple(state.orphans))
+    duplicate_of: dict[ResultRef, CallRef] = {}
+    if state.duplicates:
+        answered: dict[str, list[CallRef]] = {}
+        for call_ref, ref in sorted(state.answer.items()):
+            result_id = skeleton.results[ref[0]][ref[1]].id
+            if result_id is not None:
+                answered.setdefault(result_id, []).append(call_ref)
+        for ref in state.duplicates:
+            earlier = [
+                call_ref
+                for call_ref in answered.get(skeleton.results[ref[0]][ref[1]].id or "", ())
+                if call_ref[0] < ref[0]
+            ]
+            if earlier:
+                duplicate_of[ref] = earlier[-1]
+    return Pairing(
+        dict(state.answer), frozenset(state.duplicates), tuple(state.orphans), duplicate_of
+    )
 
 
 # --- 2. layout --------------------------------------------------------------------------------
@@ -266,7 +298,7 @@ def order_messages(state: _State) -> None:
     results_of: dict[int, list[ResultRef]] = {}
     for call_ref, ref in state.answer.items():
         results_of.setdefault(call_ref[0], []).append(ref)
-    frontier = _frontier(skeleton) if policy.frontier == "keep" else -1
+    frontier = _frontier(skeleton) if policy.frontier == "keep" and skeleton.whole else -1
     moved_aside: set[int] = set()
     for index in range(len(kinds)):
         carried = results.get(index)

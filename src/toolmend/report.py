@@ -6,6 +6,7 @@ without worrying that a later call changes it. Exceptions share one root::
     ToolmendError                      every error toolmend raises on purpose
     ├── ToolChainError                 a history breaks a provider's rules (strict policy)
     ├── ToolLoopError                  the loop guard found a tool called over and over
+    ├── TrimError (ValueError)         trim cannot fit the limits without splitting a group
     ├── UnknownNameError (ValueError)  an unknown provider or format name ("Did you mean ...?")
     └── InvalidHistoryError (ValueError)
         └── InvalidMessageError (TypeError)   a message toolmend cannot read, by index and field
@@ -17,7 +18,7 @@ name message indexes, tool call ids, function names and codes only, so they are 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +31,7 @@ __all__ = [
     "ToolChainError",
     "ToolLoopError",
     "ToolmendError",
+    "TrimError",
     "UnknownNameError",
     "log_repair",
     "logger",
@@ -80,12 +82,27 @@ class Repair:
     ``messages`` is the very input object when nothing needed changing, otherwise a new list;
     ``changes`` lists every edit; ``problems`` what the input broke; ``problems_left`` what is
     still broken (empty after a successful repair, the input's problems under the report policy).
+
+    ``problems_left`` is judged on first access: a hook that only sends ``messages`` on does not
+    pay for judging the repaired history a second time.
     """
 
     messages: Any
     changes: tuple[Change, ...] = ()
     problems: tuple[Problem, ...] = ()
-    problems_left: tuple[Problem, ...] = ()
+    left: tuple[Problem, ...] | Callable[[], tuple[Problem, ...]] = field(
+        default=(), repr=False, compare=False
+    )
+    """What is still broken, or how to find out (see ``problems_left``)."""
+
+    @property
+    def problems_left(self) -> tuple[Problem, ...]:
+        """What the repaired history still breaks, judged once, on first access."""
+        left = self.left
+        if callable(left):
+            left = left()
+            object.__setattr__(self, "left", left)
+        return left
 
     @property
     def changed(self) -> bool:
@@ -120,6 +137,12 @@ class ToolLoopError(ToolmendError):
         super().__init__(message or "; ".join(p.message for p in self.problems))
 
 
+class TrimError(ToolmendError, ValueError):
+    """:func:`toolmend.trim` cannot meet the limits without returning an invalid history (the
+    protected prefix or the newest tool-call group alone is too big), or a limit is not a
+    whole number. A ``ValueError`` too: the limits asked for are what cannot be met."""
+
+
 class UnknownNameError(ToolmendError, ValueError):
     """An unknown provider or format name. A ``ValueError`` too, since it is a bad argument."""
 
@@ -141,8 +164,14 @@ class InvalidMessageError(InvalidHistoryError, TypeError):
     def __init__(self, index: int, field: str, expected: str, got: object) -> None:
         self.index = index
         self.field = field
+        self.expected = expected
+        self.got = got if isinstance(got, type) else type(got)
         where = f"message {index}" + (f", field {field!r}" if field else "")
-        super().__init__(f"{where}: expected {expected}, got {type(got).__name__}")
+        super().__init__(f"{where}: expected {expected}, got {self.got.__name__}")
+
+    def shifted(self, offset: int) -> InvalidMessageError:
+        """The same error for a message ``offset`` places further into the caller's list."""
+        return InvalidMessageError(self.index + offset, self.field, self.expected, self.got)
 
 
 @dataclass(frozen=True)

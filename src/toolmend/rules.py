@@ -32,6 +32,12 @@ Problem codes (the ``code`` of :class:`toolmend.Problem`, the same for every pro
 ``unsupported_property``   a field the provider's schema rejects on that role
 ``function_call_null``     an explicit ``function_call: null`` (rejected by strict schemas)
 ``tool_content_not_string``  tool content given as parts where a string is required
+``result_without_output``  a Responses ``function_call_output`` without ``output``
+``reasoning_without_follower``  a Responses reasoning item not followed by the item it belongs to
+``reasoning_without_summary``  a Responses reasoning item without ``summary``
+``item_id_prefix``         a Responses item id without its type prefix (``fc``, ``rs``)
+``item_id_charset``        a Responses item id with characters other than ``[A-Za-z0-9_-]``
+``duplicate_item_id``      a Responses item id used twice (``duplicate_item``: an exact copy)
 =========================  ==================================================================
 """
 
@@ -40,9 +46,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .history import ASSISTANT, OTHER, SYSTEM, TOOL, USER, Skeleton
+from .block_rules import check_blocks, check_cross_target, pair_contents, pair_converse, pair_turns
+from .history import ASSISTANT, BLOCKS, OTHER, SYSTEM, TOOL, USER, Skeleton
 from .profiles import Profile, compiled
-from .report import Problem
+from .report import InvalidHistoryError, Problem
 
 __all__ = ["judge"]
 
@@ -50,10 +57,11 @@ __all__ = ["judge"]
 class _Report:
     """Collects problems, keeping only the codes the profile enables."""
 
-    __slots__ = ("checks", "problems")
+    __slots__ = ("base", "checks", "problems")
 
-    def __init__(self, profile: Profile) -> None:
+    def __init__(self, profile: Profile, base: int = 0) -> None:
         self.checks = profile.checks
+        self.base = base
         self.problems: list[Problem] = []
 
     def wants(self, code: str) -> bool:
@@ -63,6 +71,7 @@ class _Report:
         check = self.checks.get(code)
         if check is None:
             return
+        index += self.base
         ids = fields.get("ids", ())
         values = {
             "index": index,
@@ -83,15 +92,22 @@ class _Report:
 
 def judge(skeleton: Skeleton, profile: Profile) -> list[Problem]:
     """Every problem ``skeleton`` has under ``profile``, in message order."""
-    report = _Report(profile)
+    report = _Report(profile, skeleton.base)
     if not skeleton.kinds:
         report.add("empty_history", 0, "the history is empty")
         return report.problems
-    if profile.known_roles is not None:
+    blocks = skeleton.layout == BLOCKS
+    if profile.known_roles is not None and not blocks:
         _check_roles(skeleton, profile.known_roles, report)
-    if report.wants("result_without_id"):
+    if report.wants("result_without_id") and not blocks:
         _check_result_ids(skeleton, report)
-    _PAIRINGS[profile.pairing](skeleton, report)
+    if blocks:
+        _block_pairing(skeleton, profile)(skeleton, report)
+        check_blocks(skeleton, profile, report)
+    else:
+        _PAIRINGS[profile.pairing](skeleton, report)
+        if profile.results_need_name or profile.first_user:
+            check_cross_target(skeleton, profile, report)
     if skeleton.calls:
         _check_calls(skeleton, profile, report)
     if skeleton.defects:
@@ -261,21 +277,80 @@ def _pair_none(skeleton: Skeleton, report: _Report) -> None:
     """Providers whose pairing is not known to be checked."""
 
 
+def _pair_ordered(skeleton: Skeleton, report: _Report) -> None:
+    """OpenAI Responses: no adjacency. A result needs a call with its id anywhere before it,
+    and a call needs a result with its id anywhere after it. Visits only the calling and
+    result entries, in input order."""
+    calls, results, kinds = skeleton.calls, skeleton.results, skeleton.kinds
+    last_result: dict[str, int] = {}
+    for index, carried in results.items():
+        if kinds[index] == TOOL:
+            for result in carried:
+                if result.id is not None and last_result.get(result.id, -1) < index:
+                    last_result[result.id] = index
+    called: set[str] = set()
+    for index in sorted(calls.keys() | results.keys()):
+        kind = kinds[index]
+        if kind == ASSISTANT:
+            for call in calls.get(index, ()):
+                if call.id is None:
+                    continue
+                called.add(call.id)
+                if last_result.get(call.id, -1) < index:
+                    report.add(
+                        "missing_result",
+                        index,
+                        "call without a result after it",
+                        id=call.id,
+                        ids=(call.id,),
+                    )
+        elif kind == TOOL:
+            for result in results.get(index, ()):
+                if result.id is not None and result.id not in called:
+                    report.add(
+                        "orphan_result",
+                        index,
+                        "tool result without a call before it",
+                        id=result.id,
+                        ids=(result.id,),
+                    )
+
+
 _PAIRINGS: dict[str, Callable[[Skeleton, _Report], None]] = {
     "adjacent": _pair_adjacent,
     "count": _pair_by_count,
     "latest": _pair_latest,
+    "ordered": _pair_ordered,
     "none": _pair_none,
+    "turns": pair_turns,
+    "contents": pair_contents,
+    "converse": pair_converse,
 }
 
 
+def _block_pairing(skeleton: Skeleton, profile: Profile) -> Callable[[Skeleton, _Report], None]:
+    """The pairing of a block-layout history under ``profile`` (its ``block_pairing``)."""
+    pairing = _PAIRINGS.get(profile.block_pairing or "")
+    if pairing is None:
+        raise InvalidHistoryError(
+            f"the {profile.name!r} profile has no rules for {skeleton.format!r} histories; "
+            "pick that format's provider (anthropic, gemini, bedrock)"
+        )
+    return pairing
+
+
 def _check_calls(skeleton: Skeleton, profile: Profile, report: _Report) -> None:
-    """Ids and names of every call: present, unique in their message, in the provider's form."""
+    """Ids and names of every call: present, unique in their message (or in the request, per
+    ``call_id_scope``), in the provider's form."""
     max_length = profile.call_id_max_length
     id_pattern = compiled(profile.call_id_pattern)
     name_pattern = compiled(profile.function_name_pattern)
-    for index, found in skeleton.calls.items():
-        seen: set[str] = set()
+    request_wide = profile.call_id_scope == "request"
+    seen: set[str] = set()
+    for index in sorted(skeleton.calls) if request_wide else skeleton.calls:
+        found = skeleton.calls[index]
+        if not request_wide:
+            seen = set()
         for call in found:
             call_id = call.id
             if call_id is None:
@@ -327,11 +402,12 @@ def _check_calls(skeleton: Skeleton, profile: Profile, report: _Report) -> None:
                     ids=(call_id,),
                 )
     if id_pattern is not None:
+        code = "result_id_format" if report.wants("result_id_format") else "call_id_format"
         for index, carried in skeleton.results.items():
             for result in carried:
                 if result.id is not None and id_pattern.fullmatch(result.id) is None:
                     report.add(
-                        "call_id_format",
+                        code,
                         index,
                         "result id outside the provider's pattern",
                         id=result.id,
@@ -351,6 +427,8 @@ def _check_defects(skeleton: Skeleton, report: _Report) -> None:
             slot=max(defect.slot, 0),
             property=defect.detail,
             role=roles[defect.at],
+            id=defect.id,
+            ids=(defect.id,) if defect.id else (),
         )
 
 

@@ -34,6 +34,7 @@ __all__ = ["MODULES", "detect", "module_for"]
 
 MODULES: dict[str, str] = {
     "openai": "toolmend.formats.openai_chat",
+    "openai-responses": "toolmend.formats.openai_responses",
 }
 """Format name -> the module that reads and writes it. Detection asks them in this order."""
 
@@ -58,6 +59,8 @@ def detect(messages: Sequence[Any]) -> ModuleType:
     read as ``"openai"``. A shape no format knows is an error, not a guess.
     """
     modules = [module_for(name) for name in MODULES]
+    if isinstance(messages, str):
+        return _text_input(modules)
     for message in messages:
         claimed = [module for module in modules if module.claims(message)]
         if len(claimed) == 1:
@@ -70,6 +73,15 @@ def detect(messages: Sequence[Any]) -> ModuleType:
     for index, message in enumerate(messages):
         _require_role(index, message)
     return module_for("openai")
+
+
+def _text_input(modules: list[ModuleType]) -> ModuleType:
+    """A bare string is one user message to the formats that take one (``TEXT_INPUT``: the
+    Responses ``input``); it reads the same in all of them, so the first is as good as any."""
+    for module in modules:
+        if getattr(module, "TEXT_INPUT", False):
+            return module
+    raise InvalidHistoryError("a bare string is not a history: pass a list of messages")
 
 
 def _require_role(index: int, message: Any) -> None:

@@ -9,15 +9,19 @@ in ``messages``.
 
 from __future__ import annotations
 
+import bisect
 import json
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..edits import AsText, Bridge, Item, Keep, Merge, MessageEdit, Placeholder, Plan
 from ..history import ASSISTANT, OTHER, SYSTEM, TOOL, USER, Call, Defect, Result, Skeleton
 from ..report import InvalidMessageError
 
-__all__ = ["NAME", "apply", "claims", "read", "result_text"]
+if TYPE_CHECKING:
+    from ..profiles import Profile
+
+__all__ = ["NAME", "apply", "claims", "dirty_spans", "quick_valid", "read", "result_text"]
 
 NAME = "openai"
 
@@ -28,11 +32,13 @@ _KINDS = {
     "system": SYSTEM,
     "developer": SYSTEM,
 }
-_TELLING_ROLES = frozenset({"system", "developer", "tool", "function"})
+_TELLING_ROLES = frozenset({"tool", "function"})
+"""Roles only chat messages have. ``system`` and ``developer`` are not among them: Responses
+``input`` has them too, and a plain history of such messages is read as chat anyway."""
 
 
 def claims(message: Any) -> bool:
-    """OpenAI-only features: tool/system/developer roles, ``tool_calls``, ``tool_call_id``."""
+    """OpenAI-only features: tool/function roles, ``tool_calls``, ``tool_call_id``."""
     if isinstance(message, dict):
         return (
             message.get("role") in _TELLING_ROLES
@@ -41,6 +47,204 @@ def claims(message: Any) -> bool:
         )
     role = getattr(message, "role", None)
     return role in _TELLING_ROLES or getattr(message, "tool_calls", None) is not None
+
+
+_QUICK_CODES = frozenset(
+    {
+        "empty_history",
+        "invalid_role",
+        "orphan_result",
+        "unknown_result_id",
+        "missing_result",
+        "duplicate_result",
+        "result_without_id",
+        "call_without_id",
+        "call_id_too_long",
+        "call_shape",
+        "arguments_not_string",
+        "call_name_empty",
+        "empty_tool_calls",
+        "null_content",
+        "missing_reasoning",
+        "unsupported_property",
+        "function_call_null",
+        "tool_content_not_string",
+    }
+)
+"""The problem codes :func:`quick_valid` vouches for. A profile enforcing any other code, or
+needing role order, alternation or an id pattern, takes the full read-and-judge path."""
+
+
+def quick_valid(messages: Sequence[Any], profile: Profile) -> bool:
+    """True only when the full ``judge(read(messages), profile)`` would find nothing.
+
+    The valid history is the common case, and it must cost far less than the ``json.dumps``
+    every SDK does anyway, so it gets one tight pass over plain dicts that builds nothing. The
+    test is conservative: anything unusual (objects, legacy roles, an empty content, a profile
+    with rules it does not know) answers False, and the full path decides. A property test
+    asserts that True always agrees with the full path.
+    """
+    return _scan(messages, profile, first_only=True) == []
+
+
+def dirty_spans(messages: Sequence[Any], profile: Profile) -> list[tuple[int, int]] | None:
+    """The ranges ``[start, stop)`` of ``messages`` that need repair, or None if unknown.
+
+    A damaged history is mostly sound, so the repair reads, judges and plans only the ranges
+    around its problems. A range starts and ends where no call is waiting for results (and, for
+    a profile with per-turn rules, at a user message), so each one is judged and repaired on its
+    own exactly as in the whole history; a stray result also pulls in the nearest earlier and
+    later range calling its id, where the planner may find its call. Empty when the history is
+    valid; None when the one-pass test cannot tell (the full path then decides).
+    """
+    return _scan(messages, profile, first_only=False)
+
+
+def _scan(
+    messages: Sequence[Any], profile: Profile, *, first_only: bool
+) -> list[tuple[int, int]] | None:
+    if (
+        not messages
+        or profile.pairing not in ("adjacent", "count", "none")
+        or profile.role_successors is not None
+        or profile.alternation is not None
+        or profile.call_id_pattern is not None
+        or profile.function_name_pattern is not None
+        or profile.last_kinds is not None
+        or not profile.checks.keys() <= _QUICK_CODES
+    ):
+        return None
+    max_length = profile.call_id_max_length or 1 << 30
+    reasoning_rule = profile.reasoning_in_tool_turns
+    reasoning_field_ok = "unsupported_property" not in profile.checks
+    spans: list[tuple[int, int]] = []
+    starts: list[int] = [0]  # where each range of the history begins
+    callers: dict[str, list[int]] = {}  # call id -> the range starts calling it
+    strays: list[tuple[int, str]] = []  # (range start, id) of results with no waiting call
+    pending: set[str] | None = None
+    turn_calls = turn_unreasoned = dirty = False
+    for index, message in enumerate(messages):
+        if type(message) is not dict:
+            return None
+        role = message.get("role")
+        if role == "tool":
+            call_id = message.get("tool_call_id")
+            if pending and call_id in pending:
+                pending.discard(call_id)
+                if type(message.get("content")) is str:
+                    continue
+            elif not first_only and type(call_id) is str:
+                strays.append((starts[-1], call_id))
+            if first_only:
+                return None
+            dirty = True
+            continue
+        if role == "user" and reasoning_rule:
+            if turn_calls and turn_unreasoned:  # the turn this user message closes is bad
+                if first_only:
+                    return None
+                dirty = True
+            turn_calls = turn_unreasoned = False
+        if pending:
+            if first_only:
+                return None
+            dirty = True
+        elif not first_only and index and (not reasoning_rule or role == "user"):
+            if dirty:
+                spans.append((starts[-1], index))
+                dirty = False
+            starts.append(index)
+        ok = True
+        if role == "assistant":
+            tool_calls = message.get("tool_calls")
+            if tool_calls is not None:
+                pending = set()
+                if type(tool_calls) is not list or not tool_calls:
+                    ok = False
+                    tool_calls = ()
+                for call in tool_calls:
+                    if type(call) is not dict or call.get("type") is None:
+                        ok = False
+                        continue
+                    call_id = call.get("id")
+                    function = call.get("function")
+                    if (
+                        type(call_id) is not str
+                        or len(call_id) > max_length
+                        or call_id in pending
+                        or type(function) is not dict
+                        or type(function.get("arguments")) is not str
+                        or type(function.get("name")) is not str
+                        or not function["name"]
+                    ):
+                        ok = False
+                    if type(call_id) is str:
+                        pending.add(call_id)
+                        if not first_only:
+                            callers.setdefault(call_id, []).append(starts[-1])
+                turn_calls = True
+            else:
+                pending = None
+                ok = bool(message.get("content"))
+            if "function_call" in message:
+                ok = False
+            if "reasoning_content" in message:
+                ok = ok and reasoning_field_ok
+                if message["reasoning_content"] is None:
+                    turn_unreasoned = True
+            else:
+                turn_unreasoned = True
+        else:
+            pending = None
+            if role == "user" or role == "system" or role == "developer":
+                ok = "tool_calls" not in message
+            else:
+                ok = False
+        if not ok:
+            if first_only:
+                return None
+            dirty = True
+    if pending or (reasoning_rule and turn_calls and turn_unreasoned):
+        if first_only:
+            return None
+        dirty = True
+    if dirty:
+        spans.append((starts[-1], len(messages)))
+    if strays:
+        spans = _widen_for_strays(spans, starts, callers, strays, len(messages))
+    return spans
+
+
+def _widen_for_strays(
+    spans: list[tuple[int, int]],
+    starts: list[int],
+    callers: dict[str, list[int]],
+    strays: list[tuple[int, str]],
+    size: int,
+) -> list[tuple[int, int]]:
+    """Add the nearest earlier and later ranges calling each stray result's id, then merge."""
+
+    def stop_of(start: int) -> int:
+        position = bisect.bisect_right(starts, start)
+        return starts[position] if position < len(starts) else size
+
+    wanted = list(spans)
+    for start, call_id in strays:
+        found = callers.get(call_id, ())
+        earlier = [s for s in found if s < start]
+        later = [s for s in found if s > start]
+        if earlier:
+            wanted.append((earlier[-1], stop_of(start)))
+        if later:
+            wanted.append((start, stop_of(later[0])))
+    wanted.sort()
+    merged: list[tuple[int, int]] = []
+    for low, high in wanted:
+        if merged and low <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], high))
+        else:
+            merged.append((low, high))
+    return merged
 
 
 def _getter(message: Any, index: int) -> Callable[[str], Any]:
@@ -58,30 +262,40 @@ def read(messages: Sequence[Any]) -> Skeleton:
     skeleton = Skeleton(NAME)
     kinds, roles, results = skeleton.kinds, skeleton.roles, skeleton.results
     defects = skeleton.defects
+    kind_of = _KINDS.get
     for index, message in enumerate(messages):
-        get = _getter(message, index)
+        get = message.get if type(message) is dict else _getter(message, index)
         role = get("role")
         if type(role) is not str:
-            if isinstance(role, str):  # a str subclass, like an enum member
-                role = str(role.value) if hasattr(role, "value") else str(role)
-            else:
-                raise InvalidMessageError(index, "role", "a string", role)
-        kind = _KINDS.get(role, OTHER)
+            role = _role_text(index, role)
+        kind = kind_of(role, OTHER)
         kinds.append(kind)
         roles.append(role)
-        if kind == ASSISTANT:
-            _read_assistant(skeleton, index, message, get)
-        elif kind == TOOL:
+        if kind == TOOL:
             call_id = get("tool_call_id")
             if call_id is not None and type(call_id) is not str:
                 raise InvalidMessageError(index, "tool_call_id", "a string", call_id)
             name = get("name")
-            results[index] = (Result(call_id, name if isinstance(name, str) else None, 0),)
-            if isinstance(get("content"), list):
+            results[index] = (
+                _new_tuple(Result, (call_id, name if type(name) is str else None, 0)),
+            )
+            if type(get("content")) is list:
                 defects.append(Defect(index, "tool_content_not_string", -1, "content"))
+        elif kind == ASSISTANT:
+            _read_assistant(skeleton, index, message, get)
         elif get("tool_calls"):
             defects.append(Defect(index, "unsupported_property", -1, "tool_calls"))
     return skeleton
+
+
+_new_tuple = tuple.__new__
+"""Builds a NamedTuple without the Python-level ``__new__`` it generates (a hot path)."""
+
+
+def _role_text(index: int, role: Any) -> str:
+    if isinstance(role, str):  # a str subclass, like an enum member
+        return str(role.value) if hasattr(role, "value") else str(role)
+    raise InvalidMessageError(index, "role", "a string", role)
 
 
 def _read_assistant(
@@ -123,13 +337,13 @@ def _read_calls(skeleton: Skeleton, index: int, tool_calls: Sequence[Any]) -> tu
     found = []
     defects = skeleton.defects
     for slot, tool_call in enumerate(tool_calls):
-        if isinstance(tool_call, Mapping):
+        if type(tool_call) is dict or isinstance(tool_call, Mapping):
             call_id = tool_call.get("id")
             function = tool_call.get("function")
             if function is None:
                 defects.append(Defect(index, "call_shape", slot, "function"))
                 name, arguments = tool_call.get("name"), tool_call.get("arguments")
-            elif isinstance(function, Mapping):
+            elif type(function) is dict or isinstance(function, Mapping):
                 name, arguments = function.get("name"), function.get("arguments")
             else:
                 name = getattr(function, "name", None)
@@ -145,11 +359,11 @@ def _read_calls(skeleton: Skeleton, index: int, tool_calls: Sequence[Any]) -> tu
             raise InvalidMessageError(index, f"tool_calls[{slot}]", "a tool call", tool_call)
         if call_id is not None and type(call_id) is not str:
             raise InvalidMessageError(index, f"tool_calls[{slot}].id", "a string", call_id)
-        if name is not None and not isinstance(name, str):
+        if name is not None and type(name) is not str and not isinstance(name, str):
             raise InvalidMessageError(index, f"tool_calls[{slot}].function.name", "a string", name)
-        if arguments is not None and not isinstance(arguments, str):
+        if arguments is not None and type(arguments) is not str:
             defects.append(Defect(index, "arguments_not_string", slot, "arguments"))
-        found.append(Call(call_id, name, slot))
+        found.append(_new_tuple(Call, (call_id, name, slot)))
     return tuple(found)
 
 

@@ -1,0 +1,631 @@
+"""The strict provider server: a real HTTP server that judges every history like the provider.
+
+It runs :class:`http.server.ThreadingHTTPServer` on 127.0.0.1 in a daemon thread of the calling
+process, so a test points a real SDK client at it (``base_url=``) and nothing leaves the
+machine. Each POST is routed by its path, exactly as the real services lay them out:
+
+==============================================  ==========  =================  ===============
+path                                            API         toolmend format    native provider
+==============================================  ==========  =================  ===============
+``/v1/chat/completions``                        chat        ``openai``         ``openai``
+``/v1/responses``                               responses   ``openai-responses`` ``openai``
+``/v1/messages``                                messages    ``anthropic``      ``anthropic``
+``/v1beta/models/{model}:generateContent``      gemini      ``gemini``         ``gemini``
+``/v1beta/models/{model}:streamGenerateContent`` gemini     ``gemini``         ``gemini``
+==============================================  ==========  =================  ===============
+
+(Only the end of the path counts, so ``/v1/`` may be missing or another prefix may come first,
+as gateways and LiteLLM's ``api_base`` produce.) The history (``messages``, ``input`` or
+``contents``) goes through ``toolmend.check(history, provider=<profile>, format=<format>)``; a
+problem gets HTTP 400 with that provider's error body (:mod:`toolmend.testing.errors`), no
+problem gets 200 with the next scripted :class:`~toolmend.testing.Reply`
+(:mod:`toolmend.testing.wire`).
+
+Which provider's rules: the first of
+
+1. the ``X-Toolmend-Provider`` request header;
+2. a provider name as the first path segment (``/deepseek/v1/chat/completions``; see
+   :meth:`StrictProviderServer.base_url_for`);
+3. a provider name before a slash in the body's ``model`` (``"deepseek/deepseek-chat"``);
+4. the server's ``provider=`` argument;
+5. on the chat route, a model name only one provider serves (``deepseek-chat`` and
+   ``deepseek-reasoner``; ``mistral-*``, ``codestral-*``, ``devstral-*`` and the other Mistral
+   families), so LiteLLM's ``model="mistral/..."`` is judged as Mistral without more setup;
+6. the route's native provider (table above).
+
+A route whose toolmend format is not available answers 200 without judging and records
+``judged=False``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+from ..api import check
+from ..formats import MODULES
+from ..profiles import get_profile
+from ..report import InvalidHistoryError, Problem, UnknownNameError
+from . import errors, wire
+from .replies import IdMaker, Reply, as_reply, as_replies
+
+__all__ = ["ROUTES", "RecordedRequest", "Route", "StrictProviderServer"]
+
+PROVIDER_HEADER = "x-toolmend-provider"
+"""The request header that picks the provider profile for one request."""
+
+_SECRET_HEADERS = frozenset(
+    {"authorization", "proxy-authorization", "x-api-key", "api-key", "x-goog-api-key", "cookie"}
+)
+_SECRET_QUERY = frozenset({"key", "api_key"})
+
+
+@dataclass(frozen=True)
+class Route:
+    """One API the server speaks: where its history sits and whose rules apply by default."""
+
+    api: str
+    """``"chat"``, ``"responses"``, ``"messages"`` or ``"gemini"``."""
+    format: str
+    """The toolmend format name of its history."""
+    history_key: str
+    """The body key holding the history."""
+    native: tuple[str, ...]
+    """The provider profiles that apply when nothing else picks one, best first."""
+
+
+ROUTES: Mapping[str, Route] = {
+    "chat": Route("chat", "openai", "messages", ("openai",)),
+    "responses": Route("responses", "openai-responses", "input", ("openai-responses", "openai")),
+    "messages": Route("messages", "anthropic", "messages", ("anthropic",)),
+    "gemini": Route("gemini", "gemini", "contents", ("gemini",)),
+}
+"""Every API the server speaks, by name."""
+
+_GEMINI_PATH = re.compile(
+    r"/models/(?P<model>[^/:]+):(?P<method>generateContent|streamGenerateContent)$"
+)
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    """One request the server received, and what it answered.
+
+    Headers are lower-cased and never include credentials (``authorization``, ``x-api-key``,
+    ``x-goog-api-key``, ...); neither does ``query`` (Gemini's ``key``).
+    """
+
+    method: str
+    path: str
+    """The path without the query string."""
+    query: Mapping[str, str]
+    headers: Mapping[str, str]
+    body: Any
+    """The parsed JSON body (``None`` when it was not JSON)."""
+    api: str | None
+    """The route's API name, ``None`` for an unknown path."""
+    provider: str | None
+    """The provider profile the history was judged with."""
+    format: str | None
+    model: str | None
+    stream: bool
+    judged: bool
+    """False when the route's format is not available in this toolmend, so nothing was checked."""
+    problems: tuple[Problem, ...]
+    """What ``toolmend.check`` found; the 400 body carries the first one's provider error."""
+    status: int
+    """The HTTP status sent."""
+    error: str | None
+    """The error message sent with a non-200 status."""
+    reply: Reply | None
+    """The reply sent with a 200."""
+    call_ids: tuple[str, ...]
+    """The tool call ids of the reply, as sent (empty strings for Gemini)."""
+
+    @property
+    def accepted(self) -> bool:
+        """Whether the server answered 200."""
+        return self.status == 200
+
+    @property
+    def history(self) -> Any:
+        """The history the request carried (``messages``, ``input`` or ``contents``)."""
+        route = ROUTES.get(self.api or "")
+        if route is None or not isinstance(self.body, dict):
+            return None
+        return self.body.get(route.history_key)
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    status: int
+    content_type: str
+    payload: bytes
+    headers: tuple[tuple[str, str], ...] = ()
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    """Keeps the open connections so that ``stop`` can close idle keep-alive ones at once."""
+
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, owner: StrictProviderServer, address: tuple[str, int]) -> None:
+        self.owner = owner
+        self.connections: set[socket.socket] = set()
+        self.connections_lock = threading.Lock()
+        super().__init__(address, _Handler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        with self.connections_lock:
+            self.connections.add(request)
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request: Any) -> None:
+        with self.connections_lock:
+            self.connections.discard(request)
+        super().shutdown_request(request)
+
+    def close_connections(self) -> None:
+        with self.connections_lock:
+            open_now = list(self.connections)
+        for connection in open_now:
+            try:
+                connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "toolmend-strict-provider"
+    timeout = 60
+    server: _HTTPServer
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Quiet: the server records requests instead of logging them."""
+
+    def _read_body(self) -> bytes:
+        if self.headers.get("transfer-encoding", "").lower() == "chunked":
+            chunks = []
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    self.rfile.readline()
+                    break
+                chunks.append(self.rfile.read(size))
+                self.rfile.readline()
+            return b"".join(chunks)
+        length = int(self.headers.get("content-length") or 0)
+        return self.rfile.read(length) if length else b""
+
+    def _send(self, outcome: _Outcome) -> None:
+        self.send_response(outcome.status)
+        self.send_header("Content-Type", outcome.content_type)
+        self.send_header("Content-Length", str(len(outcome.payload)))
+        for name, value in outcome.headers:
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(outcome.payload)
+
+    def do_POST(self) -> None:
+        raw = self._read_body()
+        headers = {name.lower(): value for name, value in self.headers.items()}
+        self._send(self.server.owner._handle("POST", self.path, headers, raw))
+
+    def do_GET(self) -> None:
+        headers = {name.lower(): value for name, value in self.headers.items()}
+        self._send(self.server.owner._handle("GET", self.path, headers, b""))
+
+
+def _json(status: int, body: Any, headers: tuple[tuple[str, str], ...] = ()) -> _Outcome:
+    return _Outcome(status, "application/json", json.dumps(body).encode("utf-8"), headers)
+
+
+class StrictProviderServer:
+    """A local stand-in for the LLM APIs that answers HTTP 400 exactly where the provider would.
+
+    **Parameters:**
+
+    * **provider** - *(optional)* the provider profile to emulate on every route (``"deepseek"``,
+      ``"mistral"``, ``"groq"``, ...). Left out, each route uses its own provider: OpenAI for
+      ``/v1/chat/completions`` and ``/v1/responses``, Anthropic for ``/v1/messages``, Gemini for
+      ``generateContent``. A request can still pick another (see the module docstring).
+    * **replies** - *(optional)* scripted replies for the accepted requests, in order
+      (:class:`~toolmend.testing.Reply` objects or plain strings).
+    * **default_reply** - *(optional)* what an accepted request gets once the script is used
+      up (default the text ``"OK"``).
+    * **seed** - *(optional)* seed of the generated ids, so runs are reproducible.
+
+    >>> import json, urllib.request
+    >>> from toolmend.testing import StrictProviderServer
+    >>> with StrictProviderServer(provider="deepseek") as server:
+    ...     request = urllib.request.Request(
+    ...         server.openai_base_url + "/chat/completions",
+    ...         data=json.dumps({"model": "deepseek-chat", "messages": [
+    ...             {"role": "user", "content": "hi"},
+    ...             {"role": "tool", "tool_call_id": "call_1", "content": "21 C"}]}).encode(),
+    ...         headers={"Content-Type": "application/json"})
+    ...     try:
+    ...         urllib.request.urlopen(request)
+    ...     except urllib.error.HTTPError as error:
+    ...         print(error.code, json.load(error)["error"]["message"])
+    400 Messages with role 'tool' must be a response to a preceding message with 'tool_calls'
+    >>> server.last_request.problems[0].code
+    'orphan_result'
+    """
+
+    def __init__(
+        self,
+        provider: str | None = None,
+        *,
+        replies: Iterable[Reply | str] = (),
+        default_reply: Reply | str = "OK",
+        seed: int | str | None = 0,
+    ) -> None:
+        self.provider = get_profile(provider).name if provider is not None else None
+        self.default_reply = as_reply(default_reply)
+        self._queue: list[Reply] = as_replies(replies)
+        self._records: list[RecordedRequest] = []
+        self._lock = threading.Lock()
+        self._ids = IdMaker(seed)
+        self._http: _HTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # --- lifecycle ------------------------------------------------------------------------------
+
+    def start(self) -> StrictProviderServer:
+        """Bind an ephemeral port on 127.0.0.1 and serve in a daemon thread. Returns ``self``."""
+        if self._http is not None:
+            return self
+        self._http = _HTTPServer(self, ("127.0.0.1", 0))
+        self._thread = threading.Thread(
+            target=self._http.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name=f"toolmend-strict-provider:{self.port}",
+            daemon=True,
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving, close every open connection and free the port. Safe to call twice."""
+        http, thread = self._http, self._thread
+        self._http = self._thread = None
+        if http is None:
+            return
+        http.shutdown()
+        http.close_connections()
+        http.server_close()
+        if thread is not None:
+            thread.join(timeout=5)
+
+    def __enter__(self) -> StrictProviderServer:
+        return self.start()
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    @property
+    def running(self) -> bool:
+        """Whether the server is serving."""
+        return self._http is not None
+
+    # --- addresses ------------------------------------------------------------------------------
+
+    @property
+    def port(self) -> int:
+        """The port it listens on (only while running)."""
+        if self._http is None:
+            raise RuntimeError("the strict provider server is not running; call start()")
+        return int(self._http.server_address[1])
+
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:<port>``: the root every route hangs from."""
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def openai_base_url(self) -> str:
+        """``base_url + "/v1"``, for ``openai.OpenAI(base_url=...)`` and OpenAI-compatible
+        clients (DeepSeek, Mistral, Groq, gateways)."""
+        return self.base_url + "/v1"
+
+    @property
+    def anthropic_base_url(self) -> str:
+        """For ``anthropic.Anthropic(base_url=...)`` (the SDK adds ``/v1/messages``)."""
+        return self.base_url
+
+    @property
+    def gemini_base_url(self) -> str:
+        """For ``genai.Client(http_options={"base_url": ...})`` (the SDK adds ``/v1beta/...``)."""
+        return self.base_url
+
+    def base_url_for(self, provider: str) -> str:
+        """``base_url + "/<provider>"``: every request under it is judged as ``provider``'s.
+
+        ``openai.OpenAI(base_url=server.base_url_for("deepseek") + "/v1")`` talks to an emulated
+        DeepSeek on a server whose other routes keep their own providers.
+        """
+        return f"{self.base_url}/{get_profile(provider).name}"
+
+    # --- script and records ---------------------------------------------------------------------
+
+    def script(self, replies: Iterable[Reply | str]) -> StrictProviderServer:
+        """Queue replies for the next accepted requests, in order (rejected ones use none)."""
+        items = as_replies(replies)
+        with self._lock:
+            self._queue.extend(items)
+        return self
+
+    @property
+    def pending_replies(self) -> list[Reply]:
+        """The scripted replies not sent yet."""
+        with self._lock:
+            return list(self._queue)
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        """Every request received so far, oldest first (a copy)."""
+        with self._lock:
+            return list(self._records)
+
+    @property
+    def last_request(self) -> RecordedRequest:
+        """The most recent request; ``LookupError`` when there was none."""
+        with self._lock:
+            if not self._records:
+                raise LookupError("the strict provider server has received no request")
+            return self._records[-1]
+
+    def clear(self) -> None:
+        """Forget the recorded requests and the scripted replies not sent yet."""
+        with self._lock:
+            self._records.clear()
+            self._queue.clear()
+
+    # --- handling -------------------------------------------------------------------------------
+
+    def _handle(self, method: str, target: str, headers: dict[str, str], raw: bytes) -> _Outcome:
+        split = urlsplit(target)
+        path = split.path
+        query = {k: v for k, v in parse_qsl(split.query) if k not in _SECRET_QUERY}
+        kept = {k: v for k, v in headers.items() if k not in _SECRET_HEADERS}
+        api, prefix, path_model, gemini_method = _route_of(path)
+        record = {
+            "method": method,
+            "path": path,
+            "query": query,
+            "headers": kept,
+            "body": None,
+            "api": api,
+            "provider": None,
+            "format": None,
+            "model": path_model,
+            "stream": False,
+            "judged": False,
+            "problems": (),
+            "error": None,
+            "reply": None,
+            "call_ids": (),
+        }
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            body = None
+        record["body"] = body
+        if api is None or method != "POST":
+            message = f"Unknown request URL: {method} {path}."
+            return self._finish(record, 404, message, _json(404, _not_found(message)))
+        route = ROUTES[api]
+        fallback = self.provider or _first_known(route.native) or route.native[0]
+        if not isinstance(body, dict):
+            message = "We could not parse the JSON body of your request."
+            return self._reject(record, route, fallback, message)
+        model = path_model or body.get("model")
+        record["model"] = model if isinstance(model, str) else None
+        stream = gemini_method == "streamGenerateContent" or body.get("stream") is True
+        record["stream"] = stream
+        try:
+            provider = self._provider_for(route, headers, prefix, record["model"])
+        except UnknownNameError as error:
+            return self._reject(record, route, fallback, str(error))
+        record["provider"] = provider
+        record["format"] = route.format
+        history = body.get(route.history_key)
+        if history is None:
+            message = f"Missing required parameter: '{route.history_key}'."
+            return self._reject(record, route, provider, message)
+        problems: list[Problem] = []
+        judged = route.format in MODULES and _first_known((provider,)) is not None
+        if judged and not (api == "responses" and isinstance(history, str)):
+            try:
+                problems = check(history, provider=provider, format=route.format)
+            except InvalidHistoryError as error:
+                return self._reject(record, route, provider, str(error), judged=True)
+        record["judged"] = judged
+        if problems:
+            record["problems"] = tuple(problems)
+            record["error"] = problems[0].provider_error
+            request_id = self._ids.prefixed("req_011C", 22)
+            payload = errors.problem_body(api, provider, problems, request_id)
+            return self._finish(record, 400, record["error"], _json(400, payload))
+        return self._answer(record, route, provider, body, raw, query)
+
+    def _provider_for(
+        self, route: Route, headers: Mapping[str, str], prefix: str | None, model: str | None
+    ) -> str:
+        chosen = headers.get(PROVIDER_HEADER)
+        if chosen:
+            return get_profile(chosen).name
+        for candidate in (prefix, model.split("/", 1)[0] if model and "/" in model else None):
+            if candidate and _first_known((candidate,)):
+                return get_profile(candidate).name
+        if self.provider is not None:
+            return self.provider
+        family = _family_of(model) if route.api == "chat" else None
+        return family or _first_known(route.native) or route.native[0]
+
+    def _reject(
+        self,
+        record: dict[str, Any],
+        route: Route,
+        provider: str,
+        message: str,
+        judged: bool = False,
+    ) -> _Outcome:
+        record["judged"] = judged
+        payload = errors.error_body(route.api, provider, message)
+        return self._finish(record, 400, message, _json(400, payload))
+
+    def _finish(
+        self, record: dict[str, Any], status: int, error: str | None, outcome: _Outcome
+    ) -> _Outcome:
+        record["status"] = status
+        record["error"] = error
+        with self._lock:
+            self._records.append(RecordedRequest(**record))
+        return outcome
+
+    def _answer(
+        self,
+        record: dict[str, Any],
+        route: Route,
+        provider: str,
+        body: dict[str, Any],
+        raw: bytes,
+        query: Mapping[str, str],
+    ) -> _Outcome:
+        with self._lock:
+            reply = self._queue.pop(0) if self._queue else self.default_reply
+            if route.api == "messages":
+                call_ids = tuple(self._ids.anthropic_tool_use() for _ in reply.calls)
+            elif route.api == "gemini":
+                call_ids = tuple("" for _ in reply.calls)
+            else:
+                call_ids = tuple(self._ids.tool_call(provider) for _ in reply.calls)
+            answer = wire.Answer(
+                reply=reply,
+                model=record["model"] or "model",
+                call_ids=call_ids,
+                created=int(time.time()),
+                prompt_tokens=max(1, len(raw) // 4),
+                ids=self._ids,
+            )
+            outcome = self._render(route.api, answer, body, record["stream"], query)
+        record["reply"] = reply
+        record["call_ids"] = call_ids
+        return self._finish(record, 200, None, outcome)
+
+    def _render(
+        self,
+        api: str,
+        answer: wire.Answer,
+        body: Mapping[str, Any],
+        stream: bool,
+        query: Mapping[str, str],
+    ) -> _Outcome:
+        """The 200 body (called under the lock: the ids come from one generator)."""
+        sse = "text/event-stream"
+        if api == "chat":
+            completion_id = self._ids.prefixed("chatcmpl-", 29)
+            if stream:
+                options = body.get("stream_options")
+                usage = isinstance(options, dict) and options.get("include_usage") is True
+                payload = wire.chat_stream(answer, completion_id, include_usage=usage)
+                return _Outcome(200, sse, payload)
+            return _json(200, wire.chat_body(answer, completion_id))
+        if api == "responses":
+            response_id = self._ids.hex("resp_")
+            if stream:
+                return _Outcome(200, sse, wire.responses_stream(answer, response_id, body))
+            return _json(200, wire.responses_body(answer, response_id, body))
+        if api == "messages":
+            message_id = self._ids.prefixed("msg_01", 22)
+            request_id = ("request-id", self._ids.prefixed("req_011C", 22))
+            if stream:
+                payload = wire.anthropic_stream(answer, message_id)
+                return _Outcome(200, sse, payload, (request_id,))
+            return _json(200, wire.anthropic_body(answer, message_id), (request_id,))
+        response_id = self._ids.prefixed("", 22)
+        if stream:
+            as_sse = query.get("alt") == "sse"
+            payload = wire.gemini_stream(answer, response_id, sse=as_sse)
+            return _Outcome(200, sse if as_sse else "application/json", payload)
+        return _json(200, wire.gemini_body(answer, response_id))
+
+
+def _first_known(names: Iterable[str]) -> str | None:
+    """The first name that is a provider profile in this toolmend, as its profile name."""
+    for name in names:
+        try:
+            return get_profile(name).name
+        except UnknownNameError:
+            continue
+    return None
+
+
+_MODEL_FAMILIES = (
+    ("deepseek-reasoner", "deepseek-reasoner"),
+    ("deepseek", "deepseek"),
+    ("mistral", "mistral"),
+    ("open-mistral", "mistral"),
+    ("codestral", "mistral"),
+    ("devstral", "mistral"),
+    ("magistral", "mistral"),
+    ("ministral", "mistral"),
+    ("pixtral", "mistral"),
+)
+"""Model name prefixes that only one OpenAI-compatible provider serves."""
+
+
+def _family_of(model: str | None) -> str | None:
+    """The provider a Chat Completions model name belongs to, when only one serves it."""
+    if not model:
+        return None
+    name = model.lower()
+    for prefix, provider in _MODEL_FAMILIES:
+        if name.startswith(prefix):
+            return _first_known((provider,))
+    return None
+
+
+def _route_of(path: str) -> tuple[str | None, str | None, str | None, str | None]:
+    """(API name, first path segment, model in the path, Gemini method) for a request path."""
+    segments = [segment for segment in path.split("/") if segment]
+    prefix = segments[0] if segments else None
+    found = _GEMINI_PATH.search(path)
+    if found:
+        return "gemini", prefix, found.group("model"), found.group("method")
+    if path.endswith("/chat/completions"):
+        return "chat", prefix, None, None
+    if path.endswith("/responses"):
+        return "responses", prefix, None, None
+    if path.endswith("/messages"):
+        return "messages", prefix, None, None
+    return None, prefix, None, None
+
+
+def _not_found(message: str) -> dict[str, Any]:
+    return {
+        "error": {
+            "message": message,
+            "type": "invalid_request_error",
+            "param": None,
+            "code": "unknown_url",
+        }
+    }

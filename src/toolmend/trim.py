@@ -1,0 +1,871 @@
+"""Cut and join a history without splitting a tool-call group.
+
+A *group* is what must be kept or dropped together: an assistant message with calls, every
+result that answers those calls, and any message that landed between them (a user who typed
+while a tool ran). Every other message is a group of its own. Groups come from the pairing the
+repair planner uses (:func:`toolmend.repair.pair_results`) applied to the skeleton, so they work
+for every format, and ids that OpenAI-compatible servers reuse every turn (``call_0`` again) are
+matched within their turn.
+
+Trimmers that cut at "user turn" boundaries (LangChain's ``trim_messages(start_on="human")``,
+its summarisation cutoff, seed 001's first fix) break exactly when a user message lands between
+a call and its result: the cut falls on that user message and the result after it is left an
+orphan. Here that user message is inside the group, so no cut can fall on it.
+
+``atomic_groups``
+    The groups, as index ranges.
+``align_cut``
+    Moves a proposed cut to the nearest group boundary at or before it, never into the
+    protected prefix: what a summariser calls to know how far it may fold (seed 001, section 3).
+``trim``
+    Keeps the first ``keep_first`` messages and the newest whole groups that fit.
+``merge_consecutive``
+    Joins runs of same-role messages for providers and converters that need strict
+    alternation, keeping every tool result (seed 002).
+
+Token counting for ``trim(max_tokens=...)``: by default :func:`estimate_tokens`, which is
+``4 + ceil(characters / 4)`` per message (four characters per token is the usual rule of thumb
+for English and JSON with OpenAI's tokenizers; 4 tokens cover the role and framing). Any
+callable ``(message) -> int`` works, and so do ``"litellm"`` / ``"litellm:<model>"``
+(``litellm.token_counter``) and ``"tiktoken"`` / ``"tiktoken:<encoding>"`` (default encoding
+``o200k_base``), imported only when asked for.
+"""
+
+from __future__ import annotations
+
+import bisect
+import difflib
+import functools
+import importlib
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import fields, replace
+from types import MappingProxyType, ModuleType
+from typing import Any
+
+from . import api
+from .api import read_history
+from .edits import AsText, Item, Keep, Merge, Placeholder
+from .formats import MODULES, detect, module_for
+from .history import Skeleton
+from .policy import Policy
+from .profiles import Profile, get_profile
+from .repair import Pairing, pair_results, plan_repair
+from .report import (
+    InvalidHistoryError,
+    InvalidMessageError,
+    TrimError,
+    UnknownNameError,
+    logger,
+)
+from .rules import judge
+
+__all__ = [
+    "PAIRING_CODES",
+    "TokenCounter",
+    "align_cut",
+    "atomic_groups",
+    "estimate_tokens",
+    "merge_consecutive",
+    "trim",
+]
+
+TokenCounter = Callable[[Any], int]
+"""Counts the tokens of one message."""
+
+PAIRING_CODES = frozenset(
+    {
+        "empty_history",
+        "orphan_result",
+        "unknown_result_id",
+        "missing_result",
+        "duplicate_result",
+        "result_without_id",
+    }
+)
+"""The problem codes of the pairing rules: the ones :func:`trim` guarantees its output is free
+of (under the profile of the format's own provider)."""
+
+_NATIVE_PROVIDER = {
+    "openai": "openai",
+    "openai-responses": "openai",
+    "langchain": "openai",
+    "anthropic": "anthropic",
+    "gemini": "gemini",
+    "bedrock": "bedrock",
+}
+"""Format -> the provider whose pairing rules :func:`trim` keeps. A format whose provider has no
+profile yet falls back to OpenAI's, the strictest about adjacency."""
+
+_PROFILE_STEPS_OFF: dict[str, Any] = {
+    "call_id_max_length": None,
+    "call_id_pattern": None,
+    "call_id_length": None,
+    "function_name_pattern": None,
+    "role_successors": None,
+    "last_kinds": None,
+    "reasoning_in_tool_turns": False,
+    "alternation": None,
+    "known_roles": None,
+}
+"""Profile fields that switch on repairs beyond pairing; :func:`trim` turns them off."""
+
+
+# --- groups -----------------------------------------------------------------------------------
+
+
+def atomic_groups(messages: Sequence[Any], *, format: str | None = None) -> list[range]:
+    """The index ranges of ``messages`` that must be kept or dropped together.
+
+    An assistant message with calls, all of its results, and any message that landed between
+    them form one range; every other message is a range of its own. The ranges are in order
+    and cover every index once. A result that answers no call is a range of its own.
+
+    **Parameters:**
+
+    * **messages** - the history, in any supported format.
+    * **format** - *(optional)* the format name; detected when left out.
+
+    **Returns:** a list of ``range`` objects.
+
+    >>> import toolmend
+    >>> call = {"id": "call_1", "type": "function",
+    ...         "function": {"name": "weather", "arguments": "{}"}}
+    >>> history = [{"role": "user", "content": "Weather?"},
+    ...            {"role": "assistant", "content": None, "tool_calls": [call]},
+    ...            {"role": "user", "content": "Are you there?"},
+    ...            {"role": "tool", "tool_call_id": "call_1", "content": "21 C"},
+    ...            {"role": "assistant", "content": "21 C in Paris."}]
+    >>> toolmend.atomic_groups(history)
+    [range(0, 1), range(1, 4), range(4, 5)]
+    """
+    module, skeleton = read_history(messages, format)
+    return _groups(skeleton, _result_text(module, messages))
+
+
+def _result_text(module: ModuleType, messages: Sequence[Any]) -> Callable[[int, int], str | None]:
+    def result_text(index: int, slot: int) -> str | None:
+        text: str | None = module.result_text(messages[index], slot)
+        return text
+
+    return result_text
+
+
+def _groups(skeleton: Skeleton, result_text: Callable[[int, int], str | None]) -> list[range]:
+    """The groups of a skeleton (see :func:`atomic_groups`)."""
+    if not skeleton.calls:
+        return [range(index, index + 1) for index in range(len(skeleton))]
+    return _groups_of(skeleton, pair_results(skeleton, result_text))
+
+
+def _groups_of(skeleton: Skeleton, pairing: Pairing) -> list[range]:
+    """Spans from each call to its furthest result, merged where they overlap (a message
+    between a call and its result may itself call)."""
+    count = len(skeleton)
+    reach = list(range(1, count + 1))  # index -> the end of the furthest span starting there
+    spans = [*pairing.answer.items(), *((call, ref) for ref, call in pairing.duplicate_of.items())]
+    for (caller, _), (holder, _) in spans:
+        start, end = (caller, holder + 1) if caller < holder else (holder, caller + 1)
+        if reach[start] < end:
+            reach[start] = end
+    groups: list[range] = []
+    start = end = 0
+    for index in range(count):
+        if reach[index] > end:
+            end = reach[index]
+        if index + 1 == end:
+            groups.append(range(start, end))
+            start = end
+    return groups
+
+
+def _check_count(name: str, value: Any, *, optional: bool = False) -> None:
+    if optional and value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise TrimError(f"{name} must be a whole number >= 0, got {value!r}")
+
+
+def align_cut(
+    messages: Sequence[Any], index: int, *, keep_first: int = 0, format: str | None = None
+) -> int:
+    """Move a proposed cut point to the nearest group boundary at or before ``index``.
+
+    ``index`` is the first message to keep, or the end of what a summariser may fold; the
+    answer is never inside the protected prefix (``keep_first``). When no boundary lies between
+    ``keep_first`` and ``index``, the answer is ``keep_first``: cut (or fold) nothing.
+
+    **Parameters:**
+
+    * **messages** - the history, in any supported format.
+    * **index** - the proposed cut, ``0 <= index``; values past the end mean the end.
+    * **keep_first** - *(optional)* how many leading messages are protected (default 0).
+    * **format** - *(optional)* the format name; detected when left out.
+
+    **Returns:** the aligned cut, between ``keep_first`` and ``len(messages)``.
+
+    >>> import toolmend
+    >>> call = {"id": "call_1", "type": "function",
+    ...         "function": {"name": "weather", "arguments": "{}"}}
+    >>> history = [{"role": "system", "content": "Be brief."},
+    ...            {"role": "user", "content": "Weather?"},
+    ...            {"role": "assistant", "content": None, "tool_calls": [call]},
+    ...            {"role": "tool", "tool_call_id": "call_1", "content": "21 C"},
+    ...            {"role": "assistant", "content": "21 C in Paris."}]
+    >>> toolmend.align_cut(history, 3, keep_first=1)   # 3 is the tool result: back to its call
+    2
+    """
+    _check_count("index", index)
+    _check_count("keep_first", keep_first)
+    total = len(messages)
+    keep_first, index = min(keep_first, total), min(index, total)
+    if index <= keep_first or index == total:
+        return max(index, keep_first)
+    module, skeleton = read_history(messages, format)
+    groups = _groups(skeleton, _result_text(module, messages))
+    return max(_start_of(groups, index), keep_first)
+
+
+def _start_of(groups: list[range], index: int) -> int:
+    """The start of the group holding ``index``."""
+    starts = [group.start for group in groups]
+    return starts[bisect.bisect_right(starts, index) - 1]
+
+
+def _end_of(groups: list[range], index: int) -> int:
+    """The first group boundary at or after ``index``."""
+    if not groups or index >= groups[-1].stop:
+        return groups[-1].stop if groups else 0
+    group = groups[bisect.bisect_right([g.start for g in groups], index) - 1]
+    return index if group.start == index else group.stop
+
+
+# --- trim -------------------------------------------------------------------------------------
+
+
+def trim(
+    messages: Sequence[Any],
+    *,
+    max_messages: int | None = None,
+    max_tokens: int | None = None,
+    token_counter: TokenCounter | str | None = None,
+    keep_first: int = 0,
+    format: str | None = None,
+) -> Any:
+    """The first ``keep_first`` messages plus the newest whole groups that fit the limits.
+
+    Never splits a group, so the result never breaks the pairing rules (no orphan result, no
+    call without its result). A history that already breaks them is first mended for them as
+    :func:`toolmend.sanitize` would (results moved next to their call, a message that landed
+    between them moved after them, orphans dropped, missing results answered with the
+    placeholder), and the limits apply to the mended history. A protected prefix that ends
+    inside a group grows to the group's end.
+
+    **Parameters:**
+
+    * **messages** - the history, in any supported format. Never mutated.
+    * **max_messages** - *(optional)* the most messages to return.
+    * **max_tokens** - *(optional)* the most tokens to return, counted by ``token_counter``.
+    * **token_counter** - *(optional)* a callable ``(message) -> int``, ``"litellm"`` or
+      ``"tiktoken"`` (see the module docstring); by default :func:`estimate_tokens`.
+    * **keep_first** - *(optional)* how many leading messages are always kept (the system
+      prompt, the original task); default 0.
+    * **format** - *(optional)* the format name; detected when left out.
+
+    **Returns:** a new list, or ``messages`` itself when nothing is cut and nothing needed
+    mending.
+
+    **Raises:** :class:`toolmend.TrimError` when the protected prefix or the newest group alone
+    does not fit, or a limit is not a whole number >= 0.
+
+    >>> import toolmend
+    >>> call = {"id": "call_1", "type": "function",
+    ...         "function": {"name": "weather", "arguments": "{}"}}
+    >>> history = [{"role": "system", "content": "Be brief."},
+    ...            {"role": "user", "content": "Weather?"},
+    ...            {"role": "assistant", "content": None, "tool_calls": [call]},
+    ...            {"role": "tool", "tool_call_id": "call_1", "content": "21 C"},
+    ...            {"role": "assistant", "content": "21 C in Paris."}]
+    >>> [m["role"] for m in toolmend.trim(history, max_messages=3, keep_first=1)]
+    ['system', 'assistant']
+    >>> [m["role"] for m in toolmend.trim(history, max_messages=4, keep_first=1)]
+    ['system', 'assistant', 'tool', 'assistant']
+    """
+    _check_count("max_messages", max_messages, optional=True)
+    _check_count("max_tokens", max_tokens, optional=True)
+    _check_count("keep_first", keep_first)
+    counter = _token_counter(token_counter) if max_tokens is not None else None
+    if isinstance(messages, (list, tuple)) and not messages:
+        return messages
+    module = api.format_of(messages, format)
+    profile = _pairing_profile(module.NAME)
+    working, keep = _mend(module, messages, profile, min(keep_first, len(messages)))
+    if max_messages is None and max_tokens is None:
+        return working
+    budget = _Budget(max_messages, max_tokens, counter)
+    prefix_end = _boundary_after(module, working, keep)
+    start = budget.tail_start(working, prefix_end)
+    start = _boundary_from(module, working, start)
+    if start >= len(working) > prefix_end:
+        raise budget.too_small(f"the newest tool-call group ending at message {len(working) - 1}")
+    if logger.isEnabledFor(logging.DEBUG):
+        logger.debug(
+            "toolmend trim: kept %d of %d messages (prefix %d, tail from %d)",
+            prefix_end + len(working) - start,
+            len(working),
+            prefix_end,
+            start,
+        )
+    if start == prefix_end:
+        return working
+    trimmed = [*working[:prefix_end], *working[start:]]
+    if judge(module.read(trimmed), profile):
+        # The windows above assume what a mended history guarantees; should a format break
+        # that assumption, fall back to the groups of the whole history.
+        groups = _groups(module.read(working), _result_text(module, working))
+        prefix_end = _end_of(groups, keep)
+        start = budget.tail_start_by_groups(working, groups, prefix_end)
+        trimmed = [*working[:prefix_end], *working[start:]]
+        if judge(module.read(trimmed), profile):
+            raise TrimError("could not trim without breaking the tool-call pairing")
+    return trimmed
+
+
+class _Budget:
+    """The limits, and what is left of them as messages are kept."""
+
+    def __init__(
+        self, max_messages: int | None, max_tokens: int | None, counter: TokenCounter | None
+    ) -> None:
+        self.max_messages = max_messages
+        self.max_tokens = max_tokens
+        self.counter = counter
+
+    def _rooms(self, working: Sequence[Any], prefix_end: int) -> tuple[int, int]:
+        message_room = len(working) if self.max_messages is None else self.max_messages
+        token_room = 0
+        message_room -= prefix_end
+        if self.max_tokens is not None:
+            assert self.counter is not None
+            count = self.counter
+            token_room = self.max_tokens - sum(count(working[i]) for i in range(prefix_end))
+        if message_room < 0 or token_room < 0:
+            raise self.too_small(
+                f"the protected prefix (the first {prefix_end} messages: keep_first, grown to "
+                "the end of a tool-call group it ends in)"
+            )
+        return message_room, token_room
+
+    def tail_start(self, working: Sequence[Any], prefix_end: int) -> int:
+        """The oldest message such that it and everything newer fit (before alignment)."""
+        message_room, token_room = self._rooms(working, prefix_end)
+        start = len(working)
+        lowest = max(prefix_end, start - message_room)
+        count = self.counter
+        while start > lowest:
+            if count is not None:
+                tokens = count(working[start - 1])
+                if tokens > token_room:
+                    break
+                token_room -= tokens
+            start -= 1
+        return start
+
+    def tail_start_by_groups(
+        self, working: Sequence[Any], groups: list[range], prefix_end: int
+    ) -> int:
+        """The oldest group such that it and every newer group fit."""
+        message_room, token_room = self._rooms(working, prefix_end)
+        start = len(working)
+        count = self.counter
+        for group in reversed(groups):
+            if group.start < prefix_end or len(group) > message_room:
+                break
+            if count is not None:
+                tokens = sum(count(working[i]) for i in group)
+                if tokens > token_room:
+                    break
+                token_room -= tokens
+            message_room -= len(group)
+            start = group.start
+        if start >= len(working) > prefix_end:
+            raise self.too_small(f"the newest tool-call group (messages {groups[-1].start}-)")
+        return start
+
+    def too_small(self, what: str) -> TrimError:
+        limits = []
+        if self.max_messages is not None:
+            limits.append(f"max_messages={self.max_messages}")
+        if self.max_tokens is not None:
+            limits.append(f"max_tokens={self.max_tokens}")
+        return TrimError(f"{what} does not fit in {' and '.join(limits)}")
+
+
+_WINDOW = 64
+"""How many messages past the protected prefix :func:`_boundary_after` reads at first."""
+
+
+def _boundary_after(module: ModuleType, working: Sequence[Any], index: int) -> int:
+    """The first group boundary at or after ``index``, read from a window at the start.
+
+    A window ``[0, end)`` shows every group that starts in it; a boundary inside it counts
+    once no call before it still waits for a result (which may lie past the window's end).
+    """
+    total = len(working)
+    if index <= 0 or index >= total:
+        return min(max(index, 0), total)
+    end = min(total, index + _WINDOW)
+    while True:
+        window = working[:end]
+        skeleton = module.read(window)
+        pairing = pair_results(skeleton, _result_text(module, window))
+        waiting = [
+            caller
+            for caller, found in skeleton.calls.items()
+            for call in found
+            if (caller, call.slot) not in pairing.answer
+        ]
+        first_waiting = min(waiting, default=end)
+        for group in _groups_of(skeleton, pairing):
+            if group.start >= index and group.start <= first_waiting and group.start < end:
+                return group.start
+        if end == total:
+            return total
+        end = min(total, 2 * end)
+
+
+def _boundary_from(module: ModuleType, working: Sequence[Any], index: int) -> int:
+    """The first group boundary at or after ``index``, read from the window ``[index, end)``.
+
+    In that window a result whose call lies before ``index`` has no call: the cut must pass
+    it, and the whole group it is in."""
+    total = len(working)
+    if index >= total:
+        return total
+    window = working[index:]
+    skeleton = module.read(window)
+    pairing = pair_results(skeleton, _result_text(module, window))
+    loose = [holder for holder, _ in pairing.orphans]
+    loose += [ref[0] for ref in pairing.duplicates if ref not in pairing.duplicate_of]
+    if not loose:
+        return index
+    need = max(loose) + 1
+    for group in _groups_of(skeleton, pairing):
+        if group.start >= need:
+            return index + group.start
+    return total
+
+
+def _mend(
+    module: ModuleType, messages: Sequence[Any], profile: Profile, keep_first: int
+) -> tuple[Sequence[Any], int]:
+    """The history mended for the pairing rules, and where the protected prefix now ends.
+
+    A valid history comes back as it is, with no copying. Only the damaged ranges are read
+    and planned, as :func:`toolmend.repair` does; the plan items say where each message of
+    the prefix went.
+    """
+    damaged = []
+    for low, high in api._ranges(module, messages, profile):
+        skeleton = api._read_range(module, messages, low, high)
+        found = judge(skeleton, profile)
+        if found:
+            damaged.append((low, high, skeleton, found))
+    if not damaged:
+        return messages, keep_first
+    mended: list[Any] = []
+    keep = -1
+    position = 0
+    for low, high, skeleton, found in damaged:
+        part = messages[low:high]
+        plan, _ = plan_repair(
+            skeleton, profile, Policy(), _result_text(module, part), {p.code for p in found}
+        )
+        applied: list[Any] = module.apply(part, plan)
+        if api._DEBUG and logger.isEnabledFor(logging.DEBUG):
+            logger.debug("toolmend trim mending, before: %s", api._structure(skeleton))
+            logger.debug("toolmend trim mending, after: %s", api._structure(module.read(applied)))
+        if keep < 0 and keep_first <= low:
+            keep = len(mended) + keep_first - position
+        mended.extend(messages[position:low])
+        if keep < 0 and keep_first < high:
+            keep = len(mended) + _mended_prefix(part, applied, plan.items, keep_first - low)
+        mended.extend(applied)
+        position = high
+    if keep < 0:
+        keep = len(mended) + keep_first - position
+    mended.extend(messages[position:])
+    return mended, keep
+
+
+def _mended_prefix(
+    messages: Sequence[Any], mended: Sequence[Any], items: list[Item], keep_first: int
+) -> int:
+    """How many leading mended messages hold what came from the first ``keep_first``."""
+    if keep_first == 0:
+        return 0
+    prefix = 0
+    if len(items) == len(mended):  # one output message per plan item
+        for position, item in enumerate(items):
+            if 0 <= _origin(item) < keep_first:
+                prefix = position + 1
+        return prefix
+    # A format that packs several items into one message: find the kept originals instead.
+    kept = {id(message) for message in messages[:keep_first]}
+    for position, message in enumerate(mended):
+        if id(message) in kept:
+            prefix = position + 1
+    return max(prefix, min(keep_first, len(mended)))
+
+
+def _origin(item: Item) -> int:
+    if isinstance(item, Keep):
+        return item.index
+    if isinstance(item, Placeholder):
+        return item.call_index
+    if isinstance(item, AsText):
+        return _origin(item.item)
+    if isinstance(item, Merge):
+        return min((_origin(part) for part in item.parts), default=-1)
+    return -1
+
+
+@functools.lru_cache(maxsize=16)
+def _pairing_profile(format_name: str) -> Profile:
+    """The format's own provider profile with only the pairing rules left on."""
+    try:
+        native = get_profile(_NATIVE_PROVIDER.get(format_name, format_name))
+    except UnknownNameError:
+        native = get_profile("openai")
+    checks = {code: check for code, check in native.checks.items() if code in PAIRING_CODES}
+    known = {field.name for field in fields(Profile)}
+    steps_off = {key: value for key, value in _PROFILE_STEPS_OFF.items() if key in known}
+    return replace(
+        native, name=f"{native.name} (pairing)", checks=MappingProxyType(checks), **steps_off
+    )
+
+
+# --- token counting ---------------------------------------------------------------------------
+
+
+def estimate_tokens(message: Any) -> int:
+    """``4 + ceil(characters / 4)``: a plain estimate of one message's tokens.
+
+    ``characters`` counts every string in the message (role, content, text parts, tool call
+    names and arguments, ids; not the dict keys) and the digits of numbers. SDK objects are read
+    through ``model_dump``.
+
+    >>> from toolmend.trim import estimate_tokens
+    >>> estimate_tokens({"role": "user", "content": "x" * 40})   # 4 + ceil(44 / 4)
+    15
+    """
+    return 4 + -(-_characters(message, 0) // 4)
+
+
+def _characters(value: Any, depth: int) -> int:
+    if isinstance(value, str):
+        return len(value)
+    if depth > 32 or value is None or isinstance(value, bool):
+        return 0
+    if isinstance(value, Mapping):
+        return sum(_characters(item, depth + 1) for item in value.values())
+    if isinstance(value, (list, tuple)):
+        return sum(_characters(item, depth + 1) for item in value)
+    if isinstance(value, (int, float)):
+        return len(repr(value))
+    if isinstance(value, (bytes, bytearray)):
+        return len(value)
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        return _characters(dump(exclude_none=True), depth + 1)
+    attributes = getattr(value, "__dict__", None)
+    if isinstance(attributes, dict):
+        public = {key: item for key, item in attributes.items() if not key.startswith("_")}
+        return _characters(public, depth + 1)
+    return len(str(value))
+
+
+def _strings(value: Any, out: list[str], depth: int = 0) -> list[str]:
+    """Every string in a message, in order (what a tokenizer is given)."""
+    if isinstance(value, str):
+        out.append(value)
+    elif depth > 32 or value is None or isinstance(value, (bool, bytes, bytearray)):
+        pass
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            _strings(item, out, depth + 1)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            _strings(item, out, depth + 1)
+    elif isinstance(value, (int, float)):
+        out.append(repr(value))
+    elif callable(getattr(value, "model_dump", None)):
+        _strings(value.model_dump(exclude_none=True), out, depth + 1)
+    return out
+
+
+_COUNTER_NAMES = ("litellm", "tiktoken")
+
+
+def _token_counter(token_counter: TokenCounter | str | None) -> TokenCounter:
+    if token_counter is None:
+        return estimate_tokens
+    if isinstance(token_counter, str):
+        name, _, option = token_counter.partition(":")
+        if name == "litellm":
+            return _litellm_counter(option or None)
+        if name == "tiktoken":
+            return _tiktoken_counter(option or "o200k_base")
+        close = difflib.get_close_matches(name, _COUNTER_NAMES, n=1)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        raise UnknownNameError(
+            f"Unknown token_counter {token_counter!r}.{hint} Use a callable, 'litellm' or "
+            "'tiktoken'"
+        )
+    if not callable(token_counter):
+        raise TrimError(f"token_counter must be callable, got {type(token_counter).__name__}")
+    return token_counter
+
+
+def _optional(module: str, extra: str) -> ModuleType:
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise ImportError(
+            f"token_counter={module!r} needs the {module} package: pip install 'toolmend[{extra}]'"
+        ) from exc
+
+
+def _litellm_counter(model: str | None) -> TokenCounter:
+    litellm = _optional("litellm", "litellm")
+    options = {"model": model} if model else {}
+
+    def count(message: Any) -> int:
+        plain = message if isinstance(message, Mapping) else _as_dict(message)
+        return int(litellm.token_counter(messages=[plain], **options))
+
+    return count
+
+
+def _tiktoken_counter(encoding_name: str) -> TokenCounter:
+    tiktoken = _optional("tiktoken", "tiktoken")
+    encoding = tiktoken.get_encoding(encoding_name)
+
+    def count(message: Any) -> int:
+        text = "\n".join(_strings(message, []))
+        return 4 + len(encoding.encode(text, disallowed_special=()))
+
+    return count
+
+
+# --- merging ----------------------------------------------------------------------------------
+
+
+def _as_dict(message: Any) -> dict[str, Any]:
+    if isinstance(message, Mapping):
+        return dict(message)
+    dump = getattr(message, "model_dump", None)
+    if callable(dump):
+        dumped = dump(exclude_none=True)
+        if isinstance(dumped, dict):
+            return dumped
+    attributes = getattr(message, "__dict__", None)
+    if isinstance(attributes, dict):
+        return {key: value for key, value in attributes.items() if not key.startswith("_")}
+    raise InvalidHistoryError(f"cannot read a {type(message).__name__} as a message")
+
+
+def _role(message: Any, index: int) -> str:
+    role = message.get("role") if isinstance(message, Mapping) else getattr(message, "role", None)
+    if isinstance(role, str):
+        return str(role.value) if hasattr(role, "value") else str(role)
+    raise InvalidMessageError(index, "role", "a string", role)
+
+
+class _BlockShape:
+    """A format whose messages hold a list of blocks: which key, which blocks are results
+    (they open a merged turn) and which are calls (they close one)."""
+
+    def __init__(
+        self,
+        key: str,
+        is_result: Callable[[Mapping[str, Any]], bool],
+        is_call: Callable[[Mapping[str, Any]], bool],
+        text_blocks: bool,
+    ) -> None:
+        self.key = key
+        self.is_result = is_result
+        self.is_call = is_call
+        self.text_blocks = text_blocks
+        """Whether content may be a plain string (written as a text block when merged)."""
+
+    def merge(self, run: Sequence[Any]) -> dict[str, Any]:
+        first = _as_dict(run[0])
+        contents = [_as_dict(message).get(self.key) for message in run]
+        if self.text_blocks and all(isinstance(c, str) or c is None for c in contents):
+            texts = [c for c in contents if c]
+            first[self.key] = "\n\n".join(texts) if texts else contents[0]
+            return first
+        blocks: list[Any] = []
+        for content in contents:
+            if isinstance(content, str):
+                if content:
+                    blocks.append({"type": "text", "text": content})
+            elif isinstance(content, (list, tuple)):
+                blocks.extend(content)
+        results = [b for b in blocks if isinstance(b, Mapping) and self.is_result(b)]
+        calls = [b for b in blocks if isinstance(b, Mapping) and self.is_call(b)]
+        moved = {id(b) for b in results} | {id(b) for b in calls}
+        rest = [b for b in blocks if id(b) not in moved]
+        first[self.key] = [*results, *rest, *calls]
+        return first
+
+
+def _typed(*names: str) -> Callable[[Mapping[str, Any]], bool]:
+    return lambda block: block.get("type") in names
+
+
+def _keyed(*names: str) -> Callable[[Mapping[str, Any]], bool]:
+    return lambda block: any(name in block for name in names)
+
+
+_BLOCK_SHAPES = {
+    "anthropic": _BlockShape(
+        "content", _typed("tool_result"), _typed("tool_use", "server_tool_use"), True
+    ),
+    "bedrock": _BlockShape("content", _keyed("toolResult"), _keyed("toolUse"), False),
+    "gemini": _BlockShape(
+        "parts",
+        _keyed("functionResponse", "function_response"),
+        _keyed("functionCall", "function_call"),
+        False,
+    ),
+}
+
+_OPENAI_NEVER_MERGED = frozenset({"tool", "function"})
+
+
+def _merge_openai(run: Sequence[Any]) -> dict[str, Any]:
+    """One OpenAI message from a same-role run: contents joined, calls and reasoning kept."""
+    parts = [_as_dict(message) for message in run]
+    first = dict(parts[0])
+    pieces: list[Any] = []
+    for part in parts:
+        content = part.get("content")
+        if isinstance(content, list):
+            pieces.extend(content)
+        elif content:
+            pieces.append(content)
+    if all(isinstance(piece, str) for piece in pieces):
+        first["content"] = "\n\n".join(pieces) if pieces else parts[0].get("content")
+    else:
+        first["content"] = [
+            {"type": "text", "text": piece} if isinstance(piece, str) else piece for piece in pieces
+        ]
+    calls = [call for part in parts for call in part.get("tool_calls") or ()]
+    if calls:
+        first["tool_calls"] = calls
+    reasoning = [part["reasoning_content"] for part in parts if part.get("reasoning_content")]
+    if reasoning:
+        first["reasoning_content"] = "\n\n".join(str(text) for text in reasoning)
+    return first
+
+
+def merge_consecutive(messages: Sequence[Any], *, format: str | None = None) -> Any:
+    """Join each run of consecutive same-role messages into one, losing no tool result.
+
+    For providers and converters that need strict user/assistant alternation (seed 002: a
+    converter that kept only the first message's tool results made the model call the same
+    tools again and again). Other fields come from the first message of a run.
+
+    * OpenAI-shaped: tool (and legacy function) messages are never merged, since each answers
+      one call id; texts are joined with a blank line, content parts and ``tool_calls`` are
+      concatenated in order.
+    * Anthropic-, Bedrock- and Gemini-shaped: blocks are concatenated, the tool results of the
+      run first (the provider demands that results open a turn), then the other blocks in
+      order; in an assistant run the calls go last (they must close the turn).
+
+    **Parameters:**
+
+    * **messages** - the history. Never mutated.
+    * **format** - *(optional)* ``"openai"``, ``"anthropic"``, ``"bedrock"`` or ``"gemini"``;
+      detected when left out.
+
+    **Returns:** a new list, or ``messages`` itself when no two neighbours share a role.
+
+    >>> import toolmend
+    >>> history = [
+    ...     {"role": "assistant", "content": [
+    ...         {"type": "tool_use", "id": "t1", "name": "ls", "input": {}},
+    ...         {"type": "tool_use", "id": "t2", "name": "pwd", "input": {}}]},
+    ...     {"role": "user", "content": [
+    ...         {"type": "tool_result", "tool_use_id": "t1", "content": "a.txt"}]},
+    ...     {"role": "user", "content": "And where am I?"},
+    ...     {"role": "user", "content": [
+    ...         {"type": "tool_result", "tool_use_id": "t2", "content": "/home"}]}]
+    >>> merged = toolmend.merge_consecutive(history, format="anthropic")
+    >>> [block.get("tool_use_id", block["type"]) for block in merged[1]["content"]]
+    ['t1', 't2', 'text']
+    """
+    name = _merge_format(messages, format)
+    roles = [_role(message, index) for index, message in enumerate(messages)]
+    if name == "openai":
+        mergeable = [role not in _OPENAI_NEVER_MERGED for role in roles]
+        merge: Callable[[Sequence[Any]], dict[str, Any]] = _merge_openai
+    else:
+        mergeable = [True] * len(roles)
+        merge = _BLOCK_SHAPES[name].merge
+    out: list[Any] = []
+    start = 0
+    changed = False
+    for index in range(1, len(messages) + 1):
+        if (
+            index < len(messages)
+            and mergeable[index]
+            and roles[index] == roles[start]
+            and mergeable[start]
+        ):
+            continue
+        if index - start > 1:
+            out.append(merge(messages[start:index]))
+            changed = True
+        else:
+            out.append(messages[start])
+        start = index
+    return out if changed else messages
+
+
+def _merge_format(messages: Sequence[Any], format: str | None) -> str:
+    known = ("openai", *_BLOCK_SHAPES)
+    if format is not None:
+        name = format if format in known else module_for(format).NAME
+    else:
+        name = _sniff(messages) or detect(messages).NAME
+    if name not in known:
+        raise InvalidHistoryError(
+            f"merge_consecutive does not handle the {name!r} format; it handles " + ", ".join(known)
+        )
+    return name
+
+
+def _sniff(messages: Sequence[Any]) -> str | None:
+    """Recognise block-shaped dicts whose format module is not registered (yet)."""
+    unregistered = [name for name in _BLOCK_SHAPES if name not in MODULES]
+    if not unregistered:
+        return None
+    for message in messages:
+        if not isinstance(message, Mapping):
+            return None
+        if "parts" in message and "gemini" in unregistered:
+            return "gemini"
+        content = message.get("content")
+        if not isinstance(content, list):
+            continue
+        for block in content:
+            if not isinstance(block, Mapping):
+                continue
+            if block.get("type") in ("tool_use", "tool_result") and "anthropic" in unregistered:
+                return "anthropic"
+            if ("toolUse" in block or "toolResult" in block) and "bedrock" in unregistered:
+                return "bedrock"
+    return None

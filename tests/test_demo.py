@@ -1,0 +1,110 @@
+"""``toolmend demo``: the console script runs every scenario offline and exits 0 when toolmend
+fixed them all; a missing SDK gives an install hint instead of a traceback."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from toolmend import Change
+from toolmend.demo import SCENARIOS, Scenario, render, run
+from toolmend.formats import MODULES
+from toolmend.profiles import PROFILES
+
+MISSING = sorted(
+    {f"format {s.format!r}" for s in SCENARIOS if s.format not in MODULES}
+    | {f"profile {s.provider!r}" for s in SCENARIOS if s.provider not in PROFILES}
+)
+SCRIPT = Path(sys.executable).with_name("toolmend")
+
+
+def _run_script(*args: str, code: str | None = None) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-c", code] if code else [str(SCRIPT), *args]
+    return subprocess.run(
+        command, capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "140"}
+    )
+
+
+@pytest.mark.skipif(bool(MISSING), reason=f"{', '.join(MISSING)} not in toolmend yet")
+def test_console_script_demo_fixes_every_scenario() -> None:
+    assert SCRIPT.exists(), "the toolmend console script is not installed in this venv"
+    done = _run_script("demo")
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    header = next(line for line in lines if line.startswith("scenario"))
+    for column in ("SDK", "provider", "without toolmend", "with", "changes"):
+        assert column in header
+    for scenario in SCENARIOS:
+        row = next(line for line in lines if line.startswith(scenario.title))
+        assert f" {scenario.sdk} " in row and f" {scenario.provider} " in row
+        assert " 400 " in row and " 200 " in row, row
+    assert f"{len(SCENARIOS)}/{len(SCENARIOS)} accepted with toolmend" in done.stdout
+    assert done.stderr == ""
+
+
+def test_every_scenario_is_rejected_without_and_accepted_with_toolmend() -> None:
+    rows = run()
+    for row in rows:
+        if row.skipped:
+            assert row.skipped.startswith(("format", "profile")), row.skipped
+            continue
+        assert row.without is not None and row.with_ is not None
+        assert (row.without.accepted, row.without.status) == (False, 400), row.scenario.title
+        assert row.with_.accepted, (row.scenario.title, row.with_)
+        assert row.changes, row.scenario.title
+    assert {s.sdk for s in SCENARIOS} == {"openai", "anthropic", "google-genai"}
+    assert sum("seed" in s.source or s.title[:3].isdigit() for s in SCENARIOS) >= 4
+
+
+def test_verbose_output_names_the_full_error_and_each_change() -> None:
+    rows = [row for row in run(SCENARIOS[:1])]
+    text = render(rows, width=140, verbose=True)
+    assert (
+        "without:  400 Messages with role 'tool' must be a response to a preceding message "
+        "with 'tool_calls'" in text
+    )
+    assert "change:   message 3: dropped_orphan_result" in text
+
+
+def test_a_hook_replaces_sanitize_per_scenario() -> None:
+    seen: list[str] = []
+
+    def hook(scenario: Scenario, send: Any, history: Any) -> tuple[str, Sequence[Change]]:
+        seen.append(scenario.title)
+        fixed = [m for m in history if m.get("role") != "tool"]
+        return send(fixed), [Change("custom_hook", 0, "dropped every tool message")]
+
+    scenario = dataclasses.replace(SCENARIOS[0], hook=hook)
+    (row,) = run([scenario])
+    assert seen == [scenario.title]
+    assert row.with_ is not None and row.with_.accepted
+    assert [c.code for c in row.changes] == ["custom_hook"]
+
+
+def test_missing_sdk_gives_the_install_hint_not_a_traceback() -> None:
+    code = (
+        "import sys; sys.modules['anthropic'] = None\n"
+        "from toolmend.cli import main\n"
+        "raise SystemExit(main(['demo']))\n"
+    )
+    done = _run_script(code=code)
+    assert done.returncode == 1
+    assert "Traceback" not in done.stdout + done.stderr
+    assert "pip install 'toolmend[demo]'" in done.stdout
+    assert "needs anthropic" in done.stdout
+
+
+def test_the_core_does_not_import_the_sdks_for_the_demo_module() -> None:
+    code = (
+        "import sys, toolmend, toolmend.cli, toolmend.demo\n"
+        "print(sorted(m for m in ('openai', 'anthropic', 'google.genai') if m in sys.modules))\n"
+    )
+    done = _run_script(code=code)
+    assert done.stdout.strip() == "[]", done.stderr
