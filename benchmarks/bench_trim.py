@@ -19,8 +19,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import toolmend  # noqa: E402
-from bench_core import agent_history, damage, median_seconds  # noqa: E402
+from bench_core import agent_history, damage, median_seconds
+
+import toolmend
 
 CASES = {
     "max_tokens=128000": {"max_tokens": 128_000, "keep_first": 2},

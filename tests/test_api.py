@@ -225,7 +225,7 @@ def test_attribute_objects_are_read() -> None:
     ("messages", "error", "words"),
     [
         (None, toolmend.InvalidHistoryError, "got NoneType"),
-        ("hello", toolmend.InvalidHistoryError, "got str"),
+        (42, toolmend.InvalidHistoryError, "got int"),
         ([user(), 42], toolmend.InvalidMessageError, "message 1"),
         ([user(), {"role": 7}], toolmend.InvalidMessageError, "message 1, field 'role'"),
         (
@@ -245,6 +245,12 @@ def test_bad_input_gets_a_clear_error(messages: Any, error: type[Exception], wor
         toolmend.check(messages)
     assert words in str(caught.value)
     assert isinstance(caught.value, (ValueError, TypeError))
+
+
+def test_a_bare_string_is_a_history_only_where_the_format_takes_one() -> None:
+    assert toolmend.check("hello") == []  # one user message, as the Responses API reads it
+    with pytest.raises(toolmend.InvalidHistoryError):
+        toolmend.check("hello", format="openai")
 
 
 def test_unknown_provider_suggests_a_name() -> None:

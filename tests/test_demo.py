@@ -64,7 +64,7 @@ def test_every_scenario_is_rejected_without_and_accepted_with_toolmend() -> None
 
 
 def test_verbose_output_names_the_full_error_and_each_change() -> None:
-    rows = [row for row in run(SCENARIOS[:1])]
+    rows = run(SCENARIOS[:1])
     text = render(rows, width=140, verbose=True)
     assert (
         "without:  400 Messages with role 'tool' must be a response to a preceding message "

@@ -13,7 +13,10 @@ from __future__ import annotations
 import copy
 import json
 import random
+import subprocess
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -32,9 +35,13 @@ from openai.types.responses.response_input_item import FunctionCallOutput
 from openai.types.responses.response_reasoning_item import Summary
 
 import toolmend
-from histories import valid_conversations
 from toolmend.formats import detect
+from toolmend.formats import openai_responses as responses
 from toolmend.profiles import PROFILES
+from toolmend.repair import plan_repair
+from toolmend.rules import judge
+
+from histories import valid_conversations
 
 PROVIDER = "openai-responses"
 Item = dict[str, Any]
@@ -53,7 +60,9 @@ def item_msg(role: str = "assistant", text: str | None = "hi", **extra: Any) -> 
     return {"type": "message", "role": role, "content": text, **extra}
 
 
-def fc(call_id: str | None = "call_1", item_id: str | None = None, name: str = "get_weather") -> Item:
+def fc(
+    call_id: str | None = "call_1", item_id: str | None = None, name: str = "get_weather"
+) -> Item:
     item: Item = {"type": "function_call", "name": name, "arguments": '{"city": "Paris"}'}
     if call_id is not None:
         item["call_id"] = call_id
@@ -279,6 +288,22 @@ def test_placeholder_goes_right_after_its_call() -> None:
     ]
 
 
+def test_calls_still_running_at_the_end_can_be_kept_waiting() -> None:
+    items = [msg(), rs(), fc("call_a"), fc("call_b"), out("call_b")]
+    waiting = toolmend.repair(items, provider=PROVIDER, policy=toolmend.Policy(frontier="keep"))
+    assert waiting.messages == items
+    assert [p.code for p in waiting.problems_left] == ["missing_result"]
+    answered = toolmend.sanitize(items, provider=PROVIDER)
+    assert answered[3]["output"] == toolmend.PLACEHOLDER_TEXT
+
+
+def test_reused_ids_count_as_answered_by_a_later_output() -> None:
+    items = [msg(), fc("call_0"), msg("user", "and?"), fc("call_0"), out("call_0"), out("x")]
+    result = toolmend.repair(items, provider=PROVIDER)
+    assert result.messages == items[:5]
+    assert [c.code for c in result.changes] == ["dropped_orphan_result"]
+
+
 def test_remove_call_takes_its_reasoning_along() -> None:
     items = [msg(), rs("rs_1"), fc("call_a"), msg("user", "next"), rs("rs_2"), msg("assistant")]
     result = toolmend.repair(
@@ -399,11 +424,39 @@ def test_unreadable_items_name_index_and_field() -> None:
         ([msg("developer", "x"), msg(), fc(), out()], PROVIDER),
         ([msg("system", "x"), msg(), rs(), msg("assistant", "y")], PROVIDER),
         ([msg(), {"role": "user", "content": [{"type": "input_text", "text": "hi"}]}], PROVIDER),
-        ([msg(), {"type": "message", "role": "assistant", "content": [
-            {"type": "output_text", "text": "hi", "annotations": []}]}], PROVIDER),
-        ([msg("system", "x"), msg(), {"role": "tool", "tool_call_id": "c", "content": "y"}], "openai"),
-        ([msg("system", "x"), msg(), msg("assistant", None, tool_calls=[
-            {"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}])], "openai"),
+        (
+            [
+                msg(),
+                {
+                    "type": "message",
+                    "role": "assistant",
+                    "content": [{"type": "output_text", "text": "hi", "annotations": []}],
+                },
+            ],
+            PROVIDER,
+        ),
+        (
+            [msg("system", "x"), msg(), {"role": "tool", "tool_call_id": "c", "content": "y"}],
+            "openai",
+        ),
+        (
+            [
+                msg("system", "x"),
+                msg(),
+                msg(
+                    "assistant",
+                    None,
+                    tool_calls=[
+                        {
+                            "id": "c",
+                            "type": "function",
+                            "function": {"name": "f", "arguments": "{}"},
+                        }
+                    ],
+                ),
+            ],
+            "openai",
+        ),
         ([msg(), {"role": "user", "content": [{"type": "text", "text": "hi"}]}], "openai"),
         ([msg("developer", "x"), msg(), msg("assistant", "y")], "openai"),
     ],
@@ -419,7 +472,7 @@ def test_unreadable_items_name_index_and_field() -> None:
     ],
 )
 def test_detection(items: list[Any], name: str) -> None:
-    assert detect(items).NAME == name
+    assert name == detect(items).NAME
 
 
 # --- SDK objects ------------------------------------------------------------------------------
@@ -499,7 +552,9 @@ def test_repaired_sdk_input_goes_through_the_real_client() -> None:
         return httpx.Response(400, json={"error": {"message": "recorded", "type": "x"}})
 
     client = OpenAI(
-        api_key="test", base_url="http://test/v1", max_retries=0,
+        api_key="test",
+        base_url="http://test/v1",
+        max_retries=0,
         http_client=httpx.Client(transport=httpx.MockTransport(handler)),
     )
     items = sdk_turn()
@@ -510,7 +565,11 @@ def test_repaired_sdk_input_goes_through_the_real_client() -> None:
     body_input = sent[0]["input"]
     assert toolmend.check(body_input, provider=PROVIDER) == []
     assert [item.get("type") for item in body_input] == [
-        None, "reasoning", "function_call", "function_call_output", "message"
+        None,
+        "reasoning",
+        "function_call",
+        "function_call_output",
+        "message",
     ]
 
 
@@ -646,8 +705,14 @@ def long_call_id(items: list[Item], rnd: random.Random) -> list[Item]:
 
 def break_item(items: list[Item], rnd: random.Random) -> list[Item]:
     """A fake id, a missing summary, a missing output or null assistant content."""
-    at = _pick(items, rnd, lambda _n, item: item.get("type") in ("function_call", "reasoning",
-               "function_call_output") or item.get("role") == "assistant")
+    at = _pick(
+        items,
+        rnd,
+        lambda _n, item: (
+            item.get("type") in ("function_call", "reasoning", "function_call_output")
+            or item.get("role") == "assistant"
+        ),
+    )
     if at is None:
         return items
     out = copy.deepcopy(items)
@@ -655,9 +720,9 @@ def break_item(items: list[Item], rnd: random.Random) -> list[Item]:
     if item.get("type") == "function_call":
         item["id"] = "__fake_id__"
     elif item.get("type") == "reasoning":
-        item.pop("summary")
+        item.pop("summary", None)
     elif item.get("type") == "function_call_output":
-        item.pop("output")
+        item.pop("output", None)
     else:
         item["content"] = None
     return out
@@ -726,3 +791,60 @@ def test_valid_inputs_pass_and_come_back_as_the_same_object(items: list[Item]) -
     assert toolmend.check(items, provider=PROVIDER) == []
     assert toolmend.sanitize(items, provider=PROVIDER) is items
     assert items == before
+    assert responses.quick_valid(items, PROFILES[PROVIDER]), "the one-pass test must vouch"
+
+
+def whole_input_repair(items: list[Item], policy: toolmend.Policy) -> tuple[list[Any], list[Any]]:
+    """The repair without the one-pass scans: read, judge and plan the whole input."""
+    module, profile = detect(items), PROFILES[PROVIDER]
+    skeleton = module.read(items)
+    problems = judge(skeleton, profile)
+    if not problems:
+        return items, []
+    plan, changes = plan_repair(
+        skeleton,
+        profile,
+        policy,
+        lambda index, slot: module.result_text(items[index], slot),
+        {problem.code for problem in problems},
+    )
+    return module.apply(items, plan), changes
+
+
+@given(items=st.one_of(valid_inputs(), damaged_inputs()), policy=st.sampled_from(POLICIES))
+def test_the_one_pass_scans_agree_with_the_whole_input(
+    items: list[Item], policy: toolmend.Policy
+) -> None:
+    profile = PROFILES[PROVIDER]
+    whole = judge(detect(items).read(items), profile)
+    if responses.quick_valid(items, profile):
+        assert whole == []
+    assert toolmend.check(items, provider=PROVIDER) == whole
+    messages, changes = whole_input_repair(items, policy)
+    result = toolmend.repair(items, provider=PROVIDER, policy=policy)
+    assert result.messages == messages
+    assert list(result.changes) == changes
+
+
+# --- the bundled example, through the command line ---------------------------------------------
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples/histories/responses_orphan_output.json"
+
+
+def test_example_request_body_is_repaired_by_the_cli(tmp_path: Path) -> None:
+    command = [sys.executable, "-m", "toolmend"]
+    checked = subprocess.run(
+        [*command, "check", str(EXAMPLE), "--provider", PROVIDER], capture_output=True, text=True
+    )
+    assert checked.returncode == 1
+    assert "No tool call found for function call output with call_id" in checked.stdout
+    done = subprocess.run(
+        [*command, "repair", str(EXAMPLE), "--provider", PROVIDER], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert "dropped_reasoning" in done.stderr and "dropped_orphan_result" in done.stderr
+    body = json.loads(done.stdout)
+    assert body["model"] == "gpt-5"
+    assert toolmend.check(body["input"], provider=PROVIDER) == []
+    original = json.loads(EXAMPLE.read_text())["input"]
+    assert body["input"] == [original[n] for n in (0, 1, 4, 5, 6)]

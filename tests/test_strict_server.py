@@ -177,6 +177,26 @@ def test_chat_valid_history_gets_the_scripted_reply(
     assert server.last_request.accepted and server.last_request.problems == ()
 
 
+def test_async_clients_in_parallel(server: StrictProviderServer) -> None:
+    import asyncio
+
+    async def main() -> list[str | None]:
+        client = openai.AsyncOpenAI(
+            api_key="test-key", base_url=server.openai_base_url, max_retries=0
+        )
+        async with client:
+            history = [{"role": "user", "content": "hi"}]
+            completions = await asyncio.gather(
+                *(client.chat.completions.create(model="m", messages=history) for _ in range(8))
+            )
+        return [c.choices[0].message.content for c in completions]
+
+    server.script([f"reply {n}" for n in range(8)])
+    answers = asyncio.run(main())
+    assert sorted(answers, key=str) == sorted(f"reply {n}" for n in range(8))
+    assert len(server.requests) == 8 and all(r.accepted for r in server.requests)
+
+
 def test_chat_text_reply_plain_and_streamed(server: StrictProviderServer) -> None:
     client = _openai_client(server.openai_base_url)
     history = [{"role": "user", "content": "hi"}]
@@ -294,6 +314,29 @@ def test_responses_valid_history_gets_the_scripted_reply(
     assert server.last_request.accepted
 
 
+@needs_responses
+def test_responses_previous_response_id_chains_stored_responses(
+    server: StrictProviderServer,
+) -> None:
+    # An agent loop on stored responses sends only the new outputs; the calls they answer are
+    # in the response it chains to, as on the real API.
+    client = _openai_client(server.openai_base_url)
+    server.script([Reply.tool_calls(("get_weather", {"city": "Paris"})), "21 C in Paris."])
+    first = client.responses.create(model="gpt-4.1", input="Weather in Paris?")
+    (call,) = [item for item in first.output if item.type == "function_call"]
+    output = {"type": "function_call_output", "call_id": call.call_id, "output": "21 C"}
+    second = client.responses.create(model="gpt-4.1", previous_response_id=first.id, input=[output])
+    assert second.output_text == "21 C in Paris."
+    with pytest.raises(openai.BadRequestError) as raised:
+        client.responses.create(model="gpt-4.1", input=[output])
+    assert raised.value.body["message"] == (
+        f"No tool call found for function call output with call_id {call.call_id}."
+    )
+    with pytest.raises(openai.BadRequestError) as raised:
+        client.responses.create(model="gpt-4.1", previous_response_id="resp_nope", input="hi")
+    assert raised.value.code == "previous_response_not_found"
+
+
 def test_responses_string_input_is_accepted(server: StrictProviderServer) -> None:
     response = _openai_client(server.openai_base_url).responses.create(model="gpt-4.1", input="hi")
     assert response.output_text == "OK"
@@ -354,16 +397,20 @@ def test_anthropic_broken_history_gets_anthropics_400(
     server: StrictProviderServer, stream: bool
 ) -> None:
     client = _anthropic_client(server)
+    kwargs: dict[str, Any] = {
+        "model": "claude-sonnet-4-6",
+        "max_tokens": 256,
+        "messages": ANTHROPIC_BROKEN,
+    }
+
+    def send() -> Any:
+        if not stream:
+            return client.messages.create(**kwargs)
+        with client.messages.stream(**kwargs) as events:
+            return events.get_final_message()
+
     with pytest.raises(anthropic.BadRequestError) as raised:
-        if stream:
-            with client.messages.stream(
-                model="claude-sonnet-4-6", max_tokens=256, messages=ANTHROPIC_BROKEN
-            ) as events:
-                events.get_final_message()
-        else:
-            client.messages.create(
-                model="claude-sonnet-4-6", max_tokens=256, messages=ANTHROPIC_BROKEN
-            )
+        send()
     body = raised.value.body
     assert isinstance(body, dict)
     assert body["type"] == "error"
@@ -432,15 +479,17 @@ def _genai_client(server: StrictProviderServer) -> genai.Client:
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
 def test_gemini_broken_history_gets_googles_400(server: StrictProviderServer, stream: bool) -> None:
     client = _genai_client(server)
-    with pytest.raises(genai_errors.ClientError) as raised:
+
+    def send() -> Any:
+        models = client.models
         if stream:
-            list(
-                client.models.generate_content_stream(
-                    model="gemini-2.5-flash", contents=GEMINI_BROKEN
-                )
+            return list(
+                models.generate_content_stream(model="gemini-2.5-flash", contents=GEMINI_BROKEN)
             )
-        else:
-            client.models.generate_content(model="gemini-2.5-flash", contents=GEMINI_BROKEN)
+        return models.generate_content(model="gemini-2.5-flash", contents=GEMINI_BROKEN)
+
+    with pytest.raises(genai_errors.ClientError) as raised:
+        send()
     error = raised.value
     assert (error.code, error.status, error.message) == (400, "INVALID_ARGUMENT", GEMINI_ERROR)
     assert server.last_request.provider == "gemini"
@@ -484,6 +533,52 @@ def test_gemini_3_calls_carry_a_thought_signature(server: StrictProviderServer) 
     assert parts[0].thought_signature and not parts[1].thought_signature
 
 
+@needs_gemini
+def test_gemini_3_loop_keeps_signatures_and_unsigned_history_is_rejected(
+    server: StrictProviderServer,
+) -> None:
+    client = _genai_client(server)
+    server.script([Reply.tool_calls(("get_weather", {"city": "Paris"})), "21 C."])
+    model = "gemini-3-flash-preview"
+    contents: list[Any] = [genai_types.Content(role="user", parts=[genai_types.Part(text="Hi")])]
+    first = client.models.generate_content(model=model, contents=contents)
+    assert first.candidates and first.candidates[0].content
+    contents.append(first.candidates[0].content)
+    contents.append(
+        genai_types.Content(
+            role="user",
+            parts=[genai_types.Part.from_function_response(name="get_weather", response={"t": 21})],
+        )
+    )
+    assert client.models.generate_content(model=model, contents=contents).text == "21 C."
+    assert server.last_request.provider == "gemini-3"
+    with pytest.raises(genai_errors.ClientError) as raised:
+        client.models.generate_content(model=model, contents=GEMINI_VALID)
+    assert "missing a thought_signature" in (raised.value.message or "")
+    assert client.models.generate_content(model="gemini-2.5-flash", contents=GEMINI_VALID).text
+    assert server.last_request.provider == "gemini"
+
+
+@needs_anthropic
+def test_anthropic_thinking_requests_are_judged_with_thinking_rules(
+    server: StrictProviderServer,
+) -> None:
+    client = _anthropic_client(server)
+    with pytest.raises(anthropic.BadRequestError) as raised:
+        client.messages.create(
+            model="claude-sonnet-4-6",
+            max_tokens=2048,
+            thinking={"type": "enabled", "budget_tokens": 1024},
+            messages=ANTHROPIC_VALID,
+        )
+    assert server.last_request.provider == "anthropic-thinking"
+    assert "When `thinking` is enabled, a final `assistant` message must start with a thinking" in (
+        str(raised.value)
+    )
+    client.messages.create(model="claude-sonnet-4-6", max_tokens=256, messages=ANTHROPIC_VALID)
+    assert server.last_request.provider == "anthropic"
+
+
 # --- LiteLLM ------------------------------------------------------------------------------------
 
 
@@ -500,26 +595,23 @@ def test_litellm_deepseek_broken_and_valid(
 ) -> None:
     api_base = server.base_url_for("deepseek") + "/v1"
     _, valid, broken, text, _ = CHAT_CASES["deepseek"]
-    with pytest.raises(litellm.BadRequestError) as raised:
+
+    def send(messages: list[dict[str, Any]]) -> Any:
         response = litellm.completion(
             model="deepseek/deepseek-chat",
             api_base=api_base,
             api_key="k",
-            messages=broken,
+            messages=messages,
             stream=stream,
         )
-        for _ in response if stream else ():
-            pass
+        return list(response) if stream else response
+
+    with pytest.raises(litellm.BadRequestError) as raised:
+        send(broken)
     assert raised.value.status_code == 400
     assert text in str(raised.value)
     server.script([Reply.text("Sunny and 21 degrees in Paris.")])
-    response = litellm.completion(
-        model="deepseek/deepseek-chat",
-        api_base=api_base,
-        api_key="k",
-        messages=valid,
-        stream=stream,
-    )
+    response = send(valid)
     if stream:
         content = "".join(chunk.choices[0].delta.content or "" for chunk in response)
     else:

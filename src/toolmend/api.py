@@ -39,14 +39,28 @@ def format_of(messages: Any, format: str | None = None) -> ModuleType:
     """
     if isinstance(messages, str):
         module = module_for(format) if format is not None else detect(messages)
-        if not getattr(module, "TEXT_INPUT", False):
+        if not getattr(module, "TEXT_INPUT", False) and not hasattr(module, "normalize"):
             raise InvalidHistoryError(f"a bare string is not a {module.NAME!r} history")
         return module
     if not isinstance(messages, (list, tuple)):
-        raise InvalidHistoryError(
-            f"messages must be a list of messages, got {type(messages).__name__}"
-        )
+        # Gemini also takes one Content or Part as ``contents``: a format with ``normalize``.
+        module = module_for(format) if format is not None else detect([messages])
+        if not hasattr(module, "normalize"):
+            raise InvalidHistoryError(
+                f"messages must be a list of messages, got {type(messages).__name__}"
+            )
+        return module
     return module_for(format) if format is not None else detect(messages)
+
+
+def _items(module: ModuleType, messages: Any) -> Sequence[Any]:
+    """The list the format reads: ``messages`` itself, or the format's ``normalize``-d view of
+    it (Gemini's other ``contents`` shapes; a list of Contents comes back as it is)."""
+    normalize = getattr(module, "normalize", None)
+    if normalize is None:
+        return messages  # type: ignore[no-any-return]
+    items: Sequence[Any] = normalize(messages)
+    return items
 
 
 def read_history(messages: Any, format: str | None = None) -> tuple[ModuleType, Skeleton]:
@@ -56,7 +70,7 @@ def read_history(messages: Any, format: str | None = None) -> tuple[ModuleType, 
     and :class:`toolmend.InvalidMessageError` naming the index of a message it cannot read.
     """
     module = format_of(messages, format)
-    return module, module.read(messages)
+    return module, module.read(_items(module, messages))
 
 
 def _ranges(
@@ -108,6 +122,7 @@ def check(
     """
     profile = get_profile(provider)
     module = format_of(messages, format)
+    messages = _items(module, messages)
     problems: list[Problem] = []
     for low, high in _ranges(module, messages, profile):
         problems.extend(judge(_read_range(module, messages, low, high), profile))
@@ -144,6 +159,7 @@ def repair(
     profile = get_profile(provider)
     chosen = as_policy(policy)
     module = format_of(messages, format)
+    original, messages = messages, _items(module, messages)
     damaged = []
     for low, high in _ranges(module, messages, profile, chosen):
         skeleton = _read_range(module, messages, low, high)
@@ -152,11 +168,11 @@ def repair(
             damaged.append((low, high, skeleton, found))
     problems = tuple(problem for *_, found in damaged for problem in found)
     if not problems:
-        return Repair(messages)
+        return Repair(original)
     if chosen.mode is Mode.STRICT:
         raise ToolChainError(problems=problems)
     if chosen.mode is Mode.REPORT:
-        return Repair(messages, (), problems, problems)
+        return Repair(original, (), problems, problems)
     repaired: list[Any] = []
     changes: list[Change] = []
     position = 0

@@ -88,7 +88,7 @@ def flat_order(skeleton: Skeleton, index: int) -> list[tuple[int, str]]:
     return blocks
 
 
-def _closing_calls(skeleton: Skeleton, turn: range) -> tuple[list[tuple[int, Call]], set[int]]:
+def _closing_calls(skeleton: Skeleton, turn: range) -> tuple[list[tuple[int, Call]], set[str]]:
     """Every call of an assistant turn in order, and the ids of those in the turn's final run.
 
     A call is answerable only if nothing but other calls follows it in the turn (the API checks
@@ -221,7 +221,12 @@ def _names_match(found: Sequence[Call], responses: Sequence[Result]) -> bool:
 
 def pair_contents(skeleton: Skeleton, report: _Report) -> None:
     """Gemini: Content by Content (see the module docstring)."""
-    kinds, calls, results, extras = skeleton.kinds, skeleton.calls, skeleton.results, skeleton.extras
+    kinds, calls, results, extras = (
+        skeleton.kinds,
+        skeleton.calls,
+        skeleton.results,
+        skeleton.extras,
+    )
     n = len(kinds)
     for index in sorted(calls.keys() | results.keys()):
         found = calls.get(index)
@@ -233,9 +238,7 @@ def pair_contents(skeleton: Skeleton, report: _Report) -> None:
             report.add("misplaced_part", index, "call or response in the wrong role's content")
         if found:
             if index == 0 or kinds[index - 1] not in (USER, TOOL):
-                report.add(
-                    "call_turn_position", index, "function call turn not after a user turn"
-                )
+                report.add("call_turn_position", index, "function call turn not after a user turn")
             after = index + 1
             if after < n:
                 responses = results.get(after, ()) if kinds[after] != ASSISTANT else ()
@@ -294,7 +297,12 @@ def _judge_responses(
 
 def pair_converse(skeleton: Skeleton, report: _Report) -> None:
     """Bedrock: the message after a ``toolUse`` message (see the module docstring)."""
-    kinds, calls, results, extras = skeleton.kinds, skeleton.calls, skeleton.results, skeleton.extras
+    kinds, calls, results, extras = (
+        skeleton.kinds,
+        skeleton.calls,
+        skeleton.results,
+        skeleton.extras,
+    )
     for index in sorted(results.keys() | {i + 1 for i in calls if i + 1 < len(kinds)}):
         if kinds[index] == ASSISTANT:
             continue
@@ -360,6 +368,24 @@ def check_blocks(skeleton: Skeleton, profile: Profile, report: _Report) -> None:
         _check_signatures(skeleton, report)
     if profile.reject_function_ids:
         _check_function_ids(skeleton, report)
+    if skeleton.defects:
+        _check_final_message(skeleton, report)
+
+
+def _check_final_message(skeleton: Skeleton, report: _Report) -> None:
+    """Anthropic's rules about the final message hold only where the history really ends: an
+    empty final assistant message is allowed (reported when the skeleton is a slice), trailing
+    whitespace is not (reported only on the whole history)."""
+    for defect in skeleton.defects:
+        if defect.code == "final_whitespace" and skeleton.whole:
+            report.add(
+                "trailing_whitespace",
+                defect.at,
+                "final message ends in whitespace",
+                slot=defect.slot,
+            )
+        elif defect.code == "final_empty" and not skeleton.whole:
+            report.add("empty_content", defect.at, "message with empty content")
 
 
 def _check_first_user(skeleton: Skeleton, report: _Report) -> None:
@@ -416,7 +442,10 @@ def _check_signatures(skeleton: Skeleton, report: _Report) -> None:
 
 
 def _check_function_ids(skeleton: Skeleton, report: _Report) -> None:
-    for where, field in ((skeleton.calls, "function_call"), (skeleton.results, "function_response")):
+    for where, field in (
+        (skeleton.calls, "function_call"),
+        (skeleton.results, "function_response"),
+    ):
         for index, entries in where.items():
             for entry in entries:
                 if entry.id is not None:

@@ -91,11 +91,14 @@ class Outcome:
     text: str
 
     def short(self) -> str:
+        """``"<status> <text>"``, or the text alone when there was no HTTP status."""
         return f"{self.status} {self.text}" if self.status else self.text
 
 
 @dataclass
 class Row:
+    """One line of the table: a scenario and what happened without and with toolmend."""
+
     scenario: Scenario
     without: Outcome | None = None
     with_: Outcome | None = None
@@ -104,6 +107,7 @@ class Row:
 
     @property
     def fixed(self) -> bool:
+        """Whether the provider accepted the history with toolmend."""
         return not self.skipped and self.with_ is not None and self.with_.accepted
 
 
@@ -421,11 +425,20 @@ def run(scenarios: Sequence[Scenario] = SCENARIOS) -> list[Row]:
             if row.skipped:
                 continue
             scenario = row.scenario
-            send = _sender(scenario, server)
+            try:
+                send = _sender(scenario, server)
+            except ImportError:  # installed but broken: still a hint, not a traceback
+                row.skipped = f"needs {scenario.sdk}"
+                continue
             row.without = _attempt(send, scenario.history())
             changes: list[Change] = []
 
-            def with_toolmend(history: Any, scenario: Scenario = scenario) -> str:
+            def with_toolmend(
+                history: Any,
+                scenario: Scenario = scenario,
+                send: Send = send,
+                changes: list[Change] = changes,
+            ) -> str:
                 reply, made = scenario.hook(scenario, send, history)
                 changes.extend(made)
                 return reply
@@ -467,15 +480,17 @@ def render(rows: Sequence[Row], *, width: int | None = None, verbose: bool = Fal
     header = ["scenario", "SDK", "provider", "without toolmend", "with", "changes"]
     cells = [_cells(row) for row in rows]
     widths = [max(len(header[i]), *(len(c[i]) for c in cells)) for i in range(len(header))]
-    room = max(48, total - sum(widths[:3]) - widths[4] - 2 * (len(header) - 1))
-    widths[3] = min(widths[3], max(30, room - min(widths[5], room * 2 // 5)))
-    widths[5] = min(widths[5], max(18, room - widths[3]))
+    room = max(40, total - sum(widths[:3]) - widths[4] - 2 * (len(header) - 1))
+    widths[3] = min(widths[3], max(24, room - min(widths[5], room * 2 // 5)))
+    widths[5] = min(widths[5], max(16, room - widths[3]))
     lines = [
-        "  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip(),
+        "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip(),
         "  ".join("-" * w for w in widths),
     ]
     for cell in cells:
-        lines.append("  ".join(_clip(c, w).ljust(w) for c, w in zip(cell, widths)).rstrip())
+        lines.append(
+            "  ".join(_clip(c, w).ljust(w) for c, w in zip(cell, widths, strict=True)).rstrip()
+        )
     fixed_count = sum(row.fixed for row in rows)
     lines.append("")
     lines.append(

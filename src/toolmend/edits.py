@@ -52,8 +52,9 @@ class MessageEdit:
     are dropped (duplicates, orphans, empty text)."""
     results_as_text: set[int] = field(default_factory=set)
     """Block layout: result slots rewritten in place as a text block (orphans kept as text)."""
-    set_text: dict[int, str] = field(default_factory=dict)
-    """Block layout: text block slot -> its new text (trailing whitespace trimmed)."""
+    rstrip_text: set[int] = field(default_factory=set)
+    """Block layout: text block slots whose trailing whitespace is removed (Anthropic's final
+    assistant message)."""
     calls_last: bool = False
     """Block layout: move the call blocks after every other block (Anthropic: the ``tool_use``
     blocks must close the assistant turn); the other blocks keep their order."""
@@ -81,6 +82,8 @@ class Placeholder:
     call_id: str
     name: str | None
     text: str
+    named: bool = False
+    """The result must state the function name (an OpenAI-shaped history bound for Gemini)."""
 
 
 @dataclass(frozen=True, slots=True)

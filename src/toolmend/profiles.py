@@ -543,121 +543,120 @@ _AN_MISSING = Check(
     _AN_DOC + " ; https://github.com/anthropics/claude-code/issues/5989",
     status="documented",
 )
-_AN_CHECKS = dict(
-    system_role=Check(
+_AN_CHECKS = {
+    "system_role": Check(
         "anthropic.role_invalid",
         'messages: Unexpected role "system". The Messages API accepts a top-level `system` '
         'parameter, not "system" as an input message role.',
         "https://github.com/Maol-1997/cursor-claude-connector/issues/3",
     ),
-    invalid_role=Check(
+    "invalid_role": Check(
         "anthropic.role_invalid",
         "messages.{index}.role: Input should be 'user' or 'assistant'",
         "https://docs.anthropic.com/en/api/messages (pydantic wording quoted in code comments)",
         status="documented",
     ),
-    empty_content=Check(
+    "empty_content": Check(
         "anthropic.content_empty",
         "messages.{index}: all messages must have non-empty content except for the optional "
         "final assistant message",
         "https://github.com/microsoft/autogen/issues/6083",
     ),
-    text_empty=Check(
+    "text_empty": Check(
         "anthropic.text_empty",
         "messages: text content blocks must be non-empty",
         "https://github.com/anthropics/claude-code/issues/59812",
     ),
-    text_whitespace=Check(
+    "text_whitespace": Check(
         "anthropic.text_whitespace",
         "messages: text content blocks must contain non-whitespace text",
         "https://github.com/anthropics/claude-code/issues/23440",
     ),
-    trailing_whitespace=Check(
+    "trailing_whitespace": Check(
         "anthropic.final_assistant_trailing_whitespace",
         "messages: final assistant content cannot end with trailing whitespace",
         "https://github.com/tailcallhq/forgecode/issues/1872",
     ),
-    call_id_format=Check(
+    "call_id_format": Check(
         "anthropic.tool_use_id_pattern",
         "messages.{index}.content.{slot}.tool_use.id: String should match pattern "
         "'^[a-zA-Z0-9_-]+$'",
         "https://github.com/CommandCodeAI/command-code/issues/323",
     ),
-    call_without_id=Check(
+    "call_without_id": Check(
         "anthropic.tool_use_id_pattern",
         "messages.{index}.content.{slot}.tool_use.id: Field required",
         "anthropic-gemini.md (the id is required; this wording is inferred)",
         status="inferred",
     ),
-    result_id_format=Check(
+    "result_id_format": Check(
         "anthropic.tool_result_id_pattern",
         "messages.{index}.content.{slot}.tool_result.tool_use_id: String should match pattern "
         "'^[a-zA-Z0-9_-]+$'",
         "https://github.com/HKUDS/nanobot/pull/4356",
     ),
-    result_without_id=Check(
+    "result_without_id": Check(
         "anthropic.tool_result_id_pattern",
         "messages.{index}.content.{slot}.tool_result.tool_use_id: Field required",
         "anthropic-gemini.md (the id is required; this wording is inferred)",
         status="inferred",
     ),
-    call_name_empty=Check(
+    "call_name_empty": Check(
         "anthropic.tool_use_name_length",
         "messages.{index}.content.{slot}.tool_use.name: String should have at least 1 character",
         "https://github.com/sipeed/picoclaw/issues/1658",
     ),
-    function_name_format=Check(
+    "function_name_format": Check(
         "anthropic.tool_use_name_length",
-        "messages.{index}.content.{slot}.tool_use.name: String should have at most 200 "
-        "characters",
+        "messages.{index}.content.{slot}.tool_use.name: String should have at most 200 characters",
         "https://github.com/anthropics/claude-code/issues/2673",
     ),
-    input_not_object=Check(
+    "input_not_object": Check(
         "anthropic.tool_use_input_not_dict",
         "messages.{index}.content.{slot}.tool_use.input: Input should be a valid dictionary",
         "https://github.com/anthropics/anthropic-sdk-typescript/issues/648",
     ),
-    duplicate_call_id=Check(
+    "duplicate_call_id": Check(
         "anthropic.tool_use_id_duplicate",
         "messages.{index}.content.{slot}: `tool_use` ids must be unique",
         "https://github.com/trycua/cua/issues/524",
     ),
-    missing_result=_AN_MISSING,
-    orphan_result=_AN_UNEXPECTED,
-    unknown_result_id=_AN_UNEXPECTED,
-    duplicate_result=Check(
+    "missing_result": _AN_MISSING,
+    "orphan_result": _AN_UNEXPECTED,
+    "unknown_result_id": _AN_UNEXPECTED,
+    "duplicate_result": Check(
         "anthropic.tool_result_duplicate",
         "messages.{index}.content.{slot}: each tool_use must have a single result. Found "
         "multiple `tool_result` blocks with id: {id}",
         "https://github.com/sipeed/picoclaw/pull/1793 ; "
         "https://github.com/QwenLM/qwen-code/pull/8163",
     ),
-    thinking_fields=Check(
+    "thinking_fields": Check(
         "anthropic.thinking_block_fields",
         "messages.{index}.content.{slot}.{property}: Field required",
         "https://github.com/langchain-ai/langchain/pull/29971",
     ),
-)
-_AN_STRICT = dict(
-    first_message_not_user=Check(
+}
+_AN_STRICT = {
+    "first_message_not_user": Check(
         "anthropic.first_message_not_user",
         'messages: first message must use the "user" role',
         "https://github.com/lobehub/lobehub/issues/1601 (retired around late 2024)",
     ),
-    roles_not_alternating=Check(
+    "roles_not_alternating": Check(
         "anthropic.roles_not_alternating",
         'messages: roles must alternate between "user" and "assistant", but found multiple '
         '"{role}" roles in a row',
         "https://github.com/FlowiseAI/Flowise/issues/2006 (retired: turns are merged now)",
     ),
-    prefill_unsupported=Check(
+    "prefill_unsupported": Check(
         "anthropic.prefill_unsupported",
         "This model does not support assistant message prefill. The conversation must end with "
         "a user message.",
         "https://platform.claude.com/docs/en/api/errors (Claude >= 4.6 only: model-dependent)",
         status="documented",
     ),
-    thinking_final_assistant_disabled=Check(
+    "thinking_final_assistant_disabled": Check(
         "anthropic.thinking_final_assistant_disabled",
         "messages.{index}.content.{slot}: When thinking is disabled, an `assistant` message in "
         "the final position cannot contain `thinking`. To use thinking blocks, enable "
@@ -665,13 +664,13 @@ _AN_STRICT = dict(
         "https://github.com/tailcallhq/forgecode/issues/1853 (needs the request's thinking "
         "setting, which a history does not show)",
     ),
-    tools_undefined=Check(
+    "tools_undefined": Check(
         "anthropic.tools_undefined",
         "Requests which include tool_use or tool_result blocks must define tools.",
         "https://github.com/anthropics/anthropic-sdk-python/issues/494 (2024; not checkable "
         "from messages)",
     ),
-)
+}
 _AN_THINKING_REQUIRED = Check(
     "anthropic.thinking_required",
     "messages.{index}.content.0.type: Expected `thinking` or `redacted_thinking`, but found "
@@ -733,31 +732,31 @@ _GM_COUNT = Check(
     "https://github.com/microsoft/vscode/issues/299295",
 )
 _GM_INVALID_ARGUMENT = "Request contains an invalid argument."
-_GM_CHECKS = dict(
-    empty_history=Check(
+_GM_CHECKS = {
+    "empty_history": Check(
         "gemini.contents_empty",
         "* GenerateContentRequest.contents: contents is not specified\n",
         "https://github.com/vercel/ai/issues/3775",
     ),
-    invalid_role=Check(
+    "invalid_role": Check(
         "gemini.role_invalid",
         "Please use a valid role: user, model.",
         "https://ai.google.dev/api/caching#Content ; "
         "https://github.com/the-open-agent/openagent/issues/1666",
         status="documented",
     ),
-    parts_empty=Check(
+    "parts_empty": Check(
         "gemini.parts_empty",
         "* GenerateContentRequest.contents[{index}].parts: contents.parts must not be empty.\n",
         "https://github.com/langchain-ai/langchain-google/issues/691 (Gemini API wording)",
     ),
-    part_no_data=Check(
+    "part_no_data": Check(
         "gemini.part_no_data",
         "* GenerateContentRequest.contents[{index}].parts[{slot}].data: required oneof field "
         "'data' must have one initialized field\n",
         "https://github.com/router-for-me/CLIProxyAPI/issues/1292",
     ),
-    text_empty=Check(
+    "text_empty": Check(
         "gemini.text_empty",
         "Unable to submit request because it has an empty text parameter. Add a value to the "
         "parameter and try again. Learn more: "
@@ -765,83 +764,82 @@ _GM_CHECKS = dict(
         "https://github.com/google-gemini/deprecated-generative-ai-js/issues/361 (enforcement "
         "has changed back and forth)",
     ),
-    result_name_empty=Check(
+    "result_name_empty": Check(
         "gemini.function_response_name_empty",
         "* GenerateContentRequest.contents[{index}].parts[{slot}].function_response.name: "
         "Name cannot be empty.\n",
         "https://github.com/openclaw/openclaw/issues/47857",
     ),
-    response_is_list=Check(
+    "response_is_list": Check(
         "gemini.function_response_not_object",
         'Invalid JSON payload received. Unknown name "response" at '
         "'contents[{index}].parts[{slot}].function_response': Proto field is not repeating, "
         "cannot start list.",
         "https://github.com/vercel/ai/pull/3589",
     ),
-    mixed_call_and_response=Check(
+    "mixed_call_and_response": Check(
         "gemini.mixed_call_and_response",
         "Please ensure that function call turn contains at least one function_call part which "
         "can not be mixed with function_response parts.",
         "https://github.com/googleapis/python-genai/issues/81",
     ),
-    call_turn_position=Check(
+    "call_turn_position": Check(
         "gemini.function_call_turn_position",
         "Please ensure that function call turn comes immediately after a user turn or after a "
         "function response turn.",
         "https://github.com/google-gemini/gemini-cli/issues/11814",
     ),
-    orphan_result=Check(
+    "orphan_result": Check(
         "gemini.function_response_turn_position",
-        "Please ensure that function response turn comes immediately after a function call "
-        "turn.",
+        "Please ensure that function response turn comes immediately after a function call turn.",
         "https://github.com/langchain-ai/langchain/issues/27799",
     ),
-    missing_result=_GM_COUNT,
-    unknown_result_id=_GM_COUNT,
-    response_extra_parts=Check(
+    "missing_result": _GM_COUNT,
+    "unknown_result_id": _GM_COUNT,
+    "response_extra_parts": Check(
         "gemini.function_response_count",
         _GM_COUNT.error,
         "https://github.com/google-gemini/gemini-cli/pull/16137 (a sibling inlineData part in "
         "a parallel function-response turn gives the 400) ; toolmend issue 3",
         status="inferred",
     ),
-    misplaced_part=Check(
+    "misplaced_part": Check(
         "gemini.function_response_role",
         _GM_INVALID_ARGUMENT,
         "https://github.com/maximhq/bifrost/pull/2222 (the 400 is observed; the text is the "
         "generic INVALID_ARGUMENT wording)",
         status="inferred",
     ),
-    result_name_mismatch=Check(
+    "result_name_mismatch": Check(
         "gemini.function_response_name_mismatch",
         _GM_INVALID_ARGUMENT,
         "https://github.com/archestra-ai/archestra/pull/7583 (bisected live on Vertex); seed "
         "003 (AstrBot: functionResponse.name taken from an opaque tool_call_id)",
         status="inferred",
     ),
-)
+}
 _GM_UNKNOWN_FIELD = Check(
     "gemini.unknown_field",
-    "Invalid JSON payload received. Unknown name \"id\" at 'contents[{index}].parts[{slot}]."
+    'Invalid JSON payload received. Unknown name "id" at \'contents[{index}].parts[{slot}].'
     "{property}': Cannot find field.",
     "https://github.com/JetBrains/koog/issues/735 ; https://github.com/looplj/axonhub/issues/874",
 )
-_GM_STRICT = dict(
-    call_name_empty=Check(
+_GM_STRICT = {
+    "call_name_empty": Check(
         "gemini.function_call_name_empty",
         "* GenerateContentRequest.contents[{index}].parts[{slot}].function_call.name: Name "
         "cannot be empty.\n",
         "inferred from the function_response twin (anthropic-gemini.md)",
         status="inferred",
     ),
-    args_not_object=Check(
+    "args_not_object": Check(
         "gemini.function_call_args_not_object",
         "Invalid value at 'contents[{index}].parts[{slot}].function_call.args' "
         "(type.googleapis.com/google.protobuf.Struct), {property}",
         "inferred from the function_response twin (anthropic-gemini.md)",
         status="inferred",
     ),
-    response_not_object=Check(
+    "response_not_object": Check(
         "gemini.function_response_not_object",
         "Invalid value at 'contents[{index}].parts[{slot}].function_response.response' "
         "(type.googleapis.com/google.protobuf.Struct), {property}",
@@ -849,8 +847,8 @@ _GM_STRICT = dict(
         "wording is inferred)",
         status="inferred",
     ),
-    unknown_field=_GM_UNKNOWN_FIELD,
-)
+    "unknown_field": _GM_UNKNOWN_FIELD,
+}
 _GM_SIGNATURE = Check(
     "gemini.thought_signature_missing",
     "Function call is missing a thought_signature in functionCall parts. This is required for "

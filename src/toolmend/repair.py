@@ -34,8 +34,8 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .edits import AsText, Bridge, Item, Keep, Merge, Placeholder, Plan
-from .history import ASSISTANT, SYSTEM, TOOL, USER, Call, Skeleton
+from .edits import AsText, Blocks, Bridge, Item, Keep, Merge, Placeholder, Plan
+from .history import ASSISTANT, BLOCKS, SYSTEM, TOOL, USER, Call, Result, Skeleton
 from .policy import Policy
 from .profiles import Profile, compiled, get_profile
 from .repair_items import mend_items, order_items
@@ -100,6 +100,12 @@ def plan_repair(
 ) -> tuple[Plan, list[Change]]:
     """The plan that makes ``skeleton`` pass ``profile``, and the changes it makes."""
     state = _State(skeleton, profile, policy, result_text)
+    if skeleton.layout == BLOCKS:
+        from .block_repair import plan_blocks  # block layouts: a module of their own
+
+        plan_blocks(state, problem_codes)
+        state.changes.sort(key=lambda change: change.index)
+        return state.plan, state.changes
     if profile.pairing == "ordered":
         order_items(state, problem_codes)
     else:
@@ -124,6 +130,13 @@ def plan_repair(
         mark_prefix(state)
     if profile.alternation is not None:
         restore_alternation(state)
+    if profile.results_need_name or profile.first_user:
+        from .block_repair import lead_with_user, name_results  # cross-target steps
+
+        if profile.results_need_name:
+            name_results(state)
+        if profile.first_user:
+            lead_with_user(state)
     state.changes.sort(key=lambda change: change.index)
     return state.plan, state.changes
 
@@ -168,6 +181,17 @@ def match_results(state: _State) -> None:
             else:
                 state.orphans.append(ref)
     _match_early_results(state, slots)
+
+
+def result_at(skeleton: Skeleton, ref: ResultRef) -> Result:
+    """The result at ``(message, slot)``; in the block layout a slot is a block position."""
+    carried = skeleton.results[ref[0]]
+    if ref[1] < len(carried) and carried[ref[1]].slot == ref[1]:
+        return carried[ref[1]]
+    for result in carried:
+        if result.slot == ref[1]:
+            return result
+    raise KeyError(ref)
 
 
 def _pair(state: _State, call_ref: CallRef, ref: ResultRef) -> None:
@@ -232,7 +256,7 @@ def _match_early_results(state: _State, slots: dict[tuple[int, str], deque[int]]
                 caller_of[call.id] = index
     still: list[ResultRef] = []
     for ref in state.orphans:
-        result_id = skeleton.results[ref[0]][ref[1]].id
+        result_id = result_at(skeleton, ref).id
         if result_id is not None and uses.get(result_id) == 1:
             caller = caller_of[result_id]
             if caller > ref[0] and slots[(caller, result_id)]:
@@ -265,18 +289,23 @@ def pair_results(
     """Step 1 alone: the pairing the planner would use, for callers that only need to know
     which messages belong together (:mod:`toolmend.trim`). Same matching, same results."""
     state = _State(skeleton, get_profile("openai"), policy or Policy(), result_text)
-    match_results(state)
+    if skeleton.format == "gemini":
+        from .block_repair import match_by_name  # ids are optional there
+
+        match_by_name(state)
+    else:
+        match_results(state)
     duplicate_of: dict[ResultRef, CallRef] = {}
     if state.duplicates:
         answered: dict[str, list[CallRef]] = {}
         for call_ref, ref in sorted(state.answer.items()):
-            result_id = skeleton.results[ref[0]][ref[1]].id
+            result_id = result_at(skeleton, ref).id
             if result_id is not None:
                 answered.setdefault(result_id, []).append(call_ref)
         for ref in state.duplicates:
             earlier = [
                 call_ref
-                for call_ref in answered.get(skeleton.results[ref[0]][ref[1]].id or "", ())
+                for call_ref in answered.get(result_at(skeleton, ref).id or "", ())
                 if call_ref[0] < ref[0]
             ]
             if earlier:
@@ -329,7 +358,7 @@ def order_messages(state: _State) -> None:
                     "moved_result",
                     ref[0],
                     f"moved next to its call in message {index}",
-                    results[ref[0]][ref[1]].id,
+                    result_at(skeleton, ref).id,
                 )
             if ref in state.filled_ids:
                 state.change(
@@ -447,8 +476,12 @@ def rewrite_ids(state: _State) -> None:
     """New ids for calls the provider would refuse, carried over to their results (step 3)."""
     skeleton, profile, plan = state.skeleton, state.profile, state.plan
     taken = {call.id for found in skeleton.calls.values() for call in found if call.id}
-    for index, found in skeleton.calls.items():
-        seen: set[str] = set()
+    request_wide = profile.call_id_scope == "request"
+    seen: set[str] = set()
+    for index in sorted(skeleton.calls):
+        found = skeleton.calls[index]
+        if not request_wide:
+            seen = set()
         for call in found:
             call_ref = (index, call.slot)
             if _acceptable(call.id, profile) and call.id not in seen:
@@ -463,7 +496,7 @@ def rewrite_ids(state: _State) -> None:
                 "rewrote_call_id", index, "call id the provider would refuse", call.id, new_id
             )
     for ref, call_ref in state.answered_by.items():
-        result = skeleton.results[ref[0]][ref[1]]
+        result = result_at(skeleton, ref)
         wanted = state.final_ids.get(call_ref) or _call(skeleton, call_ref).id
         if wanted is not None and result.id != wanted:
             plan.edit(ref[0]).result_ids[ref[1]] = wanted
@@ -640,18 +673,25 @@ def _source_index(item: Item) -> int:
 
 
 def mark_prefix(state: _State) -> None:
-    """A request must end on a role the provider serves: an assistant becomes a prefix."""
+    """A request must end on a role the provider serves: a final assistant message becomes a
+    prefix; a request left ending on anything else (a system message, once an empty assistant
+    message is gone) gets the fixed user bridge, the least that can be invented."""
     last_kinds = state.profile.last_kinds
     assert last_kinds is not None
     items = state.plan.items
-    if not items:
+    if not items or not state.skeleton.whole:
         return
     last = items[-1]
-    if _kind(state, last) in last_kinds or not isinstance(last, Keep):
+    kind = _kind(state, last)
+    if kind in last_kinds:
         return
-    if _kind(state, last) == ASSISTANT and last.index not in state.skeleton.marked("prefix"):
-        state.plan.edit(last.index).set_fields["prefix"] = True
-        state.change("marked_prefix", last.index, "final assistant message sent as a prefix")
+    if kind == ASSISTANT and isinstance(last, Keep):
+        if last.index not in state.skeleton.marked("prefix"):
+            state.plan.edit(last.index).set_fields["prefix"] = True
+            state.change("marked_prefix", last.index, "final assistant message sent as a prefix")
+    elif kind != ASSISTANT:
+        items.append(Bridge(USER, USER_BRIDGE_TEXT))
+        state.change("inserted_message", _source_index(last), "user message inserted at the end")
 
 
 def restore_alternation(state: _State) -> None:
@@ -719,6 +759,7 @@ def _join(state: _State, first: Item, second: Item, role: str) -> Merge:
         elif isinstance(item, Placeholder):
             parts.append(AsText(item, role))
         else:
+            assert not isinstance(item, Blocks), "Blocks items are planned for block layouts only"
             parts.append(item)
     state.change(
         "merged_messages", _source_index(second), f"joined with the {role} message before it"

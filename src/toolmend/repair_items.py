@@ -9,7 +9,9 @@ Responses API needs no adjacency: an output only has to come after a call with i
 What a repair does (the provider rules say what is rejected; these are toolmend's choices):
 
 * An output already after its call stays where it is, however far away: nothing moves that the
-  API accepts. Two outputs after one call both stay (the API does not reject that).
+  API accepts. Two outputs after one call both stay (the API does not reject that), and a call
+  whose id an output after it carries counts as answered even when ids are reused across turns
+  and that output answers a later call too: the API matches by id, so does the repair.
 * An output with no call before it moves right after its call when the call comes later and
   its id is used by no other call (``moved_result``); a stub or exact copy of an output the call
   already has is dropped (``dropped_duplicate_result``); anything else is an orphan.
@@ -47,6 +49,7 @@ from typing import TYPE_CHECKING
 
 from .edits import AsText, Bridge, Item, Keep, Merge, Placeholder
 from .history import ASSISTANT, TOOL, USER, Call, Defect
+from .profiles import compiled
 
 if TYPE_CHECKING:
     from .repair import _State
@@ -67,7 +70,7 @@ def order_items(state: _State, problem_codes: set[str]) -> None:
     """Pair results with calls by order and lay the items out, moving as little as possible."""
     gone = _drop_unusable_items(state, problem_codes)
     moved_after = _pair_in_order(state, gone)
-    _lay_out(state, gone, moved_after)
+    _lay_out(state, gone, moved_after, _answered_later(state))
 
 
 def _drop_unusable_items(state: _State, problem_codes: set[str]) -> set[int]:
@@ -156,19 +159,57 @@ def _pair_in_order(state: _State, gone: set[int]) -> dict[int, list[ResultRef]]:
     return moved_after
 
 
+def _answered_later(state: _State) -> set[CallRef]:
+    """Calls the pairing left without a result of their own that the API still counts as
+    answered: an output with their ``call_id`` comes later (ids reused across turns). They get
+    no placeholder, unless their id is rewritten (too long, repeated in their message), which
+    would part them from that output."""
+    skeleton = state.skeleton
+    results = skeleton.results
+    later: dict[str, int] = {}  # call id -> the last output after its call
+    for ref, call_ref in state.answered_by.items():
+        result_id = results[ref[0]][ref[1]].id
+        if result_id is not None and ref[0] > call_ref[0]:
+            later[result_id] = max(later.get(result_id, -1), ref[0])
+    found: set[CallRef] = set()
+    max_length = state.profile.call_id_max_length
+    pattern = compiled(state.profile.call_id_pattern)
+    for index, calls in skeleton.calls.items():
+        ids = [call.id for call in calls]
+        for call in calls:
+            call_id = call.id
+            if (
+                call_id is None
+                or (index, call.slot) in state.answer
+                or later.get(call_id, -1) <= index
+                or ids.count(call_id) > 1
+                or (max_length is not None and len(call_id) > max_length)
+                or (pattern is not None and pattern.fullmatch(call_id) is None)
+            ):
+                continue
+            found.add((index, call.slot))
+    return found
+
+
 def _answer(state: _State, call_ref: CallRef, ref: ResultRef) -> None:
     state.answer.setdefault(call_ref, ref)
     state.answered_by[ref] = call_ref
 
 
-def _lay_out(state: _State, gone: set[int], moved_after: dict[int, list[ResultRef]]) -> None:
+def _lay_out(
+    state: _State,
+    gone: set[int],
+    moved_after: dict[int, list[ResultRef]],
+    answered_later: set[CallRef],
+) -> None:
     """Every item in its place, minus what leaves, plus moved results and placeholders right
     after their calls."""
     skeleton, items = state.skeleton, state.plan.items
     kinds, calls, results = skeleton.kinds, skeleton.calls, skeleton.results
     moving = {ref for refs in moved_after.values() for ref in refs}
     orphans = set(state.orphans)
-    frontier = _frontier_start(state) if state.policy.frontier == "keep" else len(kinds)
+    keep = state.policy.frontier == "keep" and skeleton.whole
+    frontier = _frontier_start(state) if keep else len(kinds)
     for index in range(len(kinds)):
         if index in gone:
             continue
@@ -199,11 +240,14 @@ def _lay_out(state: _State, gone: set[int], moved_after: dict[int, list[ResultRe
                 state.change(
                     "moved_result",
                     ref[0],
-                    f"moved right after its call in item {index}",
+                    f"moved right after its call in item {index + skeleton.base}",
                     results[ref[0]][ref[1]].id,
                 )
-            if index < frontier:
-                _answer_missing(state, index, found)
+            if index < frontier and any(
+                (index, call.slot) not in state.answer and (index, call.slot) not in answered_later
+                for call in found
+            ):
+                _answer_missing(state, index, found, answered_later)
 
 
 def _frontier_start(state: _State) -> int:
@@ -241,9 +285,15 @@ def _call(state: _State, call_ref: CallRef) -> Call:
     raise KeyError(call_ref)
 
 
-def _answer_missing(state: _State, index: int, found: tuple[Call, ...]) -> None:
-    """Answer the calls of item ``index`` that have no result right after it, or remove them."""
-    missing = [call for call in found if (index, call.slot) not in state.answer]
+def _answer_missing(
+    state: _State, index: int, found: tuple[Call, ...], answered_later: set[CallRef]
+) -> None:
+    """Answer the calls of item ``index`` that have no result after it, or remove them."""
+    missing = [
+        call
+        for call in found
+        if (index, call.slot) not in state.answer and (index, call.slot) not in answered_later
+    ]
     if not missing:
         return
     items, skeleton = state.plan.items, state.skeleton
@@ -296,7 +346,7 @@ def _mend_item_id(state: _State, defect: Defect) -> None:
     index = defect.at
     edit = state.plan.edit(index)
     if index in state.skeleton.marked("id_required"):
-        new_id = _fresh_item_id(defect.id, index)
+        new_id = _fresh_item_id(defect.id, index + state.skeleton.base)
         edit.set_fields["id"] = new_id
         state.change(
             "rewrote_item_id", index, f"item id refused ({defect.code})", defect.id, new_id
@@ -313,7 +363,8 @@ _PREFIX = re.compile(r"[A-Za-z0-9]+(?=_)")
 
 
 def _fresh_item_id(old: str, index: int) -> str:
-    """A deterministic id for item ``index``, keeping the type prefix of ``old`` (``ws_``)."""
+    """A deterministic id for the item at ``index`` of the caller's input (the same whether
+    the whole input or a damaged range of it is repaired), keeping the type prefix of ``old``."""
     found = _PREFIX.match(old)
     prefix = found.group(0) if found else "item"
     digest = int.from_bytes(hashlib.sha256(f"{old}#{index}".encode()).digest()[:16], "big")

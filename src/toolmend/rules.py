@@ -39,6 +39,10 @@ Problem codes (the ``code`` of :class:`toolmend.Problem`, the same for every pro
 ``item_id_charset``        a Responses item id with characters other than ``[A-Za-z0-9_-]``
 ``duplicate_item_id``      a Responses item id used twice (``duplicate_item``: an exact copy)
 =========================  ==================================================================
+
+A block-layout skeleton (Anthropic, Gemini, Bedrock) is paired by the profile's
+``block_pairing`` instead; those pairings and their own codes live in
+:mod:`toolmend.block_rules`.
 """
 
 from __future__ import annotations

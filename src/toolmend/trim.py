@@ -18,7 +18,9 @@ orphan. Here that user message is inside the group, so no cut can fall on it.
     Moves a proposed cut to the nearest group boundary at or before it, never into the
     protected prefix: what a summariser calls to know how far it may fold (seed 001, section 3).
 ``trim``
-    Keeps the first ``keep_first`` messages and the newest whole groups that fit.
+    Keeps the first ``keep_first`` messages and the newest whole groups that fit. A valid
+    history is read once by the format's one-pass test (where it has one) and otherwise only
+    around the cuts, so trimming a long history costs a fraction of its ``json.dumps``.
 ``merge_consecutive``
     Joins runs of same-role messages for providers and converters that need strict
     alternation, keeping every tool result (seed 002).
@@ -47,7 +49,7 @@ from . import api
 from .api import read_history
 from .edits import AsText, Item, Keep, Merge, Placeholder
 from .formats import MODULES, detect, module_for
-from .history import Skeleton
+from .history import ASSISTANT, TOOL, Skeleton
 from .policy import Policy
 from .profiles import Profile, get_profile
 from .repair import Pairing, pair_results, plan_repair
@@ -88,7 +90,7 @@ of (under the profile of the format's own provider)."""
 
 _NATIVE_PROVIDER = {
     "openai": "openai",
-    "openai-responses": "openai",
+    "openai-responses": "openai-responses",
     "langchain": "openai",
     "anthropic": "anthropic",
     "gemini": "gemini",
@@ -107,6 +109,12 @@ _PROFILE_STEPS_OFF: dict[str, Any] = {
     "reasoning_in_tool_turns": False,
     "alternation": None,
     "known_roles": None,
+    "call_id_scope": "message",
+    "results_need_name": False,
+    "first_user": False,
+    "thinking": False,
+    "thought_signatures": False,
+    "reject_function_ids": False,
 }
 """Profile fields that switch on repairs beyond pairing; :func:`trim` turns them off."""
 
@@ -117,9 +125,10 @@ _PROFILE_STEPS_OFF: dict[str, Any] = {
 def atomic_groups(messages: Sequence[Any], *, format: str | None = None) -> list[range]:
     """The index ranges of ``messages`` that must be kept or dropped together.
 
-    An assistant message with calls, all of its results, and any message that landed between
-    them form one range; every other message is a range of its own. The ranges are in order
-    and cover every index once. A result that answers no call is a range of its own.
+    An assistant message with calls, all of its results (copies of them too), and any message
+    that landed between them form one range; every other message is a range of its own. The
+    ranges are in order and cover every index once. A result that answers no call is a range of
+    its own, unless it sits in the block of results of a call with its id.
 
     **Parameters:**
 
@@ -163,9 +172,7 @@ def _groups_of(skeleton: Skeleton, pairing: Pairing) -> list[range]:
     between a call and its result may itself call)."""
     count = len(skeleton)
     reach = list(range(1, count + 1))  # index -> the end of the furthest span starting there
-    spans = [*pairing.answer.items(), *((call, ref) for ref, call in pairing.duplicate_of.items())]
-    for (caller, _), (holder, _) in spans:
-        start, end = (caller, holder + 1) if caller < holder else (holder, caller + 1)
+    for start, end in _spans(skeleton, pairing)[0]:
         if reach[start] < end:
             reach[start] = end
     groups: list[range] = []
@@ -177,6 +184,41 @@ def _groups_of(skeleton: Skeleton, pairing: Pairing) -> list[range]:
             groups.append(range(start, end))
             start = end
     return groups
+
+
+def _spans(skeleton: Skeleton, pairing: Pairing) -> tuple[list[tuple[int, int]], list[int]]:
+    """The ``[start, end)`` spans that must stay whole, and the loose messages.
+
+    A span runs from a call to its result (or a duplicate of it). A result that answers no
+    call but sits in the block of results right after a calling message, with the id of one of
+    its calls (a second result for a reused id), stays with that block, where the provider's
+    adjacency rule reads it. Any other such result is loose: in a window of the history, its
+    call lies before the window.
+    """
+    spans = [
+        (caller, holder + 1) if caller < holder else (holder, caller + 1)
+        for (caller, _), (holder, _) in (
+            *pairing.answer.items(),
+            *((call, ref) for ref, call in pairing.duplicate_of.items()),
+        )
+    ]
+    unattached = {holder for holder, _ in pairing.orphans}
+    unattached.update(ref[0] for ref in pairing.duplicates if ref not in pairing.duplicate_of)
+    loose: list[int] = []
+    if unattached:
+        kinds, calls, results = skeleton.kinds, skeleton.calls, skeleton.results
+        owner = -1  # the calling message whose block of results the walk is in
+        owner_ids: set[str | None] = set()
+        for index, kind in enumerate(kinds):
+            if kind != TOOL:
+                owner = index if kind == ASSISTANT and index in calls else -1
+                owner_ids = {call.id for call in calls.get(index, ())} if owner >= 0 else set()
+            elif index in unattached:
+                if any(result.id in owner_ids for result in results.get(index, ())):
+                    spans.append((owner, index + 1))
+                else:
+                    loose.append(index)
+    return spans, loose
 
 
 def _check_count(name: str, value: Any, *, optional: bool = False) -> None:
@@ -193,7 +235,9 @@ def align_cut(
 
     ``index`` is the first message to keep, or the end of what a summariser may fold; the
     answer is never inside the protected prefix (``keep_first``). When no boundary lies between
-    ``keep_first`` and ``index``, the answer is ``keep_first``: cut (or fold) nothing.
+    ``keep_first`` and ``index``, or the prefix itself ends inside a group (so that any cut
+    would split it), the answer is ``keep_first``: cut (or fold) nothing. Keeping
+    ``messages[:keep_first] + messages[answer:]`` is then always whole groups.
 
     **Parameters:**
 
@@ -217,12 +261,14 @@ def align_cut(
     """
     _check_count("index", index)
     _check_count("keep_first", keep_first)
-    total = len(messages)
+    total = 1 if isinstance(messages, str) else len(messages)
     keep_first, index = min(keep_first, total), min(index, total)
     if index <= keep_first or index == total:
         return max(index, keep_first)
     module, skeleton = read_history(messages, format)
     groups = _groups(skeleton, _result_text(module, messages))
+    if keep_first and _start_of(groups, keep_first) != keep_first:
+        return keep_first
     return max(_start_of(groups, index), keep_first)
 
 
@@ -230,14 +276,6 @@ def _start_of(groups: list[range], index: int) -> int:
     """The start of the group holding ``index``."""
     starts = [group.start for group in groups]
     return starts[bisect.bisect_right(starts, index) - 1]
-
-
-def _end_of(groups: list[range], index: int) -> int:
-    """The first group boundary at or after ``index``."""
-    if not groups or index >= groups[-1].stop:
-        return groups[-1].stop if groups else 0
-    group = groups[bisect.bisect_right([g.start for g in groups], index) - 1]
-    return index if group.start == index else group.stop
 
 
 # --- trim -------------------------------------------------------------------------------------
@@ -295,8 +333,8 @@ def trim(
     _check_count("max_tokens", max_tokens, optional=True)
     _check_count("keep_first", keep_first)
     counter = _token_counter(token_counter) if max_tokens is not None else None
-    if isinstance(messages, (list, tuple)) and not messages:
-        return messages
+    if isinstance(messages, str) or (isinstance(messages, (list, tuple)) and not messages):
+        return messages  # nothing to cut (a bare string is one Responses user message)
     module = api.format_of(messages, format)
     profile = _pairing_profile(module.NAME)
     working, keep = _mend(module, messages, profile, min(keep_first, len(messages)))
@@ -307,7 +345,17 @@ def trim(
     start = budget.tail_start(working, prefix_end)
     start = _boundary_from(module, working, start)
     if start >= len(working) > prefix_end:
-        raise budget.too_small(f"the newest tool-call group ending at message {len(working) - 1}")
+        raise budget.too_small(
+            f"the newest message (with the tool-call group it belongs to) at {len(working) - 1}"
+        )
+    position = _position_profile(module.NAME)
+    if position is not None and start < len(working):
+        start = _fit_start(module, working, prefix_end, start, position)
+        if start >= len(working):
+            raise budget.too_small(
+                f"a tail that {position.name} accepts at its start (a call turn or an "
+                "assistant message may not come first)"
+            )
     if logger.isEnabledFor(logging.DEBUG):
         logger.debug(
             "toolmend trim: kept %d of %d messages (prefix %d, tail from %d)",
@@ -319,15 +367,10 @@ def trim(
     if start == prefix_end:
         return working
     trimmed = [*working[:prefix_end], *working[start:]]
-    if judge(module.read(trimmed), profile):
-        # The windows above assume what a mended history guarantees; should a format break
-        # that assumption, fall back to the groups of the whole history.
-        groups = _groups(module.read(working), _result_text(module, working))
-        prefix_end = _end_of(groups, keep)
-        start = budget.tail_start_by_groups(working, groups, prefix_end)
-        trimmed = [*working[:prefix_end], *working[start:]]
-        if judge(module.read(trimmed), profile):
-            raise TrimError("could not trim without breaking the tool-call pairing")
+    left = judge(module.read(trimmed), profile)
+    if left:  # the windows rest on what a mended history guarantees; never hand back less
+        codes = ", ".join(sorted({problem.code for problem in left}))
+        raise TrimError(f"trimming would break the tool-call pairing ({codes}); please report")
     return trimmed
 
 
@@ -369,27 +412,6 @@ class _Budget:
                     break
                 token_room -= tokens
             start -= 1
-        return start
-
-    def tail_start_by_groups(
-        self, working: Sequence[Any], groups: list[range], prefix_end: int
-    ) -> int:
-        """The oldest group such that it and every newer group fit."""
-        message_room, token_room = self._rooms(working, prefix_end)
-        start = len(working)
-        count = self.counter
-        for group in reversed(groups):
-            if group.start < prefix_end or len(group) > message_room:
-                break
-            if count is not None:
-                tokens = sum(count(working[i]) for i in group)
-                if tokens > token_room:
-                    break
-                token_room -= tokens
-            message_room -= len(group)
-            start = group.start
-        if start >= len(working) > prefix_end:
-            raise self.too_small(f"the newest tool-call group (messages {groups[-1].start}-)")
         return start
 
     def too_small(self, what: str) -> TrimError:
@@ -435,25 +457,44 @@ def _boundary_after(module: ModuleType, working: Sequence[Any], index: int) -> i
 
 
 def _boundary_from(module: ModuleType, working: Sequence[Any], index: int) -> int:
-    """The first group boundary at or after ``index``, read from the window ``[index, end)``.
+    """The first group boundary at or after ``index``."""
+    return _boundaries_from(module, working, index)[0]
+
+
+def _boundaries_from(module: ModuleType, working: Sequence[Any], index: int) -> list[int]:
+    """The group boundaries at or after ``index``, ending with ``len(working)``, read from the
+    window ``[index, end)``.
 
     In that window a result whose call lies before ``index`` has no call: the cut must pass
     it, and the whole group it is in."""
     total = len(working)
     if index >= total:
-        return total
+        return [total]
     window = working[index:]
     skeleton = module.read(window)
     pairing = pair_results(skeleton, _result_text(module, window))
-    loose = [holder for holder, _ in pairing.orphans]
-    loose += [ref[0] for ref in pairing.duplicates if ref not in pairing.duplicate_of]
-    if not loose:
-        return index
-    need = max(loose) + 1
-    for group in _groups_of(skeleton, pairing):
-        if group.start >= need:
-            return index + group.start
-    return total
+    loose = _spans(skeleton, pairing)[1]
+    need = max(loose) + 1 if loose else 0
+    groups = _groups_of(skeleton, pairing) if skeleton.calls or loose else ()
+    if not groups:
+        return [*range(index + need, total), total]
+    return [index + group.start for group in groups if group.start >= need] + [total]
+
+
+def _fit_start(
+    module: ModuleType, working: Sequence[Any], prefix_end: int, start: int, profile: Profile
+) -> int:
+    """The first boundary at or after ``start`` where the kept tail may begin under the
+    provider's rules about how a conversation or a call turn starts (Gemini: a call turn right
+    after a user turn; Bedrock: the user first). ``len(working)`` when there is none."""
+    head = list(working[:prefix_end])
+    for candidate in _boundaries_from(module, working, start):
+        if candidate >= len(working):
+            break
+        probe = [*head, *working[candidate : candidate + 2]]
+        if not any(p.index == prefix_end for p in judge(module.read(probe), profile)):
+            return candidate
+    return len(working)
 
 
 def _mend(
@@ -533,16 +574,43 @@ def _origin(item: Item) -> int:
 @functools.lru_cache(maxsize=16)
 def _pairing_profile(format_name: str) -> Profile:
     """The format's own provider profile with only the pairing rules left on."""
-    try:
-        native = get_profile(_NATIVE_PROVIDER.get(format_name, format_name))
-    except UnknownNameError:
-        native = get_profile("openai")
+    native = _native_profile(format_name)
     checks = {code: check for code, check in native.checks.items() if code in PAIRING_CODES}
-    known = {field.name for field in fields(Profile)}
-    steps_off = {key: value for key, value in _PROFILE_STEPS_OFF.items() if key in known}
     return replace(
-        native, name=f"{native.name} (pairing)", checks=MappingProxyType(checks), **steps_off
+        native, name=f"{native.name} (pairing)", checks=MappingProxyType(checks), **_steps_off()
     )
+
+
+_POSITION_CODES = frozenset({"call_turn_position", "first_not_user"})
+"""Rules about where a conversation or a call turn may start, which a cut can break even
+between whole groups: :func:`trim` moves its cut on until they hold."""
+
+
+@functools.lru_cache(maxsize=16)
+def _position_profile(format_name: str) -> Profile | None:
+    """The format's own provider profile with only the start-position rules left on, or None
+    when it has none."""
+    native = _native_profile(format_name)
+    checks = {code: check for code, check in native.checks.items() if code in _POSITION_CODES}
+    if not checks:
+        return None
+    steps_off = _steps_off()
+    steps_off.pop("first_user", None)
+    return replace(
+        native, name=f"{native.name} (start)", checks=MappingProxyType(checks), **steps_off
+    )
+
+
+def _native_profile(format_name: str) -> Profile:
+    try:
+        return get_profile(_NATIVE_PROVIDER.get(format_name, format_name))
+    except UnknownNameError:
+        return get_profile("openai")
+
+
+def _steps_off() -> dict[str, Any]:
+    known = {field.name for field in fields(Profile)}
+    return {key: value for key, value in _PROFILE_STEPS_OFF.items() if key in known}
 
 
 # --- token counting ---------------------------------------------------------------------------
@@ -807,6 +875,8 @@ def merge_consecutive(messages: Sequence[Any], *, format: str | None = None) -> 
     >>> [block.get("tool_use_id", block["type"]) for block in merged[1]["content"]]
     ['t1', 't2', 'text']
     """
+    if isinstance(messages, str):
+        return messages
     name = _merge_format(messages, format)
     roles = [_role(message, index) for index, message in enumerate(messages)]
     if name == "openai":

@@ -15,6 +15,22 @@ A format module exposes:
     Whether one message shows a feature only this format has (used by detection).
 ``result_text(message: Any, slot: int) -> str | None``
     The text of one tool result, for the planner's stub test (never logged).
+``EXCLUSIVE: bool`` *(optional)*
+    True when ``claims`` rests on the message's class, so its claim wins over the look-alike
+    claims of other formats during detection (LangChain messages).
+``TEXT_INPUT: bool`` *(optional)*
+    True when a bare string is a whole history of this format (one user message: the Responses
+    ``input``); ``read`` then takes the string, and a valid one comes back as it is.
+``call_arguments(message: Any, slot: int) -> Any`` *(optional)*
+    The arguments of one call (JSON text or an object), for the loop guard's comparison
+    (never logged). Without it :mod:`toolmend.loops` finds the call by its id in the message.
+``normalize(messages: Any) -> Sequence[Any]`` *(optional)*
+    The list the module reads, from any other shape the SDK accepts as the history (Gemini:
+    a string, a Part, a Content, a list of Parts); a list already in shape comes back as it is,
+    so a valid input is still returned as the caller's own object. Problem indexes refer to it.
+``dirty_spans(messages: Sequence[Any], profile: Profile) -> list[tuple[int, int]] | None``
+    *(optional)* The one-pass scan: the ranges that need repair (empty when valid), or None
+    when it cannot tell (see :mod:`toolmend.spans`).
 
 Adding a format is one file plus a line in :data:`MODULES` (and the shared case table in the
 tests). Modules are imported on first use.
@@ -35,10 +51,22 @@ __all__ = ["MODULES", "detect", "module_for"]
 MODULES: dict[str, str] = {
     "openai": "toolmend.formats.openai_chat",
     "openai-responses": "toolmend.formats.openai_responses",
+    "anthropic": "toolmend.formats.anthropic",
+    "gemini": "toolmend.formats.gemini",
+    "bedrock": "toolmend.formats.bedrock",
+    "langchain": "toolmend.formats.langchain",
 }
 """Format name -> the module that reads and writes it. Detection asks them in this order."""
 
-_ALIASES = {"openai-chat": "openai", "chat": "openai"}
+_ALIASES = {
+    "openai-chat": "openai",
+    "chat": "openai",
+    "claude": "anthropic",
+    "google-genai": "gemini",
+    "genai": "gemini",
+    "vertex": "gemini",
+    "converse": "bedrock",
+}
 
 
 def module_for(name: str) -> ModuleType:
@@ -65,6 +93,9 @@ def detect(messages: Sequence[Any]) -> ModuleType:
         claimed = [module for module in modules if module.claims(message)]
         if len(claimed) == 1:
             return claimed[0]
+        exclusive = [module for module in claimed if getattr(module, "EXCLUSIVE", False)]
+        if len(exclusive) == 1:  # its claim rests on the message's class (LangChain)
+            return exclusive[0]
         if len(claimed) > 1:
             names = ", ".join(module.NAME for module in claimed)
             raise InvalidHistoryError(

@@ -401,11 +401,15 @@ def _build(messages: Sequence[Any], item: Item, edits: dict[int, MessageEdit]) -
         message = messages[item.index]
         return message if edit is None else _edited(message, edit)
     if isinstance(item, Placeholder):
-        return {"role": "tool", "tool_call_id": item.call_id, "content": item.text}
+        placeholder = {"role": "tool", "tool_call_id": item.call_id, "content": item.text}
+        if item.named and item.name:
+            placeholder["name"] = item.name
+        return placeholder
     if isinstance(item, Bridge):
         return {"role": item.role, "content": item.text}
     if isinstance(item, AsText):
         return {"role": item.role, "content": _render(messages, item.item, edits)}
+    assert isinstance(item, Merge), "Blocks items are planned for block layouts only"
     return _merged(messages, item, edits)
 
 

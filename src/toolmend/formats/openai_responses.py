@@ -26,13 +26,25 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..edits import AsText, Bridge, Item, Keep, Merge, MessageEdit, Placeholder, Plan
 from ..history import ASSISTANT, OTHER, SYSTEM, TOOL, USER, Call, Defect, Result, Skeleton
 from ..report import InvalidMessageError
 
-__all__ = ["NAME", "TEXT_INPUT", "apply", "claims", "read", "result_text"]
+if TYPE_CHECKING:
+    from ..profiles import Profile
+
+__all__ = [
+    "NAME",
+    "TEXT_INPUT",
+    "apply",
+    "claims",
+    "dirty_spans",
+    "quick_valid",
+    "read",
+    "result_text",
+]
 
 NAME = "openai-responses"
 
@@ -106,6 +118,7 @@ _REQUIRED_ID_TYPES = frozenset(
 other item, messages included, the id is optional and can be left out."""
 
 _ID_CHARSET = re.compile(r"[A-Za-z0-9_-]+")
+_ID_LIST = re.compile(r"(?:[A-Za-z0-9_-]+ )*")
 
 
 def claims(message: Any) -> bool:
@@ -115,23 +128,278 @@ def claims(message: Any) -> bool:
     its content is a list of ``text``/``tool_use`` blocks, which tells nothing here."""
     if isinstance(message, Mapping):
         item_type = message.get("type")
-        if item_type in _ITEM_TYPES or "call_id" in message:
+        if "call_id" in message:
             return True
         content = message.get("content")
     else:
         item_type = getattr(message, "type", None)
-        if item_type in _ITEM_TYPES:
-            return True
         content = getattr(message, "content", None)
-    if item_type == "message" and isinstance(content, str):
+    if not (item_type is None or isinstance(item_type, str)):
+        return False
+    if item_type in _ITEM_TYPES or (item_type == "message" and isinstance(content, str)):
         return True
     if item_type not in (None, "message") or not isinstance(content, list):
         return False
     for part in content:
         part_type = part.get("type") if isinstance(part, Mapping) else getattr(part, "type", None)
-        if part_type in _PART_TYPES:
+        if isinstance(part_type, str) and part_type in _PART_TYPES:
             return True
     return False
+
+
+_QUICK_CODES = frozenset(
+    {
+        "orphan_result",
+        "missing_result",
+        "reasoning_without_follower",
+        "reasoning_without_summary",
+        "call_without_id",
+        "result_without_id",
+        "result_without_output",
+        "call_id_too_long",
+        "item_id_prefix",
+        "item_id_charset",
+        "duplicate_item_id",
+        "duplicate_item",
+        "null_content",
+        "arguments_not_string",
+    }
+)
+"""The problem codes :func:`quick_valid` rules out; a profile checking any other code gets the
+full path."""
+
+
+def quick_valid(messages: Sequence[Any] | str, profile: Profile) -> bool:
+    """True only when the full ``judge(read(messages), profile)`` would find nothing.
+
+    A valid input is the common case and must cost far less than the ``json.dumps`` the SDK
+    does anyway, so plain dicts of the four core item types get one tight pass that builds
+    nothing. Conservative: SDK objects, other item types, unknown roles or a profile with rules
+    this pass does not know answer False, and the full path decides. A property test asserts
+    that True always agrees with the full path.
+    """
+    if type(messages) is not list or not messages or not _scannable(profile):
+        return False
+    max_length = profile.call_id_max_length or 1 << 30
+    called: set[str] = set()
+    unanswered: set[str] = set()
+    ids: list[str] = []
+    after_reasoning = False
+    for item in messages:
+        if type(item) is not dict:
+            return False
+        get = item.get
+        item_type = get("type")
+        item_id = get("id")
+        if item_type == "function_call":
+            call_id = get("call_id")
+            if (
+                type(call_id) is not str
+                or len(call_id) > max_length
+                or type(get("name")) is not str
+                or type(get("arguments")) is not str
+            ):
+                return False
+            if item_id is not None and (type(item_id) is not str or item_id[:2] != "fc"):
+                return False
+            called.add(call_id)
+            unanswered.add(call_id)
+            after_reasoning = False
+        elif item_type == "function_call_output":
+            call_id = get("call_id")
+            if (
+                after_reasoning
+                or type(call_id) is not str
+                or call_id not in called
+                or get("output") is None
+            ):
+                return False
+            unanswered.discard(call_id)
+        elif item_type is None or item_type == "message":
+            role = get("role")
+            if type(role) is not str or role not in _MESSAGE_KINDS or get("content") is None:
+                return False
+            if after_reasoning and role == "user":
+                return False
+            after_reasoning = False
+        elif item_type == "reasoning":
+            if after_reasoning or get("summary") is None:
+                return False
+            if item_id is not None and (type(item_id) is not str or item_id[:2] != "rs"):
+                return False
+            after_reasoning = True
+        else:
+            return False
+        if item_id is not None:
+            if type(item_id) is not str:
+                return False
+            ids.append(item_id)
+    if after_reasoning or unanswered:
+        return False
+    if not ids:
+        return True
+    # Every id at once: one C-level match over the ids joined by spaces (an id holding a space
+    # shows in the count), one set for repeats.
+    joined = " ".join(ids) + " "
+    return (
+        len(set(ids)) == len(ids)
+        and joined.count(" ") == len(ids)
+        and _ID_LIST.fullmatch(joined) is not None
+    )
+
+
+def _scannable(profile: Profile) -> bool:
+    """Whether the one-pass scans know every rule ``profile`` runs."""
+    return (
+        profile.pairing == "ordered"
+        and profile.known_roles is None
+        and profile.call_id_pattern is None
+        and profile.function_name_pattern is None
+        and profile.role_successors is None
+        and profile.last_kinds is None
+        and profile.alternation is None
+        and not profile.reasoning_in_tool_turns
+        and profile.checks.keys() <= _QUICK_CODES
+    )
+
+
+def dirty_spans(messages: Sequence[Any] | str, profile: Profile) -> list[tuple[int, int]] | None:
+    """The ranges ``[start, stop)`` of ``messages`` that need repair, or None if unknown.
+
+    ``[]`` when :func:`quick_valid` vouches for the whole input. Otherwise a second scan marks
+    the items that may break a rule and cuts the input where nothing ties the two sides
+    together, so each damaged range is judged and repaired on its own exactly as in the whole
+    input. What ties items together: an output and the latest call before it with its
+    ``call_id``; a call and the first output after it with its id; an output with no call before
+    it and every later call with its id (the planner moves it after the only one); two items
+    with one id; a reasoning item and the item after it. None (the whole
+    input is read) for anything the scan does not know: SDK objects, other item types, a call
+    or output without ``call_id``, a profile with other rules.
+    """
+    if quick_valid(messages, profile):
+        return []
+    if type(messages) is not list or not messages or not _scannable(profile):
+        return None
+    return _damaged_spans(messages, profile)
+
+
+def _damaged_spans(messages: list[Any], profile: Profile) -> list[tuple[int, int]] | None:
+    # Items come in index order, so a tie set while reading item ``index`` ends at ``index``,
+    # later than any tie set before: plain assignment keeps the furthest end.
+    max_length = profile.call_id_max_length or 1 << 30
+    dirty: set[int] = set()
+    ties: dict[int, int] = {}  # start -> the furthest end of a tie starting there
+    latest_call: dict[str, int] = {}  # call id -> the latest call with it so far
+    waiting: dict[str, list[int]] = {}  # call id -> calls with no output after them yet
+    strays: list[tuple[int, str]] = []  # outputs with no call before them
+    first_with_id: dict[str, int] = {}
+    after_reasoning: set[int] = set()  # indexes right after a reasoning item
+    reasoning = -1
+    for index, item in enumerate(messages):
+        if type(item) is not dict:
+            return None
+        get = item.get
+        item_type = get("type")
+        item_id = get("id")
+        follows = True
+        if item_type == "function_call":
+            call_id = get("call_id")
+            if type(call_id) is not str or type(get("name")) is not str:
+                return None
+            if len(call_id) > max_length or type(get("arguments")) is not str:
+                dirty.add(index)
+            if item_id is not None and (type(item_id) is not str or item_id[:2] != "fc"):
+                dirty.add(index)
+            latest_call[call_id] = index
+            found = waiting.get(call_id)
+            if found is None:
+                waiting[call_id] = [index]
+            else:
+                found.append(index)
+        elif item_type == "function_call_output":
+            call_id = get("call_id")
+            if type(call_id) is not str:
+                return None
+            follows = False
+            caller = latest_call.get(call_id)
+            if caller is None:
+                dirty.add(index)
+                strays.append((index, call_id))
+            else:
+                ties[caller] = index
+                found = waiting.pop(call_id, None)
+                if found is not None:
+                    for call in found:
+                        ties[call] = index
+            if get("output") is None:
+                dirty.add(index)
+        elif item_type is None or item_type == "message":
+            role = get("role")
+            if type(role) is not str:
+                return None
+            follows = role != "user"
+            if get("content") is None:
+                dirty.add(index)
+        elif item_type == "reasoning":
+            follows = False
+            if get("summary") is None:
+                dirty.add(index)
+            if item_id is not None and (type(item_id) is not str or item_id[:2] != "rs"):
+                dirty.add(index)
+        else:
+            return None
+        if reasoning >= 0:
+            after_reasoning.add(index)
+            if not follows:
+                dirty.add(reasoning)
+        reasoning = index if item_type == "reasoning" else -1
+        if item_id is not None:
+            if type(item_id) is not str:
+                return None
+            first = first_with_id.setdefault(item_id, index)
+            if first != index:
+                dirty.add(index)
+                ties[first] = index
+    if reasoning >= 0:
+        dirty.add(reasoning)
+    if first_with_id:
+        ids = list(first_with_id)
+        joined = " ".join(ids) + " "
+        if joined.count(" ") != len(ids) or _ID_LIST.fullmatch(joined) is None:
+            for item_id, index in first_with_id.items():
+                if _ID_CHARSET.fullmatch(item_id) is None:
+                    dirty.add(index)  # its repeats are dirty already
+    for calls in waiting.values():
+        dirty.update(calls)  # no output after them
+    for index, call_id in strays:  # every later call with its id, which the planner weighs
+        last = latest_call.get(call_id)
+        if last is not None:
+            ties[index] = max(ties.get(index, 0), last)
+    return _cut(len(messages), dirty, ties, after_reasoning)
+
+
+def _cut(
+    size: int, dirty: set[int], ties: dict[int, int], after_reasoning: set[int]
+) -> list[tuple[int, int]]:
+    """The ranges holding a dirty index, cut only where no tie crosses and no reasoning item
+    is parted from the item after it."""
+    spans: list[tuple[int, int]] = []
+    start = 0
+    reach = -1  # the furthest end of the ties started so far
+    has_dirty = False
+    for index in range(size):
+        if index and reach < index and index not in after_reasoning:
+            if has_dirty:
+                spans.append((start, index))
+            start, has_dirty = index, False
+        end = ties.get(index)
+        if end is not None and end > reach:
+            reach = end
+        if index in dirty:
+            has_dirty = True
+    if has_dirty:
+        spans.append((start, size))
+    return spans
 
 
 def _getter(item: Any, index: int) -> Callable[[str], Any]:
@@ -151,118 +419,133 @@ def _text(value: Any, index: int, field: str) -> Any:
     raise InvalidMessageError(index, field, "a string", value)
 
 
-class _Reader:
-    """The state of one read: the skeleton, ids seen so far, a reasoning item waiting."""
-
-    __slots__ = ("first_with_id", "items", "skeleton", "waiting")
-
-    def __init__(self, items: Sequence[Any]) -> None:
-        self.skeleton = Skeleton(NAME)
-        self.items = items
-        self.first_with_id: dict[str, int] = {}
-        self.waiting = -1
-        """The index of a reasoning item whose follower has not been read yet, or -1."""
-
-    def follower(self, index: int, can_follow: bool) -> None:
-        """Item ``index`` comes after the waiting reasoning item: is it one it can belong to?"""
-        if not can_follow:
-            self.stranded(self.waiting)
-        self.waiting = -1
-
-    def stranded(self, at: int) -> None:
-        item_id = _text(_getter(self.items[at], at)("id"), at, "id") or ""
-        self.skeleton.defects.append(Defect(at, "reasoning_without_follower", -1, "id", item_id))
-
-    def item_id(self, index: int, item: Any, item_id: str, item_type: str) -> None:
-        """Check an item's id: characters, type prefix, uniqueness."""
-        defects = self.skeleton.defects
-        if _ID_CHARSET.fullmatch(item_id) is None:
-            defects.append(Defect(index, "item_id_charset", -1, "id", item_id))
-        else:
-            prefix = _ID_PREFIXES.get(item_type)
-            if prefix is not None and not item_id.startswith(prefix):
-                defects.append(Defect(index, "item_id_prefix", -1, prefix, item_id))
-        first = self.first_with_id.setdefault(item_id, index)
-        if first != index:
-            code = "duplicate_item" if self.items[first] == item else "duplicate_item_id"
-            defects.append(Defect(index, code, -1, "id", item_id))
-        if item_type in _REQUIRED_ID_TYPES:
-            self.skeleton.mark("id_required", index)
+def _str_field(get: Callable[[str], Any], name: str, index: int) -> str | None:
+    value = get(name)
+    return value if value is None or type(value) is str else _text(value, index, name)
 
 
 def read(messages: Sequence[Any] | str) -> Skeleton:
-    """Read a Responses ``input`` into a skeleton (see :mod:`toolmend.formats`)."""
-    if isinstance(messages, str):
-        skeleton = Skeleton(NAME)
-        skeleton.kinds.append(USER)
-        skeleton.roles.append("user")
-        return skeleton
-    reader = _Reader(messages)
-    skeleton = reader.skeleton
+    """Read a Responses ``input`` into a skeleton (see :mod:`toolmend.formats`).
+
+    One pass; plain dicts take the fast path (``dict.get`` bound once per item, no helper
+    calls for well-typed fields). Marks are gathered in local sets and stored at the end.
+    """
+    skeleton = Skeleton(NAME)
     kinds, roles, defects = skeleton.kinds, skeleton.roles, skeleton.defects
+    if isinstance(messages, str):
+        kinds.append(USER)
+        roles.append("user")
+        return skeleton
+    calls, results = skeleton.calls, skeleton.results
+    calling: set[int] = set()
+    reasoning: set[int] = set()
+    outputs: set[int] = set()
+    required: set[int] = set()
+    references: set[int] = set()
+    first_with_id: dict[str, int] = {}
+    id_ok = _ID_CHARSET.fullmatch
+    waiting = -1  # a reasoning item whose follower is not read yet
     for index, item in enumerate(messages):
-        get = _getter(item, index)
-        item_type = _text(get("type"), index, "type")
+        get = item.get if type(item) is dict else _getter(item, index)
+        item_type = get("type")
+        if item_type is not None and type(item_type) is not str:
+            item_type = _text(item_type, index, "type")
+        role = ""
         if item_type is None or item_type == "message":
-            role = _text(get("role"), index, "role")
-            if role is None:
-                if item_type is None and get("id") is not None:
-                    item_type = "item_reference"  # ``{"id": ...}`` alone references an item
-                else:
-                    raise InvalidMessageError(index, "role", "a string", role)
+            found = get("role")
+            if type(found) is str:
+                role = found
+            elif found is None and item_type is None and get("id") is not None:
+                item_type = "item_reference"  # ``{"id": ...}`` alone references an item
+            elif found is None:
+                raise InvalidMessageError(index, "role", "a string", found)
+            else:
+                role = str(_text(found, index, "role"))
         if item_type is None or item_type == "message":
             kind = _MESSAGE_KINDS.get(role, OTHER)
-            if reader.waiting >= 0:
-                reader.follower(index, kind != USER)
+            if waiting >= 0:
+                if kind == USER:
+                    _stranded(skeleton, messages, waiting)
+                waiting = -1
             kinds.append(kind)
             roles.append(role)
             if get("content") is None:
                 defects.append(Defect(index, "null_content", -1, "content"))
         elif item_type == "function_call":
-            if reader.waiting >= 0:
-                reader.follower(index, True)
+            waiting = -1
             kinds.append(ASSISTANT)
             roles.append(item_type)
-            call_id = _text(get("call_id"), index, "call_id")
-            name = _text(get("name"), index, "name")
-            skeleton.calls[index] = (Call(call_id, name, 0),)
-            skeleton.mark("no_text", index)
-            if not isinstance(get("arguments"), str):
+            calls[index] = (
+                Call(_str_field(get, "call_id", index), _str_field(get, "name", index), 0),
+            )
+            calling.add(index)
+            if type(get("arguments")) is not str:
                 defects.append(Defect(index, "arguments_not_string", 0, "arguments"))
         elif item_type == "function_call_output":
-            if reader.waiting >= 0:
-                reader.follower(index, False)
+            if waiting >= 0:
+                _stranded(skeleton, messages, waiting)
+                waiting = -1
             kinds.append(TOOL)
             roles.append(item_type)
-            call_id = _text(get("call_id"), index, "call_id")
-            skeleton.results[index] = (Result(call_id, None, 0),)
+            results[index] = (Result(_str_field(get, "call_id", index), None, 0),)
             if get("output") is None:
                 defects.append(Defect(index, "result_without_output", -1, "output"))
         elif item_type == "reasoning":
-            if reader.waiting >= 0:
-                reader.follower(index, False)
-            reader.waiting = index
+            if waiting >= 0:
+                _stranded(skeleton, messages, waiting)
+            waiting = index
             kinds.append(ASSISTANT)
             roles.append(item_type)
-            skeleton.mark("reasoning_item", index)
+            reasoning.add(index)
             if get("summary") is None:
                 defects.append(Defect(index, "reasoning_without_summary", -1, "summary"))
         else:
             output = item_type.endswith("_output")
-            if reader.waiting >= 0:
-                reader.follower(index, not output)
+            if waiting >= 0:
+                if output:
+                    _stranded(skeleton, messages, waiting)
+                waiting = -1
             kinds.append(OTHER)
             roles.append(item_type)
             if output:
-                skeleton.mark("output_item", index)
+                outputs.add(index)
             if item_type == "item_reference":
-                skeleton.mark("reference", index)
-        item_id = _text(get("id"), index, "id")
-        if item_id is not None:
-            reader.item_id(index, item, item_id, item_type or "message")
-    if reader.waiting >= 0:
-        reader.stranded(reader.waiting)
+                references.add(index)
+        item_id = get("id")
+        if item_id is None:
+            continue
+        if type(item_id) is not str:
+            item_id = _text(item_id, index, "id")
+        if id_ok(item_id) is None:
+            defects.append(Defect(index, "item_id_charset", -1, "id", item_id))
+        else:
+            prefix = _ID_PREFIXES.get(item_type) if item_type else None
+            if prefix is not None and not item_id.startswith(prefix):
+                defects.append(Defect(index, "item_id_prefix", -1, prefix, item_id))
+        first = first_with_id.setdefault(item_id, index)
+        if first != index:
+            code = "duplicate_item" if messages[first] == item else "duplicate_item_id"
+            defects.append(Defect(index, code, -1, "id", item_id))
+        if item_type in _REQUIRED_ID_TYPES:
+            required.add(index)
+    if waiting >= 0:
+        _stranded(skeleton, messages, waiting)
+    for flag, found in (
+        ("no_text", calling),
+        ("reasoning_item", reasoning),
+        ("output_item", outputs),
+        ("id_required", required),
+        ("reference", references),
+    ):
+        if found:
+            skeleton.marks[flag] = found
     return skeleton
+
+
+def _stranded(skeleton: Skeleton, messages: Sequence[Any], at: int) -> None:
+    """The reasoning item ``at`` is not followed by an item it can belong to."""
+    item_id = _str_field(_getter(messages[at], at), "id", at) or ""
+    skeleton.defects.append(Defect(at, "reasoning_without_follower", -1, "id", item_id))
 
 
 def result_text(message: Any, slot: int) -> str | None:

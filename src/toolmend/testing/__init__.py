@@ -33,8 +33,11 @@ Point each SDK at the server:
 
 The provider's rules come from, first to last: the ``X-Toolmend-Provider`` header of a request,
 a provider name as the first path segment (:meth:`StrictProviderServer.base_url_for`), a
-``provider/`` prefix of the request's ``model``, the server's ``provider=`` argument, and
-finally the route's own provider (OpenAI, Anthropic, Gemini).
+``provider/`` prefix of the request's ``model``, the server's ``provider=`` argument, a Chat
+Completions model name only one provider serves (``deepseek-chat``, ``mistral-large-latest``),
+and finally the route's own provider (OpenAI, Anthropic, Gemini). The variant then follows the
+request as the service's checks do: a Gemini 3 model is judged with ``gemini-3`` (thought
+signatures), an Anthropic request with ``thinking`` on with ``anthropic-thinking``.
 
 With pytest, the ``strict_provider`` fixture (installed with toolmend as a pytest plugin) hands
 each test a running server; ``@pytest.mark.strict_provider(provider="mistral")`` picks the
@@ -43,7 +46,8 @@ provider, and ``strict_provider_factory("groq")`` starts more.
 Configuration
 -------------
 Nothing to set. The server never touches the network beyond 127.0.0.1 and needs no API key
-(SDKs want some string; any will do).
+(SDKs want some string; any will do). LiteLLM fetches its model cost map at import unless
+``LITELLM_LOCAL_MODEL_COST_MAP=True`` is set; set it in tests that must stay offline.
 """
 
 from __future__ import annotations

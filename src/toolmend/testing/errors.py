@@ -19,6 +19,8 @@ envelope matters as much as the text. Envelopes, as seen in public reports (see
   "request_id"}``.
 * Gemini: ``{"error": {"code": 400, "message", "status": "INVALID_ARGUMENT"}}``; field-level
   violations (lines starting ``* ``) are joined into one message, as Google does.
+* Amazon Bedrock Converse: ``{"message"}``, with the exception name in the
+  ``x-amzn-ErrorType`` header (``ValidationException``), as AWS's REST-JSON services do.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ CHAT = "chat"
 RESPONSES = "responses"
 MESSAGES = "messages"
 GEMINI = "gemini"
+CONVERSE = "converse"
 
 _PAIRING = frozenset({"orphan_result", "missing_result", "unknown_result_id"})
 _MISTRAL_ORDER = frozenset({"role_order", "last_role", "roles_not_alternating"})
@@ -139,6 +142,8 @@ def error_body(
         }
     if api == GEMINI:
         return {"error": {"code": 400, "message": message, "status": "INVALID_ARGUMENT"}}
+    if api == CONVERSE:
+        return {"message": message}
     if api == CHAT:
         if provider.startswith("deepseek"):
             return {

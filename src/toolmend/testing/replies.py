@@ -14,7 +14,7 @@ import random
 import string
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 __all__ = ["IdMaker", "Reply", "ToolCall"]
 
@@ -27,7 +27,7 @@ class ToolCall:
     arguments: Mapping[str, Any] = field(default_factory=dict)
 
 
-CallSpec = Union[ToolCall, tuple[str, Mapping[str, Any]], tuple[str], str]
+CallSpec = ToolCall | tuple[str, Mapping[str, Any]] | tuple[str] | str
 """A tool call as :meth:`Reply.tool_calls` accepts it: a :class:`ToolCall`, ``(name, args)``,
 ``(name,)`` or a bare name."""
 

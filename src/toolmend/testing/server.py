@@ -12,14 +12,21 @@ path                                            API         toolmend format    n
 ``/v1/messages``                                messages    ``anthropic``      ``anthropic``
 ``/v1beta/models/{model}:generateContent``      gemini      ``gemini``         ``gemini``
 ``/v1beta/models/{model}:streamGenerateContent`` gemini     ``gemini``         ``gemini``
+``/model/{modelId}/converse``                   converse    ``bedrock``        ``bedrock``
+``/model/{modelId}/converse-stream``            converse    ``bedrock``        ``bedrock``
 ==============================================  ==========  =================  ===============
 
 (Only the end of the path counts, so ``/v1/`` may be missing or another prefix may come first,
-as gateways and LiteLLM's ``api_base`` produce.) The history (``messages``, ``input`` or
-``contents``) goes through ``toolmend.check(history, provider=<profile>, format=<format>)``; a
-problem gets HTTP 400 with that provider's error body (:mod:`toolmend.testing.errors`), no
-problem gets 200 with the next scripted :class:`~toolmend.testing.Reply`
-(:mod:`toolmend.testing.wire`).
+as gateways and LiteLLM's ``api_base`` produce; Vertex AI's
+``/v1/projects/{p}/locations/{l}/publishers/google/models/{model}:generateContent`` is the Gemini
+route.) ``POST .../token`` answers as an OAuth token endpoint with a fixed access token, so SDKs
+that refresh Google credentials (LiteLLM's ``vertex_ai`` with ``authorized_user`` credentials
+whose ``token_uri`` points here) get one offline; it is not recorded.
+
+The history (``messages``, ``input`` or ``contents``) goes through
+``toolmend.check(history, provider=<profile>, format=<format>)``; a problem gets HTTP 400 with
+that provider's error body (:mod:`toolmend.testing.errors`), no problem gets 200 with the next
+scripted :class:`~toolmend.testing.Reply` (:mod:`toolmend.testing.wire`).
 
 Which provider's rules: the first of
 
@@ -33,30 +40,36 @@ Which provider's rules: the first of
    families), so LiteLLM's ``model="mistral/..."`` is judged as Mistral without more setup;
 6. the route's native provider (table above).
 
+The provider's variant then follows the request, as the service's own checks do: a Gemini 3
+model (``gemini-3*``, ``gemini-*-latest``; not ``gemini-3-pro-image*``) is judged with
+``gemini-3`` (thought signatures), an Anthropic request with ``thinking`` on with
+``anthropic-thinking``, and ``deepseek-reasoner`` with ``deepseek-reasoner``.
+
 A route whose toolmend format is not available answers 200 without judging and records
 ``judged=False``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import socket
 import threading
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 from ..api import check
 from ..formats import MODULES
 from ..profiles import get_profile
 from ..report import InvalidHistoryError, Problem, UnknownNameError
 from . import errors, wire
-from .replies import IdMaker, Reply, as_reply, as_replies
+from .replies import IdMaker, Reply, as_replies, as_reply
 
 __all__ = ["ROUTES", "RecordedRequest", "Route", "StrictProviderServer"]
 
@@ -88,12 +101,17 @@ ROUTES: Mapping[str, Route] = {
     "responses": Route("responses", "openai-responses", "input", ("openai-responses", "openai")),
     "messages": Route("messages", "anthropic", "messages", ("anthropic",)),
     "gemini": Route("gemini", "gemini", "contents", ("gemini",)),
+    "converse": Route("converse", "bedrock", "messages", ("bedrock",)),
 }
 """Every API the server speaks, by name."""
 
 _GEMINI_PATH = re.compile(
     r"/models/(?P<model>[^/:]+):(?P<method>generateContent|streamGenerateContent)$"
 )
+_CONVERSE_PATH = re.compile(r"/model/(?P<model>[^/]+)/(?P<method>converse|converse-stream)$")
+_STREAM_METHODS = frozenset({"streamGenerateContent", "converse-stream"})
+_TOKEN = {"access_token": "ya29.toolmend-strict", "expires_in": 3600, "token_type": "Bearer"}
+"""What ``POST .../token`` answers (an OAuth token response)."""
 
 
 @dataclass(frozen=True)
@@ -179,10 +197,8 @@ class _HTTPServer(ThreadingHTTPServer):
         with self.connections_lock:
             open_now = list(self.connections)
         for connection in open_now:
-            try:
+            with contextlib.suppress(OSError):
                 connection.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -217,14 +233,21 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(outcome.payload)
 
-    def do_POST(self) -> None:
-        raw = self._read_body()
+    def _serve(self, method: str) -> None:
+        raw = self._read_body() if method == "POST" else b""
         headers = {name.lower(): value for name, value in self.headers.items()}
-        self._send(self.server.owner._handle("POST", self.path, headers, raw))
+        try:
+            outcome = self.server.owner._handle(method, self.path, headers, raw)
+        except Exception as error:  # a bug here must reach the test as an answer, not a hang
+            message = f"toolmend strict provider server failed: {type(error).__name__}: {error}"
+            outcome = _json(500, {"error": {"message": message, "type": "server_error"}})
+        self._send(outcome)
+
+    def do_POST(self) -> None:
+        self._serve("POST")
 
     def do_GET(self) -> None:
-        headers = {name.lower(): value for name, value in self.headers.items()}
-        self._send(self.server.owner._handle("GET", self.path, headers, b""))
+        self._serve("GET")
 
 
 def _json(status: int, body: Any, headers: tuple[tuple[str, str], ...] = ()) -> _Outcome:
@@ -275,6 +298,7 @@ class StrictProviderServer:
         self.provider = get_profile(provider).name if provider is not None else None
         self.default_reply = as_reply(default_reply)
         self._queue: list[Reply] = as_replies(replies)
+        self._conversations: dict[str, list[Any]] = {}
         self._records: list[RecordedRequest] = []
         self._lock = threading.Lock()
         self._ids = IdMaker(seed)
@@ -393,10 +417,12 @@ class StrictProviderServer:
             return self._records[-1]
 
     def clear(self) -> None:
-        """Forget the recorded requests and the scripted replies not sent yet."""
+        """Forget the recorded requests, the scripted replies not sent yet and the stored
+        Responses conversations."""
         with self._lock:
             self._records.clear()
             self._queue.clear()
+            self._conversations.clear()
 
     # --- handling -------------------------------------------------------------------------------
 
@@ -405,8 +431,10 @@ class StrictProviderServer:
         path = split.path
         query = {k: v for k, v in parse_qsl(split.query) if k not in _SECRET_QUERY}
         kept = {k: v for k, v in headers.items() if k not in _SECRET_HEADERS}
-        api, prefix, path_model, gemini_method = _route_of(path)
-        record = {
+        if method == "POST" and path.endswith("/token"):
+            return _json(200, _TOKEN)
+        api, prefix, path_model, path_method = _route_of(path)
+        record: dict[str, Any] = {
             "method": method,
             "path": path,
             "query": query,
@@ -438,10 +466,11 @@ class StrictProviderServer:
             return self._reject(record, route, fallback, message)
         model = path_model or body.get("model")
         record["model"] = model if isinstance(model, str) else None
-        stream = gemini_method == "streamGenerateContent" or body.get("stream") is True
+        stream = path_method in _STREAM_METHODS or body.get("stream") is True
         record["stream"] = stream
         try:
             provider = self._provider_for(route, headers, prefix, record["model"])
+            provider = _variant(provider, record["model"], body)
         except UnknownNameError as error:
             return self._reject(record, route, fallback, str(error))
         record["provider"] = provider
@@ -450,9 +479,26 @@ class StrictProviderServer:
         if history is None:
             message = f"Missing required parameter: '{route.history_key}'."
             return self._reject(record, route, provider, message)
+        if api == "responses":
+            history = _as_items(history)
+            previous = body.get("previous_response_id")
+            if previous is not None:
+                with self._lock:
+                    earlier = self._conversations.get(str(previous))
+                if earlier is None:
+                    message = f"Previous response with id '{previous}' not found."
+                    payload = errors.error_body(
+                        api,
+                        provider,
+                        message,
+                        param="previous_response_id",
+                        code="previous_response_not_found",
+                    )
+                    return self._finish(record, 400, message, _json(400, payload))
+                history = [*earlier, *history] if isinstance(history, list) else history
         problems: list[Problem] = []
         judged = route.format in MODULES and _first_known((provider,)) is not None
-        if judged and not (api == "responses" and isinstance(history, str)):
+        if judged:
             try:
                 problems = check(history, provider=provider, format=route.format)
             except InvalidHistoryError as error:
@@ -464,7 +510,7 @@ class StrictProviderServer:
             request_id = self._ids.prefixed("req_011C", 22)
             payload = errors.problem_body(api, provider, problems, request_id)
             return self._finish(record, 400, record["error"], _json(400, payload))
-        return self._answer(record, route, provider, body, raw, query)
+        return self._answer(record, route, provider, body, raw, query, history)
 
     def _provider_for(
         self, route: Route, headers: Mapping[str, str], prefix: str | None, model: str | None
@@ -497,6 +543,9 @@ class StrictProviderServer:
     ) -> _Outcome:
         record["status"] = status
         record["error"] = error
+        if record["api"] == "converse" and status >= 400:
+            kind = "ValidationException" if status == 400 else "ResourceNotFoundException"
+            outcome = replace(outcome, headers=(*outcome.headers, ("x-amzn-ErrorType", kind)))
         with self._lock:
             self._records.append(RecordedRequest(**record))
         return outcome
@@ -509,6 +558,7 @@ class StrictProviderServer:
         body: dict[str, Any],
         raw: bytes,
         query: Mapping[str, str],
+        history: Any,
     ) -> _Outcome:
         with self._lock:
             reply = self._queue.pop(0) if self._queue else self.default_reply
@@ -516,6 +566,8 @@ class StrictProviderServer:
                 call_ids = tuple(self._ids.anthropic_tool_use() for _ in reply.calls)
             elif route.api == "gemini":
                 call_ids = tuple("" for _ in reply.calls)
+            elif route.api == "converse":
+                call_ids = tuple(self._ids.prefixed("tooluse_", 22) for _ in reply.calls)
             else:
                 call_ids = tuple(self._ids.tool_call(provider) for _ in reply.calls)
             answer = wire.Answer(
@@ -526,10 +578,25 @@ class StrictProviderServer:
                 prompt_tokens=max(1, len(raw) // 4),
                 ids=self._ids,
             )
-            outcome = self._render(route.api, answer, body, record["stream"], query)
+            if route.api == "responses":
+                outcome = self._respond(answer, body, record["stream"], history)
+            else:
+                outcome = self._render(route.api, answer, body, record["stream"], query)
         record["reply"] = reply
         record["call_ids"] = call_ids
         return self._finish(record, 200, None, outcome)
+
+    def _respond(
+        self, answer: wire.Answer, body: Mapping[str, Any], stream: bool, history: list[Any]
+    ) -> _Outcome:
+        """A Responses API answer, kept for ``previous_response_id`` unless ``store`` is false
+        (called under the lock)."""
+        final = wire.responses_body(answer, self._ids.hex("resp_"), body)
+        if body.get("store") is not False:
+            self._conversations[final["id"]] = [*history, *final["output"]]
+        if stream:
+            return _Outcome(200, "text/event-stream", wire.responses_stream(final))
+        return _json(200, final)
 
     def _render(
         self,
@@ -549,11 +616,6 @@ class StrictProviderServer:
                 payload = wire.chat_stream(answer, completion_id, include_usage=usage)
                 return _Outcome(200, sse, payload)
             return _json(200, wire.chat_body(answer, completion_id))
-        if api == "responses":
-            response_id = self._ids.hex("resp_")
-            if stream:
-                return _Outcome(200, sse, wire.responses_stream(answer, response_id, body))
-            return _json(200, wire.responses_body(answer, response_id, body))
         if api == "messages":
             message_id = self._ids.prefixed("msg_01", 22)
             request_id = ("request-id", self._ids.prefixed("req_011C", 22))
@@ -561,6 +623,11 @@ class StrictProviderServer:
                 payload = wire.anthropic_stream(answer, message_id)
                 return _Outcome(200, sse, payload, (request_id,))
             return _json(200, wire.anthropic_body(answer, message_id), (request_id,))
+        if api == "converse":
+            if stream:
+                events = wire.converse_stream(answer)
+                return _Outcome(200, "application/vnd.amazon.eventstream", events)
+            return _json(200, wire.converse_body(answer))
         response_id = self._ids.prefixed("", 22)
         if stream:
             as_sse = query.get("alt") == "sse"
@@ -593,6 +660,24 @@ _MODEL_FAMILIES = (
 """Model name prefixes that only one OpenAI-compatible provider serves."""
 
 
+def _variant(provider: str, model: str | None, body: Mapping[str, Any]) -> str:
+    """The variant of ``provider`` this request meets (see the module docstring)."""
+    name = (model or "").lower().rsplit("/", 1)[-1]
+    variant = None
+    if provider == "gemini" and (
+        (name.startswith("gemini-3") and not name.startswith("gemini-3-pro-image"))
+        or (name.startswith("gemini-") and name.endswith("-latest"))
+    ):
+        variant = "gemini-3"
+    elif provider == "anthropic":
+        thinking = body.get("thinking")
+        if isinstance(thinking, dict) and thinking.get("type") in ("enabled", "adaptive"):
+            variant = "anthropic-thinking"
+    elif provider == "deepseek" and name.startswith("deepseek-reasoner"):
+        variant = "deepseek-reasoner"
+    return (_first_known((variant,)) if variant else None) or provider
+
+
 def _family_of(model: str | None) -> str | None:
     """The provider a Chat Completions model name belongs to, when only one serves it."""
     if not model:
@@ -604,13 +689,25 @@ def _family_of(model: str | None) -> str | None:
     return None
 
 
+def _as_items(value: Any) -> Any:
+    """A Responses ``input`` as a list of items (a bare string is one user message); anything
+    else stays as it is, for ``check`` to reject."""
+    if isinstance(value, str):
+        return [{"role": "user", "content": value}]
+    return value
+
+
 def _route_of(path: str) -> tuple[str | None, str | None, str | None, str | None]:
-    """(API name, first path segment, model in the path, Gemini method) for a request path."""
+    """(API name, first path segment, model in the path, method in the path) for a request
+    path."""
     segments = [segment for segment in path.split("/") if segment]
     prefix = segments[0] if segments else None
     found = _GEMINI_PATH.search(path)
     if found:
         return "gemini", prefix, found.group("model"), found.group("method")
+    found = _CONVERSE_PATH.search(path)
+    if found:
+        return "converse", prefix, unquote(found.group("model")), found.group("method")
     if path.endswith("/chat/completions"):
         return "chat", prefix, None, None
     if path.endswith("/responses"):

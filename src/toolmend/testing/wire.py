@@ -14,13 +14,19 @@ them into their own objects (``ChatCompletion``, ``Response``, ``Message``,
   ``_delta`` / ``_stop`` per block, ``message_delta`` and ``message_stop``.
 * Gemini: a ``GenerateContentResponse``; ``streamGenerateContent`` sends several of them, as
   ``data:`` lines with ``?alt=sse`` or as one JSON array without it.
+* Amazon Bedrock Converse: a ``ConverseResponse``; ``converse-stream`` sends ``messageStart``,
+  ``contentBlockStart`` / ``Delta`` / ``Stop``, ``messageStop`` and ``metadata`` events in the
+  AWS event stream binary framing (``application/vnd.amazon.eventstream``), not SSE.
 
 Nothing here knows about problems or providers' rules; see :mod:`toolmend.testing.errors`.
 """
 
 from __future__ import annotations
 
+import binascii
+import itertools
 import json
+import struct
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -33,6 +39,9 @@ __all__ = [
     "anthropic_stream",
     "chat_body",
     "chat_stream",
+    "converse_body",
+    "converse_stream",
+    "event_stream_message",
     "gemini_body",
     "gemini_stream",
     "responses_body",
@@ -78,7 +87,7 @@ def _pieces(text: str) -> list[str]:
     cuts = [0, third, 2 * third, len(words)]
     return [
         " ".join(words[a:b]) + (" " if b < len(words) else "")
-        for a, b in zip(cuts, cuts[1:])
+        for a, b in itertools.pairwise(cuts)
         if a < b
     ]
 
@@ -141,6 +150,8 @@ def chat_body(answer: Answer, completion_id: str) -> Json:
             }
         ],
         "usage": _chat_usage(answer),
+        # OpenAI and Groq send it; LiteLLM's Groq transformation reads it unconditionally
+        "service_tier": "default",
         "system_fingerprint": "fp_toolmend",
     }
 
@@ -215,24 +226,21 @@ def _responses_items(answer: Answer) -> list[Json]:
     return items
 
 
-def responses_body(
-    answer: Answer, response_id: str, request: Mapping[str, Any], *, status: str = "completed"
-) -> Json:
-    """A ``response`` object (``status`` ``in_progress`` and no output for the first events)."""
-    done = status == "completed"
+def responses_body(answer: Answer, response_id: str, request: Mapping[str, Any]) -> Json:
+    """A completed ``response`` object."""
     tools = request.get("tools")
     return {
         "id": response_id,
         "object": "response",
         "created_at": answer.created,
-        "status": status,
+        "status": "completed",
         "background": False,
         "error": None,
         "incomplete_details": None,
         "instructions": request.get("instructions"),
         "max_output_tokens": request.get("max_output_tokens"),
         "model": answer.model,
-        "output": _responses_items(answer) if done else [],
+        "output": _responses_items(answer),
         "parallel_tool_calls": True,
         "previous_response_id": request.get("previous_response_id"),
         "reasoning": {"effort": None, "summary": None},
@@ -243,17 +251,13 @@ def responses_body(
         "tools": tools if isinstance(tools, list) else [],
         "top_p": 1.0,
         "truncation": "disabled",
-        "usage": (
-            {
-                "input_tokens": answer.prompt_tokens,
-                "input_tokens_details": {"cached_tokens": 0},
-                "output_tokens": answer.completion_tokens,
-                "output_tokens_details": {"reasoning_tokens": 0},
-                "total_tokens": answer.prompt_tokens + answer.completion_tokens,
-            }
-            if done
-            else None
-        ),
+        "usage": {
+            "input_tokens": answer.prompt_tokens,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": answer.completion_tokens,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": answer.prompt_tokens + answer.completion_tokens,
+        },
         "user": None,
         "metadata": {},
     }
@@ -299,10 +303,10 @@ def _item_events(item: Json, output_index: int) -> Iterator[Json]:
     yield {"type": "response.output_item.done", "output_index": output_index, "item": item}
 
 
-def responses_stream(answer: Answer, response_id: str, request: Mapping[str, Any]) -> bytes:
-    """The typed events of the same response, ``response.created`` to ``response.completed``."""
-    final = responses_body(answer, response_id, request)
-    started = responses_body(answer, response_id, request, status="in_progress")
+def responses_stream(final: Json) -> bytes:
+    """The typed events of a finished ``response`` (from :func:`responses_body`), from
+    ``response.created`` to ``response.completed``."""
+    started = {**final, "status": "in_progress", "output": [], "usage": None}
     events: list[Json] = [
         {"type": "response.created", "response": started},
         {"type": "response.in_progress", "response": started},
@@ -470,3 +474,85 @@ def gemini_stream(answer: Answer, response_id: str, *, sse: bool) -> bytes:
     if sse:
         return sse_data(chunks, newline="\r\n")
     return json.dumps(chunks, ensure_ascii=False).encode("utf-8")
+
+
+# --- Amazon Bedrock Converse -------------------------------------------------------------------
+
+
+def _converse_blocks(answer: Answer) -> list[Json]:
+    blocks: list[Json] = []
+    if answer.reply.content is not None:
+        blocks.append({"text": answer.reply.content})
+    for slot, call in enumerate(answer.reply.calls):
+        blocks.append(
+            {
+                "toolUse": {
+                    "toolUseId": answer.call_ids[slot],
+                    "name": call.name,
+                    "input": dict(call.arguments),
+                }
+            }
+        )
+    return blocks
+
+
+def _converse_usage(answer: Answer) -> Json:
+    return {
+        "inputTokens": answer.prompt_tokens,
+        "outputTokens": answer.completion_tokens,
+        "totalTokens": answer.prompt_tokens + answer.completion_tokens,
+    }
+
+
+def converse_body(answer: Answer) -> Json:
+    """A ``ConverseResponse``."""
+    return {
+        "output": {"message": {"role": "assistant", "content": _converse_blocks(answer)}},
+        "stopReason": "end_turn" if answer.reply.finished else "tool_use",
+        "usage": _converse_usage(answer),
+        "metrics": {"latencyMs": 1},
+    }
+
+
+def event_stream_message(event_type: str, payload: Json) -> bytes:
+    """One message of the AWS event stream framing: prelude (total and header lengths, CRC32),
+    string headers, the JSON payload, and the CRC32 of everything before it."""
+    headers = b""
+    for name, value in (
+        (":event-type", event_type),
+        (":content-type", "application/json"),
+        (":message-type", "event"),
+    ):
+        raw_name, raw_value = name.encode(), value.encode()
+        headers += bytes([len(raw_name)]) + raw_name + b"\x07"
+        headers += struct.pack(">H", len(raw_value)) + raw_value
+    body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
+    prelude = struct.pack(">II", 12 + len(headers) + len(body) + 4, len(headers))
+    message = prelude + struct.pack(">I", binascii.crc32(prelude)) + headers + body
+    return message + struct.pack(">I", binascii.crc32(message))
+
+
+def converse_stream(answer: Answer) -> bytes:
+    """The ``ConverseStream`` events of the same answer, event-stream framed."""
+    events: list[tuple[str, Json]] = [("messageStart", {"role": "assistant"})]
+    for index, block in enumerate(_converse_blocks(answer)):
+        if "text" in block:
+            events += [
+                ("contentBlockDelta", {"contentBlockIndex": index, "delta": {"text": piece}})
+                for piece in _pieces(block["text"]) or [""]
+            ]
+        else:
+            use = block["toolUse"]
+            start = {"toolUse": {"toolUseId": use["toolUseId"], "name": use["name"]}}
+            arguments = json.dumps(use["input"], ensure_ascii=False)
+            events.append(("contentBlockStart", {"contentBlockIndex": index, "start": start}))
+            events.append(
+                (
+                    "contentBlockDelta",
+                    {"contentBlockIndex": index, "delta": {"toolUse": {"input": arguments}}},
+                )
+            )
+        events.append(("contentBlockStop", {"contentBlockIndex": index}))
+    events.append(("messageStop", {"stopReason": converse_body(answer)["stopReason"]}))
+    events.append(("metadata", {"usage": _converse_usage(answer), "metrics": {"latencyMs": 1}}))
+    return b"".join(event_stream_message(kind, payload) for kind, payload in events)

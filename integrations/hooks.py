@@ -1,0 +1,105 @@
+"""What every hook does with a request's history: repair it, log one line, never break the call.
+
+A hook finds the history, picks the provider, and calls :func:`mend`. :func:`mend` returns the
+history to send: the repaired one, or the caller's own object when nothing needed repair or when
+toolmend itself failed (the error is logged with its traceback on logger ``toolmend``, once, and
+the original goes out: a toolmend bug must never cost the caller their request). The one
+exception it lets through is :class:`toolmend.ToolLoopError` when the caller asked the loop guard
+to raise, and :class:`toolmend.ToolChainError` under the strict policy: both are answers the
+caller asked for.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import toolmend
+
+__all__ = ["HookOptions", "Mended", "mend"]
+
+logger = logging.getLogger("toolmend")
+
+OnLoop = Literal["off", "warn", "raise"]
+
+
+@dataclass(frozen=True)
+class HookOptions:
+    """The options every hook takes."""
+
+    provider: str | None = None
+    """The provider profile; ``None`` lets the hook work it out (model string, base URL)."""
+    policy: toolmend.Policy | str | None = None
+    """A :class:`toolmend.Policy`, or ``"repair"`` (default), ``"strict"``, ``"report"``."""
+    on_loop: OnLoop = "warn"
+    """The loop guard: ``"warn"`` logs what :func:`toolmend.detect_loops` finds, ``"raise"``
+    fails the call with :class:`toolmend.ToolLoopError` before anything is sent, ``"off"``."""
+
+
+@dataclass(frozen=True)
+class Mended:
+    """What :func:`mend` decided: the history to send and what changed (ids and codes)."""
+
+    messages: Any
+    changes: tuple[toolmend.Change, ...] = ()
+    problems: tuple[toolmend.Problem, ...] = ()
+    loops: tuple[toolmend.Problem, ...] = ()
+    failed: bool = False
+    """True when toolmend raised and the original history went out unrepaired."""
+
+
+def mend(
+    messages: Sequence[Any],
+    *,
+    provider: str,
+    source: str,
+    options: HookOptions = HookOptions(),
+    format: str | None = None,
+) -> Mended:
+    """Repair ``messages`` for ``provider`` on behalf of the hook named ``source``.
+
+    ``source`` names the call site in the log line (``"litellm.completion"``,
+    ``"openai.chat.completions.create"``); it never includes message content.
+    """
+    try:
+        loops: tuple[toolmend.Problem, ...] = ()
+        if options.on_loop != "off":
+            loops = tuple(
+                toolmend.detect_loops(messages, format=format, raise_=options.on_loop == "raise")
+            )
+            if loops:
+                logger.warning(
+                    "toolmend loop guard on %s for %s: %s",
+                    source,
+                    provider,
+                    " ".join(f"{p.code}@{p.index}" for p in loops),
+                )
+        result = toolmend.repair(messages, provider=provider, format=format, policy=options.policy)
+    except (toolmend.ToolLoopError, toolmend.ToolChainError):
+        raise
+    except Exception:
+        logger.exception(
+            "toolmend failed on %s for %s; the original history was sent", source, provider
+        )
+        return Mended(messages, failed=True)
+    if result.changes:
+        logger.info(
+            "toolmend repaired %s for %s: %s",
+            source,
+            provider,
+            " ".join(
+                f"{c.code}@{c.index}" + (f"[{','.join(c.ids)}]" if c.ids else "")
+                for c in result.changes
+            ),
+        )
+    elif result.problems:
+        logger.warning(
+            "toolmend found %d problem(s) in %s for %s and changed nothing: %s",
+            len(result.problems),
+            source,
+            provider,
+            " ".join(f"{p.code}@{p.index}" for p in result.problems),
+        )
+    return Mended(result.messages, result.changes, result.problems, loops)

@@ -1,0 +1,464 @@
+"""LiteLLM: repair the tool history of every ``completion`` call, sync or async, streamed or not,
+through ``litellm``, ``litellm.Router`` and the LiteLLM Proxy.
+
+Usage
+-----
+
+.. code-block:: python
+
+    import litellm
+    from toolmend.integrations.litellm import ToolMend
+
+    litellm.callbacks = [ToolMend()]  # provider=None, policy=None, on_loop="warn"
+
+and, for the proxy, in ``config.yaml``:
+
+.. code-block:: yaml
+
+    litellm_settings:
+      callbacks: toolmend.integrations.litellm.proxy_handler
+
+Options: ``provider=`` forces one toolmend profile for every call (default: worked out per
+deployment attempt, see below); ``policy=`` is a :class:`toolmend.Policy` or ``"repair"`` (the
+default), ``"strict"`` (raise :class:`toolmend.ToolChainError`) or ``"report"`` (only log);
+``on_loop=`` is the loop guard: ``"warn"`` logs, ``"raise"`` fails the call with
+:class:`toolmend.ToolLoopError` before anything is sent, ``"off"``.
+
+How it works
+------------
+LiteLLM hands both paths OpenAI-shaped ``messages`` (``format="openai"``) before its own
+per-provider transformation, so the history is repaired in that shape for the profile of the
+provider it is going to: the anthropic, gemini and bedrock profiles know what an OpenAI-shaped
+history must look like to survive LiteLLM's conversion.
+
+* **Async** (``litellm.acompletion``, ``Router.acompletion``, the proxy): LiteLLM calls
+  :meth:`ToolMend.async_pre_call_deployment_hook` once per deployment attempt (first try,
+  retries, each fallback), with the deployment's real model, before it processes the messages.
+  The hook returns the request with a new, repaired ``messages`` list.
+* **Sync** (``litellm.completion``, ``Router.completion``): LiteLLM calls no hook that can change
+  the request there (``shared/research/litellm.md``, litellm 1.110.2). So the first
+  :class:`ToolMend` built installs, once per process, a wrapt wrapper on
+  ``litellm.utils.function_setup``: the first step of LiteLLM's ``@client`` decorator, which
+  every sync ``completion`` call (every Router attempt too) passes through with its model and
+  messages, before anything is logged, transformed or sent. LiteLLM looks the function up as a
+  module global on each call, so the wrapper works however ``completion`` was imported. It
+  repairs ``messages`` only while a :class:`ToolMend` is in ``litellm.callbacks`` and calls
+  straight through otherwise (and for every other call type, including the async ones, which
+  the hook handles). Nothing to do for the user: the one-liner covers both paths.
+* A second wrapper, on ``litellm.utils.update_response_metadata`` (which LiteLLM runs on every
+  response, streamed or not, just before handing it back), copies what changed onto the
+  response. :func:`uninstall` removes both wrappers by their handles (``wrapt.unwrap_object``),
+  leaving any other wrapper in place; building another :class:`ToolMend` installs them again.
+
+Every attempt is judged for its own provider: ``litellm.get_llm_provider(model,
+custom_llm_provider, api_base)`` names LiteLLM's provider and :data:`PROFILE_BY_PROVIDER` maps
+that name to a toolmend profile (providers not in the table speak the OpenAI Chat Completions
+API through LiteLLM and get the ``openai`` profile). A failure in toolmend never aborts the
+call: it is logged on logger ``toolmend`` with its traceback and the original history goes out.
+
+Where to see what changed
+-------------------------
+Each repaired request logs one line on logger ``toolmend`` (source, model, provider, change
+codes and call ids; never content). When toolmend changed something, found something it left,
+saw a loop or failed, the attempt also carries a record, a plain dict::
+
+    {"provider": "anthropic", "model": "anthropic/claude-sonnet-4-5",
+     "changes": [{"code": "dropped_orphan_result", "index": 1, "ids": ["call_x"], "detail": "..."}],
+     "problems": [{"code": "orphan_result", "index": 1, "ids": ["call_x"]}],
+     "loops": [], "failed": False}
+
+* on the response: ``response._hidden_params["toolmend"]`` (where LiteLLM puts its own per-call
+  metadata such as ``response_cost``), for streams on the stream object itself;
+* for logging callbacks: ``kwargs["toolmend"]`` in ``log_success_event`` /
+  ``async_log_success_event`` / the failure events (LiteLLM's ``model_call_details``);
+* on the proxy: the ``x-toolmend-changes`` response header (``code@index[ids]``, space
+  separated) and ``x-toolmend-provider``.
+
+Limits
+------
+* ``messages`` must be passed by keyword (``completion(model=..., messages=...)``, as LiteLLM's
+  documentation, ``Router`` and the proxy do): LiteLLM does not hand positional messages to
+  either path. Such a call goes out unrepaired and is logged once on logger ``toolmend``.
+* Only chat completions are repaired; ``/v1/messages``, ``responses`` and text completions are
+  left alone.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import threading
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import toolmend
+
+from .hooks import HookOptions, Mended, OnLoop, mend
+
+try:
+    import litellm
+    from litellm.integrations.custom_logger import CustomLogger
+except ImportError as error:  # pragma: no cover - depends on the environment
+    raise ImportError(
+        "toolmend.integrations.litellm needs LiteLLM: pip install 'toolmend[litellm]'"
+    ) from error
+
+if TYPE_CHECKING:
+    from litellm.types.utils import CallTypes
+
+__all__ = [
+    "PROFILE_BY_PROVIDER",
+    "RECORD_KEY",
+    "ToolMend",
+    "install",
+    "profile_for",
+    "proxy_handler",
+    "uninstall",
+]
+
+logger = logging.getLogger("toolmend")
+
+RECORD_KEY = "toolmend"
+"""The key of the change record in ``response._hidden_params`` and in the callbacks' kwargs."""
+
+PROFILE_BY_PROVIDER: Mapping[str, str] = {
+    "openai": "openai",
+    "azure": "azure",
+    "azure_ai": "openai",
+    "deepseek": "deepseek",
+    "mistral": "mistral",
+    "codestral": "mistral",
+    "groq": "groq",
+    "anthropic": "anthropic",
+    "gemini": "gemini",
+    "vertex_ai": "gemini",
+    "vertex_ai_beta": "gemini",
+    "bedrock": "bedrock",
+    "bedrock_converse": "bedrock",
+}
+"""LiteLLM provider name (the second item of ``litellm.get_llm_provider``) -> toolmend profile.
+
+A name mapping only; the rules live in the profiles. Two deployments are named by their model as
+well: a ``deepseek-reasoner`` model gets the ``deepseek-reasoner`` profile, and a Claude model on
+``vertex_ai`` (a Vertex partner model, sent in Anthropic's format) gets ``anthropic``. Any other
+provider gets ``openai``."""
+
+_DEFAULT_PROFILE = "openai"
+_CHAT_CALLS = frozenset({"completion", "acompletion"})
+_CHANGES_HEADER = "x-toolmend-changes"
+_PROVIDER_HEADER = "x-toolmend-provider"
+
+
+@functools.lru_cache(maxsize=512)
+def profile_for(
+    model: str, custom_llm_provider: str | None = None, api_base: str | None = None
+) -> str:
+    """The toolmend profile for a LiteLLM deployment ``model`` (``"deepseek/deepseek-chat"``).
+
+    >>> profile_for("anthropic/claude-sonnet-4-5")
+    'anthropic'
+    >>> profile_for("vertex_ai/gemini-2.5-flash")
+    'gemini'
+    """
+    try:
+        name, provider, _, _ = litellm.get_llm_provider(
+            model, custom_llm_provider=custom_llm_provider, api_base=api_base
+        )
+    except Exception:  # LiteLLM does not know the model: it will fail the call itself
+        return PROFILE_BY_PROVIDER.get(custom_llm_provider or "", _DEFAULT_PROFILE)
+    lowered = name.lower()
+    if provider == "deepseek" and "reasoner" in lowered:
+        return "deepseek-reasoner"
+    if provider.startswith("vertex_ai") and lowered.startswith("claude"):
+        return "anthropic"
+    return PROFILE_BY_PROVIDER.get(provider, _DEFAULT_PROFILE)
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _record(provider: str, model: str, mended: Mended) -> dict[str, Any]:
+    """The JSON-friendly record of one attempt: codes, indexes and call ids, never content."""
+    return {
+        "provider": provider,
+        "model": model,
+        "changes": [
+            {"code": c.code, "index": c.index, "ids": list(c.ids), "detail": c.detail}
+            for c in mended.changes
+        ],
+        "problems": [
+            {"code": p.code, "index": p.index, "ids": list(p.ids)} for p in mended.problems
+        ],
+        "loops": [{"code": p.code, "index": p.index} for p in mended.loops],
+        "failed": mended.failed,
+    }
+
+
+def _attach(logging_obj: object, record: dict[str, Any] | None) -> None:
+    """Put ``record`` on LiteLLM's logging object: its ``model_call_details`` become the kwargs
+    of every logging callback, and :func:`_copy_record` reads it back for the response."""
+    details = getattr(logging_obj, "model_call_details", None)
+    if isinstance(details, dict):
+        if record is None:
+            details.pop(RECORD_KEY, None)
+        else:
+            details[RECORD_KEY] = record
+
+
+class ToolMend(CustomLogger):
+    """A LiteLLM callback that repairs each request's tool history for the provider it goes to.
+
+    **Parameters:**
+
+    * **provider** - *(optional)* a toolmend profile name for every call; left out, each
+      deployment attempt gets the profile of its own provider (:func:`profile_for`).
+    * **policy** - *(optional)* a :class:`toolmend.Policy`, or ``"repair"`` (default),
+      ``"strict"``, ``"report"``.
+    * **on_loop** - *(optional)* ``"warn"`` (default), ``"raise"`` or ``"off"``.
+
+    >>> import litellm
+    >>> litellm.callbacks = [ToolMend()]  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        provider: str | None = None,
+        policy: toolmend.Policy | str | None = None,
+        on_loop: OnLoop = "warn",
+    ) -> None:
+        super().__init__()
+        if provider is not None:
+            toolmend.check([], provider=provider)  # an unknown name fails here, not per call
+        self.options = HookOptions(provider=provider, policy=policy, on_loop=on_loop)
+        install()
+
+    def __repr__(self) -> str:
+        o = self.options
+        return f"ToolMend(provider={o.provider!r}, policy={o.policy!r}, on_loop={o.on_loop!r})"
+
+    # --- the repair both paths share -----------------------------------------------------------
+
+    def mend_request(
+        self,
+        messages: Sequence[Any],
+        *,
+        model: object,
+        custom_llm_provider: object = None,
+        api_base: object = None,
+        source: str,
+    ) -> tuple[Any, dict[str, Any] | None]:
+        """The history to send for one deployment attempt (``messages`` itself when nothing
+        changed, else a new list) and the attempt's record (``None`` when there is nothing to
+        tell; see the module docstring)."""
+        model_name = _text(model) or ""
+        provider = self.options.provider
+        if provider is None:
+            try:
+                provider = profile_for(model_name, _text(custom_llm_provider), _text(api_base))
+            except Exception:
+                logger.exception("toolmend could not pick a profile for %s; sent as is", source)
+                return messages, None
+        mended = mend(
+            messages,
+            provider=provider,
+            source=f"{source}({model_name})",
+            options=self.options,
+            format="openai",
+        )
+        if mended.changes or mended.problems or mended.loops or mended.failed:
+            return mended.messages, _record(provider, model_name, mended)
+        return mended.messages, None
+
+    # --- LiteLLM hooks -------------------------------------------------------------------------
+
+    async def async_pre_call_deployment_hook(
+        self, kwargs: dict[str, object], call_type: CallTypes | None
+    ) -> dict[str, object] | None:
+        """Async path and proxy: repair ``messages`` for this deployment attempt.
+
+        Returns a new kwargs dict with a new ``messages`` list, or ``None`` when nothing changed
+        (LiteLLM then keeps the request as it is)."""
+        name = getattr(call_type, "value", call_type)
+        messages = kwargs.get("messages")
+        if name not in _CHAT_CALLS or not isinstance(messages, list) or not messages:
+            return None
+        fixed, record = self.mend_request(
+            messages,
+            model=kwargs.get("model"),
+            custom_llm_provider=kwargs.get("custom_llm_provider"),
+            api_base=kwargs.get("api_base"),
+            source="litellm.acompletion",
+        )
+        _attach(kwargs.get("litellm_logging_obj"), record)
+        if fixed is messages:
+            return None
+        return {**kwargs, "messages": fixed}
+
+    async def async_post_call_response_headers_hook(
+        self,
+        data: dict[str, Any],
+        user_api_key_dict: Any,
+        response: object,
+        request_headers: dict[str, str] | None = None,
+        litellm_call_info: dict[str, object] | None = None,
+    ) -> dict[str, str] | None:
+        """Proxy: tell the client what was changed, in ``x-toolmend-changes``."""
+        hidden = getattr(response, "_hidden_params", None)
+        record = hidden.get(RECORD_KEY) if isinstance(hidden, dict) else None
+        if not isinstance(record, dict):
+            return None
+        changes = " ".join(
+            f"{c['code']}@{c['index']}" + (f"[{','.join(c['ids'])}]" if c["ids"] else "")
+            for c in record["changes"]
+        )
+        return {_CHANGES_HEADER: changes or "none", _PROVIDER_HEADER: str(record["provider"])}
+
+
+# --- the sync path: wrapt wrappers, installed once ---------------------------------------------
+
+_lock = threading.Lock()
+_handles: dict[str, Any] = {}
+_warned_positional = False
+
+
+def _active() -> ToolMend | None:
+    """The first :class:`ToolMend` in ``litellm.callbacks``, if any."""
+    for callback in litellm.callbacks:
+        if isinstance(callback, ToolMend):
+            return callback
+    return None
+
+
+def _enabled() -> bool:
+    return bool(_handles)
+
+
+def _function_setup(
+    wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    """Around ``litellm.utils.function_setup(call_type, rules, start_time, *call_args,
+    **call_kwargs)``: repair a sync ``completion`` call's ``messages`` before LiteLLM sets the
+    call up, then record the outcome on the logging object it returns."""
+    handler = _active() if args and args[0] == "completion" else None
+    if handler is None:
+        return wrapped(*args, **kwargs)
+    messages = kwargs.get("messages")
+    if not isinstance(messages, list) or not messages:
+        if len(args) > 4:
+            _warn_positional()
+        return wrapped(*args, **kwargs)
+    model = args[3] if len(args) > 3 else kwargs.get("model")
+    fixed, record = handler.mend_request(
+        messages,
+        model=model,
+        custom_llm_provider=kwargs.get("custom_llm_provider"),
+        api_base=kwargs.get("api_base") or kwargs.get("base_url"),
+        source="litellm.completion",
+    )
+    if fixed is not messages:
+        kwargs = {**kwargs, "messages": fixed}
+    result = wrapped(*args, **kwargs)
+    if isinstance(result, tuple) and result:
+        _attach(result[0], record)
+    return result
+
+
+def _update_response_metadata(
+    wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    """Around ``litellm.utils.update_response_metadata(result, logging_obj, ...)``: copy the
+    attempt's record onto ``result._hidden_params``."""
+    outcome = wrapped(*args, **kwargs)
+    try:
+        _copy_record(
+            kwargs.get("result", args[0] if args else None),
+            kwargs.get("logging_obj", args[1] if len(args) > 1 else None),
+        )
+    except Exception:
+        logger.exception("toolmend could not attach its record to the LiteLLM response")
+    return outcome
+
+
+def _copy_record(result: object, logging_obj: object) -> None:
+    details = getattr(logging_obj, "model_call_details", None)
+    record = details.get(RECORD_KEY) if isinstance(details, dict) else None
+    if record is None:
+        return
+    hidden = getattr(result, "_hidden_params", None)
+    if isinstance(hidden, dict):
+        hidden[RECORD_KEY] = record
+    elif hidden is not None:
+        setattr(hidden, RECORD_KEY, record)
+
+
+def _warn_positional() -> None:
+    global _warned_positional
+    if not _warned_positional:
+        _warned_positional = True
+        logger.warning(
+            "toolmend: litellm.completion got messages positionally; LiteLLM does not hand them "
+            "to toolmend, so such calls go out unrepaired. Pass messages=... by keyword."
+        )
+
+
+_TARGETS: tuple[tuple[str, str, Any], ...] = (
+    ("litellm.utils", "function_setup", _function_setup),
+    ("litellm.utils", "update_response_metadata", _update_response_metadata),
+)
+"""(module, attribute, wrapper) for every wrapt wrapper this integration installs."""
+
+
+def install() -> None:
+    """Install the sync-path wrappers (idempotent; :class:`ToolMend` calls it)."""
+    try:
+        import wrapt
+    except ImportError as error:  # pragma: no cover - depends on the environment
+        raise ImportError(
+            "toolmend.integrations.litellm needs wrapt: pip install 'toolmend[litellm]'"
+        ) from error
+    import importlib
+
+    with _lock:
+        for module_name, attribute, wrapper in _TARGETS:
+            key = f"{module_name}.{attribute}"
+            module = importlib.import_module(module_name)
+            handle = _handles.get(key)
+            if handle is not None and wrapt.is_wrapped_by(getattr(module, attribute), handle):
+                continue
+            _handles[key] = wrapt.wrap_object(
+                module, attribute, wrapt.FunctionWrapper, (wrapper, _enabled)
+            )
+
+
+def uninstall() -> None:
+    """Remove the sync-path wrappers, only ours, by their handles. The async hook stays with
+    any :class:`ToolMend` left in ``litellm.callbacks``."""
+    import importlib
+
+    import wrapt
+
+    with _lock:
+        for key, handle in list(_handles.items()):
+            module_name, attribute = key.rsplit(".", 1)
+            module = importlib.import_module(module_name)
+            wrapt.unwrap_object(module, attribute, handle, missing_ok=True)
+            del _handles[key]
+
+
+proxy_handler: ToolMend
+"""The instance the LiteLLM Proxy loads (``litellm_settings: callbacks:
+toolmend.integrations.litellm.proxy_handler``); built on first access by :func:`__getattr__`."""
+
+_proxy_handler: ToolMend | None = None
+
+
+def __getattr__(name: str) -> ToolMend:
+    """``proxy_handler``: the instance the LiteLLM Proxy loads from ``litellm_settings:
+    callbacks:``, built on first access so that importing this module patches nothing."""
+    global _proxy_handler
+    if name != "proxy_handler":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if _proxy_handler is None:
+        _proxy_handler = ToolMend()
+    return _proxy_handler

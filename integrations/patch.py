@@ -1,0 +1,675 @@
+"""Repair the history of every chat request the raw SDKs send: openai, google-genai, anthropic.
+
+Usage
+-----
+
+.. code-block:: python
+
+    import toolmend.integrations.patch as tm
+
+    tm.patch()                       # every supported SDK, now or whenever it is imported later
+    tm.patch(openai=True, google_genai=False, provider="deepseek")   # choices and overrides
+    tm.unpatch()                     # removes toolmend's wrappers, and only those
+
+For an app whose code must not change, ``toolmend-run python app.py`` (or ``TOOLMEND_PATCH=1``
+with ``toolmend/integrations/bootstrap`` on ``PYTHONPATH``) calls :func:`patch_from_env` at
+interpreter start, as ``ddtrace-run`` and ``opentelemetry-instrument`` do.
+
+What is patched
+---------------
+:data:`TARGETS` is the whole list, one row per method (SDK, defining module, ``"Class.method"``,
+where the history is, format, default provider, the SDK version the row was checked against).
+:func:`patch` and :func:`unpatch` loop over it and nothing else:
+
+* openai: Chat Completions and Responses, sync and async, ``create`` and ``parse`` (``parse``
+  posts by itself). The ``stream()`` helpers, ``stream=True``, ``with_raw_response`` and
+  ``with_streaming_response`` all end in ``create`` or ``parse``, so each call is repaired
+  exactly once; ``client.beta.responses`` is a class of its own and has its own rows.
+* google-genai: ``models.generate_content`` and ``generate_content_stream``, sync and async
+  (``client.aio``), whatever shape ``contents`` takes. Chats send through these methods, so a
+  chat's requests are repaired too. With ``repair_chat_history=True`` the rows on
+  ``Chat``/``AsyncChat.send_message(_stream)`` also repair the chat's stored (curated) history
+  before each turn, so the next turn starts clean (the comprehensive history that
+  ``get_history()`` returns by default stays as it was recorded).
+* anthropic: ``messages.create``, ``messages.stream`` and ``messages.parse`` (``stream`` and
+  ``parse`` post by themselves), GA and ``client.beta``, sync and async. Bedrock and Vertex
+  clients reuse these classes.
+
+Not covered (no HTTP chat request through these methods, or the history lives server-side):
+openai ``responses.connect()`` (WebSocket), ``previous_response_id``/``conversation`` state,
+google-genai ``live`` and ``interactions``, anthropic message threads, batches.
+
+Which provider's rules
+----------------------
+anthropic rows use ``anthropic`` (``anthropic-thinking`` when the request turns thinking on),
+google-genai rows ``gemini`` (``gemini-3`` for a Gemini 3 model). An OpenAI client is often
+pointed elsewhere, so openai rows take, first to last: ``patch(provider=...)``; the host of the
+client's ``base_url`` looked up in :data:`HOSTS`; ``openai``. On the Responses rows, ``openai``
+and ``azure`` mean ``openai-responses``. A ``deepseek-reasoner`` model on DeepSeek and a
+Gemini 3 model on Gemini's OpenAI endpoint get those variants.
+
+===================================  ==========  ==========================================
+``base_url`` host                    provider    service
+===================================  ==========  ==========================================
+``api.openai.com``                   openai      OpenAI
+``*.openai.azure.com``               azure       Azure OpenAI
+``*.cognitiveservices.azure.com``    azure       Azure OpenAI (AI Services endpoint)
+``api.deepseek.com``                 deepseek    DeepSeek
+``api.mistral.ai``                   mistral     Mistral
+``api.groq.com``                     groq        Groq
+``generativelanguage.googleapis.com`` gemini     Gemini API, OpenAI-compatible endpoint
+``aiplatform.googleapis.com``,       gemini      Vertex AI, OpenAI-compatible endpoint
+``*-aiplatform.googleapis.com``
+``api.anthropic.com``                anthropic   Anthropic, OpenAI SDK compatibility
+===================================  ==========  ==========================================
+
+Any other host (a gateway such as OpenRouter or a LiteLLM proxy, a local server) gets
+``openai`` unless ``provider=`` says otherwise.
+
+How it behaves
+--------------
+* :func:`patch` registers a post-import hook per module and wraps when the module is imported
+  (at once if it already is); it never imports an SDK. Calling it again with the same
+  arguments changes nothing; with other arguments it switches SDKs on or off to match.
+* :func:`unpatch` removes exactly the wrappers toolmend installed (``wrapt.unwrap_object``
+  with the handle kept at wrap time), even when another instrumentor wrapped on top.
+* Every wrapper checks a per-call switch, so a method bound while patched (a
+  ``with_raw_response`` cached on a client, a class attribute copied at import) calls straight
+  through after :func:`unpatch`. A method bound *before* :func:`patch` is not seen, which is why
+  patching at startup (import hooks, ``toolmend-run``) is the way to use this module.
+* The caller's objects are never changed: the request gets the repaired list, the caller keeps
+  theirs. A toolmend error is logged with its traceback and the original history goes out;
+  only :class:`toolmend.ToolLoopError` (``on_loop="raise"``) and :class:`toolmend.ToolChainError`
+  (``policy="strict"``) reach the caller, because they asked for them.
+* Each repaired request logs one line on logger ``toolmend``: the row (SDK, class, method), the
+  provider, the change codes with message index and ids; never content. An SDK or a method older
+  than its row, or missing, is skipped with one warning naming the versions.
+
+Configuration (read by :func:`patch_from_env`, i.e. by ``toolmend-run``)
+----------------------------------------------------------------------------
+``TOOLMEND_PATCH``
+    ``1`` (or ``true``, ``yes``, ``on``) patches at interpreter start; ``toolmend-run`` sets it.
+``TOOLMEND_PATCH_DISABLED``
+    Comma-separated SDKs to leave alone: ``openai``, ``anthropic``, ``google_genai`` (also
+    ``google-genai``, ``genai``, ``gemini``).
+``TOOLMEND_PROVIDER``
+    The ``provider=`` of the openai rows (``deepseek``, ``mistral``, ...).
+``TOOLMEND_REPAIR_CHAT_HISTORY``
+    ``1`` also repairs google-genai chats' stored history (``repair_chat_history=True``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+import importlib
+import importlib.metadata
+import inspect
+import logging
+import os
+import re
+import sys
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+import toolmend
+from toolmend.integrations.hooks import HookOptions, OnLoop, mend
+
+__all__ = [
+    "ENV_DISABLED",
+    "ENV_PATCH",
+    "ENV_PROVIDER",
+    "ENV_REPAIR_CHAT_HISTORY",
+    "HOSTS",
+    "SDKS",
+    "TARGETS",
+    "WRAPT_FLOOR",
+    "Sdk",
+    "Target",
+    "floors",
+    "patch",
+    "patch_from_env",
+    "patched",
+    "provider_for_host",
+    "unpatch",
+]
+
+logger = logging.getLogger("toolmend")
+
+WRAPT_FLOOR = "2.4"
+"""The oldest wrapt with ``unwrap_object`` (remove one wrapper by its handle)."""
+
+ENV_PATCH = "TOOLMEND_PATCH"
+ENV_DISABLED = "TOOLMEND_PATCH_DISABLED"
+ENV_PROVIDER = "TOOLMEND_PROVIDER"
+ENV_REPAIR_CHAT_HISTORY = "TOOLMEND_REPAIR_CHAT_HISTORY"
+
+
+@dataclass(frozen=True)
+class Sdk:
+    """One SDK :func:`patch` can switch on: its distribution and the toolmend extra for it."""
+
+    distribution: str
+    """The name ``importlib.metadata`` knows it by."""
+    extra: str
+    """``pip install 'toolmend[<extra>]'`` installs it with wrapt."""
+    aliases: tuple[str, ...] = ()
+    """Other names accepted in ``TOOLMEND_PATCH_DISABLED``."""
+
+
+SDKS: Mapping[str, Sdk] = {
+    "openai": Sdk("openai", "openai"),
+    "google_genai": Sdk("google-genai", "genai", ("google-genai", "genai", "gemini")),
+    "anthropic": Sdk("anthropic", "anthropic"),
+}
+"""The SDKs, by the keyword :func:`patch` takes for each."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """One patched method: a row of :data:`TARGETS`."""
+
+    sdk: str
+    """The key in :data:`SDKS` (the :func:`patch` keyword)."""
+    module: str
+    """The module that defines the class; its post-import hook installs the wrapper."""
+    name: str
+    """``"Class.method"`` in that module."""
+    history: str
+    """The keyword argument holding the history, or, for a row that ``stores``, the instance
+    attribute holding the stored history."""
+    format: str
+    """The toolmend format of that history; the provider profile of the same name is the
+    default (see the module docstring for what overrides it)."""
+    since: str
+    """The oldest SDK version this row was checked against; older versions are skipped."""
+    stores: bool = False
+    """True for a row that repairs a chat's stored history (``repair_chat_history=True``)."""
+
+    @property
+    def label(self) -> str:
+        """How log lines name the row: ``openai.Completions.create``,
+        ``anthropic.beta.AsyncMessages.stream``."""
+        beta = ".beta" if ".beta." in self.module else ""
+        return f"{self.sdk}{beta}.{self.name}"
+
+
+_CHAT = "openai.resources.chat.completions.completions"
+_RESPONSES = "openai.resources.responses.responses"
+_BETA_RESPONSES = "openai.resources.beta.responses.responses"
+_MODELS = "google.genai.models"
+_CHATS = "google.genai.chats"
+_MESSAGES = "anthropic.resources.messages.messages"
+_BETA_MESSAGES = "anthropic.resources.beta.messages.messages"
+
+# fmt: off
+TARGETS: tuple[Target, ...] = (
+    # openai: create + parse; the stream() helpers and with_*_response go through them.
+    Target("openai", _CHAT, "Completions.create", "messages", "openai", "1.92.0"),
+    Target("openai", _CHAT, "Completions.parse", "messages", "openai", "1.92.0"),
+    Target("openai", _CHAT, "AsyncCompletions.create", "messages", "openai", "1.92.0"),
+    Target("openai", _CHAT, "AsyncCompletions.parse", "messages", "openai", "1.92.0"),
+    Target("openai", _RESPONSES, "Responses.create", "input", "openai-responses", "1.92.0"),
+    Target("openai", _RESPONSES, "Responses.parse", "input", "openai-responses", "1.92.0"),
+    Target("openai", _RESPONSES, "AsyncResponses.create", "input", "openai-responses", "1.92.0"),
+    Target("openai", _RESPONSES, "AsyncResponses.parse", "input", "openai-responses", "1.92.0"),
+    Target("openai", _BETA_RESPONSES, "Responses.create", "input", "openai-responses", "1.92.0"),
+    Target("openai", _BETA_RESPONSES, "AsyncResponses.create", "input", "openai-responses",
+           "1.92.0"),
+    # google-genai: these four carry every request, chats' included.
+    Target("google_genai", _MODELS, "Models.generate_content", "contents", "gemini", "1.0.0"),
+    Target("google_genai", _MODELS, "Models.generate_content_stream", "contents", "gemini",
+           "1.0.0"),
+    Target("google_genai", _MODELS, "AsyncModels.generate_content", "contents", "gemini",
+           "1.0.0"),
+    Target("google_genai", _MODELS, "AsyncModels.generate_content_stream", "contents", "gemini",
+           "1.0.0"),
+    # google-genai chats' stored history: only with repair_chat_history=True.
+    Target("google_genai", _CHATS, "Chat.send_message", "_curated_history", "gemini", "1.0.0",
+           stores=True),
+    Target("google_genai", _CHATS, "Chat.send_message_stream", "_curated_history", "gemini",
+           "1.0.0", stores=True),
+    Target("google_genai", _CHATS, "AsyncChat.send_message", "_curated_history", "gemini",
+           "1.0.0", stores=True),
+    Target("google_genai", _CHATS, "AsyncChat.send_message_stream", "_curated_history",
+           "gemini", "1.0.0", stores=True),
+    # anthropic: create, stream and parse each post by themselves; GA and beta.
+    Target("anthropic", _MESSAGES, "Messages.create", "messages", "anthropic", "0.41.0"),
+    Target("anthropic", _MESSAGES, "Messages.stream", "messages", "anthropic", "0.41.0"),
+    Target("anthropic", _MESSAGES, "Messages.parse", "messages", "anthropic", "0.41.0"),
+    Target("anthropic", _MESSAGES, "AsyncMessages.create", "messages", "anthropic", "0.41.0"),
+    Target("anthropic", _MESSAGES, "AsyncMessages.stream", "messages", "anthropic", "0.41.0"),
+    Target("anthropic", _MESSAGES, "AsyncMessages.parse", "messages", "anthropic", "0.41.0"),
+    Target("anthropic", _BETA_MESSAGES, "Messages.create", "messages", "anthropic", "0.41.0"),
+    Target("anthropic", _BETA_MESSAGES, "Messages.stream", "messages", "anthropic", "0.41.0"),
+    Target("anthropic", _BETA_MESSAGES, "Messages.parse", "messages", "anthropic", "0.41.0"),
+    Target("anthropic", _BETA_MESSAGES, "AsyncMessages.create", "messages", "anthropic",
+           "0.41.0"),
+    Target("anthropic", _BETA_MESSAGES, "AsyncMessages.stream", "messages", "anthropic",
+           "0.41.0"),
+    Target("anthropic", _BETA_MESSAGES, "AsyncMessages.parse", "messages", "anthropic",
+           "0.41.0"),
+)
+# fmt: on
+"""Every method toolmend wraps, one row each."""
+
+HOSTS: tuple[tuple[str, str], ...] = (
+    ("api.openai.com", "openai"),
+    ("*.openai.azure.com", "azure"),
+    ("*.cognitiveservices.azure.com", "azure"),
+    ("api.deepseek.com", "deepseek"),
+    ("api.mistral.ai", "mistral"),
+    ("api.groq.com", "groq"),
+    ("generativelanguage.googleapis.com", "gemini"),
+    ("aiplatform.googleapis.com", "gemini"),
+    ("*-aiplatform.googleapis.com", "gemini"),
+    ("api.anthropic.com", "anthropic"),
+)
+"""``base_url`` host pattern (``fnmatch``) -> provider, for openai-compatible clients."""
+
+_OPENAI_NAMES = frozenset({"openai", "azure"})
+_TRUE = frozenset({"1", "true", "yes", "on"})
+
+
+def floors() -> dict[str, str]:
+    """The oldest supported version of each SDK distribution: the lowest ``since`` of its rows.
+
+    The ``[openai]``, ``[genai]`` and ``[anthropic]`` extras in ``pyproject.toml`` name the
+    same versions (a test compares them).
+    """
+    found: dict[str, str] = {}
+    for row in TARGETS:
+        dist = SDKS[row.sdk].distribution
+        if dist not in found or _version(row.since) < _version(found[dist]):
+            found[dist] = row.since
+    return found
+
+
+def provider_for_host(host: str) -> str | None:
+    """The provider :data:`HOSTS` gives a ``base_url`` host, or ``None`` when it has none.
+
+    >>> provider_for_host("api.deepseek.com"), provider_for_host("myco.openai.azure.com")
+    ('deepseek', 'azure')
+    >>> provider_for_host("127.0.0.1") is None
+    True
+    """
+    host = host.lower()
+    for pattern, provider in HOSTS:
+        if fnmatch.fnmatchcase(host, pattern):
+            return provider
+    return None
+
+
+# --- the patch registry -------------------------------------------------------------------------
+
+
+class _Registry:
+    """All of the module's state: what is wanted, and the handle of every installed wrapper."""
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self.wanted: frozenset[str] = frozenset()
+        self.options = HookOptions()
+        self.chat_history = False
+        self.hooked: set[str] = set()
+        """Modules whose post-import hook is registered (hooks cannot be withdrawn)."""
+        self.handles: dict[Target, tuple[ModuleType, Any]] = {}
+        """The installed wrappers: row -> (module, the FunctionWrapper wrap_object returned)."""
+        self.hosts: dict[str, str | None] = {}
+        self.logged: set[str] = set()
+
+
+_registry = _Registry()
+
+
+def patch(
+    *,
+    openai: bool = True,
+    google_genai: bool = True,
+    anthropic: bool = True,
+    provider: str | None = None,
+    policy: toolmend.Policy | str | None = None,
+    on_loop: OnLoop = "warn",
+    repair_chat_history: bool = False,
+) -> None:
+    """Repair the history of every request the chosen SDKs send, from now on.
+
+    **Parameters:**
+
+    * **openai**, **google_genai**, **anthropic** - *(optional)* which SDKs to patch (all by
+      default); an SDK patched earlier and now ``False`` is unpatched.
+    * **provider** - *(optional)* the provider profile for the openai rows (an openai client
+      pointed at DeepSeek, Mistral, Groq, a gateway); left out, the ``base_url`` host decides
+      (:data:`HOSTS`), else ``openai``.
+    * **policy** - *(optional)* a :class:`toolmend.Policy`, or ``"repair"`` (default),
+      ``"strict"`` (raise :class:`toolmend.ToolChainError`), ``"report"`` (only log).
+    * **on_loop** - *(optional)* the loop guard: ``"warn"`` (default), ``"raise"``, ``"off"``.
+    * **repair_chat_history** - *(optional)* also repair google-genai chats' stored history.
+
+    Works before or after the SDKs are imported and imports none of them. Idempotent.
+    Raises ``ImportError`` naming the extra when wrapt is missing or older than
+    :data:`WRAPT_FLOOR`, and :class:`toolmend.UnknownNameError` for an unknown provider or
+    policy name.
+
+    >>> import toolmend.integrations.patch as tm
+    >>> tm.patch(google_genai=False, anthropic=False, provider="deepseek")
+    >>> tm.unpatch()
+    """
+    wrapt = _wrapt()
+    if provider is not None:
+        toolmend.check([], provider=provider, format="openai")  # an unknown name fails here
+    _policy(policy)
+    if on_loop not in ("off", "warn", "raise"):
+        raise toolmend.UnknownNameError(
+            f"on_loop must be 'off', 'warn' or 'raise', not {on_loop!r}"
+        )
+    chosen = {"openai": openai, "google_genai": google_genai, "anthropic": anthropic}
+    with _registry.lock:
+        _registry.options = HookOptions(provider=provider, policy=policy, on_loop=on_loop)
+        _registry.chat_history = repair_chat_history
+        _registry.wanted = frozenset(sdk for sdk, on in chosen.items() if on)
+        for name in dict.fromkeys(row.module for row in TARGETS):
+            if name not in _registry.hooked:
+                _registry.hooked.add(name)
+                wrapt.register_post_import_hook(_on_import, name)  # runs now if imported
+            elif name in sys.modules:  # imported since its hook ran: sync it now
+                _on_import(sys.modules[name])
+
+
+def unpatch() -> None:
+    """Remove every wrapper :func:`patch` installed, and only those. Safe to call any time.
+
+    Methods bound while patched stay bound to a wrapper, which now calls straight through.
+    """
+    with _registry.lock:
+        _registry.wanted = frozenset()
+        for module in {module for module, _ in _registry.handles.values()}:
+            _on_import(module)
+
+
+def patched() -> tuple[str, ...]:
+    """The labels of the rows whose wrapper is installed now, in :data:`TARGETS` order."""
+    with _registry.lock:
+        held = dict(_registry.handles)
+    if not held:
+        return ()
+    wrapt = _wrapt()
+    labels = []
+    for row in TARGETS:
+        if row in held:
+            module, handle = held[row]
+            owner = module.__dict__.get(row.name.split(".")[0])
+            current = inspect.getattr_static(owner, row.name.split(".")[1], None)
+            if current is not None and wrapt.find_wrapper(current, handle) is not None:
+                labels.append(row.label)
+    return tuple(labels)
+
+
+def patch_from_env(environ: Mapping[str, str] | None = None) -> bool:
+    """Call :func:`patch` as the environment says (see the module docstring); ``True`` if it did.
+
+    Nothing happens unless ``TOOLMEND_PATCH`` is on. ``toolmend-run`` and the bootstrap
+    ``sitecustomize`` call this; an error is logged, never raised, so the app still starts.
+    """
+    env = os.environ if environ is None else environ
+    if env.get(ENV_PATCH, "").strip().lower() not in _TRUE:
+        return False
+    disabled = {n.strip().lower() for n in env.get(ENV_DISABLED, "").split(",") if n.strip()}
+    names = {
+        alias: sdk
+        for sdk, info in SDKS.items()
+        for alias in (sdk, info.distribution, info.extra, *info.aliases)
+    }
+    unknown = sorted(disabled - names.keys())
+    if unknown:
+        logger.warning(
+            "toolmend: %s names unknown SDKs %s (known: %s)",
+            ENV_DISABLED,
+            ", ".join(unknown),
+            ", ".join(SDKS),
+        )
+    off = {names[name] for name in disabled if name in names}
+    try:
+        patch(
+            openai="openai" not in off,
+            google_genai="google_genai" not in off,
+            anthropic="anthropic" not in off,
+            provider=env.get(ENV_PROVIDER) or None,
+            repair_chat_history=env.get(ENV_REPAIR_CHAT_HISTORY, "").lower() in _TRUE,
+        )
+    except Exception:
+        logger.exception("toolmend: %s is set but patching failed; nothing is patched", ENV_PATCH)
+        return False
+    return True
+
+
+# --- installing and removing wrappers -----------------------------------------------------------
+
+
+def _on_import(module: ModuleType) -> None:
+    """The post-import hook: make ``module``'s rows match what is wanted. Never raises (a hook
+    that raises would fail the user's ``import``)."""
+    try:
+        with _registry.lock:
+            _sync(module)
+    except Exception:
+        logger.exception("toolmend: patching %s failed; it is left as it was", module.__name__)
+
+
+def _sync(module: ModuleType) -> None:
+    """Wrap the wanted rows of ``module`` not wrapped yet; unwrap the wrapped ones not wanted."""
+    wrapt = _wrapt()
+    skipped = []
+    for row in TARGETS:
+        if row.module != module.__name__:
+            continue
+        held = _registry.handles.get(row)
+        if _wanted(row) and held is None:
+            reason = _unsupported(row, module)
+            if reason:
+                skipped.append(reason)
+                continue
+            handle = wrapt.wrap_object(
+                module, row.name, wrapt.FunctionWrapper, (_wrapper(row), _switch(row))
+            )
+            _registry.handles[row] = (module, handle)
+        elif not _wanted(row) and held is not None:
+            try:
+                wrapt.unwrap_object(held[0], row.name, held[1], missing_ok=True)
+            except Exception:  # WrapperNotOutermostError: a non-wrapt decorator sits on top
+                logger.warning(
+                    "toolmend: cannot remove the wrapper of %s (wrapped over by something that "
+                    "is not wrapt); it stays installed, switched off",
+                    row.label,
+                    exc_info=True,
+                )
+                continue
+            del _registry.handles[row]
+    if skipped:
+        _log_once(f"toolmend: not patching {'; '.join(skipped)}")
+
+
+def _wanted(row: Target) -> bool:
+    return row.sdk in _registry.wanted and (not row.stores or _registry.chat_history)
+
+
+def _switch(row: Target) -> Callable[[], bool]:
+    """The per-call ``enabled`` switch of ``row``'s wrapper (wrapt evaluates it on every call)."""
+
+    def enabled() -> bool:
+        return row.sdk in _registry.wanted and (not row.stores or _registry.chat_history)
+
+    return enabled
+
+
+def _unsupported(row: Target, module: ModuleType) -> str | None:
+    """Why ``row`` cannot be wrapped in this installation, or ``None``."""
+    dist = SDKS[row.sdk].distribution
+    installed = _installed(dist)
+    if installed is not None and _version(installed) < _version(row.since):
+        return f"{row.label} ({dist} {installed} is older than {row.since})"
+    owner_name, attribute = row.name.split(".")
+    owner = module.__dict__.get(owner_name)
+    if owner is None or inspect.getattr_static(owner, attribute, None) is None:
+        return f"{row.label} (missing in {dist} {installed or '?'})"
+    return None
+
+
+def _installed(distribution: str) -> str | None:
+    """The installed version of ``distribution`` (``None`` when its metadata is missing)."""
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _version(text: str) -> tuple[int, ...]:
+    """``"1.92rc1"`` -> ``(1, 92, 0)``: enough to compare release numbers."""
+    numbers = [0, 0, 0]
+    for position, part in enumerate(text.split(".")[:3]):
+        digits = re.match(r"\d+", part)
+        numbers[position] = int(digits.group()) if digits else 0
+    return tuple(numbers)
+
+
+def _log_once(line: str) -> None:
+    if line not in _registry.logged:
+        _registry.logged.add(line)
+        logger.warning("%s", line)
+
+
+def _wrapt() -> Any:
+    """wrapt, imported on first use; an ImportError naming the extra when it is missing."""
+    try:
+        wrapt = importlib.import_module("wrapt")
+    except ImportError as error:
+        raise ImportError(
+            "toolmend.integrations.patch needs wrapt: pip install 'toolmend[openai]' "
+            "(or [genai], [anthropic])"
+        ) from error
+    if not hasattr(wrapt, "unwrap_object"):
+        raise ImportError(
+            f"toolmend.integrations.patch needs wrapt>={WRAPT_FLOOR}, found "
+            f"{getattr(wrapt, '__version__', '?')}: pip install -U 'toolmend[openai]'"
+        )
+    return wrapt
+
+
+def _policy(policy: toolmend.Policy | str | None) -> toolmend.Policy:
+    """``policy`` as a :class:`toolmend.Policy` (checks the name)."""
+    if isinstance(policy, toolmend.Policy):
+        return policy
+    if policy is None:
+        return toolmend.Policy()
+    try:
+        return toolmend.Policy(mode=toolmend.Mode(policy))
+    except ValueError:
+        raise toolmend.UnknownNameError(
+            f"Unknown policy {policy!r}: use a toolmend.Policy or one of "
+            "'repair', 'strict', 'report'"
+        ) from None
+
+
+# --- the wrappers -------------------------------------------------------------------------------
+
+
+def _wrapper(row: Target) -> Callable[[Any, Any, tuple[Any, ...], dict[str, Any]], Any]:
+    """The wrapper of ``row``: one sync function for sync, async and streaming methods alike.
+
+    It replaces the history keyword (or the stored chat history) and returns
+    ``wrapped(*args, **kwargs)`` as it comes, coroutine or stream: toolmend never reads
+    responses.
+    """
+    prepare = _heal_chat if row.stores else _mend_kwargs
+
+    def wrapper(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        try:
+            kwargs = prepare(row, instance, kwargs)
+        except (toolmend.ToolLoopError, toolmend.ToolChainError):
+            raise
+        except Exception:
+            logger.exception("toolmend failed on %s; the original request was sent", row.label)
+        return wrapped(*args, **kwargs)
+
+    return wrapper
+
+
+def _mend_kwargs(row: Target, instance: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """``kwargs`` with the repaired history, or ``kwargs`` itself when nothing changed."""
+    history = kwargs.get(row.history)
+    if history is None or isinstance(history, str):
+        return kwargs
+    if row.format != "gemini" and not isinstance(history, (list, tuple)):
+        history = list(history)  # an iterable of messages: read it once, send the list
+    provider = _variant(_provider(row, instance), kwargs)
+    mended = mend(
+        history, provider=provider, source=row.label, options=_registry.options, format=row.format
+    )
+    if mended.messages is kwargs[row.history]:
+        return kwargs
+    return {**kwargs, row.history: mended.messages}
+
+
+def _heal_chat(row: Target, instance: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Repair the chat's stored history in place (the opt-in), keeping calls still waiting for
+    the results this very turn may carry. The request itself is repaired by the Models rows."""
+    stored = getattr(instance, row.history, None)
+    if not isinstance(stored, list) or not stored:
+        return kwargs
+    options = dataclasses.replace(
+        _registry.options,
+        policy=dataclasses.replace(_policy(_registry.options.policy), frontier="keep"),
+        on_loop="off",  # the request rows run the loop guard on the whole request
+    )
+    provider = _variant(row.format, {"model": getattr(instance, "_model", None)})
+    mended = mend(stored, provider=provider, source=row.label, options=options, format=row.format)
+    if mended.messages is not stored:
+        stored[:] = mended.messages
+    return kwargs
+
+
+def _provider(row: Target, instance: Any) -> str:
+    """The provider for a request of ``row`` made through the resource ``instance``."""
+    if row.sdk != "openai":
+        return row.format
+    chosen = _registry.options.provider
+    if chosen is None:
+        chosen = _host_provider(instance)
+    if chosen is None or chosen in _OPENAI_NAMES:
+        return row.format
+    return chosen
+
+
+def _host_provider(instance: Any) -> str | None:
+    """The :data:`HOSTS` provider of the client behind an openai resource (cached per host)."""
+    base_url = getattr(getattr(instance, "_client", None), "base_url", None)
+    host = getattr(base_url, "host", None)
+    if not isinstance(host, str):
+        return None
+    try:
+        return _registry.hosts[host]
+    except KeyError:
+        found = _registry.hosts[host] = provider_for_host(host)
+        return found
+
+
+def _variant(provider: str, kwargs: Mapping[str, Any]) -> str:
+    """The variant of ``provider`` this request meets, as the service judges it: thinking on
+    Anthropic, a Gemini 3 model, DeepSeek's reasoner."""
+    model = kwargs.get("model")
+    name = model.lower().rsplit("/", 1)[-1] if isinstance(model, str) else ""
+    if provider == "anthropic":
+        thinking = kwargs.get("thinking")
+        if isinstance(thinking, Mapping) and thinking.get("type") in ("enabled", "adaptive"):
+            return "anthropic-thinking"
+    elif provider == "gemini":
+        if (name.startswith("gemini-3") and not name.startswith("gemini-3-pro-image")) or (
+            name.startswith("gemini-") and name.endswith("-latest")
+        ):
+            return "gemini-3"
+    elif provider == "deepseek" and name.startswith("deepseek-reasoner"):
+        return "deepseek-reasoner"
+    return provider

@@ -1,0 +1,630 @@
+"""Anthropic Messages API ``messages``: plain dicts (``MessageParam``) and the anthropic SDK's
+objects (pydantic content blocks such as ``ToolUseBlock``, ``TextBlock``, ``ThinkingBlock`` in
+``content``; message objects with ``role`` and ``content`` attributes).
+
+A message's content is a string or a list of blocks. Calls are ``tool_use`` blocks, results are
+``tool_result`` blocks (``slot`` is the block's position), so the skeleton uses the block
+layout. Reading touches each message once, with a fast path for the common single-text
+message. Applying a plan returns the original object for every message it does not change; a
+changed message comes back as a shallow-copied dict whose untouched blocks are the original
+objects (the SDK serialises its pydantic blocks itself), and a changed SDK block is copied with
+``model_copy``. Thinking blocks are never rewritten: they are kept, moved with their message, or
+(when incomplete, which the API refuses) dropped whole.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..edits import AsText, Blocks, Bridge, Keep, Merge, MessageEdit, Placeholder, Plan
+from ..history import ASSISTANT, BLOCKS, OTHER, SYSTEM, TOOL, USER, Call, Defect, Result, Skeleton
+from ..profiles import compiled
+from ..report import InvalidMessageError
+from ..spans import Spans
+
+if TYPE_CHECKING:
+    from ..profiles import Profile
+
+__all__ = ["NAME", "apply", "call_arguments", "claims", "dirty_spans", "read", "result_text"]
+
+NAME = "anthropic"
+
+_TELLING = frozenset(
+    {
+        "tool_use",
+        "tool_result",
+        "thinking",
+        "redacted_thinking",
+        "image",
+        "document",
+        "server_tool_use",
+        "web_search_tool_result",
+        "search_result",
+    }
+)
+_THINKING = ("thinking", "redacted_thinking")
+_ROLES = {USER: "user", TOOL: "user", ASSISTANT: "assistant", SYSTEM: "user", OTHER: "user"}
+
+
+def _field(block: Any, name: str) -> Any:
+    if isinstance(block, Mapping):
+        return block.get(name)
+    return getattr(block, name, None)
+
+
+def claims(message: Any) -> bool:
+    """Anthropic-only features: ``tool_use``, ``tool_result``, thinking, ``image`` blocks."""
+    content = _field(message, "content")
+    if isinstance(content, list):
+        for block in content:
+            if _field(block, "type") in _TELLING:
+                return True
+    return False
+
+
+def dirty_spans(messages: Sequence[Any], profile: Profile) -> list[tuple[int, int]] | None:
+    """The ranges of ``messages`` that need repair (empty when valid), or None if unknown.
+
+    One pass over plain dict messages with the Anthropic rules of :mod:`toolmend.block_rules`
+    written out inline; ranges begin at a user turn that follows an assistant turn without
+    calls (see :mod:`toolmend.spans`). Anything unusual (SDK objects, other roles, thinking
+    required) returns None and the full path decides. This is the valid history's whole cost,
+    so it allocates nothing per message and creates sets only for turns with calls.
+    """
+    if profile.block_pairing != "turns" or profile.thinking or profile.first_user or not messages:
+        return None
+    id_pattern = compiled(profile.call_id_pattern)
+    name_pattern = compiled(profile.function_name_pattern)
+    id_ok = id_pattern is not None
+    name_ok = name_pattern.fullmatch if name_pattern is not None else None
+    spans = Spans()
+    callers = spans.callers  # every call id so far -> its range (also finds duplicates)
+    ids: list[str] = []  # checked against the id pattern in one go at the end
+    good_names: set[Any] = set()  # names already found acceptable (tools repeat)
+    pending: set[str] | None = None  # calls of the current assistant turn
+    expect: set[str] | None = None  # calls the current user turn must still answer
+    closed = True  # no other block after a call in the current assistant turn
+    in_user = False
+    leading = False
+    last = len(messages) - 1
+    for index, message in enumerate(messages):
+        if type(message) is not dict:
+            return None
+        role = message.get("role")
+        content = message.get("content")
+        if role == "user":
+            if not in_user:
+                in_user = True
+                expect, pending = pending, None
+                if not expect:
+                    spans.clean_point(index)
+                elif not closed:
+                    spans.dirty = True
+                leading = bool(expect)
+            if type(content) is str:
+                if not content or content.isspace():
+                    spans.dirty = True
+                leading = False
+                continue
+            if type(content) is not list:
+                return None
+            if not content:
+                spans.dirty = True
+            for block in content:
+                if type(block) is not dict:
+                    return None
+                kind = block.get("type")
+                if kind == "tool_result":
+                    result_id = block.get("tool_use_id")
+                    if leading and expect and result_id in expect:
+                        expect.discard(result_id)
+                        nested = block.get("content")
+                        if type(nested) is list and _nested_blank(nested):
+                            spans.dirty = True
+                    else:
+                        spans.stray(result_id)
+                    continue
+                leading = False
+                if kind == "text":
+                    text = block.get("text")
+                    if type(text) is not str or not text or text.isspace():
+                        spans.dirty = True
+                elif kind in _THINKING or kind == "tool_use":
+                    return None
+            continue
+        if role != "assistant":
+            return None
+        if in_user or index == 0:
+            if expect:
+                spans.dirty = True
+            in_user, pending, expect, closed = False, None, None, True
+        if type(content) is str:
+            if pending:
+                closed = False
+            if not content or content.isspace():
+                if content or index != last:
+                    spans.dirty = True
+            elif index == last and content[-1].isspace():
+                spans.dirty = True
+            continue
+        if type(content) is not list:
+            return None
+        if not content and index != last:
+            spans.dirty = True
+        for block in content:
+            if type(block) is not dict:
+                return None
+            kind = block.get("type")
+            if kind == "tool_use":
+                call_id = block.get("id")
+                if pending is None:
+                    pending = set()
+                if type(call_id) is not str:
+                    spans.dirty = True
+                    pending.add(f"\0{index}")  # waits, and no result can answer it
+                else:
+                    if call_id in callers:
+                        spans.stray(call_id)
+                    else:
+                        callers[call_id] = spans.start
+                    ids.append(call_id)
+                    pending.add(call_id)
+                name = block.get("name")
+                if name not in good_names:
+                    if type(name) is not str or not name or (name_ok and not name_ok(name)):
+                        spans.dirty = True
+                    else:
+                        good_names.add(name)
+                if type(block.get("input")) is not dict:
+                    spans.dirty = True
+                continue
+            if pending:
+                closed = False
+            if kind == "text":
+                text = block.get("text")
+                if type(text) is not str or not text or text.isspace():
+                    spans.dirty = True
+            elif kind == "thinking":
+                if block.get("thinking") is None or block.get("signature") is None:
+                    spans.dirty = True
+            elif kind == "redacted_thinking":
+                if block.get("data") is None:
+                    spans.dirty = True
+            elif kind == "tool_result":
+                return None
+        if index == last and content:
+            block = content[-1]
+            text = block.get("text") if block.get("type") == "text" else None
+            if type(text) is str and text and text[-1].isspace():
+                spans.dirty = True
+    if in_user and expect:
+        spans.dirty = True
+    if id_ok and ids and not _all_match(id_pattern, ids):
+        return None  # a rare bad id: the full path finds which
+    return spans.finish(len(messages))
+
+
+def _all_match(pattern: re.Pattern[str] | None, values: list[str]) -> bool:
+    """Whether every value matches ``pattern`` in full, in one regular-expression pass over
+    the values joined by newlines (one call instead of one per id)."""
+    if pattern is None:
+        return True
+    joined = _joined_pattern(pattern.pattern)
+    text = "\n".join(values)
+    if text.count("\n") != len(values) - 1:  # a newline inside a value
+        return all(pattern.fullmatch(value) for value in values)
+    return joined.fullmatch(text) is not None
+
+
+@functools.lru_cache(maxsize=8)
+def _joined_pattern(pattern: str) -> re.Pattern[str]:
+    return re.compile(f"(?:{pattern})(?:\n(?:{pattern}))*")
+
+
+def _role_and_content(message: Any, index: int) -> tuple[str, Any]:
+    if isinstance(message, Mapping):
+        role, content = message.get("role"), message.get("content")
+    elif hasattr(message, "role") and hasattr(message, "content"):
+        role, content = message.role, message.content
+    else:
+        raise InvalidMessageError(
+            index, "", "a message dict or object with role and content", message
+        )
+    if type(role) is not str:
+        if isinstance(role, str):  # a str subclass, like an enum member
+            role = str(getattr(role, "value", role))
+        else:
+            raise InvalidMessageError(index, "role", "a string", role)
+    return role, content
+
+
+def read(messages: Sequence[Any]) -> Skeleton:
+    """Read an Anthropic history into a block-layout skeleton (see :mod:`toolmend.formats`)."""
+    skeleton = Skeleton(NAME, layout=BLOCKS)
+    kinds, roles, defects = skeleton.kinds, skeleton.roles, skeleton.defects
+    last = len(messages) - 1
+    for index, message in enumerate(messages):
+        if type(message) is dict:
+            role, content = message.get("role"), message.get("content")
+            if type(role) is not str:
+                role, content = _role_and_content(message, index)
+        else:
+            role, content = _role_and_content(message, index)
+        roles.append(role)
+        if type(content) is str:
+            kinds.append(
+                ASSISTANT if role == "assistant" else USER if role == "user" else _kind(role)
+            )
+            if not content or content.isspace():
+                code = "empty_content" if not content else "text_whitespace"
+                if not content and index == last and role == "assistant":
+                    code = "final_empty"  # allowed, unless this is only a slice of the history
+                defects.append(Defect(index, code, 0 if content else -1))
+                skeleton.extras[index] = (0,) if content else ()
+            continue
+        if type(content) is list and len(content) == 1:
+            block = content[0]
+            if type(block) is dict and block.get("type") == "text":
+                text = block.get("text")
+                if type(text) is str and text and not text.isspace():
+                    kinds.append(
+                        ASSISTANT
+                        if role == "assistant"
+                        else USER
+                        if role == "user"
+                        else _kind(role)
+                    )
+                    continue
+        if not isinstance(content, (list, tuple)):
+            raise InvalidMessageError(index, "content", "a string or a list of blocks", content)
+        _read_blocks(skeleton, index, role, content, index == last)
+    if messages and kinds[last] == ASSISTANT:
+        _check_trailing_whitespace(skeleton, last, messages[last])
+    return skeleton
+
+
+def _kind(role: str) -> str:
+    if role == "assistant":
+        return ASSISTANT
+    if role == "user":
+        return USER
+    return SYSTEM if role in ("system", "developer") else OTHER
+
+
+def _read_blocks(
+    skeleton: Skeleton, index: int, role: str, content: Sequence[Any], last: bool
+) -> None:
+    calls: list[Call] = []
+    results: list[Result] = []
+    extras: list[int] = []
+    defects = skeleton.defects
+    flawed = False
+    for slot, block in enumerate(content):
+        get: Callable[[str], Any]
+        if isinstance(block, Mapping):
+            get = block.get
+        elif hasattr(block, "type"):
+            get = _attributes(block)
+        else:
+            raise InvalidMessageError(index, f"content[{slot}]", "a content block", block)
+        kind = get("type")
+        if kind == "tool_use":
+            calls.append(_read_call(skeleton, index, slot, get))
+            continue
+        if calls:
+            skeleton.mark("interleaved", index)
+        if kind == "tool_result":
+            result_id = get("tool_use_id")
+            if result_id is not None and type(result_id) is not str:
+                raise InvalidMessageError(
+                    index, f"content[{slot}].tool_use_id", "a string", result_id
+                )
+            results.append(Result(result_id, None, slot))
+            if _nested_blank(get("content")):
+                defects.append(Defect(index, "text_empty", slot, "content"))
+                flawed = True
+            continue
+        extras.append(slot)
+        if kind == "text":
+            text = get("text")
+            if not isinstance(text, str) or not text:
+                defects.append(Defect(index, "text_empty", slot, "text"))
+                flawed = True
+            elif text.isspace():
+                defects.append(Defect(index, "text_whitespace", slot, "text"))
+                flawed = True
+        elif kind in _THINKING:
+            skeleton.mark("thinking", index)
+            if slot == 0:
+                skeleton.mark("thinking_first", index)
+            missing = _missing_thinking_field(kind, get)
+            if missing:
+                defects.append(Defect(index, "thinking_fields", slot, missing))
+                flawed = True
+    if not content:
+        code = "final_empty" if last and role == "assistant" else "empty_content"
+        defects.append(Defect(index, code, -1, "content"))
+        flawed = True
+    kind_of = _kind(role)
+    if kind_of != ASSISTANT and results:
+        kind_of = TOOL
+    skeleton.kinds.append(kind_of)
+    if calls:
+        skeleton.calls[index] = tuple(calls)
+    if results:
+        skeleton.results[index] = tuple(results)
+    if calls or results or flawed:
+        skeleton.extras[index] = tuple(extras)
+
+
+def _attributes(block: Any) -> Callable[[str], Any]:
+    return lambda name: getattr(block, name, None)
+
+
+def _read_call(skeleton: Skeleton, index: int, slot: int, get: Callable[[str], Any]) -> Call:
+    call_id, name = get("id"), get("name")
+    if call_id is not None and type(call_id) is not str:
+        raise InvalidMessageError(index, f"content[{slot}].id", "a string", call_id)
+    if name is not None and not isinstance(name, str):
+        raise InvalidMessageError(index, f"content[{slot}].name", "a string", name)
+    if not isinstance(get("input"), Mapping):
+        skeleton.defects.append(Defect(index, "input_not_object", slot, "input"))
+    return Call(call_id, name, slot)
+
+
+def _missing_thinking_field(kind: str, get: Callable[[str], Any]) -> str:
+    if kind == "redacted_thinking":
+        return "" if get("data") is not None else "redacted_thinking.data"
+    if get("thinking") is None:
+        return "thinking.thinking"
+    if get("signature") is None:
+        return "thinking.signature"
+    return ""
+
+
+def _nested_blank(content: Any) -> bool:
+    if not isinstance(content, list):
+        return False
+    for block in content:
+        if _field(block, "type") == "text":
+            text = _field(block, "text")
+            if not isinstance(text, str) or not text or text.isspace():
+                return True
+    return False
+
+
+def _check_trailing_whitespace(skeleton: Skeleton, index: int, message: Any) -> None:
+    """A final assistant message may not end with whitespace (a prefill). Recorded as
+    ``final_whitespace``: the rules report it only when the skeleton is the whole history."""
+    content = _field(message, "content")
+    if isinstance(content, str):
+        if content and content[-1].isspace() and not content.isspace():
+            skeleton.defects.append(Defect(index, "final_whitespace", 0, "text"))
+            skeleton.extras.setdefault(index, (0,))
+        return
+    if not content:
+        return
+    block = content[-1]
+    if _field(block, "type") == "text":
+        text = _field(block, "text")
+        if isinstance(text, str) and text and text[-1].isspace() and not text.isspace():
+            skeleton.defects.append(Defect(index, "final_whitespace", len(content) - 1, "text"))
+
+
+def call_arguments(message: Any, slot: int) -> Any:
+    """The ``input`` of the ``tool_use`` block at ``slot`` (for the loop guard)."""
+    content = _field(message, "content")
+    if not isinstance(content, list) or slot >= len(content):
+        return None
+    return _field(content[slot], "input")
+
+
+def result_text(message: Any, slot: int) -> str | None:
+    """The text of the ``tool_result`` block at ``slot``."""
+    content = _field(message, "content")
+    if not isinstance(content, list) or slot >= len(content):
+        return None
+    return _payload_text(_field(content[slot], "content"))
+
+
+def _payload_text(payload: Any) -> str | None:
+    if payload is None:
+        return ""
+    if isinstance(payload, str):
+        return payload
+    if isinstance(payload, list):
+        texts = [_field(block, "text") for block in payload]
+        return "\n".join(text for text in texts if isinstance(text, str))
+    return None
+
+
+# --- applying a plan --------------------------------------------------------------------------
+
+
+def apply(messages: Sequence[Any], plan: Plan) -> list[Any]:
+    """Build the repaired list (see :mod:`toolmend.formats`)."""
+    edits = plan.edits
+    out: list[Any] = []
+    for item in plan.items:
+        if isinstance(item, Keep):
+            edit = edits.get(item.index)
+            message = messages[item.index]
+            out.append(message if edit is None else _edited(message, edit))
+        elif isinstance(item, Blocks):
+            blocks = [_taken(messages, edits, part) for part in item.parts]
+            out.append({"role": _ROLES[item.role], "content": blocks})
+        elif isinstance(item, Placeholder):
+            out.append({"role": "user", "content": [_placeholder(item)]})
+        elif isinstance(item, Bridge):
+            out.append({"role": _ROLES[item.role], "content": item.text})
+        elif isinstance(item, AsText):
+            text = _render(messages, edits, item.item)
+            out.append({"role": _ROLES[item.role], "content": [_text(text)]})
+        else:
+            out.append(_merged(messages, edits, item))
+    return out
+
+
+def _text(text: str) -> dict[str, Any]:
+    return {"type": "text", "text": text}
+
+
+def _placeholder(item: Placeholder) -> dict[str, Any]:
+    return {
+        "type": "tool_result",
+        "tool_use_id": item.call_id,
+        "content": item.text,
+        "is_error": True,
+    }
+
+
+def _as_dict(message: Any) -> dict[str, Any]:
+    if isinstance(message, Mapping):
+        return dict(message)
+    return {"role": _field(message, "role"), "content": _field(message, "content")}
+
+
+def _blocks(content: Any) -> list[Any]:
+    if isinstance(content, str):
+        return [_text(content)]
+    return list(content or ())
+
+
+def _edited(message: Any, edit: MessageEdit) -> dict[str, Any]:
+    """A shallow copy of ``message`` with ``edit`` applied; blocks copied only where changed."""
+    copy = _as_dict(message)
+    for key in edit.drop_fields:
+        copy.pop(key, None)
+    copy.update(edit.set_fields)
+    content = copy.get("content")
+    if isinstance(content, str) and not edit.drop_blocks and not edit.results_as_text:
+        if 0 in edit.rstrip_text:
+            copy["content"] = content.rstrip()
+        return copy
+    blocks = [
+        _edit_block(block, slot, edit)
+        for slot, block in enumerate(_blocks(content))
+        if slot not in edit.drop_blocks
+    ]
+    if edit.calls_last:
+        blocks = [b for b in blocks if _field(b, "type") != "tool_use"] + [
+            b for b in blocks if _field(b, "type") == "tool_use"
+        ]
+    copy["content"] = blocks
+    return copy
+
+
+def _edit_block(block: Any, slot: int, edit: MessageEdit) -> Any:
+    kind = _field(block, "type")
+    if slot in edit.results_as_text:
+        return _text(_result_as_text(block))
+    changes: dict[str, Any] = {}
+    if kind == "tool_use":
+        if slot in edit.call_ids:
+            changes["id"] = edit.call_ids[slot]
+        if slot in edit.call_names:
+            changes["name"] = edit.call_names[slot]
+        if edit.normalize_calls and not isinstance(_field(block, "input"), Mapping):
+            changes["input"] = _as_object(_field(block, "input"))
+    elif kind == "tool_result":
+        if slot in edit.result_ids:
+            changes["tool_use_id"] = edit.result_ids[slot]
+        if edit.normalize_results and _nested_blank(_field(block, "content")):
+            changes["content"] = [
+                part
+                for part in _field(block, "content")
+                if not (_field(part, "type") == "text" and _blank(_field(part, "text")))
+            ]
+    elif kind == "text" and slot in edit.rstrip_text:
+        changes["text"] = str(_field(block, "text") or "").rstrip()
+    if not changes:
+        return block
+    if isinstance(block, Mapping):
+        return {**block, **changes}
+    copier = getattr(block, "model_copy", None)
+    if callable(copier):
+        return copier(update=changes)
+    return {**_block_dict(block), **changes}
+
+
+def _blank(text: Any) -> bool:
+    return not isinstance(text, str) or not text or text.isspace()
+
+
+def _block_dict(block: Any) -> dict[str, Any]:
+    dump = getattr(block, "model_dump", None)
+    if callable(dump):
+        dumped = dump(exclude_none=True)
+        if isinstance(dumped, dict):
+            return dumped
+    return {key: value for key, value in vars(block).items() if not key.startswith("_")}
+
+
+def _as_object(value: Any) -> dict[str, Any]:
+    """``tool_use.input`` as an object: JSON text parsed, anything else wrapped."""
+    if value is None:
+        return {}
+    if isinstance(value, str):
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            return {"input": value}
+        return parsed if isinstance(parsed, dict) else {"input": parsed}
+    return {"input": value}
+
+
+def _result_as_text(block: Any) -> str:
+    text = _payload_text(_field(block, "content")) or ""
+    head = f"[tool result {_field(block, 'tool_use_id')}]"
+    return f"{head}\n{text}" if text else head
+
+
+def _taken(messages: Sequence[Any], edits: dict[int, MessageEdit], part: Any) -> Any:
+    if isinstance(part, Placeholder):
+        return _placeholder(part)
+    index, slot = part
+    block = _blocks(_field(messages[index], "content"))[slot]
+    edit = edits.get(index)
+    return block if edit is None else _edit_block(block, slot, edit)
+
+
+def _render(
+    messages: Sequence[Any], edits: dict[int, MessageEdit], item: Keep | Placeholder
+) -> str:
+    """A message's blocks written out as plain text (thinking left out), for text-only turns."""
+    if isinstance(item, Placeholder):
+        return f"[tool result {item.call_id} ({item.name or 'tool'})]\n{item.text}"
+    message = messages[item.index]
+    edit = edits.get(item.index)
+    data = _edited(message, edit) if edit is not None else _as_dict(message)
+    lines: list[str] = []
+    for block in _blocks(data.get("content")):
+        kind = _field(block, "type")
+        if kind == "text":
+            lines.append(str(_field(block, "text") or ""))
+        elif kind == "tool_use":
+            arguments = json.dumps(_field(block, "input"), ensure_ascii=False, default=str)
+            lines.append(f"[tool call {_field(block, 'id')}: {_field(block, 'name')}({arguments})]")
+        elif kind == "tool_result":
+            lines.append(_result_as_text(block))
+    return "\n".join(line for line in lines if line)
+
+
+def _merged(messages: Sequence[Any], edits: dict[int, MessageEdit], item: Merge) -> dict[str, Any]:
+    """One message holding every part's blocks in order."""
+    blocks: list[Any] = []
+    for part in item.parts:
+        if isinstance(part, Keep):
+            edit = edits.get(part.index)
+            message = messages[part.index]
+            data = _edited(message, edit) if edit is not None else _as_dict(message)
+            blocks.extend(_blocks(data.get("content")))
+        elif isinstance(part, AsText):
+            blocks.append(_text(_render(messages, edits, part.item)))
+        else:
+            blocks.append(_text(part.text))
+    return {"role": _ROLES.get(item.role, "user"), "content": blocks}

@@ -1,0 +1,767 @@
+"""Gemini ``contents``: REST dicts in camelCase or snake_case, google-genai ``types.Content`` /
+``types.Part`` objects, and every other shape ``generate_content`` accepts as ``contents``.
+
+Each Content has a ``role`` (``"user"``, ``"model"``; missing means user) and ``parts``. Calls
+are ``functionCall`` parts ``{name, args, id}``, results are ``functionResponse`` parts
+``{name, response, id}`` (``slot`` is the part's position), so the skeleton uses the block
+layout. ``thoughtSignature`` sits on the Part.
+
+:func:`normalize` turns the shapes google-genai's ``t_contents`` accepts (a string, a Part, a
+Content, a part dict, a list of Parts or strings, a list mixing Contents and parts, an inner list
+of parts) into a list of Contents grouped the way the SDK groups them; a list that already holds
+only Contents is returned as it is, so valid input still comes back as the caller's own object.
+
+Applying a plan returns the original object for every Content it does not change. A changed
+dict Content is a shallow-copied dict; a changed SDK Content is ``model_copy``-ed with new
+parts, and a changed SDK Part likewise. New Contents are built as dicts, or, when the history
+holds SDK objects, with that Content class's ``model_validate`` (no SDK import here). New dict
+parts follow the history's key style (camelCase or snake_case).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..edits import AsText, Blocks, Bridge, Keep, Merge, MessageEdit, Placeholder, Plan
+from ..history import ASSISTANT, BLOCKS, OTHER, SYSTEM, TOOL, USER, Call, Defect, Result, Skeleton
+from ..report import InvalidMessageError
+from ..spans import Spans
+
+if TYPE_CHECKING:
+    from ..profiles import Profile
+
+__all__ = [
+    "SKIP_SIGNATURE",
+    "NAME",
+    "apply",
+    "call_arguments",
+    "claims",
+    "dirty_spans",
+    "normalize",
+    "read",
+    "result_text",
+]
+
+NAME = "gemini"
+
+SKIP_SIGNATURE = "skip_thought_signature_validator"
+"""The documented placeholder thought signature for a function call whose history came from
+elsewhere (https://ai.google.dev/gemini-api/docs/thought-signatures, FAQ). On the wire it is
+this very text; SDK Parts get the bytes that the SDK's base64 encoding turns back into it."""
+
+_SKIP_BYTES = base64.urlsafe_b64decode(SKIP_SIGNATURE)
+
+_CAMEL = {
+    "function_call": "functionCall",
+    "function_response": "functionResponse",
+    "thought_signature": "thoughtSignature",
+}
+_DATA_KEYS = frozenset(
+    {
+        "text",
+        "inlineData",
+        "inline_data",
+        "fileData",
+        "file_data",
+        "functionCall",
+        "function_call",
+        "functionResponse",
+        "function_response",
+        "executableCode",
+        "executable_code",
+        "codeExecutionResult",
+        "code_execution_result",
+        "toolCall",
+        "tool_call",
+        "toolResponse",
+        "tool_response",
+    }
+)
+_PART_KEYS = _DATA_KEYS | {"thought", "thoughtSignature", "thought_signature", "videoMetadata"}
+_DATA_ATTRIBUTES = (
+    "text",
+    "inline_data",
+    "file_data",
+    "executable_code",
+    "code_execution_result",
+    "tool_call",
+    "tool_response",
+)
+_ROLES = {USER: "user", TOOL: "user", ASSISTANT: "model", SYSTEM: "user", OTHER: "user"}
+
+
+def _get(mapping: Mapping[str, Any], name: str) -> Any:
+    """A part field under its snake_case name or its camelCase alias."""
+    value = mapping.get(name)
+    if value is None and name in _CAMEL:
+        value = mapping.get(_CAMEL[name])
+    return value
+
+
+def _field(thing: Any, name: str) -> Any:
+    if isinstance(thing, Mapping):
+        return _get(thing, name)
+    return getattr(thing, name, None)
+
+
+def _is_content(item: Any) -> bool:
+    if isinstance(item, Mapping):
+        return "parts" in item or "role" in item or not item
+    return hasattr(item, "parts") and hasattr(item, "role")
+
+
+def _is_part(item: Any) -> bool:
+    if isinstance(item, str):
+        return True
+    if isinstance(item, Mapping):
+        return bool(item) and "parts" not in item and "role" not in item
+    return _is_part_object(item) or hasattr(item, "uri")
+
+
+def claims(message: Any) -> bool:
+    """Gemini-only features: ``parts``, the ``model`` role, a Part or a google-genai object."""
+    if isinstance(message, Mapping):
+        if "parts" in message or message.get("role") == "model":
+            return True
+        return (
+            "role" not in message and "content" not in message and bool(message.keys() & _PART_KEYS)
+        )
+    if isinstance(message, str):
+        return False
+    return (hasattr(message, "parts") and hasattr(message, "role")) or _is_part_object(message)
+
+
+def _is_part_object(item: Any) -> bool:
+    """A google-genai ``types.Part`` (by its fields: OpenAI's message objects also have a
+    ``function_call`` attribute)."""
+    return hasattr(item, "function_response") and hasattr(item, "thought_signature")
+
+
+# --- normalising ------------------------------------------------------------------------------
+
+
+def normalize(contents: Any) -> Sequence[Any]:
+    """``contents`` as a list of Contents, grouped as google-genai's ``t_contents`` does.
+
+    A list or tuple that holds only Contents (dicts with ``role``/``parts`` or objects with
+    those attributes) is returned as it is. A single Content is wrapped in a new list; parts
+    become user Contents, or model Contents for runs of function-call parts; an inner list
+    becomes one user Content.
+    """
+    if isinstance(contents, (list, tuple)):
+        for item in contents:
+            if type(item) is dict:
+                if "parts" in item or "role" in item:
+                    continue
+                break
+            if not (hasattr(item, "parts") and hasattr(item, "role")):
+                break
+        else:
+            return contents
+        return _grouped(contents)
+    if _is_content(contents):
+        return [contents]
+    if isinstance(contents, Mapping) or _is_part(contents):
+        return _grouped([contents])
+    raise InvalidMessageError(0, "", "Gemini contents (a Content, a Part or a list)", contents)
+
+
+def _grouped(items: Sequence[Any]) -> list[Any]:
+    out: list[Any] = []
+    run: list[Any] = []
+    run_model = False
+
+    def flush() -> None:
+        if run:
+            out.append({"role": "model" if run_model else "user", "parts": list(run)})
+            run.clear()
+
+    for position, item in enumerate(items):
+        if isinstance(item, list):
+            flush()
+            out.append({"role": "user", "parts": [_as_part(p, position) for p in item]})
+        elif _is_content(item):
+            flush()
+            out.append(item)
+        elif _is_part(item):
+            part = _as_part(item, position)
+            is_model = _field(part, "function_call") is not None
+            if run and is_model != run_model:
+                flush()
+            run_model = is_model
+            run.append(part)
+        else:
+            raise InvalidMessageError(position, "", "a Content, a Part or a string", item)
+    flush()
+    return out
+
+
+def _as_part(item: Any, position: int) -> Any:
+    if isinstance(item, str):
+        return {"text": item}
+    if not isinstance(item, Mapping) and hasattr(item, "uri") and not hasattr(item, "text"):
+        return {"file_data": {"file_uri": item.uri, "mime_type": getattr(item, "mime_type", None)}}
+    if isinstance(item, Mapping) or _is_part_object(item):
+        return item
+    raise InvalidMessageError(position, "parts", "a Part, a part dict or a string", item)
+
+
+# --- the one-pass scan -------------------------------------------------------------------------
+
+
+def dirty_spans(contents: Sequence[Any], profile: Profile) -> list[tuple[int, int]] | None:
+    """The ranges of ``contents`` that need repair (empty when valid), or None if unknown.
+
+    One pass over REST dict contents with the Gemini rules of :mod:`toolmend.block_rules`
+    written out inline; ranges begin at a user prompt that does not answer calls (see
+    :mod:`toolmend.spans`). SDK objects, other roles, endpoints without ids, and a damaged
+    Gemini 3 history (its signature rule looks at the whole request) return None.
+    """
+    if (
+        profile.block_pairing != "contents"
+        or profile.reject_function_ids
+        or not contents
+        or not isinstance(contents, list)
+    ):
+        return None
+    spans = Spans()
+    callers = spans.callers
+    previous: list[Any] | None = None  # the calls of the previous content, if it made any
+    previous_model = False
+    call_range = -1  # where the latest call turn's range starts
+    unsigned = False  # a model content since the last prompt has an unsigned first call
+    for index, content in enumerate(contents):
+        if type(content) is not dict:
+            return None
+        role = content.get("role")
+        parts = content.get("parts")
+        if type(parts) is not list:
+            return None
+        if role == "model":
+            model = True
+        elif role == "user" or role is None:
+            model = False
+        else:
+            return None
+        if len(parts) == 1:  # the common plain text turn, in short
+            part = parts[0]
+            if type(part) is dict and "text" in part and type(part["text"]) is str:
+                if not part["text"] and not (
+                    part.get("thoughtSignature") or part.get("thought_signature")
+                ):
+                    spans.dirty = True
+                if previous is not None:
+                    spans.dirty = True  # the call turn before it got no responses
+                elif not model:
+                    spans.clean_point(index)
+                    unsigned = False
+                previous = None
+                previous_model = model
+                continue
+        calls: list[Any] | None = None
+        responses: list[Any] | None = None
+        other = bad = not parts
+        signed = False
+        for part in parts:
+            if type(part) is not dict:
+                return None
+            if "text" in part:
+                text = part["text"]
+                if type(text) is not str:
+                    return None
+                if not text and not (part.get("thoughtSignature") or part.get("thought_signature")):
+                    bad = True
+                other = True
+                continue
+            call = part.get("functionCall")
+            if call is None:
+                call = part.get("function_call")
+            if call is not None:
+                if type(call) is not dict or type(call.get("name")) is not str:
+                    return None
+                call_id = call.get("id")
+                if call_id is not None:
+                    if type(call_id) is not str:
+                        return None
+                    callers[call_id] = spans.start
+                if calls is None:
+                    signed = bool(part.get("thoughtSignature") or part.get("thought_signature"))
+                    calls = [call]
+                else:
+                    calls.append(call)
+                continue
+            response = part.get("functionResponse")
+            if response is None:
+                response = part.get("function_response")
+            if response is not None:
+                if type(response) is not dict:
+                    return None
+                response_id = response.get("id")
+                if response_id is not None and type(response_id) is not str:
+                    return None
+                payload = response.get("response")
+                if not response.get("name") or (payload is not None and type(payload) is not dict):
+                    bad = True
+                if responses is None:
+                    responses = [response]
+                else:
+                    responses.append(response)
+                continue
+            other = True
+            if not _has_data(part):
+                bad = True
+        if (calls is not None and (responses is not None or not model)) or (
+            responses is not None and model
+        ):
+            bad = True
+        if previous is not None:
+            if other or responses is None or not _answers(previous, responses):
+                bad = True
+        elif responses is not None:
+            spans.reach_back(call_range if call_range >= 0 else spans.start)
+        elif not model:
+            spans.clean_point(index)
+            unsigned = False
+        if bad:
+            spans.dirty = True
+        if calls is not None:
+            if index == 0 or previous_model:
+                spans.dirty = True
+            call_range = spans.start
+            if not signed:
+                unsigned = True
+        previous = calls
+        previous_model = model
+    found = spans.finish(len(contents))
+    if profile.thought_signatures and (found or unsigned):
+        return None if found else [(0, len(contents))]
+    return found
+
+
+def _answers(calls: list[Any], responses: list[Any]) -> bool:
+    """Whether ``responses`` answer ``calls`` one to one, under the same names (by id when
+    every part has one, else as a multiset of names)."""
+    count = len(calls)
+    if count != len(responses):
+        return False
+    if count == 1:
+        call, response = calls[0], responses[0]
+        call_id, response_id = call.get("id"), response.get("id")
+        if call_id and response_id and call_id != response_id:
+            return False
+        return bool(call.get("name") == response.get("name"))
+    call_names = [call.get("name") for call in calls]
+    response_names = [response.get("name") for response in responses]
+    call_ids = [call.get("id") for call in calls]
+    response_ids = [response.get("id") for response in responses]
+    if all(call_ids) and all(response_ids):
+        by_id = dict(zip(call_ids, call_names, strict=True))
+        return all(
+            by_id.get(i, "\0") == n for i, n in zip(response_ids, response_names, strict=True)
+        )
+    if call_names == response_names:
+        return True
+    return sorted(map(str, call_names)) == sorted(map(str, response_names))
+
+
+# --- reading ----------------------------------------------------------------------------------
+
+
+def _role_and_parts(content: Any, index: int) -> tuple[Any, Any]:
+    if isinstance(content, Mapping):
+        return content.get("role"), content.get("parts")
+    if hasattr(content, "parts"):
+        return getattr(content, "role", None), content.parts
+    raise InvalidMessageError(index, "", "a Content (a dict with parts or types.Content)", content)
+
+
+def _kind(role: str, has_results: bool) -> str:
+    if role == "model" or role == "assistant":
+        return ASSISTANT
+    if has_results:
+        return TOOL
+    if role == "user":
+        return USER
+    return SYSTEM if role == "system" else OTHER
+
+
+def read(contents: Sequence[Any]) -> Skeleton:
+    """Read Gemini contents into a block-layout skeleton (see :mod:`toolmend.formats`)."""
+    skeleton = Skeleton(NAME, layout=BLOCKS)
+    kinds, roles = skeleton.kinds, skeleton.roles
+    for index, content in enumerate(contents):
+        if type(content) is dict:
+            role, parts = content.get("role"), content.get("parts")
+        else:
+            role, parts = _role_and_parts(content, index)
+        if role is None:
+            role = "user"
+        elif type(role) is not str:
+            if not isinstance(role, str):
+                raise InvalidMessageError(index, "role", "a string", role)
+            role = str(getattr(role, "value", role))
+        roles.append(role)
+        if type(parts) is list and len(parts) == 1:
+            part = parts[0]
+            if type(part) is dict:
+                text = part.get("text")
+                if type(text) is str and text:
+                    kinds.append(
+                        ASSISTANT
+                        if role == "model"
+                        else USER
+                        if role == "user"
+                        else _kind(role, False)
+                    )
+                    continue
+        if not parts:
+            if parts is not None and not isinstance(parts, (list, tuple)):
+                raise InvalidMessageError(index, "parts", "a list of parts", parts)
+            kinds.append(_kind(role, False))
+            skeleton.defects.append(Defect(index, "parts_empty", -1, "parts"))
+            skeleton.extras[index] = ()
+            continue
+        if not isinstance(parts, (list, tuple)):
+            raise InvalidMessageError(index, "parts", "a list of parts", parts)
+        _read_parts(skeleton, index, role, parts)
+    return skeleton
+
+
+def _read_parts(skeleton: Skeleton, index: int, role: str, parts: Sequence[Any]) -> None:
+    calls: list[Call] = []
+    results: list[Result] = []
+    extras: list[int] = []
+    defects = skeleton.defects
+    flawed = False
+    for slot, part in enumerate(parts):
+        get: Callable[[str], Any]
+        if isinstance(part, Mapping):
+            get = _mapping_getter(part)
+        elif hasattr(part, "function_call"):
+            get = _attribute_getter(part)
+        else:
+            raise InvalidMessageError(index, f"parts[{slot}]", "a Part or a part dict", part)
+        call = get("function_call")
+        if call is not None:
+            calls.append(_read_call(skeleton, index, slot, call))
+            if len(calls) == 1 and not get("thought_signature"):
+                skeleton.mark("unsigned", index)
+            continue
+        response = get("function_response")
+        if response is not None:
+            results.append(_read_response(skeleton, index, slot, response))
+            continue
+        extras.append(slot)
+        text = get("text")
+        if text is not None:
+            if text == "" and not get("thought_signature"):
+                defects.append(Defect(index, "text_empty", slot, "text"))
+                flawed = True
+        elif not _has_data(part):
+            defects.append(Defect(index, "part_no_data", slot, "data"))
+            flawed = True
+    skeleton.kinds.append(_kind(role, bool(results)))
+    if calls:
+        skeleton.calls[index] = tuple(calls)
+    if results:
+        skeleton.results[index] = tuple(results)
+    if calls or results or flawed:
+        skeleton.extras[index] = tuple(extras)
+
+
+def _mapping_getter(part: Mapping[str, Any]) -> Callable[[str], Any]:
+    return lambda name: _get(part, name)
+
+
+def _attribute_getter(part: Any) -> Callable[[str], Any]:
+    return lambda name: getattr(part, name, None)
+
+
+def _has_data(part: Any) -> bool:
+    if isinstance(part, Mapping):
+        return any(key in part and part[key] is not None for key in _DATA_KEYS)
+    return any(getattr(part, name, None) is not None for name in _DATA_ATTRIBUTES)
+
+
+def _read_call(skeleton: Skeleton, index: int, slot: int, call: Any) -> Call:
+    call_id, name = _field(call, "id"), _field(call, "name")
+    if call_id is not None and type(call_id) is not str:
+        raise InvalidMessageError(index, f"parts[{slot}].function_call.id", "a string", call_id)
+    if name is not None and not isinstance(name, str):
+        raise InvalidMessageError(index, f"parts[{slot}].function_call.name", "a string", name)
+    args = _field(call, "args")
+    if args is not None and not isinstance(args, Mapping):
+        skeleton.defects.append(Defect(index, "args_not_object", slot, type(args).__name__))
+    return Call(call_id, name, slot)
+
+
+def _read_response(skeleton: Skeleton, index: int, slot: int, response: Any) -> Result:
+    result_id, name = _field(response, "id"), _field(response, "name")
+    if result_id is not None and type(result_id) is not str:
+        raise InvalidMessageError(
+            index, f"parts[{slot}].function_response.id", "a string", result_id
+        )
+    if name is not None and not isinstance(name, str):
+        raise InvalidMessageError(index, f"parts[{slot}].function_response.name", "a string", name)
+    payload = _field(response, "response")
+    if isinstance(payload, (list, tuple)):
+        skeleton.defects.append(Defect(index, "response_is_list", slot, "response"))
+    elif payload is not None and not isinstance(payload, Mapping):
+        skeleton.defects.append(Defect(index, "response_not_object", slot, type(payload).__name__))
+    return Result(result_id, name, slot)
+
+
+def call_arguments(message: Any, slot: int) -> Any:
+    """The ``args`` of the ``functionCall`` part at ``slot`` (for the loop guard)."""
+    parts = _field(message, "parts")
+    if not isinstance(parts, (list, tuple)) or slot >= len(parts):
+        return None
+    call = _field(parts[slot], "function_call")
+    return _field(call, "args") if call is not None else None
+
+
+def result_text(message: Any, slot: int) -> str | None:
+    """The ``functionResponse.response`` at ``slot`` as text (its JSON)."""
+    parts = _field(message, "parts")
+    if not isinstance(parts, (list, tuple)) or slot >= len(parts):
+        return None
+    response = _field(parts[slot], "function_response")
+    payload = _field(response, "response") if response is not None else None
+    if payload is None:
+        return ""
+    if isinstance(payload, Mapping) and len(payload) == 1:
+        only = next(iter(payload.values()))
+        if isinstance(only, str):
+            return only
+    try:
+        return json.dumps(payload, ensure_ascii=False, sort_keys=True, default=str)
+    except (TypeError, ValueError):
+        return None
+
+
+# --- applying a plan --------------------------------------------------------------------------
+
+
+class _Style:
+    """How new Contents and parts are written: SDK objects or dicts, camelCase or snake_case."""
+
+    def __init__(self, contents: Sequence[Any]) -> None:
+        self.factory: Callable[[dict[str, Any]], Any] | None = None
+        self.camel = False
+        found_style = False
+        for content in contents:
+            if self.factory is None and not isinstance(content, Mapping):
+                validate = getattr(type(content), "model_validate", None)
+                if callable(validate):
+                    self.factory = validate
+            if not found_style:
+                for part in _field(content, "parts") or ():
+                    if isinstance(part, Mapping):
+                        if part.keys() & {
+                            "functionCall",
+                            "functionResponse",
+                            "thoughtSignature",
+                            "inlineData",
+                        }:
+                            self.camel, found_style = True, True
+                        elif part.keys() & {"function_call", "function_response", "inline_data"}:
+                            found_style = True
+            if found_style and self.factory is not None:
+                break
+
+    def key(self, name: str) -> str:
+        return _CAMEL.get(name, name) if self.camel else name
+
+    def content(self, role: str, parts: list[Any]) -> Any:
+        data = {"role": role, "parts": parts}
+        return data if self.factory is None else self.factory(data)
+
+
+def apply(contents: Sequence[Any], plan: Plan) -> list[Any]:
+    """Build the repaired list (see :mod:`toolmend.formats`)."""
+    edits = plan.edits
+    style = _Style(contents)
+    out: list[Any] = []
+    for item in plan.items:
+        if isinstance(item, Keep):
+            edit = edits.get(item.index)
+            content = contents[item.index]
+            out.append(content if edit is None else _edited(content, edit, style))
+        elif isinstance(item, Blocks):
+            parts = [_taken(contents, edits, part, style) for part in item.parts]
+            out.append(style.content(_ROLES[item.role], parts))
+        elif isinstance(item, Placeholder):
+            out.append(style.content("user", [_placeholder(item, style)]))
+        elif isinstance(item, Bridge):
+            out.append(style.content(_ROLES[item.role], [{"text": item.text}]))
+        elif isinstance(item, AsText):
+            text = _render(contents, edits, item.item, style)
+            out.append(style.content(_ROLES[item.role], [{"text": text}]))
+        else:
+            out.append(_merged(contents, edits, item, style))
+    return out
+
+
+def _placeholder(item: Placeholder, style: _Style) -> dict[str, Any]:
+    response: dict[str, Any] = {"name": item.name or "", "response": {"error": item.text}}
+    if item.call_id:
+        response["id"] = item.call_id
+    return {style.key("function_response"): response}
+
+
+def _parts(content: Any) -> list[Any]:
+    return list(_field(content, "parts") or ())
+
+
+def _edited(content: Any, edit: MessageEdit, style: _Style) -> Any:
+    parts = [
+        _edit_part(part, slot, edit)
+        for slot, part in enumerate(_parts(content))
+        if slot not in edit.drop_blocks
+    ]
+    if isinstance(content, Mapping):
+        copy = dict(content)
+        for key in edit.drop_fields:
+            copy.pop(key, None)
+        copy.update(edit.set_fields)
+        copy["parts"] = parts
+        return copy
+    update = {"parts": parts, **edit.set_fields}
+    copier = getattr(content, "model_copy", None)
+    if callable(copier):
+        return copier(update=update)
+    return style.content(str(update.get("role", _field(content, "role")) or "user"), parts)
+
+
+def _edit_part(part: Any, slot: int, edit: MessageEdit) -> Any:
+    if slot in edit.results_as_text:
+        return {"text": _response_as_text(part)}
+    changes: dict[str, Any] = {}
+    call = _field(part, "function_call")
+    if call is not None:
+        inner: dict[str, Any] = {}
+        if slot in edit.call_ids:
+            inner["id"] = edit.call_ids[slot]
+        if slot in edit.call_names:
+            inner["name"] = edit.call_names[slot]
+        if edit.strip_ids and _field(call, "id") is not None:
+            inner["id"] = None
+        if edit.normalize_calls:
+            args = _field(call, "args")
+            if args is not None and not isinstance(args, Mapping):
+                inner["args"] = _as_object(args)
+        if inner:
+            changes["function_call"] = _updated(call, inner)
+        if slot in edit.sign_calls:
+            changes["thought_signature"] = (
+                SKIP_SIGNATURE if isinstance(part, Mapping) else _SKIP_BYTES
+            )
+    response = _field(part, "function_response")
+    if response is not None:
+        inner = {}
+        if slot in edit.result_ids:
+            inner["id"] = edit.result_ids[slot]
+        if slot in edit.result_names:
+            inner["name"] = edit.result_names[slot]
+        if edit.strip_ids and _field(response, "id") is not None:
+            inner["id"] = None
+        if edit.normalize_results:
+            payload = _field(response, "response")
+            if payload is not None and not isinstance(payload, Mapping):
+                inner["response"] = {"result": payload}
+        if inner:
+            changes["function_response"] = _updated(response, inner)
+    if not changes:
+        return part
+    return _updated(part, changes)
+
+
+def _updated(thing: Any, changes: dict[str, Any]) -> Any:
+    """``thing`` with ``changes`` (a ``None`` value removes the field), keeping its key style."""
+    if isinstance(thing, Mapping):
+        copy = dict(thing)
+        for name, value in changes.items():
+            key = name
+            if name in _CAMEL and name not in copy and (_CAMEL[name] in copy or _camel_part(copy)):
+                key = _CAMEL[name]
+            if value is None:
+                copy.pop(key, None)
+            else:
+                copy[key] = value
+        return copy
+    copier = getattr(thing, "model_copy", None)
+    if callable(copier):
+        return copier(update=changes)
+    raise TypeError(f"cannot copy a {type(thing).__name__}")
+
+
+def _camel_part(part: Mapping[str, Any]) -> bool:
+    return bool(part.keys() & {"functionCall", "functionResponse", "inlineData", "fileData"})
+
+
+def _as_object(value: Any) -> dict[str, Any]:
+    if isinstance(value, str):
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            return {"value": value}
+        return parsed if isinstance(parsed, dict) else {"value": parsed}
+    return {"value": value}
+
+
+def _response_as_text(part: Any) -> str:
+    response = _field(part, "function_response")
+    name = _field(response, "name") or "tool"
+    payload = _field(response, "response")
+    body = json.dumps(payload, ensure_ascii=False, default=str) if payload is not None else ""
+    return f"[tool result ({name})]\n{body}" if body else f"[tool result ({name})]"
+
+
+def _taken(contents: Sequence[Any], edits: dict[int, MessageEdit], part: Any, style: _Style) -> Any:
+    if isinstance(part, Placeholder):
+        return _placeholder(part, style)
+    index, slot = part
+    found = _parts(contents[index])[slot]
+    edit = edits.get(index)
+    return found if edit is None else _edit_part(found, slot, edit)
+
+
+def _render(
+    contents: Sequence[Any], edits: dict[int, MessageEdit], item: Keep | Placeholder, style: _Style
+) -> str:
+    if isinstance(item, Placeholder):
+        return f"[tool result {item.call_id} ({item.name or 'tool'})]\n{item.text}"
+    content = contents[item.index]
+    edit = edits.get(item.index)
+    parts = _parts(_edited(content, edit, style) if edit is not None else content)
+    lines: list[str] = []
+    for part in parts:
+        call = _field(part, "function_call")
+        text = _field(part, "text")
+        if call is not None:
+            args = json.dumps(_field(call, "args"), ensure_ascii=False, default=str)
+            lines.append(f"[tool call {_field(call, 'name')}({args})]")
+        elif _field(part, "function_response") is not None:
+            lines.append(_response_as_text(part))
+        elif isinstance(text, str) and text and not _field(part, "thought"):
+            lines.append(text)
+    return "\n".join(lines)
+
+
+def _merged(
+    contents: Sequence[Any], edits: dict[int, MessageEdit], item: Merge, style: _Style
+) -> Any:
+    parts: list[Any] = []
+    for piece in item.parts:
+        if isinstance(piece, Keep):
+            edit = edits.get(piece.index)
+            content = contents[piece.index]
+            parts.extend(_parts(_edited(content, edit, style) if edit is not None else content))
+        elif isinstance(piece, AsText):
+            parts.append({"text": _render(contents, edits, piece.item, style)})
+        else:
+            parts.append({"text": piece.text})
+    return style.content(_ROLES.get(item.role, "user"), parts)

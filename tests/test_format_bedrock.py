@@ -1,0 +1,248 @@
+"""The bedrock format and profile (Converse ``messages``): one breaking and one passing history
+per rule, with the exact provider error text and the repair's change codes.
+
+Property tests over random histories live in ``test_block_properties.py``.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+import toolmend
+from toolmend.formats import bedrock as bedrock_format
+from toolmend.formats import detect
+from toolmend.profiles import get_profile
+
+PROVIDER = "bedrock"
+
+
+def user(*blocks: Any) -> dict[str, Any]:
+    return {"role": "user", "content": list(blocks)}
+
+
+def assistant(*blocks: Any) -> dict[str, Any]:
+    return {"role": "assistant", "content": list(blocks)}
+
+
+def text(value: str) -> dict[str, Any]:
+    return {"text": value}
+
+
+def use(call_id: Any, name: str = "get_weather") -> dict[str, Any]:
+    body: dict[str, Any] = {"name": name, "input": {"city": "Paris"}}
+    if call_id is not None:
+        body["toolUseId"] = call_id
+    return {"toolUse": body}
+
+
+def result(call_id: Any, value: str = "21 C") -> dict[str, Any]:
+    body: dict[str, Any] = {"content": [{"text": value}], "status": "success"}
+    if call_id is not None:
+        body["toolUseId"] = call_id
+    return {"toolResult": body}
+
+
+EXCESS = (
+    "The number of toolResult blocks at messages.{i}.content exceeds the number of toolUse "
+    "blocks of previous turn."
+)
+ALTERNATE = (
+    "A conversation must alternate between user and assistant roles. Make sure the conversation "
+    "alternates between user and assistant roles and try again."
+)
+
+
+def id_error(index: int, slot: int, value: str, part: str) -> str:
+    return (
+        f"1 validation error detected: Value '{value}' at 'messages.{index}.member.content.{slot}"
+        f".member.{part}' failed to satisfy constraint: Member must satisfy regular expression "
+        "pattern: [a-zA-Z0-9_.:-]+ and have length between 1 and 64"
+    )
+
+
+CASES: list[tuple[str, list[Any], list[tuple[str, int, str]], set[str], list[Any]]] = [
+    (
+        "conversation-starts-with-the-assistant",
+        [assistant(text("Hello! How can I help?")), user(text("Weather?"))],
+        [
+            (
+                "first_not_user",
+                0,
+                "A conversation must start with a user message. Try again with a conversation "
+                "that starts with a user message.",
+            )
+        ],
+        {"inserted_message"},
+        [
+            user(text("Continue.")),
+            assistant(text("Hello! How can I help?")),
+            user(text("Weather?")),
+        ],
+    ),
+    (
+        "two-user-messages-in-a-row",
+        [user(text("Hi")), user(text("Weather?"))],
+        [("roles_not_alternating", 1, ALTERNATE)],
+        {"merged_messages"},
+        [user(text("Hi"), text("Weather?"))],
+    ),
+    (
+        "results-split-over-two-messages",
+        [
+            user(text("Weather in Paris and Oslo?")),
+            assistant(use("t1"), use("t2")),
+            user(result("t1")),
+            user(result("t2", "3 C")),
+        ],
+        [
+            (
+                "missing_result",
+                2,
+                "Expected toolResult blocks at messages.2.content for the following Ids: t2",
+            ),
+            ("orphan_result", 3, EXCESS.format(i=3)),
+            ("roles_not_alternating", 3, ALTERNATE),
+        ],
+        {"moved_result"},
+        [
+            user(text("Weather in Paris and Oslo?")),
+            assistant(use("t1"), use("t2")),
+            user(result("t1"), result("t2", "3 C")),
+        ],
+    ),
+    (
+        "text-beside-the-results",
+        [user(text("Weather?")), assistant(use("t1")), user(result("t1"), text("thanks"))],
+        [
+            (
+                "result_with_text",
+                2,
+                "messages.2.content: Conversation blocks and tool result blocks cannot be "
+                "provided in the same turn.",
+            )
+        ],
+        {"moved_result", "inserted_message"},
+        [
+            user(text("Weather?")),
+            assistant(use("t1")),
+            user(result("t1")),
+            assistant(text("Tool results received.")),
+            user(text("thanks")),
+        ],
+    ),
+    (
+        "result-for-an-unknown-id",
+        [user(text("Weather?")), assistant(use("t1")), user(result("t1"), result("t9"))],
+        [("unknown_result_id", 2, EXCESS.format(i=2))],
+        {"dropped_orphan_result"},
+        [user(text("Weather?")), assistant(use("t1")), user(result("t1"))],
+    ),
+    (
+        "duplicate-result",
+        [user(text("Weather?")), assistant(use("t1")), user(result("t1"), result("t1"))],
+        [("duplicate_result", 2, EXCESS.format(i=2))],
+        {"dropped_duplicate_result"},
+        [user(text("Weather?")), assistant(use("t1")), user(result("t1"))],
+    ),
+    (
+        "call-without-result",
+        [user(text("Weather?")), assistant(use("t1")), user(text("hello?"))],
+        [
+            (
+                "missing_result",
+                2,
+                "Expected toolResult blocks at messages.2.content for the following Ids: t1",
+            )
+        ],
+        {"answered_missing_call", "inserted_message"},
+        [user(text("Weather?")), assistant(use("t1")), user(result("t1"))],
+    ),
+    (
+        "tool-use-id-outside-the-pattern",
+        [user(text("Weather?")), assistant(use("call#1")), user(result("call#1"))],
+        [
+            ("call_id_format", 1, id_error(1, 0, "call#1", "toolUse.toolUseId")),
+            ("result_id_format", 2, id_error(2, 0, "call#1", "toolResult.toolUseId")),
+        ],
+        {"rewrote_call_id"},
+        [user(text("Weather?")), assistant(use("tooluse_x1.a:b")), user(result("tooluse_x1.a:b"))],
+    ),
+    (
+        "tool-use-id-too-long",
+        [user(text("Weather?")), assistant(use("t" * 65)), user(result("t" * 65))],
+        [
+            ("call_id_format", 1, id_error(1, 0, "t" * 65, "toolUse.toolUseId")),
+            ("result_id_format", 2, id_error(2, 0, "t" * 65, "toolResult.toolUseId")),
+        ],
+        {"rewrote_call_id"},
+        [user(text("Weather?")), assistant(use("t" * 64)), user(result("t" * 64))],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("broken", "expected", "changes", "passing"),
+    [case[1:] for case in CASES],
+    ids=[case[0] for case in CASES],
+)
+def test_each_rule_breaks_and_is_repaired(
+    broken: list[Any],
+    expected: list[tuple[str, int, str]],
+    changes: set[str],
+    passing: list[Any],
+) -> None:
+    before = copy.deepcopy(broken)
+    problems = toolmend.check(broken, provider=PROVIDER)
+    assert [(p.code, p.index, p.provider_error) for p in problems] == expected
+    assert all(p.rule.startswith("BR-") for p in problems)
+    fixed = toolmend.repair(broken, provider=PROVIDER)
+    assert broken == before, "the input was mutated"
+    assert changes <= {change.code for change in fixed.changes}
+    assert fixed.problems_left == ()
+    assert toolmend.check(fixed.messages, provider=PROVIDER) == []
+    assert toolmend.sanitize(fixed.messages, provider=PROVIDER) is fixed.messages
+    assert toolmend.check(passing, provider=PROVIDER) == []
+    assert toolmend.sanitize(passing, provider=PROVIDER) is passing
+
+
+def test_detected_by_its_blocks() -> None:
+    assert detect([user(text("Hi"))]).NAME == "bedrock"
+
+
+def test_text_beside_results_goes_behind_the_fixed_bridge() -> None:
+    fixed = toolmend.sanitize(CASES[3][1], provider=PROVIDER)
+    assert fixed == CASES[3][4]
+    assert fixed[2]["content"][0] is CASES[3][1][2]["content"][0]
+
+
+def test_placeholder_result_has_error_status() -> None:
+    fixed = toolmend.sanitize(CASES[6][1], provider=PROVIDER)
+    assert fixed[2] == user(
+        {
+            "toolResult": {
+                "toolUseId": "t1",
+                "content": [{"text": toolmend.PLACEHOLDER_TEXT}],
+                "status": "error",
+            }
+        }
+    )
+    assert fixed[3:] == [assistant(text("Tool results received.")), user(text("hello?"))]
+
+
+def test_strict_only_rules_are_recorded_not_run() -> None:
+    profile = get_profile(PROVIDER)
+    assert {"text_blank", "call_with_text", "trailing_call"} <= profile.strict_checks.keys()
+    history = [user(text("Weather?")), assistant(text("Checking."), use("t1"))]
+    assert toolmend.check(history, provider=PROVIDER) == []
+
+
+def test_bad_input_names_the_message_and_field() -> None:
+    with pytest.raises(toolmend.InvalidMessageError, match="message 1, field 'content'"):
+        toolmend.check([user(text("q")), {"role": "assistant", "content": "x"}], format="bedrock")
+
+
+def test_the_one_pass_scan_is_left_to_the_full_path() -> None:
+    assert getattr(bedrock_format, "dirty_spans", None) is None
