@@ -1,6 +1,6 @@
 """Time what ``ToolMendHistory`` adds to a LangChain chat history's reads and writes.
 
-The history is ``bench_core.py``'s agent history of about 200 messages, as LangChain messages
+The history is ``bench_core.py``'s agent history of 200 messages, as LangChain messages
 (system prompt, user turns, parallel tool calls, tool results of a few hundred to a few thousand
 characters), valid. Each read through the wrapper checks the whole history for the provider
 (DeepSeek here) and returns the store's own list when it is valid; each write checks the batch
@@ -93,6 +93,8 @@ def main() -> int:
     from toolmend.integrations.langchain import ToolMendHistory, Window
 
     messages = as_langchain(agent_history(200))
+    while len(messages) < 200:  # plain turns up to exactly 200 messages
+        messages.append(HumanMessage("and then?") if len(messages) % 2 else AIMessage("Done."))
     assert toolmend.check(messages, provider="deepseek") == []
     print(f"{len(messages)} LangChain messages, valid; median of {repeat} runs, in turn")
 

@@ -10,8 +10,9 @@ until the history was cleared. Two hooks close it.
     ``RunnableWithMessageHistory`` and existing code take it unchanged.
 
     *Writes* all go through one validated path (``add_message``, ``add_messages``,
-    ``aadd_messages``, ``add_user_message``, ``add_ai_message``, :meth:`~ToolMendHistory.
-    add_tool_call_chain`, and any override of these in a subclass). A ``ToolMessage`` is stored
+    ``aadd_messages``, ``add_user_message``, ``add_ai_message``,
+    :meth:`~ToolMendHistory.add_tool_call_chain`, and every writer a subclass overrides or adds:
+    see :meth:`~ToolMendHistory.__init_subclass__`). A ``ToolMessage`` is stored
     only where every provider accepts it: right after the ``AIMessage`` whose call it answers,
     or after other results of that message, once per call, with the call's name if it states
     one. Any other ``ToolMessage`` is not stored; it is kept in
@@ -61,6 +62,7 @@ class, so LangChain is imported when this module is.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import threading
 import weakref
@@ -317,23 +319,29 @@ class ToolMendHistory(BaseChatMessageHistory):
         self.policy = _as_policy(policy)
         self.repair_on_read = repair_on_read
         self.write_back = write_back
-        self._options = HookOptions(provider=provider, policy=self.policy, on_loop="off")
-        self._head_options = replace(self._options, policy=replace(self.policy, frontier="answer"))
+        self._keep_options = HookOptions(provider=provider, policy=self.policy, on_loop="off")
+        self._answer_options = replace(
+            self._keep_options, policy=replace(self.policy, frontier="answer")
+        )
         self._lock = threading.RLock()
         self._guard = _Guard()
         self._async_locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock]
         self._async_locks = weakref.WeakKeyDictionary()
+        self._async_locks_lock = threading.Lock()
         self._state: _Open | None = None
         self._rejected: list[Rejected] = []
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
-        """A subclass's own writer still goes through the validated path (seed 000, 6.3: a
-        windowed subclass must not bypass its parent): its input is screened first, and the
-        wrapper re-reads the store's frontier after it."""
+        """A subclass's own writers still go through the validated path (seed 000, 6.3: a
+        windowed subclass must not bypass its parent). Every writer it defines (the ones
+        above, and any method it adds whose name starts with ``add_`` or ``aadd_``) has the
+        messages it is given screened first: a message, or a list of messages, as its first
+        argument; and the wrapper re-reads the store's frontier after it."""
         super().__init_subclass__(**kwargs)
-        for name in cls._WRITERS:
-            override = cls.__dict__.get(name)
-            if override is not None and not getattr(override, "_toolmend_guarded", False):
+        for name, override in list(cls.__dict__.items()):
+            if not (name in cls._WRITERS or name.startswith(("add_", "aadd_"))):
+                continue
+            if inspect.isfunction(override) and not getattr(override, "_toolmend_guarded", False):
                 setattr(cls, name, _guarded(name, override))
 
     # --- what the wrapper knows -------------------------------------------------------------
@@ -382,42 +390,38 @@ class ToolMendHistory(BaseChatMessageHistory):
         repaired: Any = raw
         changes: tuple[toolmend.Change, ...] = ()
         if self.repair_on_read:
-            repaired, changes = self._repaired(raw)
+            repaired, changes = self._repaired(raw, bool(self._state.calls))
         view = self._windowed(repaired) if self.window is not None else repaired
         write = repaired if changes and self.write_back else None
         if write is not None:
             self._note_dropped(raw, changes)
         return view, write
 
-    def _repaired(self, raw: list[BaseMessage]) -> tuple[Any, tuple[toolmend.Change, ...]]:
-        """The stored history repaired, a clean live frontier left as it is (see the class)."""
-        start = len(raw)
-        if self.policy.frontier == "keep":
+    def _repaired(
+        self, raw: list[BaseMessage], waiting: bool
+    ) -> tuple[Any, tuple[toolmend.Change, ...]]:
+        """The stored history repaired, a live frontier left waiting (see the class).
+
+        A clean frontier (the last calling message and only its own results) is set aside and
+        the rest repaired as a request would be; a messy one is repaired in place under the
+        ``frontier="keep"`` policy. With nothing waiting, both policies agree, and the answering
+        one lets a valid history through in one pass that builds nothing."""
+        start, options = len(raw), self._answer_options
+        if waiting and self.policy.frontier == "keep":
             start = _clean_frontier_start(raw)
-        if start < len(raw):
-            head = raw[:start]
-            if not head:
-                return raw, ()
-            mended = mend(
-                head,
-                provider=self.provider,
-                source="langchain.history",
-                options=self._head_options,
-                format=FORMAT,
-            )
-            if mended.messages is head or not mended.changes:
-                return raw, ()
-            return [*mended.messages, *raw[start:]], mended.changes
+            if start == len(raw):
+                options = self._keep_options
+        part = raw[:start]
+        if not part:
+            return raw, ()
         mended = mend(
-            raw,
-            provider=self.provider,
-            source="langchain.history",
-            options=self._options,
-            format=FORMAT,
+            part, provider=self.provider, source="langchain.history", options=options, format=FORMAT
         )
         if not mended.changes:
             return raw, ()
-        return mended.messages, mended.changes
+        if start == len(raw):
+            return mended.messages, mended.changes
+        return [*mended.messages, *raw[start:]], mended.changes
 
     def _windowed(self, view: Any) -> Any:
         """``view`` trimmed to the window; a live frontier stays waiting.
@@ -637,7 +641,7 @@ class ToolMendHistory(BaseChatMessageHistory):
     def _async_lock(self) -> asyncio.Lock:
         """The lock ordering the async writers of this wrapper in the running event loop."""
         loop = asyncio.get_running_loop()
-        with self._lock:
+        with self._async_locks_lock:  # not the store's lock: never wait behind its I/O here
             found = self._async_locks.get(loop)
             if found is None:
                 found = self._async_locks[loop] = asyncio.Lock()
@@ -779,14 +783,16 @@ def _screened(self: ToolMendHistory, name: str, args: tuple[Any, ...]) -> tuple[
     if name in ("add_tool_call_chain", "aadd_tool_call_chain"):
         _checked_chain(*args[:2])
         return args
-    if name in ("add_user_message", "add_ai_message") or not args:
-        return args
-    with self._lock:
-        if name == "add_message":
-            accepted, _ = self._screen([args[0]], name)
-            return (accepted[0], *args[1:]) if accepted else None
-        accepted, _ = self._screen(list(args[0]), name)
+    first = args[0] if args else None
+    if isinstance(first, BaseMessage):
+        with self._lock:
+            accepted, _ = self._screen([first], name)
+        return args if accepted else None
+    if isinstance(first, (list, tuple)) and all(isinstance(m, BaseMessage) for m in first):
+        with self._lock:
+            accepted, _ = self._screen(list(first), name)
         return (accepted, *args[1:]) if accepted else None
+    return args  # a string (add_user_message) or something that is not a message
 
 
 # --- the agent middleware ---------------------------------------------------------------------

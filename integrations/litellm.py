@@ -123,7 +123,7 @@ RECORD_KEY = "toolmend"
 
 PROFILE_BY_PROVIDER: Mapping[str, str] = {
     "openai": "openai",
-    "azure": "azure",
+    "azure": "openai",
     "azure_ai": "openai",
     "deepseek": "deepseek",
     "mistral": "mistral",

@@ -51,11 +51,19 @@ ANTHROPIC = [
         "role": "assistant",
         "content": [
             {"type": "text", "text": "Let me check."},
-            {"type": "tool_use", "id": "toolu_01", "name": "get_weather", "input": {"city": "Paris"}},
+            {
+                "type": "tool_use",
+                "id": "toolu_01",
+                "name": "get_weather",
+                "input": {"city": "Paris"},
+            },
         ],
     },
     {"role": "user", "content": "Still there?"},
-    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_01", "content": "21 C"}]},
+    {
+        "role": "user",
+        "content": [{"type": "tool_result", "tool_use_id": "toolu_01", "content": "21 C"}],
+    },
 ]
 """Anthropic Messages: a user message between a tool_use and its tool_result."""
 

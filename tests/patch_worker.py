@@ -10,6 +10,7 @@ a failed assertion exits non-zero with its traceback. Kept free of pytest to sta
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import sys
 from typing import Any
@@ -35,7 +36,7 @@ def _import() -> None:
     from google import genai
 
     client = openai.OpenAI(api_key="test")
-    client.chat.completions, client.responses, client.beta.responses  # noqa: B018 - lazy modules
+    client.chat.completions, client.responses  # noqa: B018 - loads the lazy modules
     anthropic.Anthropic(api_key="test").messages  # noqa: B018
     genai.Client(api_key="test").models  # noqa: B018
 
@@ -59,22 +60,16 @@ def _accepted(server: StrictProviderServer) -> dict[str, bool]:
 
     results = {}
     with openai.OpenAI(api_key="t", base_url=server.openai_base_url, max_retries=0) as c:
-        try:
+        with contextlib.suppress(openai.BadRequestError):
             c.chat.completions.create(model="gpt-4o", messages=CHAT)
-        except openai.BadRequestError:
-            pass
         results["openai"] = server.last_request.accepted
     with anthropic.Anthropic(api_key="t", base_url=server.anthropic_base_url, max_retries=0) as a:
-        try:
+        with contextlib.suppress(anthropic.BadRequestError):
             a.messages.create(model="claude-sonnet-5-5", max_tokens=64, messages=ANTHROPIC)
-        except anthropic.BadRequestError:
-            pass
         results["anthropic"] = server.last_request.accepted
     g = genai.Client(api_key="t", http_options={"base_url": server.gemini_base_url})
-    try:
+    with contextlib.suppress(genai.errors.ClientError):
         g.models.generate_content(model="gemini-2.5-flash", contents=seed_003())
-    except genai.errors.ClientError:
-        pass
     results["google_genai"] = server.last_request.accepted
     return results
 
@@ -99,7 +94,9 @@ def run(order: str) -> None:
                 if row.label in OTHER:
                     hits = others.setdefault(row.label, [])
 
-                    def other(wrapped: Any, instance: Any, args: Any, kw: Any, h: Any = hits) -> Any:
+                    def other(
+                        wrapped: Any, instance: Any, args: Any, kw: Any, h: Any = hits
+                    ) -> Any:
                         h.append(1)
                         return wrapped(*args, **kw)
 

@@ -28,6 +28,8 @@ from langchain_openai.chat_models.base import _convert_message_to_dict
 import toolmend
 from toolmend.formats import detect
 from toolmend.formats import langchain as lc_format
+from toolmend.profiles import get_profile
+from toolmend.rules import judge
 
 from histories import STUB_CONTENT, content_strings, damaged_conversations, valid_conversations
 
@@ -447,3 +449,21 @@ def test_valid_histories_come_back_as_the_same_object(provider: str, history: An
     assert toolmend.check(messages, provider=provider) == []
     assert toolmend.sanitize(messages, provider=provider) is messages
     assert toolmend.check(history, provider=provider) == []
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+@settings(max_examples=40)
+@given(case=damaged_conversations(id_style="any"))
+def test_one_pass_scan_never_vouches_for_a_broken_history(provider: str, case: Any) -> None:
+    history = to_langchain(case[1])
+    profile = get_profile(provider)
+    if lc_format.dirty_spans(history, profile) == []:
+        assert judge(lc_format.read(history), profile) == []
+
+
+@settings(max_examples=40)
+@given(history=valid_conversations(id_style="any"))
+def test_one_pass_scan_vouches_for_valid_histories(history: Any) -> None:
+    messages = to_langchain(history)
+    assert lc_format.dirty_spans(messages, get_profile("openai")) == []
+    assert lc_format.dirty_spans(messages, get_profile("deepseek")) == []

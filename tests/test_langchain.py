@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import runpy
 import subprocess
 import sys
 import threading
@@ -246,6 +247,10 @@ class DirectWriteHistory(ToolMendHistory):
         for message in messages:
             self.inner.add_messages([message])
 
+    def add_tool_result(self, message: ToolMessage, note: str = "") -> None:
+        """A writer the subclass adds."""
+        self.inner.add_messages([message])
+
 
 def test_a_subclass_override_cannot_bypass_validation() -> None:
     history = DirectWriteHistory(in_memory(), window=Window(max_messages=10))
@@ -256,7 +261,11 @@ def test_a_subclass_override_cannot_bypass_validation() -> None:
     assert [m.type for m in stored(history)] == ["human", "ai", "tool", "ai", "human"]
     assert [r.reason for r in history.rejected] == ["no_open_call", "duplicate_result"]
     history.add_message(tool("call_1"))  # the wrapper re-read the store after the override
-    assert history.rejected[-1].reason == "no_open_call"
+    history.add_tool_result(tool("call_2"), note="late")
+    assert [r.reason for r in history.rejected[2:]] == ["no_open_call", "no_open_call"]
+    history.add_message(ai("", "call_3"))
+    history.add_tool_result(tool("call_3"))
+    assert stored(history)[-1].tool_call_id == "call_3"
 
 
 # --- reads ------------------------------------------------------------------------------------
@@ -793,34 +802,61 @@ def test_async_tasks_on_an_async_only_store(tmp_path: Path) -> None:
     asyncio.run(run())
 
 
+def test_wrappers_in_two_processes_are_made_safe_by_the_read(tmp_path: Path) -> None:
+    """Two wrappers over one store stand for two processes: each validates against the
+    frontier it last saw, so their writes can interleave in the store. Every read is valid."""
+    path = tmp_path / "shared.db"
+    first, second = ToolMendHistory(sql(path)), ToolMendHistory(sql(path))
+    first.add_messages([human("one")])
+    second.add_messages([human("two")])
+    first.add_message(ai("", "call_a"))
+    second.add_message(ai("", "call_b"))
+    first.add_message(tool("call_a"))  # first still sees call_a open: stored out of place
+    second.add_message(tool("call_b"))
+    first.add_message(AIMessage("answer one"))
+    raw = sql(path).messages
+    assert toolmend.check(raw, provider="deepseek") != []  # the store itself is broken
+    for history in (first, second, ToolMendHistory(sql(path))):
+        assert toolmend.check(history.messages, provider="deepseek") == []
+    assert first.rejected == second.rejected == []
+
+
 PROCESS_WRITER = """
-import sys, time
+import os, sys, time
 from langchain_community.chat_message_histories import SQLChatMessageHistory
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from toolmend.integrations.langchain import ToolMendHistory
 
-path, tag = sys.argv[1], sys.argv[2]
+path, tag, go = sys.argv[1], sys.argv[2], sys.argv[3]
 history = ToolMendHistory(SQLChatMessageHistory("shared", connection=f"sqlite:///{path}"))
-for k in range(6):
+open(f"{go}.{tag}", "w").close()
+while not os.path.exists(go):
+    time.sleep(0.005)
+for k in range(4):
     call_id = f"call_{tag}_{k}"
     history.add_message(HumanMessage(f"question {tag} {k}"))
     history.add_message(AIMessage("", tool_calls=[{"name": "f", "args": {}, "id": call_id}]))
-    time.sleep(0.01)
+    time.sleep(0.02)
     history.add_message(ToolMessage("result", tool_call_id=call_id, name="f"))
     history.add_message(AIMessage(f"answer {tag} {k}"))
 """
 
 
 def test_processes_sharing_a_store_are_made_safe_by_the_read(tmp_path: Path) -> None:
-    path = tmp_path / "shared.db"
+    path, go = tmp_path / "shared.db", tmp_path / "go"
     sql(path, "shared")  # create the table once, before the writers race for it
+    tags = ("p1", "p2")
     writers = [
-        subprocess.Popen([sys.executable, "-c", PROCESS_WRITER, str(path), tag])
-        for tag in ("p1", "p2", "p3")
+        subprocess.Popen([sys.executable, "-c", PROCESS_WRITER, str(path), tag, str(go)])
+        for tag in tags
     ]
-    assert [writer.wait(timeout=60) for writer in writers] == [0, 0, 0]
+    deadline = time.monotonic() + 60
+    while not all(Path(f"{go}.{tag}").exists() for tag in tags) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    go.touch()  # both wrappers are built: start writing together
+    assert [writer.wait(timeout=60) for writer in writers] == [0, 0]
     raw = sql(path, "shared").messages
-    assert len([m for m in raw if m.type == "human"]) == 18
+    assert len([m for m in raw if m.type == "human"]) == 8
     view = ToolMendHistory(sql(path, "shared")).messages
     assert toolmend.check(view, provider="deepseek") == []
 
@@ -829,16 +865,9 @@ def test_processes_sharing_a_store_are_made_safe_by_the_read(tmp_path: Path) -> 
 
 
 @pytest.mark.parametrize("name", ["langchain_history.py", "langchain_middleware.py"])
-def test_examples_run_offline(name: str) -> None:
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "examples" / name)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "every request accepted" in done.stdout
+def test_examples_run_offline(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    runpy.run_path(str(ROOT / "examples" / name), run_name="__main__")
+    assert "every request accepted" in capsys.readouterr().out
 
 
 def test_rejections_are_records_of_message_and_reason() -> None:

@@ -1,5 +1,6 @@
 """toolmend.integrations.patch itself: the table, idempotence, unpatching only our wrappers, the
-per-call switch, failing open, version checks, the environment, and the floors in pyproject.
+per-call switch, failing open, version checks, the environment, the floors in pyproject, and
+the examples (run here, in-process, against their own strict servers).
 
 Per-SDK call paths are in test_patch_openai.py, test_patch_genai.py and test_patch_anthropic.py;
 import orders, ``toolmend-run`` and the examples run in fresh interpreters in
@@ -11,6 +12,7 @@ from __future__ import annotations
 import inspect
 import logging
 import re
+import runpy
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -111,9 +113,7 @@ def test_floors_match_the_pyproject_extras() -> None:
             tm.floors()[sdk.distribution]
         ), sdk
         assert floor(extras[sdk.extra], "wrapt") == tm._version(tm.WRAPT_FLOOR)
-        assert floor(extras["test"], sdk.distribution) >= tm._version(
-            tm.floors()[sdk.distribution]
-        )
+        assert floor(extras["test"], sdk.distribution) >= tm._version(tm.floors()[sdk.distribution])
 
 
 # --- patch, unpatch, the switch -----------------------------------------------------------------
@@ -289,7 +289,9 @@ def test_an_old_sdk_is_skipped_with_one_line(
         tm.unpatch()
         tm.patch(google_genai=False, anthropic=False)
     assert tm.patched() == ()
-    lines = [r.getMessage() for r in caplog.records if "openai.Completions.create" in r.getMessage()]
+    lines = [
+        r.getMessage() for r in caplog.records if "openai.Completions.create" in r.getMessage()
+    ]
     assert len(lines) == 1
     assert "openai 1.50.0 is older than 1.92.0" in lines[0]
     assert not _send(client)
@@ -316,7 +318,11 @@ def test_patch_from_env() -> None:
     assert tm.patch_from_env({}) is False
     assert tm.patched() == ()
     assert tm.patch_from_env({"TOOLMEND_PATCH": "1"}) is True
-    assert {label.split(".")[0] for label in tm.patched()} == {"openai", "google_genai", "anthropic"}
+    assert {label.split(".")[0] for label in tm.patched()} == {
+        "openai",
+        "google_genai",
+        "anthropic",
+    }
     tm.unpatch()
     env = {"TOOLMEND_PATCH": "1", "TOOLMEND_PATCH_DISABLED": "openai, gemini"}
     assert tm.patch_from_env(env) is True
@@ -343,3 +349,17 @@ def test_patch_from_env_never_raises(caplog: Any) -> None:
     with caplog.at_level(logging.ERROR, logger="toolmend"):
         assert tm.patch_from_env({"TOOLMEND_PATCH": "1", "TOOLMEND_PROVIDER": "nope"}) is False
     assert any(r.exc_info for r in caplog.records)
+
+
+# --- the examples -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["openai_patch", "genai_patch"])
+@pytest.mark.filterwarnings("ignore:Inheritance class AiohttpClientSession:DeprecationWarning")
+def test_example(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        runpy.run_path(str(ROOT / "examples" / f"{name}.py"), run_name="__main__")
+    out = capsys.readouterr().out
+    assert exited.value.code == 0, out
+    assert "rejected" in out and "accepted" in out
+    assert tm.patched() == ()

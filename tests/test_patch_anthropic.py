@@ -180,16 +180,18 @@ def test_thinking_request_uses_the_thinking_profile(
     strict_provider: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     tm.patch()
-    with caplog.at_level(logging.INFO, logger="toolmend"):
-        with anthropic.Anthropic(
+    with (
+        caplog.at_level(logging.INFO, logger="toolmend"),
+        anthropic.Anthropic(
             api_key="test", base_url=strict_provider.anthropic_base_url, max_retries=0
-        ) as c:
-            c.messages.create(
-                messages=ANTHROPIC,
-                thinking={"type": "enabled", "budget_tokens": 1024},
-                model=MODEL,
-                max_tokens=2048,
-            )
+        ) as c,
+    ):
+        c.messages.create(
+            messages=ANTHROPIC,
+            thinking={"type": "enabled", "budget_tokens": 1024},
+            model=MODEL,
+            max_tokens=2048,
+        )
     assert strict_provider.last_request.provider == "anthropic-thinking"
     assert strict_provider.last_request.accepted, strict_provider.last_request.error
     assert any("for anthropic-thinking" in r.getMessage() for r in caplog.records)

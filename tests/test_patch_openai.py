@@ -9,6 +9,7 @@ exactly once, and the caller's list is unchanged. Each phase uses a fresh client
 from __future__ import annotations
 
 import asyncio
+import importlib
 import logging
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -20,7 +21,6 @@ import toolmend.integrations.patch as tm
 from patch_cases import CHAT, RESPONSES, MendCounter, expected, unchanged
 
 openai = pytest.importorskip("openai")
-httpx2 = pytest.importorskip("httpx2")
 
 MODEL = "gpt-4o"
 
@@ -222,7 +222,9 @@ def _check_path(
 
 
 @pytest.mark.parametrize("name", CHAT_PATHS)
-def test_chat_path_repaired_exactly_once(name: str, strict_provider: Any, mends: MendCounter) -> None:
+def test_chat_path_repaired_exactly_once(
+    name: str, strict_provider: Any, mends: MendCounter
+) -> None:
     _check_path(strict_provider, mends, CHAT_PATHS[name], CHAT, "openai")
 
 
@@ -261,22 +263,27 @@ def test_sdk_objects_in_history_are_sent_repaired(strict_provider: Any) -> None:
 # --- provider: patch(provider=...), the base_url host, else openai ---------------------------
 
 
-class _ToServer(httpx2.HTTPTransport):  # type: ignore[misc]
-    """Sends every request to the strict server, whatever host the client was given, so a
-    client pointed at ``https://api.deepseek.com`` really talks (only) to 127.0.0.1. The path
-    keeps its API tail only (Groq's ``/openai/v1/...`` would name a provider to the server)."""
+def _to_server(port: int) -> Any:
+    """An http client for openai that sends every request to the strict server, whatever host
+    the client was given, so a client pointed at ``https://api.deepseek.com`` really talks
+    (only) to 127.0.0.1. The path keeps its API tail only (Groq's ``/openai/v1/...`` would name
+    a provider to the server). Built on the httpx package the installed openai uses."""
+    http = next(
+        importlib.import_module(base.__module__.split(".")[0])
+        for base in openai.DefaultHttpxClient.__mro__
+        if base.__name__ == "Client" and base.__module__.startswith("httpx")
+    )
 
-    def __init__(self, port: int) -> None:
-        super().__init__()
-        self.port = port
+    class ToServer(http.HTTPTransport):  # type: ignore[misc,name-defined]
+        def handle_request(self, request: Any) -> Any:
+            path = request.url.path
+            tail = path[path.index("/chat/completions") :] if "/chat/completions" in path else path
+            request.url = request.url.copy_with(
+                scheme="http", host="127.0.0.1", port=port, path="/v1" + tail
+            )
+            return super().handle_request(request)
 
-    def handle_request(self, request: Any) -> Any:
-        path = request.url.path
-        tail = path[path.index("/chat/completions") :] if "/chat/completions" in path else path
-        request.url = request.url.copy_with(
-            scheme="http", host="127.0.0.1", port=self.port, path="/v1" + tail
-        )
-        return super().handle_request(request)
+    return openai.DefaultHttpxClient(transport=ToServer())
 
 
 GROQ = [
@@ -310,7 +317,7 @@ def test_provider_from_base_url_host(
             _chat_create,
             base_url,
             history,
-            http_client=openai.DefaultHttpxClient(transport=_ToServer(server.port)),
+            http_client=_to_server(server.port),
         )
     tm.patch()
     with caplog.at_level(logging.INFO, logger="toolmend"):
@@ -318,7 +325,7 @@ def test_provider_from_base_url_host(
             _chat_create,
             base_url,
             history,
-            http_client=openai.DefaultHttpxClient(transport=_ToServer(server.port)),
+            http_client=_to_server(server.port),
         )
     assert server.last_request.accepted, server.last_request.error
     assert server.last_request.history == expected(history, provider, "openai")
@@ -351,7 +358,7 @@ def test_explicit_provider_wins_over_host(strict_provider_factory: Callable[...,
         _chat_create,
         "https://api.openai.com/v1",
         history,
-        http_client=openai.DefaultHttpxClient(transport=_ToServer(server.port)),
+        http_client=_to_server(server.port),
     )
     assert server.last_request.accepted, server.last_request.error
     assert server.last_request.history == expected(history, "mistral", "openai")

@@ -21,7 +21,16 @@ from ..report import InvalidMessageError
 if TYPE_CHECKING:
     from ..profiles import Profile
 
-__all__ = ["NAME", "apply", "claims", "dirty_spans", "quick_valid", "read", "result_text"]
+__all__ = [
+    "NAME",
+    "apply",
+    "call_arguments",
+    "claims",
+    "dirty_spans",
+    "quick_valid",
+    "read",
+    "result_text",
+]
 
 NAME = "openai"
 
@@ -365,6 +374,23 @@ def _read_calls(skeleton: Skeleton, index: int, tool_calls: Sequence[Any]) -> tu
             defects.append(Defect(index, "arguments_not_string", slot, "arguments"))
         found.append(_new_tuple(Call, (call_id, name, slot)))
     return tuple(found)
+
+
+def call_arguments(message: Any, slot: int) -> Any:
+    """The ``function.arguments`` of ``tool_calls[slot]`` (for the loop guard, which otherwise
+    searches the message for the call)."""
+    calls = message.get("tool_calls") if isinstance(message, Mapping) else None
+    if calls is None:
+        calls = getattr(message, "tool_calls", None)
+    if not isinstance(calls, (list, tuple)) or slot >= len(calls):
+        return None
+    call = calls[slot]
+    function = (
+        call.get("function", call) if isinstance(call, Mapping) else getattr(call, "function", None)
+    )
+    if isinstance(function, Mapping):
+        return function.get("arguments")
+    return getattr(function, "arguments", None)
 
 
 def result_text(message: Any, slot: int) -> str | None:

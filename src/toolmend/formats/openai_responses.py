@@ -301,6 +301,15 @@ def _damaged_spans(messages: list[Any], profile: Profile) -> list[tuple[int, int
         get = item.get
         item_type = get("type")
         item_id = get("id")
+        repeat = False  # an id an earlier item has: the planner may drop this item
+        if item_id is not None:
+            if type(item_id) is not str:
+                return None
+            first = first_with_id.setdefault(item_id, index)
+            if first != index:
+                repeat = True
+                dirty.add(index)
+                ties[first] = index
         follows = True
         if item_type == "function_call":
             call_id = get("call_id")
@@ -327,10 +336,12 @@ def _damaged_spans(messages: list[Any], profile: Profile) -> list[tuple[int, int
                 strays.append((index, call_id))
             else:
                 ties[caller] = index
-                found = waiting.pop(call_id, None)
+                found = waiting.get(call_id)
                 if found is not None:
                     for call in found:
                         ties[call] = index
+                    if not repeat:  # a repeat may go: the calls then wait for the next output
+                        del waiting[call_id]
             if get("output") is None:
                 dirty.add(index)
         elif item_type is None or item_type == "message":
@@ -353,13 +364,8 @@ def _damaged_spans(messages: list[Any], profile: Profile) -> list[tuple[int, int
             if not follows:
                 dirty.add(reasoning)
         reasoning = index if item_type == "reasoning" else -1
-        if item_id is not None:
-            if type(item_id) is not str:
-                return None
-            first = first_with_id.setdefault(item_id, index)
-            if first != index:
-                dirty.add(index)
-                ties[first] = index
+        if repeat and index in after_reasoning:  # if the planner drops the repeat, the
+            after_reasoning.add(index + 1)  # reasoning item before it meets the next item
     if reasoning >= 0:
         dirty.add(reasoning)
     if first_with_id:
