@@ -23,7 +23,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
-import toolmend  # noqa: E402
+import toolmend
 
 Message = dict[str, Any]
 TOOLS = ("get_weather", "search_web", "read_file", "run_shell", "query_db")
@@ -56,12 +56,18 @@ def agent_history(size: int, seed: int = 7) -> list[Message]:
                 call_id = f"call_{counter:024d}"
                 ids.append(call_id)
                 arguments = json.dumps({"query": _text(rnd, 10, 60), "limit": rnd.randint(1, 50)})
-                tool_calls.append({"id": call_id, "type": "function",
-                                   "function": {"name": rnd.choice(TOOLS), "arguments": arguments}})
+                tool_calls.append(
+                    {
+                        "id": call_id,
+                        "type": "function",
+                        "function": {"name": rnd.choice(TOOLS), "arguments": arguments},
+                    }
+                )
             history.append({"role": "assistant", "content": None, "tool_calls": tool_calls})
             for call_id in ids:
-                history.append({"role": "tool", "tool_call_id": call_id,
-                                "content": _text(rnd, 200, 3000)})
+                history.append(
+                    {"role": "tool", "tool_call_id": call_id, "content": _text(rnd, 200, 3000)}
+                )
         history.append({"role": "assistant", "content": _text(rnd, 100, 1200)})
     cut = max(i for i in range(1, min(size, len(history) - 1) + 1) if history[i]["role"] == "user")
     return history[:cut]  # end on a whole turn, so the history stays valid

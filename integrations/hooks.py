@@ -67,7 +67,9 @@ def mend(
         loops: tuple[toolmend.Problem, ...] = ()
         if options.on_loop != "off":
             loops = tuple(
-                toolmend.detect_loops(messages, format=format, raise_=options.on_loop == "raise")
+                toolmend.detect_loops(
+                    messages, format=format, raise_=options.on_loop == "raise", live_only=True
+                )
             )
             if loops:
                 logger.warning(

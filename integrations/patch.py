@@ -18,7 +18,7 @@ interpreter start, as ``ddtrace-run`` and ``opentelemetry-instrument`` do.
 What is patched
 ---------------
 :data:`TARGETS` is the whole list, one row per method (SDK, defining module, ``"Class.method"``,
-where the history is, format, default provider, the SDK version the row was checked against).
+where the history is, its format, the oldest SDK version the row was checked against).
 :func:`patch` and :func:`unpatch` loop over it and nothing else:
 
 * openai: Chat Completions and Responses, sync and async, ``create`` and ``parse`` (``parse``
@@ -33,7 +33,8 @@ where the history is, format, default provider, the SDK version the row was chec
   ``get_history()`` returns by default stays as it was recorded).
 * anthropic: ``messages.create``, ``messages.stream`` and ``messages.parse`` (``stream`` and
   ``parse`` post by themselves), GA and ``client.beta``, sync and async. Bedrock and Vertex
-  clients reuse these classes.
+  clients reuse these classes; their beta ``messages`` copy the methods when anthropic is
+  imported, so they are covered when :func:`patch` runs first (as under ``toolmend-run``).
 
 Not covered (no HTTP chat request through these methods, or the history lives server-side):
 openai ``responses.connect()`` (WebSocket), ``previous_response_id``/``conversation`` state,
@@ -48,20 +49,20 @@ client's ``base_url`` looked up in :data:`HOSTS`; ``openai``. On the Responses r
 and ``azure`` mean ``openai-responses``. A ``deepseek-reasoner`` model on DeepSeek and a
 Gemini 3 model on Gemini's OpenAI endpoint get those variants.
 
-===================================  ==========  ==========================================
-``base_url`` host                    provider    service
-===================================  ==========  ==========================================
-``api.openai.com``                   openai      OpenAI
-``*.openai.azure.com``               azure       Azure OpenAI
-``*.cognitiveservices.azure.com``    azure       Azure OpenAI (AI Services endpoint)
-``api.deepseek.com``                 deepseek    DeepSeek
-``api.mistral.ai``                   mistral     Mistral
-``api.groq.com``                     groq        Groq
-``generativelanguage.googleapis.com`` gemini     Gemini API, OpenAI-compatible endpoint
-``aiplatform.googleapis.com``,       gemini      Vertex AI, OpenAI-compatible endpoint
-``*-aiplatform.googleapis.com``
-``api.anthropic.com``                anthropic   Anthropic, OpenAI SDK compatibility
-===================================  ==========  ==========================================
+=======================================  =========  ========================================
+``base_url`` host                        provider   service
+=======================================  =========  ========================================
+``api.openai.com``                       openai     OpenAI
+``*.openai.azure.com``                   azure      Azure OpenAI
+``*.cognitiveservices.azure.com``        azure      Azure OpenAI (AI Services endpoint)
+``api.deepseek.com``                     deepseek   DeepSeek
+``api.mistral.ai``                       mistral    Mistral
+``api.groq.com``                         groq       Groq
+``generativelanguage.googleapis.com``    gemini     Gemini API, OpenAI-compatible endpoint
+``aiplatform.googleapis.com``            gemini     Vertex AI, OpenAI-compatible endpoint
+``*-aiplatform.googleapis.com``          gemini     Vertex AI (regional), same
+``api.anthropic.com``                    anthropic  Anthropic, OpenAI SDK compatibility
+=======================================  =========  ========================================
 
 Any other host (a gateway such as OpenRouter or a LiteLLM proxy, a local server) gets
 ``openai`` unless ``provider=`` says otherwise.
@@ -82,8 +83,9 @@ How it behaves
   only :class:`toolmend.ToolLoopError` (``on_loop="raise"``) and :class:`toolmend.ToolChainError`
   (``policy="strict"``) reach the caller, because they asked for them.
 * Each repaired request logs one line on logger ``toolmend``: the row (SDK, class, method), the
-  provider, the change codes with message index and ids; never content. An SDK or a method older
-  than its row, or missing, is skipped with one warning naming the versions.
+  provider, the change codes with message index and ids; never content. An SDK older than its
+  rows is skipped with one warning naming both versions; methods the installed SDK lacks
+  (``parse`` before anthropic added it) with one warning per module naming them.
 
 Configuration (read by :func:`patch_from_env`, i.e. by ``toolmend-run``)
 ----------------------------------------------------------------------------
@@ -110,7 +112,7 @@ import os
 import re
 import sys
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -488,8 +490,8 @@ def _sync(module: ModuleType) -> None:
                 )
                 continue
             del _registry.handles[row]
-    if skipped:
-        _log_once(f"toolmend: not patching {'; '.join(skipped)}")
+    if skipped:  # one line; the same too-old SDK in its next module repeats it, so once
+        _log_once(f"toolmend: not patching {'; '.join(dict.fromkeys(skipped))}")
 
 
 def _wanted(row: Target) -> bool:
@@ -506,11 +508,11 @@ def _switch(row: Target) -> Callable[[], bool]:
 
 
 def _unsupported(row: Target, module: ModuleType) -> str | None:
-    """Why ``row`` cannot be wrapped in this installation, or ``None``."""
+    """Why ``row`` cannot be wrapped in this installation, as the log says it, or ``None``."""
     dist = SDKS[row.sdk].distribution
     installed = _installed(dist)
     if installed is not None and _version(installed) < _version(row.since):
-        return f"{row.label} ({dist} {installed} is older than {row.since})"
+        return f"{dist} {installed} (toolmend supports {dist}>={row.since})"
     owner_name, attribute = row.name.split(".")
     owner = module.__dict__.get(owner_name)
     if owner is None or inspect.getattr_static(owner, attribute, None) is None:
@@ -603,6 +605,8 @@ def _mend_kwargs(row: Target, instance: Any, kwargs: dict[str, Any]) -> dict[str
     if history is None or isinstance(history, str):
         return kwargs
     if row.format != "gemini" and not isinstance(history, (list, tuple)):
+        if isinstance(history, Mapping) or not isinstance(history, Iterable):
+            return kwargs  # not a history: the SDK will say so
         history = list(history)  # an iterable of messages: read it once, send the list
     provider = _variant(_provider(row, instance), kwargs)
     mended = mend(
@@ -614,7 +618,7 @@ def _mend_kwargs(row: Target, instance: Any, kwargs: dict[str, Any]) -> dict[str
 
 
 def _heal_chat(row: Target, instance: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
-    """Repair the chat's stored history in place (the opt-in), keeping calls still waiting for
+    """Give the chat its stored history repaired (the opt-in), keeping calls still waiting for
     the results this very turn may carry. The request itself is repaired by the Models rows."""
     stored = getattr(instance, row.history, None)
     if not isinstance(stored, list) or not stored:
@@ -627,7 +631,8 @@ def _heal_chat(row: Target, instance: Any, kwargs: dict[str, Any]) -> dict[str, 
     provider = _variant(row.format, {"model": getattr(instance, "_model", None)})
     mended = mend(stored, provider=provider, source=row.label, options=options, format=row.format)
     if mended.messages is not stored:
-        stored[:] = mended.messages
+        # a new list, not stored[:] = ...: google-genai 1.0 keeps the caller's own history list
+        setattr(instance, row.history, list(mended.messages))
     return kwargs
 
 

@@ -3,8 +3,9 @@
 ``python -c "import patch_worker; patch_worker.run('patch_import_unpatch')"`` performs the steps
 in order, then sends a broken history through openai, anthropic and google-genai to a strict
 server started here, and asserts each was repaired exactly when the last patch/unpatch step was
-``patch``; that no method carries two toolmend wrappers; that ``patch()`` imported no SDK; and
-that another instrumentor's wrapper (step ``wrap``) survives ``unpatch()``. It prints ``ok``;
+``patch``; that no method carries two toolmend wrappers; that ``patch()`` imported no SDK; that
+anthropic's Bedrock client, which copies the beta methods at import, got our wrapper when
+patched first; and that another instrumentor's wrapper (step ``wrap``) survives ``unpatch()``. It prints ``ok``;
 a failed assertion exits non-zero with its traceback. Kept free of pytest to start fast.
 """
 
@@ -105,9 +106,16 @@ def run(order: str) -> None:
     with StrictProviderServer() as server:
         accepted = _accepted(server)
     assert accepted == dict.fromkeys(("openai", "anthropic", "google_genai"), on), accepted
-    for row in tm.TARGETS:
-        if row.module in sys.modules:
+    for row in tm.TARGETS:  # one wrapper of ours where patched, none elsewhere, never two
+        module = sys.modules.get(row.module)
+        if module is not None and tm._unsupported(row, module) is None:
             assert _ours(row) == (on and not row.stores), (row.label, _ours(row))
+    before = [s for s in steps[: steps.index("import")] if s in ("patch", "unpatch")]
+    if before[-1:] == ["patch"]:  # patched when anthropic was imported:
+        from anthropic.lib.bedrock._beta_messages import Messages as Bedrock
+
+        copied = vars(Bedrock)["create"]  # ... Bedrock's class-level copy carries our wrapper
+        assert copied._self_parent._self_wrapper.__module__ == tm.__name__, copied
     for label, hits in others.items():
         assert hits == [1], label  # the other instrumentor's wrapper still runs
     print("ok")

@@ -26,7 +26,7 @@ from toolmend.profiles import get_profile
 from toolmend.rules import judge
 
 KEEP_EVERYTHING = toolmend.Policy(orphan_result="text")
-FEW = settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+FEW = settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
 
 # (format, provider, conversion options)
 PAIRS = [

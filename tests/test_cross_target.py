@@ -261,7 +261,19 @@ def test_bedrock_missing_results_in_openai_shape() -> None:
         "Expected toolResult blocks at messages.1.content for the following Ids: tooluse_1"
     ]
     fixed = toolmend.sanitize(broken, provider="bedrock")
-    assert [m["role"] for m in fixed] == ["user", "assistant", "tool", "user"]
+    # a gateway folds tool results and the user message after them into one Converse turn,
+    # which Bedrock rejects: the fixed assistant bridge keeps them apart
+    assert [m["role"] for m in fixed] == ["user", "assistant", "tool", "assistant", "user"]
+    assert toolmend.check(fixed, provider="bedrock") == []
+
+
+def test_bedrock_user_message_right_after_tool_results_in_openai_shape() -> None:
+    broken = [user("Weather?"), calls("tooluse_1"), tool("tooluse_1", "21 C"), user("And now?")]
+    problems = toolmend.check(broken, provider="bedrock")
+    assert [p.rule for p in problems] == ["BR-TOOL-RESULT-WITH-TEXT"]
+    fixed = toolmend.repair(broken, provider="bedrock")
+    assert [c.code for c in fixed.changes] == ["inserted_message"]
+    assert fixed.messages[3] == {"role": "assistant", "content": "Tool results received."}
 
 
 @pytest.mark.parametrize("provider", ["anthropic", "gemini", "gemini-3", "bedrock"])
@@ -275,3 +287,51 @@ def test_a_valid_openai_history_passes_every_target(provider: str) -> None:
     ]
     assert toolmend.check(history, provider=provider) == []
     assert toolmend.sanitize(history, provider=provider) is history
+
+
+# --- detection ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("history", "name"),
+    [
+        (
+            [user("Hi"), {"role": "assistant", "content": [{"type": "tool_use", "id": "t"}]}],
+            "anthropic",
+        ),
+        ([{"role": "user", "content": [{"type": "image", "source": {}}]}], "anthropic"),
+        ([{"role": "user", "parts": [{"text": "Hi"}]}], "gemini"),
+        ([{"role": "model", "content": "x"}], "gemini"),
+        ([{"text": "Hi"}, {"functionCall": {"name": "f"}}], "gemini"),
+        ([{"role": "user", "content": [{"text": "Hi"}]}], "bedrock"),
+        ([user("Hi"), calls("call_1")], "openai"),
+        ([user("Hi"), {"role": "assistant", "content": "Hello"}], "openai"),
+    ],
+    ids=[
+        "anthropic-tool-use",
+        "anthropic-image",
+        "gemini-parts",
+        "gemini-model-role",
+        "gemini-part-dicts",
+        "bedrock-blocks",
+        "openai-tool-calls",
+        "plain-chat-reads-as-openai",
+    ],
+)
+def test_each_format_is_detected(history: list[Any], name: str) -> None:
+    from toolmend.formats import detect
+
+    assert name == detect(history).NAME
+
+
+def test_an_ambiguous_message_is_a_clear_error() -> None:
+    both = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t"}, {"text": "x"}]}
+    with pytest.raises(
+        toolmend.InvalidHistoryError, match=r"ambiguous history.*anthropic, bedrock"
+    ):
+        toolmend.check([both], provider="anthropic")
+
+
+def test_an_unknown_shape_is_a_clear_error() -> None:
+    with pytest.raises(toolmend.InvalidMessageError, match="message 0"):
+        toolmend.check([{"speaker": "me", "words": "hi"}], provider="gemini")

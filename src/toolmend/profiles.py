@@ -63,7 +63,9 @@ class Profile:
     function_name_pattern: str | None = None
     """Regular expression a called function's name must match (Mistral)."""
     role_successors: Mapping[str, frozenset[str]] | None = None
-    """Message kind -> the kinds allowed right after it (Mistral's validator)."""
+    """Message kind -> the kinds allowed right after it (Mistral's validator; Bedrock, for
+    OpenAI-shaped histories, after tool results). Reported as ``role_order``; repaired with the
+    fixed assistant bridge. Judged on message layouts only."""
     last_kinds: frozenset[str] | None = None
     """Kinds the last message of a request may have (Mistral: user or tool, or a prefix)."""
     reasoning_in_tool_turns: bool = False
@@ -938,6 +940,14 @@ _BR_CALL_ID = Check(
     "BR-TOOL-USE-ID-FORMAT", _BR_ID.format(part="toolUse.toolUseId"), _BR_ID_SOURCE, "documented"
 )
 
+_BR_RESULT_WITH_TEXT = Check(
+    "BR-TOOL-RESULT-WITH-TEXT",
+    "messages.{index}.content: Conversation blocks and tool result blocks cannot be "
+    "provided in the same turn.",
+    "https://github.com/BerriAI/litellm/issues/6053 ; "
+    "https://github.com/langchain-ai/langchain-aws/issues/141",
+)
+
 BEDROCK = Profile(
     name="bedrock",
     aliases=("bedrock-converse", "converse", "aws-bedrock"),
@@ -963,13 +973,10 @@ BEDROCK = Profile(
             "Expected toolResult blocks at messages.{index}.content for the following Ids: {ids}",
             _BR_PUBLIC_CODE,
         ),
-        result_with_text=Check(
-            "BR-TOOL-RESULT-WITH-TEXT",
-            "messages.{index}.content: Conversation blocks and tool result blocks cannot be "
-            "provided in the same turn.",
-            "https://github.com/BerriAI/litellm/issues/6053 ; "
-            "https://github.com/langchain-ai/langchain-aws/issues/141",
-        ),
+        result_with_text=_BR_RESULT_WITH_TEXT,
+        # OpenAI-shaped histories: LiteLLM and gateways fold the tool messages and a user message
+        # right after them into one Converse user turn, which then holds both.
+        role_order=_BR_RESULT_WITH_TEXT,
         call_id_format=_BR_CALL_ID,
         call_without_id=_BR_CALL_ID,
         result_id_format=Check(
@@ -982,6 +989,7 @@ BEDROCK = Profile(
     block_pairing="converse",
     call_id_pattern=r"[a-zA-Z0-9_.:-]{1,64}",
     first_user=True,
+    role_successors=MappingProxyType({"tool": frozenset({"assistant", "tool"})}),
     strict_checks=_checks(
         text_blank=Check(
             "BR-BLANK-TEXT",

@@ -120,7 +120,7 @@ def judge(skeleton: Skeleton, profile: Profile) -> list[Problem]:
         _check_reasoning_field(skeleton, report)
     if profile.reasoning_in_tool_turns:
         _check_reasoning(skeleton, report)
-    if profile.role_successors is not None:
+    if profile.role_successors is not None and not blocks:
         _check_role_order(skeleton, profile, report)
     if profile.last_kinds is not None:
         _check_last_role(skeleton, profile, report)

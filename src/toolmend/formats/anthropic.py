@@ -292,7 +292,7 @@ def _kind(role: str) -> str:
         return ASSISTANT
     if role == "user":
         return USER
-    return SYSTEM if role in ("system", "developer") else OTHER
+    return SYSTEM if role == "system" else OTHER
 
 
 def _read_blocks(
@@ -305,7 +305,7 @@ def _read_blocks(
     flawed = False
     for slot, block in enumerate(content):
         get: Callable[[str], Any]
-        if isinstance(block, Mapping):
+        if type(block) is dict or isinstance(block, Mapping):
             get = block.get
         elif hasattr(block, "type"):
             get = _attributes(block)
@@ -367,6 +367,10 @@ def _attributes(block: Any) -> Callable[[str], Any]:
 
 def _read_call(skeleton: Skeleton, index: int, slot: int, get: Callable[[str], Any]) -> Call:
     call_id, name = get("id"), get("name")
+    if type(call_id) is str and type(name) is str:  # the common case, in short
+        if type(get("input")) is not dict and not isinstance(get("input"), Mapping):
+            skeleton.defects.append(Defect(index, "input_not_object", slot, "input"))
+        return Call(call_id, name, slot)
     if call_id is not None and type(call_id) is not str:
         raise InvalidMessageError(index, f"content[{slot}].id", "a string", call_id)
     if name is not None and not isinstance(name, str):

@@ -137,7 +137,7 @@ def claims(message: Any) -> bool:
 def _is_part_object(item: Any) -> bool:
     """A google-genai ``types.Part`` (by its fields: OpenAI's message objects also have a
     ``function_call`` attribute)."""
-    return hasattr(item, "function_response") and hasattr(item, "thought_signature")
+    return hasattr(item, "function_response") and hasattr(item, "inline_data")
 
 
 # --- normalising ------------------------------------------------------------------------------
@@ -227,6 +227,7 @@ def dirty_spans(contents: Sequence[Any], profile: Profile) -> list[tuple[int, in
         or not isinstance(contents, list)
     ):
         return None
+    signatures = profile.thought_signatures
     spans = Spans()
     callers = spans.callers
     previous: list[Any] | None = None  # the calls of the previous content, if it made any
@@ -248,10 +249,9 @@ def dirty_spans(contents: Sequence[Any], profile: Profile) -> list[tuple[int, in
             return None
         if len(parts) == 1:  # the common plain text turn, in short
             part = parts[0]
-            if type(part) is dict and "text" in part and type(part["text"]) is str:
-                if not part["text"] and not (
-                    part.get("thoughtSignature") or part.get("thought_signature")
-                ):
+            text = part.get("text") if type(part) is dict else None
+            if type(text) is str:
+                if not text and not (part.get("thoughtSignature") or part.get("thought_signature")):
                     spans.dirty = True
                 if previous is not None:
                     spans.dirty = True  # the call turn before it got no responses
@@ -261,6 +261,52 @@ def dirty_spans(contents: Sequence[Any], profile: Profile) -> list[tuple[int, in
                 previous = None
                 previous_model = model
                 continue
+            if type(part) is not dict:
+                return None
+            if model:  # a single function call (the usual call turn), in short
+                call = part.get("functionCall")
+                if call is None:
+                    call = part.get("function_call")
+                if type(call) is dict:
+                    call_id = call.get("id")
+                    if type(call.get("name")) is not str:
+                        return None
+                    if call_id is not None:
+                        if type(call_id) is not str:
+                            return None
+                        callers[call_id] = spans.start
+                    if index == 0 or previous_model or previous is not None:
+                        spans.dirty = True
+                    call_range = spans.start
+                    if signatures and not (
+                        part.get("thoughtSignature") or part.get("thought_signature")
+                    ):
+                        unsigned = True
+                    previous = [call]
+                    previous_model = True
+                    continue
+            elif previous is not None and len(previous) == 1:  # its single response, in short
+                response = part.get("functionResponse")
+                if response is None:
+                    response = part.get("function_response")
+                if type(response) is dict:
+                    response_id = response.get("id")
+                    if response_id is not None and type(response_id) is not str:
+                        return None
+                    name = response.get("name")
+                    payload = response.get("response")
+                    call = previous[0]
+                    call_id = call.get("id")
+                    if (
+                        not name
+                        or (payload is not None and type(payload) is not dict)
+                        or call.get("name") != name
+                        or (call_id and response_id and call_id != response_id)
+                    ):
+                        spans.dirty = True
+                    previous = None
+                    previous_model = False
+                    continue
         calls: list[Any] | None = None
         responses: list[Any] | None = None
         other = bad = not parts
@@ -268,17 +314,35 @@ def dirty_spans(contents: Sequence[Any], profile: Profile) -> list[tuple[int, in
         for part in parts:
             if type(part) is not dict:
                 return None
-            if "text" in part:
-                text = part["text"]
-                if type(text) is not str:
-                    return None
-                if not text and not (part.get("thoughtSignature") or part.get("thought_signature")):
-                    bad = True
-                other = True
-                continue
-            call = part.get("functionCall")
-            if call is None:
-                call = part.get("function_call")
+            # look for what this role usually holds first: calls in model, responses in user
+            call = response = None
+            if model:
+                call = part.get("functionCall")
+                if call is None:
+                    call = part.get("function_call")
+            else:
+                response = part.get("functionResponse")
+                if response is None:
+                    response = part.get("function_response")
+            if call is None and response is None:
+                if "text" in part:
+                    text = part["text"]
+                    if type(text) is not str:
+                        return None
+                    if not text and not (
+                        part.get("thoughtSignature") or part.get("thought_signature")
+                    ):
+                        bad = True
+                    other = True
+                    continue
+                if model:
+                    response = part.get("functionResponse")
+                    if response is None:
+                        response = part.get("function_response")
+                else:
+                    call = part.get("functionCall")
+                    if call is None:
+                        call = part.get("function_call")
             if call is not None:
                 if type(call) is not dict or type(call.get("name")) is not str:
                     return None
@@ -288,14 +352,13 @@ def dirty_spans(contents: Sequence[Any], profile: Profile) -> list[tuple[int, in
                         return None
                     callers[call_id] = spans.start
                 if calls is None:
-                    signed = bool(part.get("thoughtSignature") or part.get("thought_signature"))
+                    signed = not signatures or bool(
+                        part.get("thoughtSignature") or part.get("thought_signature")
+                    )
                     calls = [call]
                 else:
                     calls.append(call)
                 continue
-            response = part.get("functionResponse")
-            if response is None:
-                response = part.get("function_response")
             if response is not None:
                 if type(response) is not dict:
                     return None
@@ -320,8 +383,11 @@ def dirty_spans(contents: Sequence[Any], profile: Profile) -> list[tuple[int, in
         if previous is not None:
             if other or responses is None or not _answers(previous, responses):
                 bad = True
-        elif responses is not None:
-            spans.reach_back(call_range if call_range >= 0 else spans.start)
+        elif responses is not None:  # stray responses: reach back to the calls they may answer
+            origin = call_range if call_range >= 0 else spans.start
+            for response in responses:
+                origin = min(origin, callers.get(response.get("id"), origin))
+            spans.reach_back(origin)
         elif not model:
             spans.clean_point(index)
             unsigned = False
@@ -336,7 +402,7 @@ def dirty_spans(contents: Sequence[Any], profile: Profile) -> list[tuple[int, in
         previous = calls
         previous_model = model
     found = spans.finish(len(contents))
-    if profile.thought_signatures and (found or unsigned):
+    if signatures and (found or unsigned):
         return None if found else [(0, len(contents))]
     return found
 
@@ -437,6 +503,37 @@ def _read_parts(skeleton: Skeleton, index: int, role: str, parts: Sequence[Any])
     defects = skeleton.defects
     flawed = False
     for slot, part in enumerate(parts):
+        if type(part) is dict:  # REST dicts, the common case: no getter objects
+            text = part.get("text")
+            if text is not None:
+                extras.append(slot)
+                if text == "" and not (
+                    part.get("thoughtSignature") or part.get("thought_signature")
+                ):
+                    defects.append(Defect(index, "text_empty", slot, "text"))
+                    flawed = True
+                continue
+            call = part.get("functionCall")
+            if call is None:
+                call = part.get("function_call")
+            if call is not None:
+                calls.append(_read_call(skeleton, index, slot, call))
+                if len(calls) == 1 and not (
+                    part.get("thoughtSignature") or part.get("thought_signature")
+                ):
+                    skeleton.mark("unsigned", index)
+                continue
+            response = part.get("functionResponse")
+            if response is None:
+                response = part.get("function_response")
+            if response is not None:
+                results.append(_read_response(skeleton, index, slot, response))
+                continue
+            extras.append(slot)
+            if not _has_data(part):
+                defects.append(Defect(index, "part_no_data", slot, "data"))
+                flawed = True
+            continue
         get: Callable[[str], Any]
         if isinstance(part, Mapping):
             get = _mapping_getter(part)
@@ -487,6 +584,12 @@ def _has_data(part: Any) -> bool:
 
 
 def _read_call(skeleton: Skeleton, index: int, slot: int, call: Any) -> Call:
+    if type(call) is dict:
+        call_id, name, args = call.get("id"), call.get("name"), call.get("args")
+        if type(name) is str and (call_id is None or type(call_id) is str):
+            if args is not None and type(args) is not dict:
+                skeleton.defects.append(Defect(index, "args_not_object", slot, type(args).__name__))
+            return Call(call_id, name, slot)
     call_id, name = _field(call, "id"), _field(call, "name")
     if call_id is not None and type(call_id) is not str:
         raise InvalidMessageError(index, f"parts[{slot}].function_call.id", "a string", call_id)
@@ -499,6 +602,18 @@ def _read_call(skeleton: Skeleton, index: int, slot: int, call: Any) -> Call:
 
 
 def _read_response(skeleton: Skeleton, index: int, slot: int, response: Any) -> Result:
+    if type(response) is dict:
+        result_id, name, payload = (
+            response.get("id"),
+            response.get("name"),
+            response.get("response"),
+        )
+        if (
+            (name is None or type(name) is str)
+            and (result_id is None or type(result_id) is str)
+            and (payload is None or type(payload) is dict)
+        ):
+            return Result(result_id, name, slot)
     result_id, name = _field(response, "id"), _field(response, "name")
     if result_id is not None and type(result_id) is not str:
         raise InvalidMessageError(
