@@ -118,7 +118,7 @@ from types import ModuleType
 from typing import Any
 
 import toolmend
-from toolmend.integrations.hooks import HookOptions, OnLoop, mend
+from .hooks import HookOptions, OnLoop, mend
 
 __all__ = [
     "ENV_DISABLED",
@@ -645,7 +645,7 @@ def _provider(row: Target, instance: Any) -> str:
         chosen = _host_provider(instance)
     if chosen is None or chosen in _OPENAI_NAMES:
         return row.format
-    return chosen
+    return str(chosen)
 
 
 def _host_provider(instance: Any) -> str | None:

@@ -20,9 +20,8 @@ import sys
 
 def _patch() -> None:
     try:
-        from toolmend.integrations.patch import patch_from_env
-
-        patch_from_env()
+        # imported by name at run time: this file runs as the top-level ``sitecustomize``
+        importlib.import_module("toolmend.integrations.patch").patch_from_env()
     except Exception:  # never stop the app from starting
         logging.getLogger("toolmend").exception("toolmend: patching at startup failed")
 

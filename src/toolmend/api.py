@@ -10,9 +10,11 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
+from .edits import Plan
 from .formats import detect, module_for
 from .history import Skeleton
 from .policy import Mode, Policy, as_policy
@@ -29,7 +31,18 @@ from .report import (
 )
 from .rules import judge
 
-__all__ = ["check", "format_of", "read_history", "repair", "sanitize"]
+__all__ = [
+    "Damage",
+    "Mended",
+    "check",
+    "find_damage",
+    "format_of",
+    "mend_damage",
+    "read_history",
+    "repair",
+    "result_reader",
+    "sanitize",
+]
 
 
 def format_of(messages: Any, format: str | None = None) -> ModuleType:
@@ -160,32 +173,16 @@ def repair(
     chosen = as_policy(policy)
     module = format_of(messages, format)
     original, messages = messages, _items(module, messages)
-    damaged = []
-    for low, high in _ranges(module, messages, profile, chosen):
-        skeleton = _read_range(module, messages, low, high)
-        found = judge(skeleton, profile)
-        if found:
-            damaged.append((low, high, skeleton, found))
-    problems = tuple(problem for *_, found in damaged for problem in found)
+    damaged = find_damage(module, messages, profile, chosen)
+    problems = tuple(problem for damage in damaged for problem in damage.problems)
     if not problems:
         return Repair(original)
     if chosen.mode is Mode.STRICT:
         raise ToolChainError(problems=problems)
     if chosen.mode is Mode.REPORT:
         return Repair(original, (), problems, problems)
-    repaired: list[Any] = []
-    changes: list[Change] = []
-    position = 0
-    for low, high, skeleton, found in damaged:
-        part = messages[low:high]
-        plan, made = plan_repair(
-            skeleton, profile, chosen, _result_text(module, part), {p.code for p in found}
-        )
-        repaired.extend(messages[position:low])
-        repaired.extend(module.apply(part, plan))
-        changes.extend(made)
-        position = high
-    repaired.extend(messages[position:])
+    mended = mend_damage(module, messages, profile, chosen, damaged)
+    repaired = mended.messages
     if _DEBUG and logger.isEnabledFor(logging.DEBUG):
         logger.debug("toolmend before: %s", _structure(module.read(messages)))
         logger.debug("toolmend after: %s", _structure(module.read(repaired)))
@@ -193,10 +190,74 @@ def repair(
     def still_broken() -> tuple[Problem, ...]:
         return tuple(judge(module.read(repaired), profile))
 
-    return Repair(repaired, tuple(changes), problems, still_broken)
+    return Repair(repaired, tuple(mended.changes), problems, still_broken)
 
 
-def _result_text(module: ModuleType, part: Sequence[Any]) -> Callable[[int, int], str | None]:
+@dataclass(frozen=True)
+class Damage:
+    """One damaged range ``[low, high)`` of a history, read on its own, and its problems."""
+
+    low: int
+    high: int
+    skeleton: Skeleton
+    problems: list[Problem]
+
+
+@dataclass(frozen=True)
+class Mended:
+    """A history with its damaged ranges repaired, the changes, and each range's plan and new
+    messages (in range order), for callers that must follow where a message went (trim)."""
+
+    messages: list[Any]
+    changes: list[Change]
+    parts: list[tuple[Damage, Plan, list[Any]]]
+
+
+def find_damage(
+    module: ModuleType, messages: Sequence[Any], profile: Profile, policy: Policy | None = None
+) -> list[Damage]:
+    """The damaged ranges of ``messages`` under ``profile`` (none when it is valid)."""
+    damaged = []
+    for low, high in _ranges(module, messages, profile, policy):
+        skeleton = _read_range(module, messages, low, high)
+        found = judge(skeleton, profile)
+        if found:
+            damaged.append(Damage(low, high, skeleton, found))
+    return damaged
+
+
+def mend_damage(
+    module: ModuleType,
+    messages: Sequence[Any],
+    profile: Profile,
+    policy: Policy,
+    damaged: list[Damage],
+) -> Mended:
+    """Plan and apply a repair of every damaged range; the rest is copied by slices."""
+    repaired: list[Any] = []
+    changes: list[Change] = []
+    parts = []
+    position = 0
+    for damage in damaged:
+        part = messages[damage.low : damage.high]
+        plan, made = plan_repair(
+            damage.skeleton,
+            profile,
+            policy,
+            result_reader(module, part),
+            {problem.code for problem in damage.problems},
+        )
+        applied: list[Any] = module.apply(part, plan)
+        repaired.extend(messages[position : damage.low])
+        repaired.extend(applied)
+        changes.extend(made)
+        parts.append((damage, plan, applied))
+        position = damage.high
+    repaired.extend(messages[position:])
+    return Mended(repaired, changes, parts)
+
+
+def result_reader(module: ModuleType, part: Sequence[Any]) -> Callable[[int, int], str | None]:
     """How the planner reads a result's text (to tell a stub from a real result)."""
 
     def result_text(index: int, slot: int) -> str | None:

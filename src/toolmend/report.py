@@ -33,7 +33,6 @@ __all__ = [
     "ToolmendError",
     "TrimError",
     "UnknownNameError",
-    "log_repair",
     "logger",
 ]
 
@@ -172,25 +171,3 @@ class InvalidMessageError(InvalidHistoryError, TypeError):
     def shifted(self, offset: int) -> InvalidMessageError:
         """The same error for a message ``offset`` places further into the caller's list."""
         return InvalidMessageError(self.index + offset, self.field, self.expected, self.got)
-
-
-@dataclass(frozen=True)
-class _RepairLogLine:
-    """The single log line a hook writes per repaired request (ids and codes only)."""
-
-    source: str
-    provider: str
-    changes: Sequence[Change] = field(default_factory=tuple)
-
-    def render(self) -> str:
-        parts = []
-        for change in self.changes:
-            ids = ",".join(change.ids)
-            parts.append(f"{change.code}@{change.index}" + (f"[{ids}]" if ids else ""))
-        return f"toolmend repaired {self.source} for {self.provider}: " + " ".join(parts)
-
-
-def log_repair(source: str, provider: str, changes: Sequence[Change]) -> None:
-    """Write the one INFO line per repaired request: where, for which provider, which changes."""
-    if changes and logger.isEnabledFor(logging.INFO):
-        logger.info(_RepairLogLine(source, provider, changes).render())

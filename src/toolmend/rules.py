@@ -157,26 +157,8 @@ def _pair_adjacent(skeleton: Skeleton, report: _Report) -> None:
                 )
                 continue
             for result in results.get(index, ()):
-                if result.id is None:
-                    continue
-                if result.id not in expected:
-                    report.add(
-                        "unknown_result_id",
-                        index,
-                        "tool result answers no open call",
-                        id=result.id,
-                        ids=(result.id,),
-                    )
-                elif result.id in answered:
-                    report.add(
-                        "duplicate_result",
-                        index,
-                        "call answered twice",
-                        id=result.id,
-                        ids=(result.id,),
-                    )
-                else:
-                    answered.add(result.id)
+                if result.id is not None:
+                    _answer(report, index, result.id, expected, answered)
             continue
         if owner >= 0 and len(answered) < len(expected):
             _missing(report, owner, expected, answered)
@@ -189,6 +171,24 @@ def _pair_adjacent(skeleton: Skeleton, report: _Report) -> None:
             owner = -1
     if owner >= 0 and len(answered) < len(expected):
         _missing(report, owner, expected, answered)
+
+
+def _answer(
+    report: _Report, index: int, result_id: str, expected: set[str], answered: set[str]
+) -> None:
+    """One result of the open block: it must answer one of its calls, once."""
+    if result_id not in expected:
+        report.add(
+            "unknown_result_id",
+            index,
+            "tool result answers no open call",
+            id=result_id,
+            ids=(result_id,),
+        )
+    elif result_id in answered:
+        report.add("duplicate_result", index, "call answered twice", id=result_id, ids=(result_id,))
+    else:
+        answered.add(result_id)
 
 
 def _missing(report: _Report, owner: int, expected: set[str], answered: set[str]) -> None:
@@ -255,24 +255,8 @@ def _pair_latest(skeleton: Skeleton, report: _Report) -> None:
                         id=result.id,
                         ids=(result.id,),
                     )
-                elif result.id not in expected:
-                    report.add(
-                        "unknown_result_id",
-                        index,
-                        "tool result answers no open call",
-                        id=result.id,
-                        ids=(result.id,),
-                    )
-                elif result.id in answered:
-                    report.add(
-                        "duplicate_result",
-                        index,
-                        "call answered twice",
-                        id=result.id,
-                        ids=(result.id,),
-                    )
                 else:
-                    answered.add(result.id)
+                    _answer(report, index, result.id, expected, answered)
     if owner >= 0 and len(answered) != len(expected):
         _missing(report, owner, expected, answered)
 

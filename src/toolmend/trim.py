@@ -52,7 +52,7 @@ from .formats import MODULES, detect, module_for
 from .history import ASSISTANT, TOOL, Skeleton
 from .policy import Policy
 from .profiles import Profile, get_profile
-from .repair import Pairing, pair_results, plan_repair
+from .repair import Pairing, pair_results
 from .report import (
     InvalidHistoryError,
     InvalidMessageError,
@@ -149,15 +149,7 @@ def atomic_groups(messages: Sequence[Any], *, format: str | None = None) -> list
     [range(0, 1), range(1, 4), range(4, 5)]
     """
     module, skeleton = read_history(messages, format)
-    return _groups(skeleton, _result_text(module, messages))
-
-
-def _result_text(module: ModuleType, messages: Sequence[Any]) -> Callable[[int, int], str | None]:
-    def result_text(index: int, slot: int) -> str | None:
-        text: str | None = module.result_text(messages[index], slot)
-        return text
-
-    return result_text
+    return _groups(skeleton, api.result_reader(module, messages))
 
 
 def _groups(skeleton: Skeleton, result_text: Callable[[int, int], str | None]) -> list[range]:
@@ -266,7 +258,7 @@ def align_cut(
     if index <= keep_first or index == total:
         return max(index, keep_first)
     module, skeleton = read_history(messages, format)
-    groups = _groups(skeleton, _result_text(module, messages))
+    groups = _groups(skeleton, api.result_reader(module, messages))
     if keep_first and _start_of(groups, keep_first) != keep_first:
         return keep_first
     return max(_start_of(groups, index), keep_first)
@@ -440,7 +432,7 @@ def _boundary_after(module: ModuleType, working: Sequence[Any], index: int) -> i
     while True:
         window = working[:end]
         skeleton = module.read(window)
-        pairing = pair_results(skeleton, _result_text(module, window))
+        pairing = pair_results(skeleton, api.result_reader(module, window))
         waiting = [
             caller
             for caller, found in skeleton.calls.items()
@@ -472,7 +464,7 @@ def _boundaries_from(module: ModuleType, working: Sequence[Any], index: int) -> 
         return [total]
     window = working[index:]
     skeleton = module.read(window)
-    pairing = pair_results(skeleton, _result_text(module, window))
+    pairing = pair_results(skeleton, api.result_reader(module, window))
     loose = _spans(skeleton, pairing)[1]
     need = max(loose) + 1 if loose else 0
     groups = _groups_of(skeleton, pairing) if skeleton.calls or loose else ()
@@ -506,37 +498,23 @@ def _mend(
     and planned, as :func:`toolmend.repair` does; the plan items say where each message of
     the prefix went.
     """
-    damaged = []
-    for low, high in api._ranges(module, messages, profile):
-        skeleton = api._read_range(module, messages, low, high)
-        found = judge(skeleton, profile)
-        if found:
-            damaged.append((low, high, skeleton, found))
+    damaged = api.find_damage(module, messages, profile)
     if not damaged:
         return messages, keep_first
-    mended: list[Any] = []
+    mended = api.mend_damage(module, messages, profile, Policy(), damaged)
     keep = -1
-    position = 0
-    for low, high, skeleton, found in damaged:
-        part = messages[low:high]
-        plan, _ = plan_repair(
-            skeleton, profile, Policy(), _result_text(module, part), {p.code for p in found}
-        )
-        applied: list[Any] = module.apply(part, plan)
-        if api._DEBUG and logger.isEnabledFor(logging.DEBUG):
-            logger.debug("toolmend trim mending, before: %s", api._structure(skeleton))
-            logger.debug("toolmend trim mending, after: %s", api._structure(module.read(applied)))
+    shift = 0  # how much longer the output is than the input, before the current range
+    for damage, plan, applied in mended.parts:
+        low, high = damage.low, damage.high
         if keep < 0 and keep_first <= low:
-            keep = len(mended) + keep_first - position
-        mended.extend(messages[position:low])
+            keep = keep_first + shift
         if keep < 0 and keep_first < high:
-            keep = len(mended) + _mended_prefix(part, applied, plan.items, keep_first - low)
-        mended.extend(applied)
-        position = high
+            part = messages[low:high]
+            keep = low + shift + _mended_prefix(part, applied, plan.items, keep_first - low)
+        shift += len(applied) - (high - low)
     if keep < 0:
-        keep = len(mended) + keep_first - position
-    mended.extend(messages[position:])
-    return mended, keep
+        keep = keep_first + shift
+    return mended.messages, keep
 
 
 def _mended_prefix(
