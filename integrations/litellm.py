@@ -250,25 +250,31 @@ class ToolMend(CustomLogger):
     ) -> tuple[Any, dict[str, Any] | None]:
         """The history to send for one deployment attempt (``messages`` itself when nothing
         changed, else a new list) and the attempt's record (``None`` when there is nothing to
-        tell; see the module docstring)."""
-        model_name = _text(model) or ""
-        provider = self.options.provider
-        if provider is None:
-            try:
-                provider = profile_for(model_name, _text(custom_llm_provider), _text(api_base))
-            except Exception:
-                logger.exception("toolmend could not pick a profile for %s; sent as is", source)
-                return messages, None
-        mended = mend(
-            messages,
-            provider=provider,
-            source=f"{source}({model_name})",
-            options=self.options,
-            format="openai",
-        )
-        if mended.changes or mended.problems or mended.loops or mended.failed:
-            return mended.messages, _record(provider, model_name, mended)
-        return mended.messages, None
+        tell; see the module docstring).
+
+        Fails open like :func:`toolmend.integrations.hooks.mend`: only
+        :class:`toolmend.ToolLoopError` and :class:`toolmend.ToolChainError`, which the options
+        asked for, get out; any other error is logged and ``messages`` go out as they are."""
+        try:
+            model_name = _text(model) or ""
+            provider = self.options.provider or profile_for(
+                model_name, _text(custom_llm_provider), _text(api_base)
+            )
+            mended = mend(
+                messages,
+                provider=provider,
+                source=f"{source}({model_name})",
+                options=self.options,
+                format="openai",
+            )
+            if mended.changes or mended.problems or mended.loops or mended.failed:
+                return mended.messages, _record(provider, model_name, mended)
+            return mended.messages, None
+        except (toolmend.ToolLoopError, toolmend.ToolChainError):
+            raise
+        except Exception:
+            logger.exception("toolmend's LiteLLM hook failed on %s; sent unchanged", source)
+            return messages, None
 
     # --- LiteLLM hooks -------------------------------------------------------------------------
 
@@ -308,11 +314,15 @@ class ToolMend(CustomLogger):
         record = hidden.get(RECORD_KEY) if isinstance(hidden, dict) else None
         if not isinstance(record, dict):
             return None
-        changes = " ".join(
-            f"{c['code']}@{c['index']}" + (f"[{','.join(c['ids'])}]" if c["ids"] else "")
-            for c in record["changes"]
-        )
-        return {_CHANGES_HEADER: changes or "none", _PROVIDER_HEADER: str(record["provider"])}
+        try:
+            changes = " ".join(
+                f"{c['code']}@{c['index']}" + (f"[{','.join(c['ids'])}]" if c["ids"] else "")
+                for c in record["changes"]
+            )
+            return {_CHANGES_HEADER: changes or "none", _PROVIDER_HEADER: str(record["provider"])}
+        except Exception:  # a header must never fail the response
+            logger.exception("toolmend could not write its proxy response headers")
+            return None
 
 
 # --- the sync path: wrapt wrappers, installed once ---------------------------------------------

@@ -118,6 +118,7 @@ from types import ModuleType
 from typing import Any
 
 import toolmend
+
 from .hooks import HookOptions, OnLoop, mend
 
 __all__ = [

@@ -794,6 +794,42 @@ def test_valid_inputs_pass_and_come_back_as_the_same_object(items: list[Item]) -
     assert responses.quick_valid(items, PROFILES[PROVIDER]), "the one-pass test must vouch"
 
 
+@pytest.mark.parametrize(
+    "items",
+    [
+        [msg(), item_msg(id="a b")],
+        [msg(), item_msg(id="")],
+        [msg(), item_msg(id=7)],
+        [msg(), item_msg(id="msg_1"), msg(), item_msg(id="msg_1")],
+        [msg(), fc("call_1", "item_1"), out("call_1")],
+        [msg(), rs("x_1"), msg("assistant")],
+        [msg(), rs(), msg("user")],
+        [msg(), fc("call_1"), out("call_1"), rs()],
+        [msg(), fc("call_1"), msg("user", "x"), out("call_1", None)],
+    ],
+    ids=[
+        "space",
+        "empty",
+        "number",
+        "repeat",
+        "fc-prefix",
+        "rs-prefix",
+        "no-follower",
+        "last",
+        "no-output",
+    ],
+)
+def test_the_one_pass_test_refuses_what_the_rules_refuse(items: list[Item]) -> None:
+    assert not responses.quick_valid(items, PROFILES[PROVIDER])
+    spans = responses.dirty_spans(items, PROFILES[PROVIDER])
+    assert spans is None or spans
+    if items[1].get("id") == 7:
+        with pytest.raises(toolmend.InvalidMessageError, match=r"message 1, field 'id'"):
+            toolmend.check(items, provider=PROVIDER, format=PROVIDER)
+    else:
+        assert toolmend.check(items, provider=PROVIDER, format=PROVIDER) != []
+
+
 def whole_input_repair(items: list[Item], policy: toolmend.Policy) -> tuple[list[Any], list[Any]]:
     """The repair without the one-pass scans: read, judge and plan the whole input."""
     module, profile = detect(items), PROFILES[PROVIDER]

@@ -384,17 +384,21 @@ def test_gemini_orphan_is_sent_at_all_only_with_the_callback(
 
 
 def test_bedrock_results_followed_by_a_user_message(server: StrictProviderServer) -> None:
-    litellm.callbacks = [ToolMend()]
+    """LiteLLM merges the tool results and the next user message into one Converse turn, which
+    Bedrock rejects; the bedrock profile bridges them with an assistant message."""
     messages = [_user(), _asks(_call("call_1")), _result("call_1"), _user("And tomorrow?")]
-    litellm.completion(
-        model="bedrock/converse/anthropic.claude-3-5-sonnet-20240620-v1:0",
-        api_base=server.base_url,
-        messages=messages,
-        tools=TOOLS,
-        max_retries=0,
+    settings = {
+        "model": "bedrock/converse/anthropic.claude-3-5-sonnet-20240620-v1:0",
+        "api_base": server.base_url,
         **_AWS,
-    )
-    assert server.last_request.accepted
+    }
+    with pytest.raises(litellm.BadRequestError):
+        litellm.completion(messages=messages, tools=TOOLS, max_retries=0, **settings)
+    assert [p.code for p in server.last_request.problems] == ["result_with_text"]
+    litellm.callbacks = [ToolMend()]
+    response = litellm.completion(messages=messages, tools=TOOLS, max_retries=0, **settings)
+    accepted_and_valid(server, "bedrock")
+    assert [c["code"] for c in record_of(response)["changes"]] == ["inserted_message"]
 
 
 # --- Router: a fallback from DeepSeek to Anthropic, repaired per attempt ------------------------

@@ -357,7 +357,7 @@ def order_messages(state: _State) -> None:
                 state.change(
                     "moved_result",
                     ref[0],
-                    f"moved next to its call in message {index}",
+                    f"moved next to its call in message {index + skeleton.base}",
                     result_at(skeleton, ref).id,
                 )
             if ref in state.filled_ids:

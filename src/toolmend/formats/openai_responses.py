@@ -184,6 +184,7 @@ def quick_valid(messages: Sequence[Any] | str, profile: Profile) -> bool:
     called: set[str] = set()
     unanswered: set[str] = set()
     ids: list[str] = []
+    call, answer, keep_id = called.add, unanswered.discard, ids.append
     after_reasoning = False
     for item in messages:
         if type(item) is not dict:
@@ -202,7 +203,7 @@ def quick_valid(messages: Sequence[Any] | str, profile: Profile) -> bool:
                 return False
             if item_id is not None and (type(item_id) is not str or item_id[:2] != "fc"):
                 return False
-            called.add(call_id)
+            call(call_id)
             unanswered.add(call_id)
             after_reasoning = False
         elif item_type == "function_call_output":
@@ -214,7 +215,7 @@ def quick_valid(messages: Sequence[Any] | str, profile: Profile) -> bool:
                 or get("output") is None
             ):
                 return False
-            unanswered.discard(call_id)
+            answer(call_id)
         elif item_type is None or item_type == "message":
             role = get("role")
             if type(role) is not str or role not in _MESSAGE_KINDS or get("content") is None:
@@ -231,16 +232,17 @@ def quick_valid(messages: Sequence[Any] | str, profile: Profile) -> bool:
         else:
             return False
         if item_id is not None:
-            if type(item_id) is not str:
-                return False
-            ids.append(item_id)
+            keep_id(item_id)
     if after_reasoning or unanswered:
         return False
     if not ids:
         return True
     # Every id at once: one C-level match over the ids joined by spaces (an id holding a space
-    # shows in the count), one set for repeats.
-    joined = " ".join(ids) + " "
+    # shows in the count, an id that is no string fails the join), one set for repeats.
+    try:
+        joined = " ".join(ids) + " "
+    except TypeError:
+        return False
     return (
         len(set(ids)) == len(ids)
         and joined.count(" ") == len(ids)
