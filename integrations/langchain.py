@@ -69,6 +69,7 @@ import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, ClassVar
+from urllib.parse import urlsplit
 
 import toolmend
 
@@ -814,11 +815,6 @@ MODEL_PROVIDERS: Mapping[str, str] = {
 """Chat model class name (the class or one it derives from) -> the provider profile. A model
 not listed is judged as ``"openai"``, the strictest about where results go."""
 
-_HOSTS = (("deepseek.com", "deepseek"), ("mistral.ai", "mistral"), ("groq.com", "groq"))
-"""An OpenAI-compatible client pointed at one of these hosts talks to that provider."""
-
-_MODEL_PREFIXES = (("deepseek-reasoner", "deepseek-reasoner"), ("deepseek", "deepseek"))
-
 
 def provider_for(model: Any) -> str:
     """The provider profile for a LangChain chat model (see :data:`MODEL_PROVIDERS`).
@@ -834,26 +830,18 @@ def provider_for(model: Any) -> str:
         if cls.__name__ in MODEL_PROVIDERS:
             provider = MODEL_PROVIDERS[cls.__name__]
             break
-    name = str(getattr(model, "model_name", None) or getattr(model, "model", None) or "").lower()
-    name = name.rsplit("/", 1)[-1]
+    name = str(getattr(model, "model_name", None) or getattr(model, "model", None) or "")
     if provider in ("openai", "deepseek"):
         base = str(
             getattr(model, "openai_api_base", None) or getattr(model, "api_base", None) or ""
         )
-        for host, host_provider in _HOSTS:
-            if host in base:
-                provider = host_provider
-        for prefix, prefix_provider in _MODEL_PREFIXES:
-            if name.startswith(prefix):
-                provider = prefix_provider
-                break
-    elif provider == "gemini" and name.startswith("gemini-3") and "image" not in name:
-        provider = "gemini-3"
-    elif provider == "anthropic":
-        thinking = getattr(model, "thinking", None)
-        if isinstance(thinking, Mapping) and thinking.get("type") in ("enabled", "adaptive"):
-            provider = "anthropic-thinking"
-    return provider
+        host = urlsplit(base).hostname
+        provider = (
+            toolmend.provider_for_model(name)
+            or (toolmend.provider_for_host(host) if host else None)
+            or provider
+        )
+    return toolmend.request_profile(provider, model=name, thinking=getattr(model, "thinking", None))
 
 
 class ToolMendMiddleware(AgentMiddleware):

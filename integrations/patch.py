@@ -103,7 +103,6 @@ Configuration (read by :func:`patch_from_env`, i.e. by ``toolmend-run``)
 from __future__ import annotations
 
 import dataclasses
-import fnmatch
 import importlib
 import importlib.metadata
 import inspect
@@ -118,6 +117,7 @@ from types import ModuleType
 from typing import Any
 
 import toolmend
+from toolmend.routing import HOSTS, provider_for_host
 
 from .hooks import HookOptions, OnLoop, mend
 
@@ -259,20 +259,6 @@ TARGETS: tuple[Target, ...] = (
 # fmt: on
 """Every method toolmend wraps, one row each."""
 
-HOSTS: tuple[tuple[str, str], ...] = (
-    ("api.openai.com", "openai"),
-    ("*.openai.azure.com", "azure"),
-    ("*.cognitiveservices.azure.com", "azure"),
-    ("api.deepseek.com", "deepseek"),
-    ("api.mistral.ai", "mistral"),
-    ("api.groq.com", "groq"),
-    ("generativelanguage.googleapis.com", "gemini"),
-    ("aiplatform.googleapis.com", "gemini"),
-    ("*-aiplatform.googleapis.com", "gemini"),
-    ("api.anthropic.com", "anthropic"),
-)
-"""``base_url`` host pattern (``fnmatch``) -> provider, for openai-compatible clients."""
-
 _OPENAI_NAMES = frozenset({"openai", "azure"})
 _TRUE = frozenset({"1", "true", "yes", "on"})
 
@@ -289,21 +275,6 @@ def floors() -> dict[str, str]:
         if dist not in found or _version(row.since) < _version(found[dist]):
             found[dist] = row.since
     return found
-
-
-def provider_for_host(host: str) -> str | None:
-    """The provider :data:`HOSTS` gives a ``base_url`` host, or ``None`` when it has none.
-
-    >>> provider_for_host("api.deepseek.com"), provider_for_host("myco.openai.azure.com")
-    ('deepseek', 'azure')
-    >>> provider_for_host("127.0.0.1") is None
-    True
-    """
-    host = host.lower()
-    for pattern, provider in HOSTS:
-        if fnmatch.fnmatchcase(host, pattern):
-            return provider
-    return None
 
 
 # --- the patch registry -------------------------------------------------------------------------
@@ -663,19 +634,8 @@ def _host_provider(instance: Any) -> str | None:
 
 
 def _variant(provider: str, kwargs: Mapping[str, Any]) -> str:
-    """The variant of ``provider`` this request meets, as the service judges it: thinking on
-    Anthropic, a Gemini 3 model, DeepSeek's reasoner."""
+    """The profile variant this request meets (see :func:`toolmend.request_profile`)."""
     model = kwargs.get("model")
-    name = model.lower().rsplit("/", 1)[-1] if isinstance(model, str) else ""
-    if provider == "anthropic":
-        thinking = kwargs.get("thinking")
-        if isinstance(thinking, Mapping) and thinking.get("type") in ("enabled", "adaptive"):
-            return "anthropic-thinking"
-    elif provider == "gemini":
-        if (name.startswith("gemini-3") and not name.startswith("gemini-3-pro-image")) or (
-            name.startswith("gemini-") and name.endswith("-latest")
-        ):
-            return "gemini-3"
-    elif provider == "deepseek" and name.startswith("deepseek-reasoner"):
-        return "deepseek-reasoner"
-    return provider
+    return toolmend.request_profile(
+        provider, model=model if isinstance(model, str) else None, thinking=kwargs.get("thinking")
+    )

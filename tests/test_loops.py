@@ -208,3 +208,20 @@ def test_gemini_contents() -> None:
             },
         ]
     assert codes(toolmend.detect_loops(history, format="gemini")) == [("repeated_call", 5)]
+
+
+def test_live_only_skips_the_runs_the_user_ended() -> None:
+    """Hooks pass ``live_only=True``: a loop the user already interrupted is not reported on
+    every later request, and a loop in the live run is reported at the same index."""
+    ended = [*seed002_loop(), user("Never mind. What's the time?")]
+    assert toolmend.detect_loops(ended)
+    assert toolmend.detect_loops(ended, live_only=True) == []
+    live = ended + seed002_loop()[1:]
+    expected = [p for p in toolmend.detect_loops(live) if p.index > len(ended)]
+    assert toolmend.detect_loops(live, live_only=True) == expected
+    assert codes(toolmend.detect_loops(seed002_loop(), live_only=True)) == codes(
+        toolmend.detect_loops(seed002_loop())
+    )
+    with pytest.raises(toolmend.ToolLoopError) as raised:
+        toolmend.detect_loops(live, live_only=True, raise_=True)
+    assert raised.value.problems == tuple(expected)

@@ -28,6 +28,7 @@ from .report import (
     TrimError,
     UnknownNameError,
 )
+from .routing import provider_for_host, provider_for_model, request_profile
 from .trim import align_cut, atomic_groups, merge_consecutive, trim
 
 __all__ = [
@@ -49,7 +50,10 @@ __all__ = [
     "check",
     "detect_loops",
     "merge_consecutive",
+    "provider_for_host",
+    "provider_for_model",
     "repair",
+    "request_profile",
     "sanitize",
     "trim",
 ]

@@ -68,6 +68,7 @@ from ..api import check
 from ..formats import MODULES
 from ..profiles import get_profile
 from ..report import InvalidHistoryError, Problem, UnknownNameError
+from ..routing import provider_for_model, request_profile
 from . import errors, wire
 from .replies import IdMaker, Reply, as_replies, as_reply
 
@@ -649,47 +650,17 @@ def _first_known(names: Iterable[str]) -> str | None:
     return None
 
 
-_MODEL_FAMILIES = (
-    ("deepseek-reasoner", "deepseek-reasoner"),
-    ("deepseek", "deepseek"),
-    ("mistral", "mistral"),
-    ("open-mistral", "mistral"),
-    ("codestral", "mistral"),
-    ("devstral", "mistral"),
-    ("magistral", "mistral"),
-    ("ministral", "mistral"),
-    ("pixtral", "mistral"),
-)
-"""Model name prefixes that only one OpenAI-compatible provider serves."""
-
-
 def _variant(provider: str, model: str | None, body: Mapping[str, Any]) -> str:
-    """The variant of ``provider`` this request meets (see the module docstring)."""
-    name = (model or "").lower().rsplit("/", 1)[-1]
-    variant = None
-    if provider == "gemini" and (
-        (name.startswith("gemini-3") and not name.startswith("gemini-3-pro-image"))
-        or (name.startswith("gemini-") and name.endswith("-latest"))
-    ):
-        variant = "gemini-3"
-    elif provider == "anthropic":
-        thinking = body.get("thinking")
-        if isinstance(thinking, dict) and thinking.get("type") in ("enabled", "adaptive"):
-            variant = "anthropic-thinking"
-    elif provider == "deepseek" and name.startswith("deepseek-reasoner"):
-        variant = "deepseek-reasoner"
-    return (_first_known((variant,)) if variant else None) or provider
+    """The variant of ``provider`` this request meets (see :func:`toolmend.request_profile`)."""
+    return request_profile(provider, model=model, thinking=body.get("thinking"))
 
 
 def _family_of(model: str | None) -> str | None:
     """The provider a Chat Completions model name belongs to, when only one serves it."""
     if not model:
         return None
-    name = model.lower()
-    for prefix, provider in _MODEL_FAMILIES:
-        if name.startswith(prefix):
-            return _first_known((provider,))
-    return None
+    family = provider_for_model(model)
+    return _first_known((family,)) if family else None
 
 
 def _as_items(value: Any) -> Any:
