@@ -808,42 +808,26 @@ def proxy(server: StrictProviderServer, tmp_path_factory: pytest.TempPathFactory
         pytest.skip("the `litellm` command is not installed next to this Python")
     folder = tmp_path_factory.mktemp("proxy")
     port = free_port()
-    (folder / "config.yaml").write_text(
-        f"""
-model_list:
-  - model_name: my-deepseek
-    litellm_params:
-      model: deepseek/deepseek-chat
-      api_base: {server.openai_base_url}
-      api_key: t
-  - model_name: my-unreachable
-    litellm_params:
-      model: deepseek/deepseek-chat
-      api_base: http://127.0.0.1:{free_port()}/v1
-      api_key: t
-  - model_name: my-claude
-    litellm_params:
-      model: anthropic/claude-sonnet-4-5
-      api_base: {server.base_url}
-      api_key: t
-litellm_settings:
-  callbacks: toolmend.integrations.litellm.proxy_handler
-  num_retries: 0
-router_settings:
-  fallbacks: [{{"my-unreachable": ["my-claude"]}}]
-general_settings:
-  master_key: sk-toolmend
-"""
-    )
+    config = Path(__file__).resolve().parent.parent / "examples" / "litellm_proxy" / "config.yaml"
     log = (folder / "proxy.log").open("w")
-    command = [executable, "--config", str(folder / "config.yaml")]
+    command = [executable, "--config", str(config)]
     command += ["--host", "127.0.0.1", "--port", str(port)]
     process = subprocess.Popen(
         command,
         cwd=folder,
         stdout=log,
         stderr=subprocess.STDOUT,
-        env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "NO_DOCS": "True"},
+        env={
+            **os.environ,
+            "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+            "NO_DOCS": "True",
+            # the example config reads its endpoints and keys from here
+            "TOOLMEND_DEEPSEEK_BASE": server.openai_base_url,
+            "TOOLMEND_UNREACHABLE_BASE": f"http://127.0.0.1:{free_port()}/v1",
+            "TOOLMEND_ANTHROPIC_BASE": server.base_url,
+            "DEEPSEEK_API_KEY": "t",
+            "ANTHROPIC_API_KEY": "t",
+        },
     )
     base = f"http://127.0.0.1:{port}"
     try:

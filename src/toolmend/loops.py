@@ -140,9 +140,13 @@ def _live_start(module: ModuleType, items: Sequence[Any]) -> int:
     """The index after the last user message, read one message at a time from the end, so
     the runs before it cost nothing; 0 when there is none (or a message cannot be read alone,
     and the full read will report it)."""
+    kind_of = getattr(module, "kind_of", None)
     for index in range(len(items) - 1, -1, -1):
         try:
-            kind = module.read(items[index : index + 1]).kinds[0]
+            if kind_of is not None:
+                kind = kind_of(items[index])
+            else:
+                kind = module.read(items[index : index + 1]).kinds[0]
         except Exception:
             return 0
         if kind == USER:
@@ -176,7 +180,9 @@ class _Guard:
     max_rounds: int | None
     problems: list[Problem] = field(default_factory=list)
     same: dict[tuple[str, str], list[tuple[int, str]]] = field(default_factory=dict)
-    """(tool, canonical arguments) -> (message index, call id) of each call in the run."""
+    """(tool, arguments as sent) -> (message index, call id) of each call in the run. Arguments
+    are put in canonical form only for the few tools called often enough to matter: parsing
+    every call's JSON on every request is what a hook cannot afford."""
     streaks: dict[str, _Streak] = field(default_factory=dict)
     rounds: int = 0
     crossed: int = -1
@@ -209,7 +215,11 @@ class _Guard:
     def _end_streak(self, name: str) -> None:
         streak = self.streaks.pop(name)
         limit = self.repeat_tool
-        if limit is not None and streak.rounds >= limit and len(streak.arguments) > 1:
+        if (
+            limit is not None
+            and streak.rounds >= limit
+            and len({_canonical(arguments) for arguments in streak.arguments}) > 1
+        ):
             self._add(
                 "repeated_tool",
                 streak.last,
@@ -222,8 +232,13 @@ class _Guard:
         for name in list(self.streaks):
             self._end_streak(name)
         if self.repeat is not None:
-            for (name, _), seen in self.same.items():
+            groups: dict[tuple[str, str], list[tuple[int, str]]] = {}
+            for (name, arguments), found in self.same.items():
+                if self.per_tool.get(name, 0) >= self.repeat:
+                    groups.setdefault((name, _canonical(arguments)), []).extend(found)
+            for (name, _), seen in groups.items():
                 if len(seen) >= self.repeat:
+                    seen.sort()
                     self._add(
                         "repeated_call",
                         seen[-1][0],
@@ -257,9 +272,16 @@ def _arguments(
     """The call's arguments as canonical JSON text (compared, never shown)."""
     reader = getattr(module, "call_arguments", None)
     if callable(reader):
-        return _canonical(reader(messages[index], call.slot))
+        return _as_sent(reader(messages[index], call.slot))
     siblings = [c for c in skeleton.calls.get(index, ()) if c.name == call.name]
-    return _canonical(_find_arguments(messages[index], call, siblings.index(call)))
+    return _as_sent(_find_arguments(messages[index], call, siblings.index(call)))
+
+
+def _as_sent(arguments: Any) -> str:
+    """The arguments as text: JSON text as it is, anything else serialised (keys sorted)."""
+    if isinstance(arguments, str):
+        return arguments
+    return _canonical(arguments)
 
 
 def _canonical(arguments: Any) -> str:

@@ -15,6 +15,8 @@ A format module exposes:
     Whether one message shows a feature only this format has (used by detection).
 ``result_text(message: Any, slot: int) -> str | None``
     The text of one tool result, for the planner's stub test (never logged).
+``kind_of(message: Any) -> str`` *(optional)*
+    The kind of one message, cheaply (the loop guard's walk back to the last user message).
 ``EXCLUSIVE: bool`` *(optional)*
     True when ``claims`` rests on the message's class, so its claim wins over the look-alike
     claims of other formats during detection (LangChain messages).

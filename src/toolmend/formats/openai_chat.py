@@ -27,6 +27,7 @@ __all__ = [
     "call_arguments",
     "claims",
     "dirty_spans",
+    "kind_of",
     "quick_valid",
     "read",
     "result_text",
@@ -299,6 +300,16 @@ def read(messages: Sequence[Any]) -> Skeleton:
 
 _new_tuple = tuple.__new__
 """Builds a NamedTuple without the Python-level ``__new__`` it generates (a hot path)."""
+
+
+def kind_of(message: Any) -> str:
+    """The kind of one message, cheaply (the loop guard walks back to the last user message
+    with it on every request)."""
+    if type(message) is dict:
+        role = message.get("role")
+        if type(role) is str:
+            return _KINDS.get(role, OTHER)
+    return read([message]).kinds[0]
 
 
 def _role_text(index: int, role: Any) -> str:
