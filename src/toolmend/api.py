@@ -92,6 +92,9 @@ def _ranges(
     """The ranges of ``messages`` to read and judge: none when the format's one-pass test
     vouches for the whole history, the damaged ranges when it can tell them (see
     ``formats.openai_chat.dirty_spans``), else the whole history."""
+    quick_valid = getattr(module, "quick_valid", None)
+    if quick_valid is not None and quick_valid(messages, profile):
+        return []  # the common case: one tight pass that builds nothing
     spans_of = getattr(module, "dirty_spans", None)
     if spans_of is not None and (policy is None or policy.frontier != "keep"):
         spans: list[tuple[int, int]] | None = spans_of(messages, profile)
