@@ -12,9 +12,10 @@ notes) and a few shapes every agent framework produces sooner or later.
 
 "With toolmend" is a :data:`Hook`: a function that gets the scenario, the send function and the
 broken history and returns what the provider answered plus the changes toolmend made. The
-default, :func:`sanitize_hook`, calls :func:`toolmend.repair` right before the SDK call; an SDK
-integration can replace it per scenario (a patched client, a LiteLLM callback) without touching
-the rest.
+default, :func:`patch_hook`, sends the broken history itself through the SDK patched by
+``toolmend.integrations.patch`` (the hook a legacy app switches on with one call or with
+``toolmend-run``); :func:`sanitize_hook` calls :func:`toolmend.repair` right before the SDK
+call instead.
 
 The SDKs are imported inside the send functions only, so ``import toolmend`` never loads them;
 a missing SDK turns its rows into a ``pip install 'toolmend[demo]'`` hint, not a traceback.
@@ -35,7 +36,16 @@ from .profiles import PROFILES
 from .report import Change
 from .testing import Reply, StrictProviderServer
 
-__all__ = ["SCENARIOS", "Hook", "Outcome", "Scenario", "main", "run", "sanitize_hook"]
+__all__ = [
+    "SCENARIOS",
+    "Hook",
+    "Outcome",
+    "Scenario",
+    "main",
+    "patch_hook",
+    "run",
+    "sanitize_hook",
+]
 
 Send = Callable[[Any], str]
 """Sends one history through the scenario's SDK; returns a short summary of the reply, or
@@ -59,9 +69,25 @@ MODELS = {
 
 
 def sanitize_hook(scenario: Scenario, send: Send, history: Any) -> tuple[str, Sequence[Change]]:
-    """The default "with toolmend": ``toolmend.repair`` on the history, then the same SDK call."""
+    """``toolmend.repair`` on the history, then the same SDK call (no SDK hook needed)."""
     result = repair(history, provider=scenario.provider, format=scenario.format)
     return send(result.messages), result.changes
+
+
+def patch_hook(scenario: Scenario, send: Send, history: Any) -> tuple[str, Sequence[Change]]:
+    """The default "with toolmend": the SDK patched by ``toolmend.integrations.patch`` for the
+    call, the caller's code unchanged. The changes shown are what that repair changed (the patch
+    itself only logs them), found by repairing the same history the same way."""
+    # the hooks live in toolmend.integrations (needs wrapt, from the [demo] extra)
+    sdk_patch = importlib.import_module("toolmend.integrations.patch")
+
+    provider = scenario.provider if scenario.sdk == "openai" else None
+    sdk_patch.patch(provider=provider, on_loop="off")
+    try:
+        reply = send(history)
+    finally:
+        sdk_patch.unpatch()
+    return reply, repair(history, provider=scenario.provider, format=scenario.format).changes
 
 
 @dataclass(frozen=True)
@@ -77,7 +103,7 @@ class Scenario:
     format: str
     history: Callable[[], list[Any]]
     """Builds the broken history (fresh each time)."""
-    hook: Hook = sanitize_hook
+    hook: Hook = patch_hook
     source: str = ""
     """Where the shape was seen."""
 
@@ -495,7 +521,7 @@ def render(rows: Sequence[Row], *, width: int | None = None, verbose: bool = Fal
     lines.append("")
     lines.append(
         f"{fixed_count}/{len(rows)} accepted with toolmend "
-        "(toolmend.repair on the history right before the SDK call)."
+        "(the same broken history, sent through the SDK patched by toolmend.integrations.patch)."
     )
     missing = sorted({r.scenario.sdk for r in rows if r.skipped.startswith("needs ")})
     if missing:
