@@ -29,7 +29,8 @@ Message = dict[str, Any]
 TOOLS = ("get_weather", "search_web", "read_file", "run_shell", "query_db")
 
 
-def _text(rnd: random.Random, low: int, high: int) -> str:
+def filler_text(rnd: random.Random, low: int, high: int) -> str:
+    """Plain words, ``low`` to ``high`` characters: content of a realistic size."""
     words = ("the", "result", "of", "query", "file", "line", "value", "error", "ok", "data")
     size = rnd.randint(low, high)
     out: list[str] = []
@@ -44,10 +45,10 @@ def _text(rnd: random.Random, low: int, high: int) -> str:
 def agent_history(size: int, seed: int = 7) -> list[Message]:
     """A valid agent history of about ``size`` messages."""
     rnd = random.Random(seed)
-    history: list[Message] = [{"role": "system", "content": _text(rnd, 200, 800)}]
+    history: list[Message] = [{"role": "system", "content": filler_text(rnd, 200, 800)}]
     counter = 0
     while len(history) < size:
-        history.append({"role": "user", "content": _text(rnd, 40, 400)})
+        history.append({"role": "user", "content": filler_text(rnd, 40, 400)})
         for _ in range(rnd.randint(0, 3)):
             ids = []
             tool_calls = []
@@ -55,7 +56,9 @@ def agent_history(size: int, seed: int = 7) -> list[Message]:
                 counter += 1
                 call_id = f"call_{counter:024d}"
                 ids.append(call_id)
-                arguments = json.dumps({"query": _text(rnd, 10, 60), "limit": rnd.randint(1, 50)})
+                arguments = json.dumps(
+                    {"query": filler_text(rnd, 10, 60), "limit": rnd.randint(1, 50)}
+                )
                 tool_calls.append(
                     {
                         "id": call_id,
@@ -66,9 +69,13 @@ def agent_history(size: int, seed: int = 7) -> list[Message]:
             history.append({"role": "assistant", "content": None, "tool_calls": tool_calls})
             for call_id in ids:
                 history.append(
-                    {"role": "tool", "tool_call_id": call_id, "content": _text(rnd, 200, 3000)}
+                    {
+                        "role": "tool",
+                        "tool_call_id": call_id,
+                        "content": filler_text(rnd, 200, 3000),
+                    }
                 )
-        history.append({"role": "assistant", "content": _text(rnd, 100, 1200)})
+        history.append({"role": "assistant", "content": filler_text(rnd, 100, 1200)})
     cut = max(i for i in range(1, min(size, len(history) - 1) + 1) if history[i]["role"] == "user")
     return history[:cut]  # end on a whole turn, so the history stays valid
 

@@ -18,31 +18,16 @@ import argparse
 import copy
 import json
 import random
-import statistics
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_core import TOOLS, Message, filler_text, median_seconds
 
 import toolmend
-
-Message = dict[str, Any]
-TOOLS = ("get_weather", "search_web", "read_file", "run_shell", "query_db")
-
-
-def _text(rnd: random.Random, low: int, high: int) -> str:
-    words = ("the", "result", "of", "query", "file", "line", "value", "error", "ok", "data")
-    size = rnd.randint(low, high)
-    out: list[str] = []
-    length = 0
-    while length < size:
-        word = rnd.choice(words)
-        out.append(word)
-        length += len(word) + 1
-    return " ".join(out)
 
 
 def _turns(size: int, seed: int) -> list[tuple[str, Any]]:
@@ -52,16 +37,16 @@ def _turns(size: int, seed: int) -> list[tuple[str, Any]]:
     turns: list[tuple[str, Any]] = []
     counter = 0
     while len(turns) < size:
-        turns.append(("user", _text(rnd, 40, 400)))
+        turns.append(("user", filler_text(rnd, 40, 400)))
         for _ in range(rnd.randint(0, 3)):
             calls = []
             for _ in range(rnd.randint(1, 3)):
                 counter += 1
-                args = {"query": _text(rnd, 10, 60), "limit": rnd.randint(1, 50)}
+                args = {"query": filler_text(rnd, 10, 60), "limit": rnd.randint(1, 50)}
                 calls.append((f"toolu_{counter:024d}", rnd.choice(TOOLS), args))
             turns.append(("calls", calls))
-            turns.append(("results", [(i, n, _text(rnd, 200, 3000)) for i, n, _ in calls]))
-        turns.append(("assistant", _text(rnd, 100, 1200)))
+            turns.append(("results", [(i, n, filler_text(rnd, 200, 3000)) for i, n, _ in calls]))
+        turns.append(("assistant", filler_text(rnd, 100, 1200)))
     cut = max(i for i in range(1, min(size, len(turns) - 1) + 1) if turns[i][0] == "user")
     return turns[:cut]
 
@@ -145,15 +130,6 @@ def damage(history: list[Message], share: float = 0.02, seed: int = 11) -> list[
         else:
             out.insert(position, out[position - 1])  # a duplicate
     return out
-
-
-def median_seconds(run: Callable[[], object], repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def measure(history: list[Message], provider: str, repeat: int) -> float:
