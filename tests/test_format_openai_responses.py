@@ -19,7 +19,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -40,6 +39,7 @@ from toolmend.formats import openai_responses as responses
 from toolmend.profiles import PROFILES
 from toolmend.repair import plan_repair
 from toolmend.rules import judge
+from toolmend.testing import StrictProviderServer
 
 from histories import valid_conversations
 
@@ -545,24 +545,16 @@ def test_sdk_objects_edited_become_dicts_with_api_names() -> None:
 
 
 def test_repaired_sdk_input_goes_through_the_real_client() -> None:
-    sent: list[Any] = []
-
-    def handler(request: httpx.Request) -> httpx.Response:
-        sent.append(json.loads(request.content))
-        return httpx.Response(400, json={"error": {"message": "recorded", "type": "x"}})
-
-    client = OpenAI(
-        api_key="test",
-        base_url="http://test/v1",
-        max_retries=0,
-        http_client=httpx.Client(transport=httpx.MockTransport(handler)),
-    )
     items = sdk_turn()
     del items[3]
     repaired = toolmend.sanitize(items, provider=PROVIDER)
-    with pytest.raises(Exception, match="recorded"):
+    with StrictProviderServer(provider=PROVIDER) as server:
+        client = OpenAI(api_key="test", base_url=server.openai_base_url, max_retries=0)
+        with pytest.raises(Exception, match="No tool output found"):
+            client.responses.create(model="gpt-5", input=items)  # the broken input: a 400
         client.responses.create(model="gpt-5", input=repaired)
-    body_input = sent[0]["input"]
+        assert server.last_request.status == 200
+        body_input = server.last_request.body["input"]
     assert toolmend.check(body_input, provider=PROVIDER) == []
     assert [item.get("type") for item in body_input] == [
         None,
