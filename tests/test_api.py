@@ -92,9 +92,9 @@ def test_remove_call_policy_and_placeholder_default() -> None:
 def test_frontier_kept_while_tools_run() -> None:
     history = [user("q"), calls("call_1", "call_2"), result("call_1")]
     keep = toolmend.Policy(frontier="keep")
-    assert toolmend.sanitize(history, policy=keep) is not None
     kept = toolmend.repair(history, policy=keep)
     assert kept.messages == history
+    assert kept.changes == ()
     assert [p.code for p in kept.problems_left] == ["missing_result"]
     answered = toolmend.sanitize(history)
     assert answered[-1]["tool_call_id"] == "call_2"
