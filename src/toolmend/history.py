@@ -29,6 +29,7 @@ __all__ = [
     "Defect",
     "Result",
     "Skeleton",
+    "block_kind",
 ]
 
 USER = "user"
@@ -147,3 +148,18 @@ class Skeleton:
 
 
 _NO_INDEXES: frozenset[int] = frozenset()
+
+
+_MODEL_ROLES = frozenset({"assistant", "model"})
+
+
+def block_kind(role: object, has_results: bool = False) -> str:
+    """The kind of a block-layout message (Anthropic, Gemini, Bedrock): the model's turn is the
+    assistant, a user turn that carries tool results is a result message, and the rest by role."""
+    if role in _MODEL_ROLES:
+        return ASSISTANT
+    if has_results:
+        return TOOL
+    if role == "user":
+        return USER
+    return SYSTEM if role == "system" else OTHER

@@ -16,7 +16,19 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..edits import AsText, Blocks, Bridge, Keep, Merge, MessageEdit, Placeholder, Plan
-from ..history import ASSISTANT, BLOCKS, OTHER, SYSTEM, TOOL, USER, Call, Defect, Result, Skeleton
+from ..history import (
+    ASSISTANT,
+    BLOCKS,
+    OTHER,
+    SYSTEM,
+    TOOL,
+    USER,
+    Call,
+    Defect,
+    Result,
+    Skeleton,
+    block_kind,
+)
 from ..report import InvalidMessageError
 
 __all__ = ["NAME", "apply", "call_arguments", "claims", "read", "result_text"]
@@ -53,16 +65,6 @@ def claims(message: Any) -> bool:
     return False
 
 
-def _kind(role: Any, has_results: bool) -> str:
-    if role == "assistant":
-        return ASSISTANT
-    if has_results:
-        return TOOL
-    if role == "user":
-        return USER
-    return SYSTEM if role == "system" else OTHER
-
-
 def read(messages: Sequence[Any]) -> Skeleton:
     """Read a Converse history into a block-layout skeleton (see :mod:`toolmend.formats`)."""
     skeleton = Skeleton(NAME, layout=BLOCKS)
@@ -86,7 +88,7 @@ def read(messages: Sequence[Any]) -> Skeleton:
                         if role == "assistant"
                         else USER
                         if role == "user"
-                        else _kind(role, False)
+                        else block_kind(role, False)
                     )
                     continue
         _read_blocks(skeleton, index, role, content)
@@ -133,7 +135,7 @@ def _read_blocks(skeleton: Skeleton, index: int, role: str, content: Sequence[An
             if not isinstance(text, str) or not text or text.isspace():
                 skeleton.defects.append(Defect(index, "text_blank", slot, "text"))
                 flawed = True
-    skeleton.kinds.append(_kind(role, bool(results)))
+    skeleton.kinds.append(block_kind(role, bool(results)))
     if calls:
         skeleton.calls[index] = tuple(calls)
     if results:

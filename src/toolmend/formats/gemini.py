@@ -26,7 +26,19 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..edits import AsText, Blocks, Bridge, Keep, Merge, MessageEdit, Placeholder, Plan
-from ..history import ASSISTANT, BLOCKS, OTHER, SYSTEM, TOOL, USER, Call, Defect, Result, Skeleton
+from ..history import (
+    ASSISTANT,
+    BLOCKS,
+    OTHER,
+    SYSTEM,
+    TOOL,
+    USER,
+    Call,
+    Defect,
+    Result,
+    Skeleton,
+    block_kind,
+)
 from ..report import InvalidMessageError
 from ..spans import Spans
 
@@ -444,16 +456,6 @@ def _role_and_parts(content: Any, index: int) -> tuple[Any, Any]:
     raise InvalidMessageError(index, "", "a Content (a dict with parts or types.Content)", content)
 
 
-def _kind(role: str, has_results: bool) -> str:
-    if role == "model" or role == "assistant":
-        return ASSISTANT
-    if has_results:
-        return TOOL
-    if role == "user":
-        return USER
-    return SYSTEM if role == "system" else OTHER
-
-
 def read(contents: Sequence[Any]) -> Skeleton:
     """Read Gemini contents into a block-layout skeleton (see :mod:`toolmend.formats`)."""
     skeleton = Skeleton(NAME, layout=BLOCKS)
@@ -480,13 +482,13 @@ def read(contents: Sequence[Any]) -> Skeleton:
                         if role == "model"
                         else USER
                         if role == "user"
-                        else _kind(role, False)
+                        else block_kind(role, False)
                     )
                     continue
         if not parts:
             if parts is not None and not isinstance(parts, (list, tuple)):
                 raise InvalidMessageError(index, "parts", "a list of parts", parts)
-            kinds.append(_kind(role, False))
+            kinds.append(block_kind(role, False))
             skeleton.defects.append(Defect(index, "parts_empty", -1, "parts"))
             skeleton.extras[index] = ()
             continue
@@ -560,7 +562,7 @@ def _read_parts(skeleton: Skeleton, index: int, role: str, parts: Sequence[Any])
         elif not _has_data(part):
             defects.append(Defect(index, "part_no_data", slot, "data"))
             flawed = True
-    skeleton.kinds.append(_kind(role, bool(results)))
+    skeleton.kinds.append(block_kind(role, bool(results)))
     if calls:
         skeleton.calls[index] = tuple(calls)
     if results:
