@@ -15,7 +15,8 @@ Two stores:
   microseconds and as a ratio to what ``ChatOpenAI`` spends converting the same messages for
   every request anyway.
 
-Run with plain Python: ``python benchmarks/bench_langchain.py`` (``--quick`` for fewer runs).
+Run with plain Python: ``python benchmarks/bench_langchain.py`` (``--quick`` for fewer runs;
+``--json`` adds a line of machine-readable results for ``run.py``).
 """
 
 from __future__ import annotations
@@ -82,6 +83,7 @@ def paired(
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer runs")
+    parser.add_argument("--json", action="store_true", help="a last line of JSON results")
     args = parser.parse_args()
     repeat = 40 if args.quick else 300
 
@@ -155,6 +157,9 @@ def main() -> int:
         f"messages ({converting * 1e6:.0f} us)"
     )
     print(f"target (SQLite read <= {TARGET}x): {'met' if sql_ratio <= TARGET else 'MISSED'}")
+    if args.json:
+        what = f"SQLChatMessageHistory read, {len(messages)} messages"
+        print(json.dumps({"ratio": sql_ratio, "target": TARGET, "what": what}))
     return 0
 
 

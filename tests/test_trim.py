@@ -911,6 +911,48 @@ def test_trim_of_damaged_histories_in_other_formats(
         assert len(kept) <= options["max_messages"]
 
 
+def _trim_with_window(window: int, history: list[Any], **options: Any) -> Any:
+    """What ``trim`` returns (or the TrimError it raises) when its search for the prefix's end
+    reads ``window`` messages at first; with a huge window it also reads everything to find
+    the cut (no shortcut for OpenAI's adjacent results), the reference."""
+    saved = trim_module._WINDOW, trim_module._RESULTS_FOLLOW_CALLS
+    trim_module._WINDOW = window
+    if window > 1 << 20:
+        trim_module._RESULTS_FOLLOW_CALLS = frozenset()
+    try:
+        return toolmend.trim(history, **options)
+    except toolmend.TrimError as error:
+        return type(error)
+    finally:
+        trim_module._WINDOW, trim_module._RESULTS_FOLLOW_CALLS = saved
+
+
+@pytest.mark.parametrize("name", ["openai", *CONVERTERS])
+@given(
+    case=damaged_conversations(id_style="openai"),
+    valid=st.booleans(),
+    options=limits,
+    keep_first=st.integers(min_value=0, max_value=6),
+)
+def test_windowed_boundary_search_finds_the_same_cut_as_reading_everything(
+    name: str, case: Any, valid: bool, options: dict[str, Any], keep_first: int
+) -> None:
+    """The search for the end of the protected prefix reads a window that doubles until it
+    shows a boundary, and the cut in OpenAI chat looks only for the next message that is not a
+    result; both must cut exactly where reading the whole history does. (A window from the cut onwards is not safe: in Responses items a turn's
+    outputs follow all its calls, so a cut between two calls has results of the earlier
+    ones further on; hypothesis found that one.)"""
+    original, damaged, _ = case
+    history = original if valid else damaged
+    native = history if name == "openai" else CONVERTERS[name](history)
+    if not native:
+        return
+    options = {**options, "keep_first": keep_first, "format": name}
+    small = _trim_with_window(1, native, **options)
+    whole = _trim_with_window(1 << 30, native, **options)
+    assert small == whole
+
+
 # --- TOOLMEND_DEBUG ---------------------------------------------------------------------------
 
 

@@ -26,15 +26,16 @@ when it has one; otherwise from the call found by its id in the message's dicts 
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import ModuleType
 from typing import Any
 
 from .api import _items, format_of, read_history
 from .history import ASSISTANT, USER, Call, Skeleton
-from .report import Problem, ToolLoopError
+from .report import InvalidMessageError, Problem, ToolLoopError
 
 __all__ = ["LOOP_CODES", "detect_loops"]
 
@@ -96,21 +97,26 @@ def detect_loops(
     _check_limit("repeat", repeat, 2)
     _check_limit("repeat_tool", repeat_tool, 2)
     _check_limit("max_rounds", max_rounds, 1)
+    start = 0
     if live_only:
         module = format_of(messages, format)
-        items = _items(module, messages)
-        start = _live_start(module, items)
+        messages = _items(module, messages)
+        start = _live_start(module, messages)
         if start:
-            tail = detect_loops(
-                items[start:], format=module.NAME, repeat=repeat, repeat_tool=repeat_tool,
-                max_rounds=max_rounds,
-            )  # fmt: skip
-            shifted = [replace(problem, index=problem.index + start) for problem in tail]
-            if raise_:
-                _raise_live(shifted)
-            return shifted
-    module, skeleton = read_history(messages, format)
-    guard = _Guard(repeat, repeat_tool, max_rounds)
+            messages = messages[start:]
+        skeleton = _read_shifted(module, messages, start)
+    else:
+        module, skeleton = read_history(messages, format)
+    read: dict[tuple[int, int], str] = {}
+
+    def arguments_of(index: int, call: Call) -> str:
+        key = (index, call.slot)
+        text = read.get(key)
+        if text is None:
+            text = read[key] = _canonical(_arguments(module, skeleton, messages, index, call))
+        return text
+
+    guard = _Guard(repeat, repeat_tool, max_rounds, arguments_of)
     live_from = 0
     for index, kind in enumerate(skeleton.kinds):
         if kind == USER:
@@ -119,15 +125,25 @@ def detect_loops(
             continue
         found = skeleton.calls.get(index) if kind == ASSISTANT else None
         if found:
-            guard.round(
-                index,
-                [(call, _arguments(module, skeleton, messages, index, call)) for call in found],
-            )
+            guard.round(index, found)
     guard.close()
     problems = sorted(guard.problems, key=lambda problem: problem.index)
+    if start:
+        problems = [replace(problem, index=problem.index + start) for problem in problems]
+        live_from += start
     if raise_:
         _raise_live([problem for problem in problems if problem.index >= live_from])
     return problems
+
+
+def _read_shifted(module: ModuleType, items: Sequence[Any], start: int) -> Skeleton:
+    """The skeleton of the live run ``items`` (which begins at ``start`` in the history); a
+    message it cannot read is reported at its index in the whole history."""
+    try:
+        skeleton: Skeleton = module.read(items)
+    except InvalidMessageError as error:
+        raise error.shifted(start) from None
+    return skeleton
 
 
 def _raise_live(live: list[Problem]) -> None:
@@ -163,54 +179,60 @@ def _check_limit(name: str, value: int | None, least: int) -> None:
 
 @dataclass
 class _Streak:
-    """One tool called in consecutive rounds: how many, where, with how many argument sets."""
+    """One tool called in consecutive rounds: how many rounds, the last one, and its calls."""
 
     rounds: int = 0
     last: int = -1
-    arguments: set[str] = field(default_factory=set)
-    ids: list[str] = field(default_factory=list)
+    calls: list[tuple[int, Call]] = field(default_factory=list)
 
 
 @dataclass
 class _Guard:
-    """The state of the current run, and the problems found so far."""
+    """The state of the current run, and the problems found so far.
+
+    Rounds are recorded by tool name alone; a call's arguments are read (and put in canonical
+    form) only for a tool called often enough in the run to make a problem, through
+    ``arguments_of``: reading and parsing every call's arguments on every request is what a
+    hook cannot afford."""
 
     repeat: int | None
     repeat_tool: int | None
     max_rounds: int | None
+    arguments_of: Callable[[int, Call], str]
+    """The canonical arguments of the call at a message index (compared, never shown)."""
     problems: list[Problem] = field(default_factory=list)
-    same: dict[tuple[str, str], list[tuple[int, str]]] = field(default_factory=dict)
-    """(tool, arguments as sent) -> (message index, call id) of each call in the run. Arguments
-    are put in canonical form only for the few tools called often enough to matter: parsing
-    every call's JSON on every request is what a hook cannot afford."""
+    calls: dict[str, list[tuple[int, Call]]] = field(default_factory=dict)
+    """Tool name -> (message index, call) of each of its calls in the run."""
     streaks: dict[str, _Streak] = field(default_factory=dict)
     rounds: int = 0
     crossed: int = -1
     """The round that went past ``max_rounds``, if one did."""
-    per_tool: dict[str, int] = field(default_factory=dict)
 
-    def round(self, index: int, calls: list[tuple[Call, str]]) -> None:
+    def round(self, index: int, calls: Sequence[Call]) -> None:
         self.rounds += 1
         if self.max_rounds is not None and self.rounds == self.max_rounds + 1:
             self.crossed = index
         names: set[str] = set()
-        for call, arguments in calls:
+        for call in calls:
             name = call.name or "?"
             names.add(name)
-            self.per_tool[name] = self.per_tool.get(name, 0) + 1
-            self.same.setdefault((name, arguments), []).append((index, call.id or ""))
+            found = self.calls.get(name)
+            if found is None:
+                self.calls[name] = [(index, call)]
+            else:
+                found.append((index, call))
         for name in list(self.streaks):
             if name not in names:
                 self._end_streak(name)
-        for call, arguments in calls:
+        for call in calls:
             name = call.name or "?"
-            streak = self.streaks.setdefault(name, _Streak())
+            streak = self.streaks.get(name)
+            if streak is None:
+                streak = self.streaks[name] = _Streak()
             if streak.last != index:
                 streak.rounds += 1
                 streak.last = index
-            streak.arguments.add(arguments)
-            if call.id:
-                streak.ids.append(call.id)
+            streak.calls.append((index, call))
 
     def _end_streak(self, name: str) -> None:
         streak = self.streaks.pop(name)
@@ -218,13 +240,13 @@ class _Guard:
         if (
             limit is not None
             and streak.rounds >= limit
-            and len({_canonical(arguments) for arguments in streak.arguments}) > 1
+            and len({self.arguments_of(index, call) for index, call in streak.calls}) > 1
         ):
             self._add(
                 "repeated_tool",
                 streak.last,
                 f"tool {name!r} called in {streak.rounds} rounds in a row with changing arguments",
-                streak.ids,
+                [call.id or "" for _, call in streak.calls],
             )
 
     def close(self) -> None:
@@ -232,30 +254,33 @@ class _Guard:
         for name in list(self.streaks):
             self._end_streak(name)
         if self.repeat is not None:
-            groups: dict[tuple[str, str], list[tuple[int, str]]] = {}
-            for (name, arguments), found in self.same.items():
-                if self.per_tool.get(name, 0) >= self.repeat:
-                    groups.setdefault((name, _canonical(arguments)), []).extend(found)
-            for (name, _), seen in groups.items():
-                if len(seen) >= self.repeat:
-                    seen.sort()
-                    self._add(
-                        "repeated_call",
-                        seen[-1][0],
-                        f"tool {name!r} called {len(seen)} times with the same arguments "
-                        "since the last user message",
-                        [call_id for _, call_id in seen],
+            for name, found in self.calls.items():
+                if len(found) < self.repeat:
+                    continue  # too few calls to repeat: their arguments are never read
+                same: dict[str, list[tuple[int, str]]] = {}
+                for index, call in found:
+                    same.setdefault(self.arguments_of(index, call), []).append(
+                        (index, call.id or "")
                     )
+                for seen in same.values():
+                    if len(seen) >= self.repeat:
+                        self._add(
+                            "repeated_call",
+                            seen[-1][0],
+                            f"tool {name!r} called {len(seen)} times with the same arguments "
+                            "since the last user message",
+                            [call_id for _, call_id in seen],
+                        )
         if self.crossed >= 0:
-            name, calls = max(self.per_tool.items(), key=lambda item: item[1])
+            name, calls = max(self.calls.items(), key=lambda item: len(item[1]))
             self._add(
                 "long_tool_run",
                 self.crossed,
                 f"{self.rounds} tool rounds without a user message (limit {self.max_rounds}); "
-                f"most called: tool {name!r}, {calls} times",
+                f"most called: tool {name!r}, {len(calls)} times",
                 [],
             )
-        self.same, self.per_tool = {}, {}
+        self.calls = {}
         self.rounds, self.crossed = 0, -1
 
     def _add(self, code: str, index: int, message: str, ids: Sequence[str]) -> None:
@@ -268,35 +293,42 @@ class _Guard:
 
 def _arguments(
     module: ModuleType, skeleton: Skeleton, messages: Sequence[Any], index: int, call: Call
-) -> str:
-    """The call's arguments as canonical JSON text (compared, never shown)."""
+) -> Any:
+    """The call's arguments as the message holds them: JSON text or an object."""
     reader = getattr(module, "call_arguments", None)
     if callable(reader):
-        return _as_sent(reader(messages[index], call.slot))
+        return reader(messages[index], call.slot)
     siblings = [c for c in skeleton.calls.get(index, ()) if c.name == call.name]
-    return _as_sent(_find_arguments(messages[index], call, siblings.index(call)))
-
-
-def _as_sent(arguments: Any) -> str:
-    """The arguments as text: JSON text as it is, anything else serialised (keys sorted)."""
-    if isinstance(arguments, str):
-        return arguments
-    return _canonical(arguments)
+    return _find_arguments(messages[index], call, siblings.index(call))
 
 
 def _canonical(arguments: Any) -> str:
+    """The arguments as canonical JSON text (keys sorted, no spaces), so that two calls with
+    the same arguments compare equal however they were written."""
     if arguments is None:
         return "{}"
     if isinstance(arguments, str):
-        text = arguments
-        try:
-            arguments = json.loads(text)
-        except ValueError:
-            return text
+        return _canonical_text(arguments)
+    return _dumps(arguments)
+
+
+@functools.lru_cache(maxsize=1024)
+def _canonical_text(text: str) -> str:
+    """JSON arguments text in canonical form. Cached: an agent loop sends the same history,
+    so the same argument strings, on every turn, and parsing them is most of the guard's cost.
+    The cache holds at most 1,024 argument strings in this process and is never logged."""
+    try:
+        parsed = json.loads(text)
+    except (ValueError, RecursionError):  # not JSON, or nested deeper than the parser goes
+        return text
+    return _dumps(parsed)
+
+
+def _dumps(arguments: Any) -> str:
     try:
         return json.dumps(arguments, sort_keys=True, separators=(",", ":"), default=str)
-    except (TypeError, ValueError):
-        return repr(arguments)
+    except (TypeError, ValueError, RecursionError):  # unsortable keys, a cycle, too deep
+        return object.__repr__(arguments)  # equal to no other call's arguments
 
 
 _ID_KEYS = ("id", "toolUseId", "call_id")

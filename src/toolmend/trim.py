@@ -253,7 +253,12 @@ def align_cut(
     """
     _check_count("index", index)
     _check_count("keep_first", keep_first)
-    total = 1 if isinstance(messages, str) else len(messages)
+    if isinstance(messages, str):
+        total = 1
+    elif isinstance(messages, (list, tuple)):
+        total = len(messages)
+    else:  # one Gemini Content or Part, or not a history at all (an error here)
+        total = len(read_history(messages, format)[1])
     keep_first, index = min(keep_first, total), min(index, total)
     if index <= keep_first or index == total:
         return max(index, keep_first)
@@ -328,6 +333,9 @@ def trim(
     if isinstance(messages, str) or (isinstance(messages, (list, tuple)) and not messages):
         return messages  # nothing to cut (a bare string is one Responses user message)
     module = api.format_of(messages, format)
+    normalize = getattr(module, "normalize", None)
+    if normalize is not None and not isinstance(messages, (list, tuple)):
+        messages = normalize(messages)  # one Gemini Content or Part: the list it stands for
     profile = _pairing_profile(module.NAME)
     working, keep = _mend(module, messages, profile, min(keep_first, len(messages)))
     if max_messages is None and max_tokens is None:
@@ -335,6 +343,8 @@ def trim(
     budget = _Budget(max_messages, max_tokens, counter)
     prefix_end = _boundary_after(module, working, keep)
     start = budget.tail_start(working, prefix_end)
+    if start <= prefix_end:  # everything fits: nothing is cut, and nothing needs aligning
+        return working
     start = _boundary_from(module, working, start)
     if start >= len(working) > prefix_end:
         raise budget.too_small(
@@ -359,7 +369,12 @@ def trim(
     if start == prefix_end:
         return working
     trimmed = [*working[:prefix_end], *working[start:]]
-    left = judge(module.read(trimmed), profile)
+    quick_valid = getattr(module, "quick_valid", None)
+    left = (
+        []
+        if quick_valid and quick_valid(trimmed, profile)
+        else judge(module.read(trimmed), profile)
+    )
     if left:  # the windows rest on what a mended history guarantees; never hand back less
         codes = ", ".join(sorted({problem.code for problem in left}))
         raise TrimError(f"trimming would break the tool-call pairing ({codes}); please report")
@@ -448,9 +463,30 @@ def _boundary_after(module: ModuleType, working: Sequence[Any], index: int) -> i
         end = min(total, 2 * end)
 
 
+_RESULTS_FOLLOW_CALLS = frozenset({"openai", "anthropic", "gemini", "bedrock"})
+"""Formats whose mended history puts all the results of a message's calls right after it (in
+OpenAI chat one message per result; in the block formats one message holding them all): the
+adjacency rules :func:`trim` keeps. There every message that carries no result starts a group.
+Not Responses items: a turn's calls are items of their own, followed by all their outputs."""
+
+
 def _boundary_from(module: ModuleType, working: Sequence[Any], index: int) -> int:
-    """The first group boundary at or after ``index``."""
-    return _boundaries_from(module, working, index)[0]
+    """The first group boundary at or after ``index``.
+
+    In the formats of :data:`_RESULTS_FOLLOW_CALLS` that is the first message from ``index``
+    on that carries no tool result, found by reading a message or two. Elsewhere it reads
+    everything from ``index`` on: a result whose call lies before ``index`` may sit anywhere
+    after it, so no window short of the end is sure to show the last such result."""
+    if module.NAME not in _RESULTS_FOLLOW_CALLS:
+        return _boundaries_from(module, working, index)[0]
+    kind_of = getattr(module, "kind_of", None)
+    for position in range(index, len(working)):
+        if kind_of is not None:
+            if kind_of(working[position]) != TOOL:
+                return position
+        elif not module.read(working[position : position + 1]).results:
+            return position
+    return len(working)
 
 
 def _boundaries_from(module: ModuleType, working: Sequence[Any], index: int) -> list[int]:
@@ -609,6 +645,16 @@ def estimate_tokens(message: Any) -> int:
 
 
 def _characters(value: Any, depth: int) -> int:
+    if type(value) is dict or type(value) is list:  # the common case, without a generator
+        if depth > 32:
+            return 0
+        total = 0
+        for item in value.values() if type(value) is dict else value:
+            if type(item) is str:
+                total += len(item)
+            elif item is not None:
+                total += _characters(item, depth + 1)
+        return total
     if isinstance(value, str):
         return len(value)
     if depth > 32 or value is None or isinstance(value, bool):
@@ -855,6 +901,9 @@ def merge_consecutive(messages: Sequence[Any], *, format: str | None = None) -> 
     """
     if isinstance(messages, str):
         return messages
+    if not isinstance(messages, (list, tuple)):
+        read_history(messages, format)  # not a history at all: a clear error
+        return messages  # one Gemini Content or Part: nothing to merge
     name = _merge_format(messages, format)
     roles = [_role(message, index) for index, message in enumerate(messages)]
     if name == "openai":

@@ -1,0 +1,208 @@
+"""Run every benchmark and print one table of ratios.
+
+Core operations (``sanitize``, ``check``, ``trim``) on every wire format, valid and damaged
+(about 2% of messages broken), at 1,000 / 10,000 / 100,000 messages, each as a ratio to
+``json.dumps`` of the same history (the serialisation every SDK does on every request anyway);
+then the hooks' overhead on a real call (LiteLLM callback, openai patch, LangChain SQLite
+history) and an agent loop's cost per turn, each run in its own process by its own script.
+
+Columns: the ratio at each size (formats differ a little in how many messages or items the
+same conversation takes); ``growth``, the largest size's ratio over the smallest's (about 1 when
+toolmend grows linearly, as ``json.dumps`` does); ``peak``, for ``sanitize`` of a valid history,
+the most memory tracemalloc saw allocated during the call, per message (the call returns the
+caller's own list; a deep copy would cost the history's whole size, kilobytes per message, and
+what shows is the scan's id bookkeeping); the target and whether every size met it. ``trim
+max_tokens`` keeps the newest 128,000 tokens, ``trim max_messages`` the newest 1,000 messages.
+
+Run with plain Python: ``python benchmarks/run.py`` (``--quick``: 1,000 and 10,000 messages,
+fewer runs, shorter hook benchmarks; ``--no-hooks``: the core table only). The whole run takes
+a few minutes on a 2-core machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tracemalloc
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import bench_core
+import bench_formats
+import bench_responses
+import bench_trim
+from bench_core import median_seconds
+
+import toolmend
+
+HERE = Path(__file__).resolve().parent
+VALID_TARGET, DAMAGED_TARGET, TRIM_TARGET = 0.15, 0.5, 0.5
+History = list[dict[str, Any]]
+
+
+def _formats() -> dict[str, tuple[str, Callable[[int], History], Callable[[History], History]]]:
+    """Format -> (provider, valid history of about n messages, its damaged copy)."""
+
+    def responses(size: int) -> History:
+        return bench_responses.as_items(bench_core.agent_history(size))
+
+    def responses_damaged(items: History) -> History:
+        # the chat damage carried over to items, as bench_responses does
+        return bench_responses.as_items(bench_core.damage(bench_core.agent_history(len(items))))
+
+    table = {
+        "openai": ("openai", bench_core.agent_history, bench_core.damage),
+        "openai-responses": ("openai-responses", responses, responses_damaged),
+        "anthropic": ("anthropic", bench_formats.anthropic_history, bench_formats.damage),
+        "gemini": ("gemini", bench_formats.gemini_history, bench_formats.damage),
+    }
+    bedrock = getattr(bench_formats, "bedrock_history", None)
+    if bedrock is not None:
+        table["bedrock"] = ("bedrock", bedrock, bench_formats.damage)
+    return table
+
+
+def _operations(provider: str) -> dict[str, tuple[Callable[[History], object], float]]:
+    """Operation -> (what is timed on a history, its target for a valid history)."""
+    operations: dict[str, tuple[Callable[[History], object], float]] = {
+        "sanitize": (lambda history: toolmend.sanitize(history, provider=provider), VALID_TARGET),
+        "check": (lambda history: toolmend.check(history, provider=provider), VALID_TARGET),
+    }
+    for case, options in bench_trim.CASES.items():  # a context window of tokens; of messages
+        operations[f"trim {case.split('=')[0]}"] = (
+            lambda history, options=options: toolmend.trim(history, **options),
+            TRIM_TARGET,
+        )
+    return operations
+
+
+def _peak_per_message(history: History, provider: str) -> float:
+    """Peak bytes allocated while sanitising a valid ``history``, per message."""
+    tracemalloc.start()
+    try:
+        assert toolmend.sanitize(history, provider=provider) is history
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return peak / len(history)
+
+
+def core_rows(sizes: tuple[int, ...], quick: bool) -> list[dict[str, Any]]:
+    rows: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for name, (provider, build, damage) in _formats().items():
+        for size in sizes:
+            repeat = (9 if quick else 21) if size < 100_000 else 5
+            valid = build(size)
+            assert toolmend.check(valid, provider=provider) == [], f"{name}: not valid"
+            broken = damage(valid)
+            assert toolmend.check(broken, provider=provider) != [], f"{name}: not damaged"
+            for state, history in (("valid", valid), ("damaged", broken)):
+                baseline = median_seconds(lambda history=history: json.dumps(history), repeat)
+                for operation, (run, target) in _operations(provider).items():
+                    if state == "damaged" and operation in ("sanitize", "check"):
+                        target = DAMAGED_TARGET
+                    cost = median_seconds(lambda run=run, history=history: run(history), repeat)
+                    row = rows.setdefault(
+                        (operation, name, state),
+                        {"operation": operation, "format": name, "history": state,
+                         "ratios": {}, "target": target, "peak": None},
+                    )  # fmt: skip
+                    row["ratios"][size] = cost / baseline
+                if state == "valid" and size == max(sizes):
+                    rows[("sanitize", name, "valid")]["peak"] = _peak_per_message(valid, provider)
+    return list(rows.values())
+
+
+def hook_rows(quick: bool) -> list[dict[str, Any]]:
+    """Each hook benchmark in its own process (LiteLLM and the patch change global state)."""
+    scripts = {
+        "LiteLLM callback": ["bench_litellm.py", "--rounds", "150" if quick else "400"],
+        "openai patch": ["bench_patch.py", "--rounds", "100" if quick else "300"],
+        "LangChain SQLite history": ["bench_langchain.py", *(["--quick"] if quick else [])],
+        "agent loop, per turn": ["bench_agent_loop.py", *(["--quick"] if quick else [])],
+    }
+    rows = []
+    for name, (script, *options) in scripts.items():
+        done = subprocess.run(
+            [sys.executable, str(HERE / script), *options, "--json"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if done.returncode != 0:
+            rows.append({"name": name, "error": done.stderr.strip().splitlines()[-1:]})
+            continue
+        rows.append({"name": name, **json.loads(done.stdout.strip().splitlines()[-1])})
+    return rows
+
+
+def _verdict(values: list[float], target: float) -> str:
+    return "met" if max(values) <= target else "MISSED"
+
+
+def print_core(rows: list[dict[str, Any]]) -> bool:
+    sizes = sorted({size for row in rows for size in row["ratios"]})
+    heads = " ".join(f"{f'{size // 1000}k':>8}" for size in sizes)
+    print(f"{'operation':<14} {'format':<17} {'history':<8} {heads} {'growth':>7} {'peak':>6} "
+          f"{'target':>7}  verdict")  # fmt: skip
+    all_met = True
+    for row in rows:
+        ratios = [row["ratios"][size] for size in sorted(row["ratios"])]
+        growth = ratios[-1] / ratios[0] if len(ratios) > 1 else 1.0
+        peak = f"{row['peak']:.0f}B" if row["peak"] is not None else ""
+        verdict = _verdict(ratios, row["target"])
+        all_met &= verdict == "met"
+        cells = " ".join(f"{ratio:>7.3f}x" for ratio in ratios)
+        print(
+            f"{row['operation']:<14} {row['format']:<17} {row['history']:<8} {cells} "
+            f"{growth:>6.2f}x {peak:>6} {row['target']:>6.2f}x  {verdict}"
+        )
+    return all_met
+
+
+def print_hooks(rows: list[dict[str, Any]]) -> bool:
+    all_met = True
+    for row in rows:
+        if "error" in row:
+            print(f"{row['name']:<26} failed: {' '.join(row['error'])}")
+            all_met = False
+            continue
+        if "rows" in row:  # the agent loop: one figure per history size
+            cells = ", ".join(
+                f"{item['size']:,} msgs {item['per_turn_us'] / 1000:.2f} ms "
+                f"({item['ratio']:.3f}x json.dumps)"
+                for item in row["rows"]
+            )
+            verdict = _verdict([item["ratio"] for item in row["rows"]], row["target"])
+            print(f"{row['name']:<26} {cells}  target {row['target']}x  {verdict}")
+        else:
+            verdict = _verdict([row["ratio"]], row["target"])
+            print(f"{row['name']:<26} {row['ratio']:.3f}x ({row['what']})  "
+                  f"target {row['target']}x  {verdict}")  # fmt: skip
+        all_met &= verdict == "met"
+    return all_met
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="smaller histories, fewer runs")
+    parser.add_argument("--no-hooks", action="store_true", help="the core table only")
+    args = parser.parse_args()
+    sizes = (1_000, 10_000) if args.quick else (1_000, 10_000, 100_000)
+    print("core operations: time / json.dumps time of the same history (median of runs)")
+    met = print_core(core_rows(sizes, args.quick))
+    if not args.no_hooks:
+        print("\nhooks: a real call with toolmend / without (ratio of medians, one run each)")
+        met &= print_hooks(hook_rows(args.quick))
+    print(f"\nall targets: {'met' if met else 'MISSED (see above)'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
