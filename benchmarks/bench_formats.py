@@ -1,15 +1,18 @@
-"""Time ``toolmend.sanitize`` on Anthropic and Gemini histories against ``json.dumps`` of them.
+"""Time ``toolmend.sanitize`` on Anthropic, Gemini and Bedrock Converse histories against
+``json.dumps`` of them.
 
 The same yardstick as ``bench_core.py``: every SDK serialises the history on every request, so
 toolmend's cost is printed as a ratio to ``json.dumps`` of the same history. Histories look like
 agent runs (user turns, parallel tool calls, results of a few hundred to a few thousand
 characters), written natively: Anthropic ``tool_use`` / ``tool_result`` blocks, Gemini
-``functionCall`` / ``functionResponse`` parts. "Damaged" histories have about 2% of their
-messages broken: results dropped, calls dropped, user text typed into the results, duplicates,
-and (Gemini) responses named after the opaque call id.
+``functionCall`` / ``functionResponse`` parts, Bedrock ``toolUse`` / ``toolResult`` blocks.
+"Damaged" histories have about 2% of their messages broken: results dropped, calls dropped,
+user text typed into the results, duplicates, and (Gemini) responses named after the opaque
+call id.
 
-Run with plain Python: ``python benchmarks/bench_formats.py`` (``--quick`` for a short run).
-Targets: valid <= 0.15x, damaged <= 0.5x.
+Run with plain Python: ``python benchmarks/bench_formats.py`` (``--quick`` for 1k and 10k
+messages with fewer runs; the default adds 100k).
+Targets: valid <= 0.15x, damaged <= 0.5x, linear in size.
 """
 
 from __future__ import annotations
@@ -85,14 +88,37 @@ def gemini_history(size: int, seed: int = 7) -> list[Message]:
     return out
 
 
+def bedrock_history(size: int, seed: int = 7) -> list[Message]:
+    """A valid Bedrock Converse ``messages`` list of about ``size`` messages."""
+    out: list[Message] = []
+    for kind, data in _turns(size, seed):
+        if kind == "calls":
+            blocks = [{"toolUse": {"toolUseId": i, "name": n, "input": a}} for i, n, a in data]
+            out.append({"role": "assistant", "content": blocks})
+        elif kind == "results":
+            blocks = [
+                {"toolResult": {"toolUseId": i, "content": [{"text": t}], "status": "success"}}
+                for i, _, t in data
+            ]
+            out.append({"role": "user", "content": blocks})
+        else:
+            role = "user" if kind == "user" else "assistant"
+            out.append({"role": role, "content": [{"text": data}]})
+    return out
+
+
 def _results_key(message: Message) -> str:
     return "parts" if "parts" in message else "content"
+
+
+_RESULT_KEYS = ("functionResponse", "toolResult")
+_CALL_KEYS = ("functionCall", "toolUse")
 
 
 def _is_result_message(message: Message) -> bool:
     blocks = message[_results_key(message)]
     return isinstance(blocks, list) and any(
-        isinstance(b, dict) and ("functionResponse" in b or b.get("type") == "tool_result")
+        isinstance(b, dict) and (b.keys() & _RESULT_KEYS or b.get("type") == "tool_result")
         for b in blocks
     )
 
@@ -100,8 +126,19 @@ def _is_result_message(message: Message) -> bool:
 def _is_call_message(message: Message) -> bool:
     blocks = message[_results_key(message)]
     return isinstance(blocks, list) and any(
-        isinstance(b, dict) and ("functionCall" in b or b.get("type") == "tool_use") for b in blocks
+        isinstance(b, dict) and (b.keys() & _CALL_KEYS or b.get("type") == "tool_use")
+        for b in blocks
     )
+
+
+def _typed_blocks(history: list[Message]) -> bool:
+    """Whether the history's blocks carry a ``type`` (Anthropic) rather than being keyed by
+    their kind (Gemini parts, Bedrock blocks)."""
+    for message in history:
+        content = message.get("content")
+        if isinstance(content, list) and content and isinstance(content[0], dict):
+            return "type" in content[0]
+    return False
 
 
 def damage(history: list[Message], share: float = 0.02, seed: int = 11) -> list[Message]:
@@ -109,6 +146,7 @@ def damage(history: list[Message], share: float = 0.02, seed: int = 11) -> list[
     rnd = random.Random(seed)
     out = list(history)
     gemini = "parts" in history[0]
+    typed = _typed_blocks(history)
     for _ in range(max(1, int(len(history) * share))):
         position = rnd.randrange(1, len(out) - 1)
         message = out[position]
@@ -120,7 +158,7 @@ def damage(history: list[Message], share: float = 0.02, seed: int = 11) -> list[
         elif action == 2 and _is_result_message(message):
             broken = copy.deepcopy(message)
             text = {"text": "are you still there?"}
-            block = text if gemini else {"type": "text", **text}
+            block = {"type": "text", **text} if typed else text
             broken[_results_key(broken)].insert(0, block)  # text typed before the results
             out[position] = broken
         elif action == 3 and gemini and _is_result_message(message):
@@ -133,29 +171,42 @@ def damage(history: list[Message], share: float = 0.02, seed: int = 11) -> list[
 
 
 def measure(history: list[Message], provider: str, repeat: int) -> float:
+    """``sanitize`` time over ``json.dumps`` time for ``history`` (medians of ``repeat`` runs)."""
     baseline = median_seconds(lambda: json.dumps(history), repeat)
     cost = median_seconds(lambda: toolmend.sanitize(history, provider=provider), repeat)
     return cost / baseline
 
 
+BUILDERS = (
+    ("anthropic", anthropic_history),
+    ("gemini", gemini_history),
+    ("bedrock", bedrock_history),
+)
+"""Provider (also the format name) -> the builder of its valid histories."""
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="fewer runs")
+    parser.add_argument("--quick", action="store_true", help="1k and 10k messages, fewer runs")
+    parser.add_argument("--format", choices=[name for name, _ in BUILDERS], help="only this one")
     args = parser.parse_args()
-    repeat = 5 if args.quick else 15
-    size = 10_000
+    sizes = (1_000, 10_000) if args.quick else (1_000, 10_000, 100_000)
     print(f"{'format':>10} {'messages':>9} {'valid':>8} {'damaged':>8}   (sanitize / json.dumps)")
     rows = []
-    for name, build in (("anthropic", anthropic_history), ("gemini", gemini_history)):
-        valid = build(size)
-        assert toolmend.check(valid, provider=name) == []
-        assert toolmend.sanitize(valid, provider=name) is valid
-        broken = damage(valid)
-        assert toolmend.check(broken, provider=name) != []
-        assert toolmend.check(toolmend.sanitize(broken, provider=name), provider=name) == []
-        row = (name, len(valid), measure(valid, name, repeat), measure(broken, name, repeat))
-        rows.append(row)
-        print(f"{row[0]:>10} {row[1]:>9,} {row[2]:>7.3f}x {row[3]:>7.3f}x")
+    for name, build in BUILDERS:
+        if args.format and name != args.format:
+            continue
+        for size in sizes:
+            repeat = (9 if args.quick else 25) if size < 100_000 else 5
+            valid = build(size)
+            assert toolmend.check(valid, provider=name) == []
+            assert toolmend.sanitize(valid, provider=name) is valid
+            broken = damage(valid)
+            assert toolmend.check(broken, provider=name) != []
+            assert toolmend.check(toolmend.sanitize(broken, provider=name), provider=name) == []
+            row = (name, len(valid), measure(valid, name, repeat), measure(broken, name, repeat))
+            rows.append(row)
+            print(f"{row[0]:>10} {row[1]:>9,} {row[2]:>7.3f}x {row[3]:>7.3f}x", flush=True)
     worst_valid = max(row[2] for row in rows)
     worst_damaged = max(row[3] for row in rows)
     verdict = "met" if worst_valid <= 0.15 and worst_damaged <= 0.5 else "MISSED"

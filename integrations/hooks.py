@@ -6,7 +6,9 @@ toolmend itself failed (the error is logged with its traceback on logger ``toolm
 the original goes out: a toolmend bug must never cost the caller their request). The one
 exception it lets through is :class:`toolmend.ToolLoopError` when the caller asked the loop guard
 to raise, and :class:`toolmend.ToolChainError` under the strict policy: both are answers the
-caller asked for.
+caller asked for. A history toolmend cannot read (:class:`toolmend.InvalidHistoryError`: an item
+that is not a message, a field of the wrong type) is the caller's data, not a toolmend bug: it
+goes out as it is with one WARNING naming the message index and field, and no traceback.
 """
 
 from __future__ import annotations
@@ -79,29 +81,37 @@ def mend(
                     " ".join(f"{p.code}@{p.index}" for p in loops),
                 )
         result = toolmend.repair(messages, provider=provider, format=format, policy=options.policy)
+        if result.changes:  # in the try: a line that cannot be written sends the original
+            logger.info(
+                "toolmend repaired %s for %s: %s",
+                source,
+                provider,
+                " ".join(
+                    f"{c.code}@{c.index}" + (f"[{','.join(c.ids)}]" if c.ids else "")
+                    for c in result.changes
+                ),
+            )
+        elif result.problems:
+            logger.warning(
+                "toolmend found %d problem(s) in %s for %s and changed nothing: %s",
+                len(result.problems),
+                source,
+                provider,
+                " ".join(f"{p.code}@{p.index}" for p in result.problems),
+            )
     except (toolmend.ToolLoopError, toolmend.ToolChainError):
         raise
+    except toolmend.InvalidHistoryError as error:  # the caller's data, not a toolmend bug
+        logger.warning(
+            "toolmend cannot read the history on %s for %s (%s); it was sent as it is",
+            source,
+            provider,
+            error,
+        )
+        return Mended(messages, failed=True)
     except Exception:
         logger.exception(
             "toolmend failed on %s for %s; the original history was sent", source, provider
         )
         return Mended(messages, failed=True)
-    if result.changes:
-        logger.info(
-            "toolmend repaired %s for %s: %s",
-            source,
-            provider,
-            " ".join(
-                f"{c.code}@{c.index}" + (f"[{','.join(c.ids)}]" if c.ids else "")
-                for c in result.changes
-            ),
-        )
-    elif result.problems:
-        logger.warning(
-            "toolmend found %d problem(s) in %s for %s and changed nothing: %s",
-            len(result.problems),
-            source,
-            provider,
-            " ".join(f"{p.code}@{p.index}" for p in result.problems),
-        )
     return Mended(result.messages, result.changes, result.problems, loops)

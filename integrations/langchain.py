@@ -50,9 +50,11 @@ until the history was cleared. Two hooks close it.
     raises :class:`toolmend.ToolLoopError` with ``on_loop="raise"``, as in every other hook.
 
 Every hook goes through :func:`toolmend.integrations.hooks.mend`: a toolmend failure is logged
-and the original history goes out. Nothing here adds a deprecation warning of its own (LangChain
-marks ``BaseChatMessageHistory`` deprecated, but warns only for its own classes, not
-subclasses).
+and the original history goes out (a read returns what the store holds, a write stores the batch
+as given, the middleware sends the agent's messages). Items that are not LangChain messages are
+stored as given, with one WARNING naming their positions. Nothing here adds a deprecation
+warning of its own (LangChain marks ``BaseChatMessageHistory`` deprecated, but warns only for
+its own classes, not subclasses).
 
 Needs ``pip install 'toolmend[langchain]'`` (``langchain-core``; ``langchain`` for the
 middleware). Importing this module is the opt-in: the wrapper subclasses LangChain's own base
@@ -384,7 +386,18 @@ class ToolMendHistory(BaseChatMessageHistory):
 
     def _view(self, raw: list[BaseMessage]) -> tuple[list[BaseMessage], Any]:
         """What a read returns, and the repaired history to write back (or None). Also takes
-        the store's frontier from it, for the next write."""
+        the store's frontier from it, for the next write. Fails open: a toolmend error is
+        logged and the read returns the store's messages as they are."""
+        try:
+            return self._repaired_view(raw)
+        except toolmend.ToolChainError:  # the strict policy asked for it
+            raise
+        except Exception:
+            self._state = None
+            logger.exception("toolmend failed on a LangChain history read; returned as stored")
+            return raw, None
+
+    def _repaired_view(self, raw: list[BaseMessage]) -> tuple[list[BaseMessage], Any]:
         self._state = _frontier_of(raw)
         if not raw:
             return raw, None
@@ -560,11 +573,36 @@ class ToolMendHistory(BaseChatMessageHistory):
             with self._lock:
                 self._state = _Open({}, set())
 
-    def _screen(self, batch: list[BaseMessage], source: str) -> tuple[list[BaseMessage], _Open]:
+    def _screen(
+        self, batch: list[BaseMessage], source: str, raw: list[BaseMessage] | None = None
+    ) -> tuple[list[BaseMessage], _Open | None]:
         """The messages of ``batch`` to store and the frontier after them; records (or, under
-        the strict policy, raises for) the others. Called under the lock."""
-        state = self._state if self._state is not None else _frontier_of(self.inner.messages)
+        the strict policy, raises for) the others. Called under the lock; ``raw`` is the store's
+        history when the caller has read it already (an async-only store). Fails open: a
+        toolmend error is logged and the whole batch is stored as given (frontier unknown)."""
+        try:
+            return self._screen_batch(batch, source, raw)
+        except toolmend.ToolChainError:  # the strict policy asked for it
+            raise
+        except Exception:
+            logger.exception("toolmend failed on %s; the messages were stored as given", source)
+            return list(batch), None
+
+    def _screen_batch(
+        self, batch: list[BaseMessage], source: str, raw: list[BaseMessage] | None
+    ) -> tuple[list[BaseMessage], _Open]:
+        state = self._state
+        if state is None:
+            state = _frontier_of(self.inner.messages if raw is None else raw)
         mode = self.policy.mode.value
+        strays = [str(p) for p, m in enumerate(batch) if not isinstance(m, BaseMessage)]
+        if strays:  # not judged: the store gets them as given and decides
+            logger.warning(
+                "toolmend: %s got items that are not LangChain messages (message %s); "
+                "stored as given",
+                source,
+                ",".join(strays[:10]),
+            )
         accepted: list[BaseMessage] = []
         refused: list[tuple[int, BaseMessage, str]] = []
         for position, message in enumerate(batch):
@@ -624,12 +662,9 @@ class ToolMendHistory(BaseChatMessageHistory):
 
     async def _awrite(self, batch: list[BaseMessage], source: str) -> None:
         async with self._async_lock():
-            if self._state is None:
-                raw = await self.inner.aget_messages()
-                with self._lock:
-                    self._state = _frontier_of(raw)
+            raw = await self.inner.aget_messages() if self._state is None else None
             with self._lock:
-                accepted, state = self._screen(batch, source)
+                accepted, state = self._screen(batch, source, raw)
             if accepted:
                 try:
                     await self.inner.aadd_messages(accepted)
@@ -672,7 +707,7 @@ def _log_abandoned(state: _Open, source: str) -> None:
         "toolmend: %s moved on from calls still waiting for results (%s); reads answer them "
         "with the placeholder",
         source,
-        ",".join(state.calls),
+        ",".join(str(call_id) for call_id in state.calls),
     )
 
 
@@ -892,7 +927,17 @@ class ToolMendMiddleware(AgentMiddleware):
         return "ToolMendMiddleware"
 
     def _request_messages(self, request: ModelRequest[Any]) -> list[Any] | None:
-        """The repaired messages of ``request``, or None when they need no change."""
+        """The repaired messages of ``request``, or None when they need no change (or when
+        toolmend failed: the error is logged and the call goes out as the agent made it)."""
+        try:
+            return self._repaired_messages(request)
+        except (toolmend.ToolLoopError, toolmend.ToolChainError):
+            raise
+        except Exception:
+            logger.exception("toolmend failed on langchain.wrap_model_call; sent unchanged")
+            return None
+
+    def _repaired_messages(self, request: ModelRequest[Any]) -> list[Any] | None:
         messages = request.messages
         if not messages:
             return None

@@ -296,7 +296,7 @@ class ToolMend(CustomLogger):
             api_base=kwargs.get("api_base"),
             source="litellm.acompletion",
         )
-        _attach(kwargs.get("litellm_logging_obj"), record)
+        _attach_logged(kwargs.get("litellm_logging_obj"), record)
         if fixed is messages:
             return None
         return {**kwargs, "messages": fixed}
@@ -349,15 +349,36 @@ def _function_setup(
 ) -> Any:
     """Around ``litellm.utils.function_setup(call_type, rules, start_time, *call_args,
     **call_kwargs)``: repair a sync ``completion`` call's ``messages`` before LiteLLM sets the
-    call up, then record the outcome on the logging object it returns."""
+    call up, then record the outcome on the logging object it returns. Fails open: a toolmend
+    error anywhere here is logged and the call goes on as the caller made it."""
+    try:
+        prepared = _sync_request(args, kwargs)
+    except (toolmend.ToolLoopError, toolmend.ToolChainError):
+        raise
+    except Exception:
+        logger.exception("toolmend's LiteLLM hook failed on litellm.completion; sent unchanged")
+        prepared = None
+    if prepared is None:
+        return wrapped(*args, **kwargs)
+    result = wrapped(*args, **prepared[0])
+    if isinstance(result, tuple) and result:
+        _attach_logged(result[0], prepared[1])
+    return result
+
+
+def _sync_request(
+    args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any] | None] | None:
+    """The kwargs a sync ``completion`` call goes on with and its record, or ``None`` when
+    toolmend has nothing to do with the call."""
     handler = _active() if args and args[0] == "completion" else None
     if handler is None:
-        return wrapped(*args, **kwargs)
+        return None
     messages = kwargs.get("messages")
     if not isinstance(messages, list) or not messages:
         if len(args) > 4:
             _warn_positional()
-        return wrapped(*args, **kwargs)
+        return None
     model = args[3] if len(args) > 3 else kwargs.get("model")
     fixed, record = handler.mend_request(
         messages,
@@ -366,12 +387,15 @@ def _function_setup(
         api_base=kwargs.get("api_base") or kwargs.get("base_url"),
         source="litellm.completion",
     )
-    if fixed is not messages:
-        kwargs = {**kwargs, "messages": fixed}
-    result = wrapped(*args, **kwargs)
-    if isinstance(result, tuple) and result:
-        _attach(result[0], record)
-    return result
+    return (kwargs if fixed is messages else {**kwargs, "messages": fixed}), record
+
+
+def _attach_logged(logging_obj: object, record: dict[str, Any] | None) -> None:
+    """:func:`_attach`, after the request is built: a failure is logged, the call goes on."""
+    try:
+        _attach(logging_obj, record)
+    except Exception:
+        logger.exception("toolmend could not attach its record to the LiteLLM call")
 
 
 def _update_response_metadata(

@@ -81,7 +81,10 @@ How it behaves
 * The caller's objects are never changed: the request gets the repaired list, the caller keeps
   theirs. A toolmend error is logged with its traceback and the original history goes out;
   only :class:`toolmend.ToolLoopError` (``on_loop="raise"``) and :class:`toolmend.ToolChainError`
-  (``policy="strict"``) reach the caller, because they asked for them.
+  (``policy="strict"``) reach the caller, because they asked for them. A history toolmend
+  cannot read (an item that is not a message, an id that is a number) goes out as it is, with
+  one WARNING naming the message index and field; ``None``, a string, a dict or any other value
+  that is not a list of messages is left to the SDK without a word.
 * Each repaired request logs one line on logger ``toolmend``: the row (SDK, class, method), the
   provider, the change codes with message index and ids; never content. An SDK older than its
   rows is skipped with one warning naming both versions; methods the installed SDK lacks
@@ -579,7 +582,9 @@ def _mend_kwargs(row: Target, instance: Any, kwargs: dict[str, Any]) -> dict[str
     if row.format != "gemini" and not isinstance(history, (list, tuple)):
         if isinstance(history, Mapping) or not isinstance(history, Iterable):
             return kwargs  # not a history: the SDK will say so
-        history = list(history)  # an iterable of messages: read it once, send the list
+        # an iterable of messages: read it once, and send the list, even if toolmend fails
+        # below (``kwargs`` is this call's own dict, so the wrapper sends what it holds)
+        history = kwargs[row.history] = list(history)
     provider = _variant(_provider(row, instance), kwargs)
     mended = mend(
         history, provider=provider, source=row.label, options=_registry.options, format=row.format

@@ -133,10 +133,11 @@ def to_gemini(
     call_key = "functionCall" if camel else "function_call"
     signature_key = "thoughtSignature" if camel else "thought_signature"
     response_key = "functionResponse" if camel else "function_response"
-    names = _names_by_id(history)
+    names: dict[str, str] = {}  # call id -> the name of the latest call with that id so far
     out: list[dict[str, Any]] = []
     for role, group in _groups(history):
         message = group[0]
+        names.update(_names_by_id(group) if role == "assistant" else {})
         if role == "tool":
             parts = []
             for tool in group:
@@ -308,6 +309,28 @@ def unsigned_thinking(history: list[dict[str, Any]], format: str, rnd: random.Ra
     return out
 
 
+def merge_same_role(history: list[dict[str, Any]], format: str, rnd: random.Random) -> Any:
+    """Two neighbouring messages of the same role stored as one, as clients that coalesce
+    turns do (results and the user's next words in one message, a split assistant rejoined)."""
+    key = "parts" if format == "gemini" else "content"
+    candidates = [
+        i for i in range(len(history) - 1) if history[i].get("role") == history[i + 1].get("role")
+    ]
+    if not candidates:
+        return history
+    i = rnd.choice(candidates)
+    out = copy.deepcopy(history)
+    second = out.pop(i + 1)
+    out[i][key] = _as_blocks(out[i].get(key), format) + _as_blocks(second.get(key), format)
+    return out
+
+
+def _as_blocks(content: Any, format: str) -> list[Any]:
+    if isinstance(content, list):
+        return content
+    return [_text_block(format, content)] if isinstance(content, str) and content else []
+
+
 BlockDamage = Callable[[list[dict[str, Any]], str, random.Random], Any]
 BLOCK_DAMAGE: dict[str, BlockDamage] = {
     op.__name__: op
@@ -317,6 +340,7 @@ BLOCK_DAMAGE: dict[str, BlockDamage] = {
         sibling_media,
         empty_text,
         unsigned_thinking,
+        merge_same_role,
     )
 }
 

@@ -579,6 +579,84 @@ def long_ids(history: History, rnd: random.Random) -> History:
     return out
 
 
+def merge_results(history: History, rnd: random.Random) -> History:
+    """Join two neighbouring tool messages into one, keeping the first one's id.
+
+    Stores that coalesce consecutive same-role messages (meant for user and
+    assistant turns) do it to parallel tool results too, which leaves the
+    second call without a result of its own.
+    """
+    candidates = [
+        i
+        for i in range(len(history) - 1)
+        if _is_tool(history[i])
+        and _is_tool(history[i + 1])
+        and isinstance(history[i].get("content"), str)
+        and isinstance(history[i + 1].get("content"), str)
+    ]
+    if not candidates:
+        return history
+    i = rnd.choice(candidates)
+    out = copy.deepcopy(history)
+    second = out.pop(i + 1)
+    out[i]["content"] = f"{out[i]['content']}\n{second['content']}"
+    return out
+
+
+def reid_one_side(history: History, rnd: random.Random) -> History:
+    """Give one call, or one result, a fresh id the other side does not know.
+
+    Proxies that rewrite ids (to fit a provider's length or pattern rule) and
+    forget one direction leave a call without a result and a result without
+    its call.  The new id keeps the old one's style (prefix and length).
+    """
+    candidates: list[tuple[int, int]] = []  # (message, call slot), slot -1 for a result
+    for i, message in enumerate(history):
+        if _has_calls(message):
+            candidates.extend(
+                (i, j)
+                for j, call in enumerate(message["tool_calls"])
+                if isinstance(call, dict) and isinstance(call.get("id"), str)
+            )
+        elif _is_tool(message) and isinstance(message.get("tool_call_id"), str):
+            candidates.append((i, -1))
+    if not candidates:
+        return history
+    taken = {c for m in history for c in _call_id_set(m)}
+    taken |= {m.get("tool_call_id") for m in history}
+    i, j = rnd.choice(candidates)
+    out = copy.deepcopy(history)
+    old = out[i]["tool_calls"][j]["id"] if j >= 0 else out[i]["tool_call_id"]
+    prefix = "call_" if old.startswith("call_") else ""
+    size = max(len(old) - len(prefix), 4)
+    new_id = old
+    while new_id in taken:
+        new_id = prefix + "".join(rnd.choice(_ALNUM) for _ in range(size))
+    if j >= 0:
+        out[i]["tool_calls"][j]["id"] = new_id
+    else:
+        out[i]["tool_call_id"] = new_id
+    return out
+
+
+def rename_result(history: History, rnd: random.Random) -> History:
+    """Give a tool message a ``name`` other than the one it has.
+
+    Seed 003: a converter wrote the opaque call id where the function name
+    belongs; other stores keep the name a tool had before it was renamed.
+    """
+    candidates = [i for i, m in enumerate(history) if _is_tool(m)]
+    if not candidates:
+        return history
+    i = rnd.choice(candidates)
+    out = copy.deepcopy(history)
+    message = out[i]
+    call_id = message.get("tool_call_id")
+    names = [call_id if isinstance(call_id, str) else "call_1073557", *TOOL_NAMES]
+    message["name"] = rnd.choice([n for n in names if n != message.get("name")])
+    return out
+
+
 #: Damage operations by name; each is ``(history, rnd) -> new history``.
 DAMAGE_OPS: dict[str, DamageOp] = {
     op.__name__: op
@@ -597,6 +675,9 @@ DAMAGE_OPS: dict[str, DamageOp] = {
         empty_tool_calls,
         null_content,
         long_ids,
+        merge_results,
+        reid_one_side,
+        rename_result,
     )
 }
 OP_NAMES: tuple[str, ...] = tuple(DAMAGE_OPS)

@@ -244,5 +244,31 @@ def test_bad_input_names_the_message_and_field() -> None:
         toolmend.check([user(text("q")), {"role": "assistant", "content": "x"}], format="bedrock")
 
 
-def test_the_one_pass_scan_is_left_to_the_full_path() -> None:
-    assert getattr(bedrock_format, "dirty_spans", None) is None
+def test_the_one_pass_scan_vouches_for_valid_and_finds_the_damaged_ranges() -> None:
+    profile = get_profile(PROVIDER)
+
+    def turn(call_id: str) -> list[dict[str, Any]]:
+        return [
+            user(text("Weather?")),
+            assistant(use(call_id)),
+            user(result(call_id)),
+            assistant(text("21")),
+        ]
+
+    valid = [*turn("t1"), *turn("t2"), user(text("Thanks"))]
+    assert bedrock_format.quick_valid(valid, profile)
+    assert bedrock_format.dirty_spans(valid, profile) == []
+    unanswered = [user(text("?")), assistant(use("t2")), user(text("hm")), assistant(text("ok"))]
+    broken = [*turn("t1"), *unanswered, *turn("t3")]
+    assert not bedrock_format.quick_valid(broken, profile)
+    assert bedrock_format.dirty_spans(broken, profile) == [(4, 8)]  # from the fresh user turn
+    orphan = [user(text("?")), assistant(text("ok")), user(result("t1")), assistant(text("ok"))]
+    stray = [*turn("t1"), *orphan, *turn("t3")]
+    assert bedrock_format.dirty_spans(stray, profile) == [(0, 8)]  # back to the call of t1
+    assert bedrock_format.dirty_spans([*turn("t1"), *orphan, *turn("t1")], profile) == [(0, 8)]
+    early = [*orphan, *turn("t1")]  # the result comes before its call: the whole path decides
+    assert bedrock_format.dirty_spans(early, profile) is None
+    assert not bedrock_format.quick_valid([assistant(text("hi"))], profile)
+    two_keys = [{"role": "user", "content": [{"text": "a", "x": 1}]}]
+    assert bedrock_format.dirty_spans(two_keys, profile) is None
+    assert not bedrock_format.quick_valid(two_keys, profile)

@@ -258,6 +258,36 @@ def _expect_long_ids(h: History, out: History) -> None:
     assert any(m.get("tool_call_id") == long[0] for m in out)
 
 
+def _expect_merge_results(h: History, out: History) -> None:
+    assert len(out) == len(h) - 1
+    at = next(i for i, m in enumerate(out) if m != h[i])
+    assert h[at]["role"] == h[at + 1]["role"] == "tool"
+    assert out[at] == {**h[at], "content": f"{h[at]['content']}\n{h[at + 1]['content']}"}
+    assert out[at + 1 :] == h[at + 2 :]
+
+
+def _ids(h: History) -> set[Any]:
+    calls = {c["id"] for m in h for c in m.get("tool_calls") or []}
+    return calls | {m.get("tool_call_id") for m in h if m["role"] == "tool"}
+
+
+def _expect_reid_one_side(h: History, out: History) -> None:
+    changed = [(a, b) for a, b in zip(h, out, strict=True) if a != b]
+    assert len(changed) == 1
+    assert content_strings(out) == content_strings(h)
+    assert len(_ids(out) - _ids(h)) == 1
+    assert len(_ids(h) - _ids(out)) <= 1
+
+
+def _expect_rename_result(h: History, out: History) -> None:
+    changed = [(a, b) for a, b in zip(h, out, strict=True) if a != b]
+    assert len(changed) == 1
+    before, after = changed[0]
+    assert after["role"] == "tool"
+    assert after == {**before, "name": after["name"]}
+    assert after["name"] != before.get("name")
+
+
 def _scribble(value: object) -> None:
     """Empty every list and dict inside ``value``, innermost first."""
     if isinstance(value, dict):

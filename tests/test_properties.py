@@ -58,7 +58,11 @@ def test_repair_makes_damaged_histories_pass_and_is_idempotent(provider: str, ca
 @pytest.mark.parametrize("provider", PROVIDERS)
 @given(case=damaged_conversations(id_style="any", reasoning=True))
 def test_no_real_content_is_lost(provider: str, case: Any) -> None:
-    _, damaged, _ = case
+    _, damaged, ops = case
+    # Two results merged into one message leave one call with two different real results, and
+    # only one can be sent: the other is dropped and reported (test_fuzz.py checks "kept or
+    # reported" for that). Every other damage keeps every text.
+    assume("merge_results" not in ops)
     result = toolmend.repair(damaged, provider=provider, policy=KEEP_EVERYTHING)
     text = _all_text(result.messages)
     for content in content_strings(damaged) - {STUB_CONTENT}:

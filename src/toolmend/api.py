@@ -17,6 +17,7 @@ from typing import Any
 from .edits import Plan
 from .formats import detect, module_for
 from .history import Skeleton
+from .jsontext import UnwritableValueError, locate
 from .policy import Mode, Policy, as_policy
 from .profiles import Profile, get_profile
 from .repair import plan_repair
@@ -57,12 +58,16 @@ def format_of(messages: Any, format: str | None = None) -> ModuleType:
         return module
     if not isinstance(messages, (list, tuple)):
         # Gemini also takes one Content or Part as ``contents``: a format with ``normalize``.
-        module = module_for(format) if format is not None else detect([messages])
-        if not hasattr(module, "normalize"):
+        found: ModuleType | None
+        try:
+            found = module_for(format) if format is not None else detect([messages])
+        except InvalidMessageError:  # not even one message: say what the argument should be
+            found = None
+        if found is None or not hasattr(found, "normalize"):
             raise InvalidHistoryError(
                 f"messages must be a list of messages, got {type(messages).__name__}"
-            )
-        return module
+            ) from None
+        return found
     return module_for(format) if format is not None else detect(messages)
 
 
@@ -185,7 +190,8 @@ def repair(
     if chosen.mode is Mode.REPORT:
         return Repair(original, (), problems, problems)
     mended = mend_damage(module, messages, profile, chosen, damaged)
-    repaired = mended.messages
+    # no change made (nothing can mend an empty history): the input itself, as for a valid one
+    repaired = mended.messages if mended.changes else messages
     if _DEBUG and logger.isEnabledFor(logging.DEBUG):
         logger.debug("toolmend before: %s", _structure(module.read(messages)))
         logger.debug("toolmend after: %s", _structure(module.read(repaired)))
@@ -193,7 +199,9 @@ def repair(
     def still_broken() -> tuple[Problem, ...]:
         return tuple(judge(module.read(repaired), profile))
 
-    return Repair(repaired, tuple(mended.changes), problems, still_broken)
+    return Repair(
+        repaired if mended.changes else original, tuple(mended.changes), problems, still_broken
+    )
 
 
 @dataclass(frozen=True)
@@ -243,14 +251,17 @@ def mend_damage(
     position = 0
     for damage in damaged:
         part = messages[damage.low : damage.high]
-        plan, made = plan_repair(
-            damage.skeleton,
-            profile,
-            policy,
-            result_reader(module, part),
-            {problem.code for problem in damage.problems},
-        )
-        applied: list[Any] = module.apply(part, plan)
+        try:
+            plan, made = plan_repair(
+                damage.skeleton,
+                profile,
+                policy,
+                result_reader(module, part),
+                {problem.code for problem in damage.problems},
+            )
+            applied: list[Any] = module.apply(part, plan)
+        except UnwritableValueError as error:
+            raise _unwritable(error, part, damage.low) from None
         repaired.extend(messages[position : damage.low])
         repaired.extend(applied)
         changes.extend(made)
@@ -258,6 +269,16 @@ def mend_damage(
         position = damage.high
     repaired.extend(messages[position:])
     return Mended(repaired, changes, parts)
+
+
+def _unwritable(error: UnwritableValueError, part: Sequence[Any], low: int) -> InvalidHistoryError:
+    """The public error for a value a repair had to write as JSON and could not (a cycle,
+    nesting too deep), naming the message and field that hold it."""
+    found = locate(part, error.value)
+    if found is None:
+        return InvalidHistoryError(f"a value in the history cannot be used: {error.reason}")
+    index, field = found
+    return InvalidMessageError(low + index, field, f"JSON data ({error.reason})", error.value)
 
 
 def result_reader(module: ModuleType, part: Sequence[Any]) -> Callable[[int, int], str | None]:

@@ -272,7 +272,8 @@ def order_blocks(state: _State) -> None:
                 state.change(
                     "moved_result",
                     ref[0],
-                    f"gathered into the user message after its call in message {group[-1]}",
+                    f"gathered into the user message after its call in message "
+                    f"{group[-1] + skeleton.base}",
                     result_at(skeleton, ref).id,
                 )
         parts.extend(placeholders)
@@ -620,7 +621,9 @@ def sign_calls(state: _State) -> None:
         if first is None:
             continue
         index, slot = first
-        if index in unsigned and slot == skeleton.calls[index][0].slot:
+        # a call after the first one carries no signature (Gemini signs only the first of
+        # parallel calls): once the first is removed, the next one needs the placeholder
+        if slot != skeleton.calls[index][0].slot or index in unsigned:
             plan.edit(index).sign_calls.add(slot)
             state.change("added_thought_signature", index, "placeholder thought signature")
 

@@ -59,6 +59,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from .history import ASSISTANT, OTHER, SYSTEM, TOOL, USER, Call, Result, Skeleton
+from .report import shown_name
 
 if TYPE_CHECKING:
     from .profiles import Profile
@@ -212,10 +213,12 @@ def _judge_turn_result(
 
 
 def _names_match(found: Sequence[Call], responses: Sequence[Result]) -> bool:
-    """Gemini: by id when every part has one, else the names as a multiset."""
+    """Gemini: by id when every part has one (and the calls' ids are unique, so that an id
+    names one call), else the names as a multiset."""
     if all(call.id for call in found) and all(result.id for result in responses):
         names = {call.id: call.name for call in found}
-        return all(names.get(result.id, "\0") == result.name for result in responses)
+        if len(names) == len(found):
+            return all(names.get(result.id, "\0") == result.name for result in responses)
     return sorted(call.name or "" for call in found) == sorted(r.name or "" for r in responses)
 
 
@@ -350,7 +353,7 @@ def check_blocks(skeleton: Skeleton, profile: Profile, report: _Report) -> None:
             if kinds[index] == SYSTEM and report.wants("system_role"):
                 report.add("system_role", index, "system message inside messages", role=role)
             else:
-                report.add("invalid_role", index, f"unknown role {role!r}", role=role)
+                report.add("invalid_role", index, f"unknown role {shown_name(role)}", role=role)
     if profile.first_user:
         _check_first_user(skeleton, report)
     if report.wants("roles_not_alternating"):

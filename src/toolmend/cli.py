@@ -6,6 +6,14 @@
 ``toolmend repair FILE --provider P [--format F] [-o OUT]``
     Writes the repaired history as JSON to OUT (or standard output) and the changes to standard
     error. Exit 0, or 2 when the file cannot be read.
+``toolmend show FILE --provider P [--format F] [--fix] [--html OUT.html]``
+    Prints the history as a timeline, one line per message: its index, role and a short
+    preview, the calls it makes and the results it carries (a call and its result share a
+    label), and each problem under its message with the provider's error text. ``--fix`` adds
+    the repaired timeline below, each change marked on the message it made. Colour only when
+    standard output is a terminal and ``NO_COLOR`` is unset. ``--html OUT.html`` writes the same,
+    input and repair side by side, as one self-contained page instead. Exit codes as ``check``.
+    This is the one command that shows message content, because the user asks to see it.
 
 FILE holds a JSON list of messages, or a logged request body with a ``messages``, ``contents``
 or ``input`` key (the repaired output keeps the body around the history). ``-`` reads standard
@@ -16,6 +24,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import shutil
 import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
@@ -118,6 +128,42 @@ def _run_repair(args: argparse.Namespace) -> int:
     return 0 if not result.problems_left else 1
 
 
+def _use_color(stream: Any) -> bool:
+    """Colour for a terminal, unless ``NO_COLOR`` is set (https://no-color.org) or TERM=dumb."""
+    if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
+        return False
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty())
+
+
+def _run_show(args: argparse.Namespace) -> int:
+    from .show import html, text, timeline
+
+    history, _ = _split(_load(args.file))
+    fix = args.fix or args.html is not None
+    view = timeline.build(history, provider=args.provider, format=args.format, fix=fix)
+    if args.html is not None:
+        page = html.render(view, source=args.file)
+        try:
+            with open(args.html, "w", encoding="utf-8") as handle:
+                handle.write(page)
+        except OSError as error:
+            _fail(args.html, error.strerror or str(error))
+        changes = f", {len(view.changes)} change(s)" if view.fixed else ""
+        print(
+            f"{args.html}: {len(view.before.rows)} messages, "
+            f"{len(view.before.problems)} problem(s) for {args.provider}{changes}"
+        )
+    else:
+        color = _use_color(sys.stdout)
+        width = shutil.get_terminal_size().columns if color else 100
+        reconfigure = getattr(sys.stdout, "reconfigure", None)
+        if reconfigure is not None:  # a terminal that cannot show a character gets an escape
+            reconfigure(errors="backslashreplace")
+        sys.stdout.write(text.render(view, source=args.file, color=color, width=width))
+    return 1 if view.before.problems else 0
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="toolmend",
@@ -127,6 +173,7 @@ def _parser() -> argparse.ArgumentParser:
     for name, summary in (
         ("check", "list what the provider would reject"),
         ("repair", "write the history the provider accepts"),
+        ("show", "show the history as a timeline, problems and changes marked"),
     ):
         command = commands.add_parser(name, help=summary, description=summary)
         command.add_argument("file", help="JSON list of messages or request body; - for stdin")
@@ -139,6 +186,13 @@ def _parser() -> argparse.ArgumentParser:
         command.add_argument("--format", "-f", default=None, help="history format (detected)")
         if name == "repair":
             command.add_argument("-o", "--output", help="write the repaired JSON here")
+        if name == "show":
+            command.add_argument(
+                "--fix", action="store_true", help="also show the repaired history, changes marked"
+            )
+            command.add_argument(
+                "--html", metavar="OUT.html", help="write a self-contained HTML page instead"
+            )
     summary = "send broken histories through the real SDKs to a local strict provider"
     demo = commands.add_parser("demo", help=summary, description=summary)
     demo.add_argument("-v", "--verbose", action="store_true", help="full errors and changes")
@@ -152,7 +206,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .demo import main as demo_main
 
         return demo_main(verbose=args.verbose)
-    runner = _run_check if args.command == "check" else _run_repair
+    runner = {"check": _run_check, "repair": _run_repair, "show": _run_show}[args.command]
     try:
         return runner(args)
     except _UnreadableError as error:

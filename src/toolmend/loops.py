@@ -308,15 +308,27 @@ def _canonical(arguments: Any) -> str:
     if arguments is None:
         return "{}"
     if isinstance(arguments, str):
+        if len(arguments) <= _CACHED_LENGTH:
+            return _canonical_cached(arguments)
         return _canonical_text(arguments)
     return _dumps(arguments)
 
 
+_CACHED_LENGTH = 2048
+"""The longest arguments text whose canonical form is cached."""
+
+
 @functools.lru_cache(maxsize=1024)
+def _canonical_cached(text: str) -> str:
+    """:func:`_canonical_text`, cached: an agent loop sends the same history, so the same
+    argument strings, on every turn, and parsing them is most of the guard's cost. The cache
+    holds at most 1,024 short argument strings (4 MB at the very most) in this process; it is
+    never logged, and long arguments are parsed afresh rather than kept."""
+    return _canonical_text(text)
+
+
 def _canonical_text(text: str) -> str:
-    """JSON arguments text in canonical form. Cached: an agent loop sends the same history,
-    so the same argument strings, on every turn, and parsing them is most of the guard's cost.
-    The cache holds at most 1,024 argument strings in this process and is never logged."""
+    """JSON arguments text in canonical form (its own text when it is not JSON)."""
     try:
         parsed = json.loads(text)
     except (ValueError, RecursionError):  # not JSON, or nested deeper than the parser goes

@@ -35,11 +35,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .edits import AsText, Blocks, Bridge, Item, Keep, Merge, Placeholder, Plan
-from .history import ASSISTANT, BLOCKS, SYSTEM, TOOL, USER, Call, Result, Skeleton
+from .history import ASSISTANT, BLOCKS, OTHER, SYSTEM, TOOL, USER, Call, Result, Skeleton
 from .policy import Policy
 from .profiles import Profile, compiled, get_profile
 from .repair_items import mend_items, order_items
-from .report import Change
+from .report import Change, shown_name
 
 __all__ = ["ASSISTANT_BRIDGE_TEXT", "USER_BRIDGE_TEXT", "Pairing", "pair_results", "plan_repair"]
 
@@ -556,7 +556,9 @@ def fix_shapes(state: _State, problem_codes: set[str]) -> None:
             state.change("removed_field", index, "removed 'reasoning_content'")
     if {"function_name_format", "call_name_empty"} & problem_codes:
         _rename_functions(state)
-    if "invalid_role" in problem_codes:
+    if "invalid_role" in problem_codes or (
+        "role_order" in problem_codes and OTHER in skeleton.kinds
+    ):
         _rename_roles(state, kept)
 
 
@@ -572,12 +574,17 @@ its content is kept, and the user role is the one every provider accepts anywher
 
 
 def _rename_roles(state: _State, kept: set[int]) -> None:
-    known = state.profile.known_roles or frozenset()
+    """Send unknown roles as a role the provider knows: those outside ``known_roles``, or, for a
+    profile that only rules on role order (Mistral), the roles of no known kind."""
+    known = state.profile.known_roles
+    kinds = state.skeleton.kinds
     for index, role in enumerate(state.skeleton.roles):
-        if index in kept and role not in known:
+        if index in kept and (role not in known if known is not None else kinds[index] == OTHER):
             new_role = _ROLE_ALIASES.get(role.lower(), USER)
             state.plan.edit(index).set_fields["role"] = new_role
-            state.change("renamed_role", index, f"unknown role {role!r} sent as {new_role!r}")
+            state.change(
+                "renamed_role", index, f"unknown role {shown_name(role)} sent as {new_role!r}"
+            )
 
 
 def _rename_functions(state: _State) -> None:

@@ -34,10 +34,19 @@ __all__ = [
     "TrimError",
     "UnknownNameError",
     "logger",
+    "shown_name",
 ]
 
 logger = logging.getLogger("toolmend")
 """The one logger toolmend writes to. Records carry ids and codes, never message content."""
+
+
+def shown_name(value: object, limit: int = 40) -> str:
+    """A structural value (a role) as problems and changes quote it: its ``repr``, cut to
+    ``limit`` characters, so a garbage string in a role field cannot carry a whole message
+    into a log line."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[: limit - 4]}...{text[-1]}"
 
 
 @dataclass(frozen=True)

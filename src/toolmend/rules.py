@@ -53,7 +53,7 @@ from typing import Any
 from .block_rules import check_blocks, check_cross_target, pair_contents, pair_converse, pair_turns
 from .history import ASSISTANT, BLOCKS, OTHER, SYSTEM, TOOL, USER, Skeleton
 from .profiles import Profile, compiled
-from .report import InvalidHistoryError, Problem
+from .report import InvalidHistoryError, Problem, shown_name
 
 __all__ = ["judge"]
 
@@ -134,7 +134,7 @@ def _check_roles(skeleton: Skeleton, known: frozenset[str], report: _Report) -> 
     for index, kind in enumerate(skeleton.kinds):
         if kind == OTHER and skeleton.roles[index] not in known:
             role = skeleton.roles[index]
-            report.add("invalid_role", index, f"unknown role {role!r}", role=role)
+            report.add("invalid_role", index, f"unknown role {shown_name(role)}", role=role)
 
 
 def _check_result_ids(skeleton: Skeleton, report: _Report) -> None:
@@ -316,10 +316,15 @@ _PAIRINGS: dict[str, Callable[[Skeleton, _Report], None]] = {
 }
 
 
+_BLOCK_FORMATS = {"turns": "anthropic", "contents": "gemini", "converse": "bedrock"}
+"""The block format each block pairing judges: a provider takes its own block format only, so
+an Anthropic history judged by the Gemini rules would get repairs no request could use."""
+
+
 def _block_pairing(skeleton: Skeleton, profile: Profile) -> Callable[[Skeleton, _Report], None]:
     """The pairing of a block-layout history under ``profile`` (its ``block_pairing``)."""
     pairing = _PAIRINGS.get(profile.block_pairing or "")
-    if pairing is None:
+    if pairing is None or _BLOCK_FORMATS.get(profile.block_pairing or "") != skeleton.format:
         raise InvalidHistoryError(
             f"the {profile.name!r} profile has no rules for {skeleton.format!r} histories; "
             "pick that format's provider (anthropic, gemini, bedrock)"

@@ -434,6 +434,13 @@ _WINDOW = 64
 """How many messages past the protected prefix :func:`_boundary_after` reads at first."""
 
 
+_RESULTS_FOLLOW_CALLS = frozenset({"openai", "anthropic", "gemini", "bedrock"})
+"""Formats whose mended history puts all the results of a message's calls right after it (in
+OpenAI chat one message per result; in the block formats one message holding them all): the
+adjacency rules :func:`trim` keeps. There every message that carries no result starts a group.
+Not Responses items: a turn's calls are items of their own, followed by all their outputs."""
+
+
 def _boundary_after(module: ModuleType, working: Sequence[Any], index: int) -> int:
     """The first group boundary at or after ``index``, read from a window at the start.
 
@@ -443,7 +450,9 @@ def _boundary_after(module: ModuleType, working: Sequence[Any], index: int) -> i
     total = len(working)
     if index <= 0 or index >= total:
         return min(max(index, 0), total)
-    end = min(total, index + _WINDOW)
+    # Responses items may put a later output of a call before the window's end out of sight
+    # (hypothesis found one): the window is only for formats whose results follow their calls
+    end = min(total, index + _WINDOW) if module.NAME in _RESULTS_FOLLOW_CALLS else total
     while True:
         window = working[:end]
         skeleton = module.read(window)
@@ -461,13 +470,6 @@ def _boundary_after(module: ModuleType, working: Sequence[Any], index: int) -> i
         if end == total:
             return total
         end = min(total, 2 * end)
-
-
-_RESULTS_FOLLOW_CALLS = frozenset({"openai", "anthropic", "gemini", "bedrock"})
-"""Formats whose mended history puts all the results of a message's calls right after it (in
-OpenAI chat one message per result; in the block formats one message holding them all): the
-adjacency rules :func:`trim` keeps. There every message that carries no result starts a group.
-Not Responses items: a turn's calls are items of their own, followed by all their outputs."""
 
 
 def _boundary_from(module: ModuleType, working: Sequence[Any], index: int) -> int:

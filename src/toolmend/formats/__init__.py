@@ -30,9 +30,19 @@ A format module exposes:
     The list the module reads, from any other shape the SDK accepts as the history (Gemini:
     a string, a Part, a Content, a list of Parts); a list already in shape comes back as it is,
     so a valid input is still returned as the caller's own object. Problem indexes refer to it.
+``quick_valid(messages: Sequence[Any], profile: Profile) -> bool`` *(optional)*
+    The valid history's whole cost: True only when ``judge(read(messages), profile)`` would
+    find nothing, from one tight pass over plain data that builds nothing per message. It
+    may answer False for anything unusual (objects, a profile it does not model, a missing
+    field): the full path then decides. Asked first, on every request; a property test holds
+    True to the full path under every profile. In the chat and block formats it is the
+    ``dirty_spans`` scan run with a ``first_only`` flag that stops at the first problem (the
+    block formats: :class:`toolmend.spans.FirstOnly`), so the two cannot drift apart.
 ``dirty_spans(messages: Sequence[Any], profile: Profile) -> list[tuple[int, int]] | None``
     *(optional)* The one-pass scan: the ranges that need repair (empty when valid), or None
-    when it cannot tell (see :mod:`toolmend.spans`).
+    when it cannot tell (see :mod:`toolmend.spans`). Each range is judged and repaired on its
+    own, with the problems and the repair it would get inside the whole history; asked when
+    ``quick_valid`` answers False.
 
 Adding a format is one file plus a line in :data:`MODULES` (and the shared case table in the
 tests). Modules are imported on first use.

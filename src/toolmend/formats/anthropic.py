@@ -14,22 +14,29 @@ objects (the SDK serialises its pydantic blocks itself), and a changed SDK block
 
 from __future__ import annotations
 
-import functools
-import json
-import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from .. import jsontext
 from ..edits import AsText, Blocks, Bridge, Keep, Merge, MessageEdit, Placeholder, Plan
 from ..history import ASSISTANT, BLOCKS, OTHER, SYSTEM, TOOL, USER, Call, Defect, Result, Skeleton
 from ..profiles import compiled
 from ..report import InvalidMessageError
-from ..spans import Spans
+from ..spans import DirtyError, FirstOnly, Spans, all_match
 
 if TYPE_CHECKING:
     from ..profiles import Profile
 
-__all__ = ["NAME", "apply", "call_arguments", "claims", "dirty_spans", "read", "result_text"]
+__all__ = [
+    "NAME",
+    "apply",
+    "call_arguments",
+    "claims",
+    "dirty_spans",
+    "quick_valid",
+    "read",
+    "result_text",
+]
 
 NAME = "anthropic"
 
@@ -61,66 +68,113 @@ def claims(message: Any) -> bool:
     content = _field(message, "content")
     if isinstance(content, list):
         for block in content:
-            if _field(block, "type") in _TELLING:
+            kind = _field(block, "type")
+            if isinstance(kind, str) and kind in _TELLING:
                 return True
     return False
+
+
+def quick_valid(messages: Sequence[Any], profile: Profile) -> bool:
+    """True only when the full ``judge(read(messages), profile)`` would find nothing.
+
+    The valid history is the common case, and it must cost far less than the ``json.dumps``
+    every SDK does anyway: this is the scan of :func:`dirty_spans` stopped at the first problem
+    (see :class:`toolmend.spans.FirstOnly`), one tight pass that builds nothing per message.
+    Anything unusual (SDK objects, other roles, a missing field) answers False and the full
+    path decides. A property test asserts that True always agrees with it.
+    """
+    try:
+        return _scan(messages, profile, first_only=True) == []
+    except (DirtyError, KeyError):
+        return False
 
 
 def dirty_spans(messages: Sequence[Any], profile: Profile) -> list[tuple[int, int]] | None:
     """The ranges of ``messages`` that need repair (empty when valid), or None if unknown.
 
-    One pass over plain dict messages with the Anthropic rules of :mod:`toolmend.block_rules`
-    written out inline; ranges begin at a user turn that follows an assistant turn without
-    calls (see :mod:`toolmend.spans`). Anything unusual (SDK objects, other roles, thinking
-    required) returns None and the full path decides. This is the valid history's whole cost,
-    so it allocates nothing per message and creates sets only for turns with calls.
+    Ranges begin at every assistant turn, and at a user turn that answers no calls (see
+    :mod:`toolmend.spans`): the API merges consecutive same-role messages into turns, and a
+    call is answered in the very next turn, so only a stray result or a reused id bears across
+    such a boundary, and those pull their range back. A damaged range is then about one
+    exchange long. Anything unusual (SDK objects, other roles, thinking required) returns None
+    and the full path decides.
     """
-    if profile.block_pairing != "turns" or profile.thinking or profile.first_user or not messages:
+    try:
+        return _scan(messages, profile, first_only=False)
+    except KeyError:  # a required field is missing: the full path names it
+        return None
+
+
+def _scan(
+    messages: Sequence[Any], profile: Profile, *, first_only: bool
+) -> list[tuple[int, int]] | None:
+    """One pass over plain dict messages with the Anthropic rules of :mod:`toolmend.block_rules`
+    written out inline, for :func:`quick_valid` (``first_only``: the first problem raises
+    :class:`toolmend.spans.DirtyError`) and :func:`dirty_spans`. This is the valid history's whole
+    cost, so it allocates nothing per message and creates sets only for turns with calls; the
+    fields every message and block must have are read by subscript (a missing one raises
+    ``KeyError``, which the callers take for "cannot tell").
+
+    With thinking on, the rule on the assistant turn answered by the final results is checked
+    at the end, for the first question only: it looks at the whole request, so the ranges of a
+    damaged history are left to the full path.
+    """
+    thinking = profile.thinking
+    if (
+        profile.block_pairing != "turns"
+        or (thinking and not first_only)
+        or profile.first_user
+        or not messages
+    ):
         return None
     id_pattern = compiled(profile.call_id_pattern)
     name_pattern = compiled(profile.function_name_pattern)
-    id_ok = id_pattern is not None
     name_ok = name_pattern.fullmatch if name_pattern is not None else None
-    spans = Spans()
+    spans = FirstOnly() if first_only else Spans()
     callers = spans.callers  # every call id so far -> its range (also finds duplicates)
-    ids: list[str] = []  # checked against the id pattern in one go at the end
-    good_names: set[Any] = set()  # names already found acceptable (tools repeat)
+    good_names: set[str] = set()  # names already found acceptable (tools repeat)
     pending: set[str] | None = None  # calls of the current assistant turn
     expect: set[str] | None = None  # calls the current user turn must still answer
     closed = True  # no other block after a call in the current assistant turn
+    thinks = False  # the current assistant turn starts with a thinking block (thinking on)
+    answers = False  # the current user turn follows an assistant turn with calls
+    results = False  # the current user turn carries a result
     in_user = False
-    leading = False
+    leading = False  # still in the leading run of results of a user turn that answers calls
     last = len(messages) - 1
     for index, message in enumerate(messages):
         if type(message) is not dict:
             return None
-        role = message.get("role")
-        content = message.get("content")
+        role = message["role"]
+        content = message["content"]
         if role == "user":
             if not in_user:
-                in_user = True
+                in_user, results = True, False
                 expect, pending = pending, None
-                if not expect:
+                if expect is None:  # (a pending set is never empty)
                     spans.clean_point(index)
-                elif not closed:
-                    spans.dirty = True
-                leading = bool(expect)
-            if type(content) is str:
+                    leading = answers = False
+                else:
+                    leading = answers = True
+                    if not closed:
+                        spans.dirty = True
+            if type(content) is not list:
+                if type(content) is not str:
+                    return None
                 if not content or content.isspace():
                     spans.dirty = True
                 leading = False
                 continue
-            if type(content) is not list:
-                return None
             if not content:
                 spans.dirty = True
             for block in content:
                 if type(block) is not dict:
                     return None
-                kind = block.get("type")
+                kind = block["type"]
                 if kind == "tool_result":
-                    result_id = block.get("tool_use_id")
-                    if leading and expect and result_id in expect:
+                    results = True
+                    result_id = block["tool_use_id"]
+                    if leading and type(result_id) is str and expect and result_id in expect:
                         expect.discard(result_id)
                         nested = block.get("content")
                         if type(nested) is list and _nested_blank(nested):
@@ -140,9 +194,16 @@ def dirty_spans(messages: Sequence[Any], profile: Profile) -> list[tuple[int, in
             return None
         if in_user or index == 0:
             if expect:
-                spans.dirty = True
+                spans.dirty = True  # the user turn left calls unanswered
+            if in_user:  # nothing waits across a turn boundary: a range may start here too
+                spans.clean_point(index)
             in_user, pending, expect, closed = False, None, None, True
-        if type(content) is str:
+            if thinking:
+                first = content[0] if type(content) is list and content else None
+                thinks = type(first) is dict and first.get("type") in _THINKING
+        if type(content) is not list:
+            if type(content) is not str:
+                return None
             if pending:
                 closed = False
             if not content or content.isspace():
@@ -151,35 +212,33 @@ def dirty_spans(messages: Sequence[Any], profile: Profile) -> list[tuple[int, in
             elif index == last and content[-1].isspace():
                 spans.dirty = True
             continue
-        if type(content) is not list:
-            return None
         if not content and index != last:
             spans.dirty = True
         for block in content:
             if type(block) is not dict:
                 return None
-            kind = block.get("type")
+            kind = block["type"]
             if kind == "tool_use":
-                call_id = block.get("id")
-                if pending is None:
-                    pending = set()
-                if type(call_id) is not str:
-                    spans.dirty = True
-                    pending.add(f"\0{index}")  # waits, and no result can answer it
-                else:
+                call_id = block["id"]
+                if type(call_id) is str:
                     if call_id in callers:
                         spans.stray(call_id)
                     else:
                         callers[call_id] = spans.start
-                    ids.append(call_id)
+                else:
+                    spans.dirty = True
+                    call_id = f"\0{index}"  # it waits, and no result can answer it
+                if pending is None:
+                    pending = {call_id}
+                else:
                     pending.add(call_id)
-                name = block.get("name")
-                if name not in good_names:
+                name = block["name"]
+                if type(name) is not str or name not in good_names:
                     if type(name) is not str or not name or (name_ok and not name_ok(name)):
                         spans.dirty = True
                     else:
                         good_names.add(name)
-                if type(block.get("input")) is not dict:
+                if type(block["input"]) is not dict:
                     spans.dirty = True
                 continue
             if pending:
@@ -201,28 +260,36 @@ def dirty_spans(messages: Sequence[Any], profile: Profile) -> list[tuple[int, in
             text = block.get("text") if block.get("type") == "text" else None
             if type(text) is str and text and text[-1].isspace():
                 spans.dirty = True
-    if in_user and expect:
-        spans.dirty = True
-    if id_ok and ids and not _all_match(id_pattern, ids):
-        return None  # a rare bad id: the full path finds which
-    return spans.finish(len(messages))
+    if in_user and (expect or (thinking and answers and results and not thinks)):
+        spans.dirty = True  # calls left unanswered, or thinking required and missing
+    if not all_match(id_pattern, callers) or spans.answered_later():
+        return None  # a rare bad id (the full path finds which), or a result before its call
+    found = spans.finish(len(messages))
+    if found and (
+        (found[-1][0] and found[-1][1] == len(messages) and _ends_by_rule(messages[-1]))
+        or (pending and not closed)
+    ):
+        # The last range ends the history, which a range judged alone cannot tell; or the
+        # history ends on calls with text after them in their turn, a prefill the rules let
+        # be but the repair of a damaged history answers: leave both to the full path.
+        return None
+    return found
 
 
-def _all_match(pattern: re.Pattern[str] | None, values: list[str]) -> bool:
-    """Whether every value matches ``pattern`` in full, in one regular-expression pass over
-    the values joined by newlines (one call instead of one per id)."""
-    if pattern is None:
+def _ends_by_rule(message: dict[str, Any]) -> bool:
+    """Whether the final message falls under a rule that holds only where the history really
+    ends: an assistant message that is empty (allowed last) or ends in whitespace (refused
+    last). A range that ends the history is judged as a slice, which would get both wrong."""
+    if message.get("role") != "assistant":
+        return False
+    content = message.get("content")
+    if not content:
         return True
-    joined = _joined_pattern(pattern.pattern)
-    text = "\n".join(values)
-    if text.count("\n") != len(values) - 1:  # a newline inside a value
-        return all(pattern.fullmatch(value) for value in values)
-    return joined.fullmatch(text) is not None
-
-
-@functools.lru_cache(maxsize=8)
-def _joined_pattern(pattern: str) -> re.Pattern[str]:
-    return re.compile(f"(?:{pattern})(?:\n(?:{pattern}))*")
+    if type(content) is str:
+        return content[-1].isspace()
+    block = content[-1]
+    text = block.get("text") if type(block) is dict and block.get("type") == "text" else None
+    return type(text) is str and bool(text) and text[-1].isspace()
 
 
 def _role_and_content(message: Any, index: int) -> tuple[str, Any]:
@@ -574,7 +641,7 @@ def _as_object(value: Any) -> dict[str, Any]:
         return {}
     if isinstance(value, str):
         try:
-            parsed = json.loads(value)
+            parsed = jsontext.loads(value)
         except ValueError:
             return {"input": value}
         return parsed if isinstance(parsed, dict) else {"input": parsed}
@@ -611,7 +678,7 @@ def _render(
         if kind == "text":
             lines.append(str(_field(block, "text") or ""))
         elif kind == "tool_use":
-            arguments = json.dumps(_field(block, "input"), ensure_ascii=False, default=str)
+            arguments = jsontext.dumps(_field(block, "input"), ensure_ascii=False, default=str)
             lines.append(f"[tool call {_field(block, 'id')}: {_field(block, 'name')}({arguments})]")
         elif kind == "tool_result":
             lines.append(_result_as_text(block))

@@ -11,10 +11,10 @@ carries ``"status": "error"``.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from .. import jsontext
 from ..edits import AsText, Blocks, Bridge, Keep, Merge, MessageEdit, Placeholder, Plan
 from ..history import (
     ASSISTANT,
@@ -29,9 +29,23 @@ from ..history import (
     Skeleton,
     block_kind,
 )
+from ..profiles import compiled
 from ..report import InvalidMessageError
+from ..spans import DirtyError, FirstOnly, Spans, all_match
 
-__all__ = ["NAME", "apply", "call_arguments", "claims", "read", "result_text"]
+if TYPE_CHECKING:
+    from ..profiles import Profile
+
+__all__ = [
+    "NAME",
+    "apply",
+    "call_arguments",
+    "claims",
+    "dirty_spans",
+    "quick_valid",
+    "read",
+    "result_text",
+]
 
 NAME = "bedrock"
 
@@ -63,6 +77,162 @@ def claims(message: Any) -> bool:
         if isinstance(block, Mapping) and "type" not in block and block.keys() & _BLOCK_KEYS:
             return True
     return False
+
+
+# --- the one-pass scan -------------------------------------------------------------------------
+
+_SCANNED_CODES = frozenset(
+    {
+        "first_not_user",
+        "roles_not_alternating",
+        "orphan_result",
+        "unknown_result_id",
+        "duplicate_result",
+        "missing_result",
+        "result_with_text",
+        "call_without_id",
+        "call_id_format",
+        "result_id_format",
+    }
+)
+"""The problem codes the scan rules on: a profile must enable exactly these (``role_order``
+aside, which judges OpenAI-shaped histories only), or the full path decides."""
+
+
+def quick_valid(messages: Sequence[Any], profile: Profile) -> bool:
+    """True only when the full ``judge(read(messages), profile)`` would find nothing.
+
+    The valid history is the common case, and it must cost far less than the ``json.dumps``
+    every SDK does anyway: this is the scan of :func:`dirty_spans` stopped at the first problem
+    (see :class:`toolmend.spans.FirstOnly`), one tight pass that builds nothing per message.
+    Anything unusual (other roles, blocks with more than one key, a missing field, a profile
+    with other rules) answers False and the full path decides. A property test asserts that
+    True always agrees with it.
+    """
+    try:
+        return _scan(messages, profile, first_only=True) == []
+    except (DirtyError, KeyError):
+        return False
+
+
+def dirty_spans(messages: Sequence[Any], profile: Profile) -> list[tuple[int, int]] | None:
+    """The ranges of ``messages`` that need repair (empty when valid), or None if unknown.
+
+    A range begins at a user message without tool results right after an assistant message
+    without calls: nothing waits there, and the roles alternate across it, so each range is
+    judged and repaired on its own as in the whole history. It may end after a user message
+    whose results answer the calls before them exactly (see :mod:`toolmend.spans`). Anything
+    unusual returns None and the full path decides.
+    """
+    try:
+        return _scan(messages, profile, first_only=False)
+    except KeyError:  # a required field is missing: the full path names it
+        return None
+
+
+def _scan(
+    messages: Sequence[Any], profile: Profile, *, first_only: bool
+) -> list[tuple[int, int]] | None:
+    """One pass over plain dict messages with the Converse rules of
+    :mod:`toolmend.block_rules` written out inline, for :func:`quick_valid` (``first_only``:
+    the first problem raises :class:`toolmend.spans.DirtyError`) and :func:`dirty_spans`.
+
+    The rules, message by message: the first message comes from the user and the roles
+    alternate; the user message after an assistant message with calls holds one result per
+    call and nothing else; a result anywhere else answers nothing. Ids are tested against the
+    profile's pattern in one go at the end. Call ids repeated within one message make the
+    pairing count-based, so they return None (as do results without an id). A stray result
+    reaches back to the first range that called its id, which holds every call the repair of
+    the whole history could pair it with; one whose id is called only later returns None."""
+    if (
+        profile.block_pairing != "converse"
+        or not profile.first_user
+        or profile.checks.keys() - {"role_order"} != _SCANNED_CODES
+        or profile.call_id_max_length is not None
+        or profile.function_name_pattern is not None
+        or profile.reasoning_in_tool_turns
+        or profile.last_kinds is not None
+        or profile.alternation is not None
+        or profile.thinking
+        or profile.thought_signatures
+        or profile.reject_function_ids
+        or not messages
+    ):
+        return None
+    spans = FirstOnly() if first_only else Spans()
+    callers = spans.callers  # every call id -> its first range (and, at the end, the pattern)
+    waiting: set[str] | None = None  # the calls of the previous message, if it made any
+    after_model = False  # the previous message came from the assistant
+    for index, message in enumerate(messages):
+        if type(message) is not dict:
+            return None
+        role = message["role"]
+        content = message["content"]
+        if type(content) is not list:
+            return None
+        if role == "assistant":
+            if after_model or not index:
+                spans.dirty = True  # the first message, or two assistant messages in a row
+            calls: set[str] | None = None
+            for block in content:
+                if type(block) is not dict or len(block) != 1:
+                    return None
+                if "toolUse" not in block:
+                    if "toolResult" in block:
+                        return None  # a result in an assistant message: unusual
+                    continue
+                use = block["toolUse"]
+                if type(use) is not dict or type(use["name"]) is not str:
+                    return None
+                call_id = use["toolUseId"]
+                if type(call_id) is not str:
+                    return None
+                if calls is None:
+                    calls = {call_id}
+                elif call_id in calls:
+                    return None  # one id twice in a message: paired by count
+                else:
+                    calls.add(call_id)
+                if call_id not in callers:
+                    callers[call_id] = spans.start
+            waiting = calls
+            after_model = True
+            continue
+        if role != "user":
+            return None
+        expect, waiting = waiting, None
+        results = other = False
+        settled = True  # every result here answers a call of the message before
+        for block in content:
+            if type(block) is not dict or len(block) != 1:
+                return None
+            if "toolResult" not in block:
+                if "toolUse" in block:
+                    return None  # a call in a user message: unusual
+                other = True
+                continue
+            result = block["toolResult"]
+            if type(result) is not dict:
+                return None
+            result_id = result["toolUseId"]
+            if type(result_id) is not str:
+                return None
+            results = True
+            if expect and result_id in expect:
+                expect.discard(result_id)
+            else:
+                spans.stray(result_id)
+                settled = False
+        if not results and expect is None and (after_model or not index):
+            spans.clean_point(index)  # a fresh user turn with nothing waiting
+        elif expect or (results and other) or (not after_model and index):
+            spans.dirty = True  # results missing, text beside results, or two users in a row
+        elif results and settled and not first_only:
+            spans.end_point(index + 1)  # the results answer the calls before them, exactly
+        after_model = False
+    if not all_match(compiled(profile.call_id_pattern), callers) or spans.answered_later():
+        return None  # a rare bad id (the full path finds which), or a result before its call
+    return spans.finish(len(messages))
 
 
 def read(messages: Sequence[Any]) -> Skeleton:
@@ -174,7 +344,7 @@ def _payload_text(payload: Any) -> str:
                 texts.append(part["text"])
             elif "json" in part:
                 texts.append(
-                    json.dumps(part["json"], ensure_ascii=False, sort_keys=True, default=str)
+                    jsontext.dumps(part["json"], ensure_ascii=False, sort_keys=True, default=str)
                 )
     return "\n".join(texts)
 
@@ -278,7 +448,7 @@ def _render(
             lines.append(str(block["text"]))
         elif "toolUse" in block:
             use = block["toolUse"]
-            arguments = json.dumps(use.get("input"), ensure_ascii=False, default=str)
+            arguments = jsontext.dumps(use.get("input"), ensure_ascii=False, default=str)
             lines.append(f"[tool call {use.get('toolUseId')}: {use.get('name')}({arguments})]")
         elif "toolResult" in block:
             lines.append(_result_as_text(block))

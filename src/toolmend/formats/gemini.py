@@ -21,10 +21,10 @@ parts follow the history's key style (camelCase or snake_case).
 from __future__ import annotations
 
 import base64
-import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from .. import jsontext
 from ..edits import AsText, Blocks, Bridge, Keep, Merge, MessageEdit, Placeholder, Plan
 from ..history import (
     ASSISTANT,
@@ -40,7 +40,7 @@ from ..history import (
     block_kind,
 )
 from ..report import InvalidMessageError
-from ..spans import Spans
+from ..spans import DirtyError, FirstOnly, Spans
 
 if TYPE_CHECKING:
     from ..profiles import Profile
@@ -53,6 +53,7 @@ __all__ = [
     "claims",
     "dirty_spans",
     "normalize",
+    "quick_valid",
     "read",
     "result_text",
 ]
@@ -224,23 +225,50 @@ def _as_part(item: Any, position: int) -> Any:
 # --- the one-pass scan -------------------------------------------------------------------------
 
 
+def quick_valid(contents: Sequence[Any], profile: Profile) -> bool:
+    """True only when the full ``judge(read(contents), profile)`` would find nothing.
+
+    The valid history is the common case, and it must cost far less than the ``json.dumps``
+    every SDK does anyway: this is the scan of :func:`dirty_spans` stopped at the first problem
+    (see :class:`toolmend.spans.FirstOnly`), one tight pass that builds nothing per Content.
+    Anything unusual (SDK objects, other roles) answers False and the full path decides. A
+    property test asserts that True always agrees with it.
+    """
+    try:
+        return _scan(contents, profile, first_only=True) == []
+    except DirtyError:
+        return False
+
+
 def dirty_spans(contents: Sequence[Any], profile: Profile) -> list[tuple[int, int]] | None:
     """The ranges of ``contents`` that need repair (empty when valid), or None if unknown.
 
-    One pass over REST dict contents with the Gemini rules of :mod:`toolmend.block_rules`
-    written out inline; ranges begin at a user prompt that does not answer calls (see
-    :mod:`toolmend.spans`). SDK objects, other roles, endpoints without ids, and a damaged
-    Gemini 3 history (its signature rule looks at the whole request) return None.
+    Ranges begin at a user prompt that does not answer calls, and may end after a response
+    turn that answers its call turn exactly (see :mod:`toolmend.spans`). SDK objects, other
+    roles, endpoints without ids, and a damaged Gemini 3 history (its signature rule looks at
+    the whole request) return None.
     """
+    return _scan(contents, profile, first_only=False)
+
+
+def _scan(
+    contents: Sequence[Any], profile: Profile, *, first_only: bool
+) -> list[tuple[int, int]] | None:
+    """One pass over REST dict contents with the Gemini rules of :mod:`toolmend.block_rules`
+    written out inline, for :func:`quick_valid` (``first_only``: the first problem raises
+    :class:`toolmend.spans.DirtyError`) and :func:`dirty_spans`. An endpoint without ids is
+    scanned only for the first question: any id is a problem there, and the repair of one
+    strips ids wherever they are."""
     if (
         profile.block_pairing != "contents"
-        or profile.reject_function_ids
+        or (profile.reject_function_ids and not first_only)
         or not contents
         or not isinstance(contents, list)
     ):
         return None
     signatures = profile.thought_signatures
-    spans = Spans()
+    reject_ids = profile.reject_function_ids
+    spans = FirstOnly() if first_only else Spans()
     callers = spans.callers
     previous: list[Any] | None = None  # the calls of the previous content, if it made any
     previous_model = False
@@ -263,13 +291,13 @@ def dirty_spans(contents: Sequence[Any], profile: Profile) -> list[tuple[int, in
             part = parts[0]
             text = part.get("text") if type(part) is dict else None
             if type(text) is str:
-                if not text and not (part.get("thoughtSignature") or part.get("thought_signature")):
-                    spans.dirty = True
                 if previous is not None:
                     spans.dirty = True  # the call turn before it got no responses
                 elif not model:
                     spans.clean_point(index)
                     unsigned = False
+                if not text and not (part.get("thoughtSignature") or part.get("thought_signature")):
+                    spans.dirty = True  # after the clean point: this content is the damage
                 previous = None
                 previous_model = model
                 continue
@@ -286,6 +314,8 @@ def dirty_spans(contents: Sequence[Any], profile: Profile) -> list[tuple[int, in
                     if call_id is not None:
                         if type(call_id) is not str:
                             return None
+                        if reject_ids:
+                            spans.dirty = True
                         callers[call_id] = spans.start
                     if index == 0 or previous_model or previous is not None:
                         spans.dirty = True
@@ -303,8 +333,11 @@ def dirty_spans(contents: Sequence[Any], profile: Profile) -> list[tuple[int, in
                     response = part.get("function_response")
                 if type(response) is dict:
                     response_id = response.get("id")
-                    if response_id is not None and type(response_id) is not str:
-                        return None
+                    if response_id is not None:
+                        if type(response_id) is not str:
+                            return None
+                        if reject_ids:
+                            spans.dirty = True
                     name = response.get("name")
                     payload = response.get("response")
                     call = previous[0]
@@ -316,6 +349,10 @@ def dirty_spans(contents: Sequence[Any], profile: Profile) -> list[tuple[int, in
                         or (call_id and response_id and call_id != response_id)
                     ):
                         spans.dirty = True
+                        if response_id and response_id != call_id:  # an earlier call's, maybe
+                            spans.reach_back(callers.get(response_id, spans.start))
+                    elif not first_only:
+                        spans.end_point(index + 1)  # it answers its call exactly
                     previous = None
                     previous_model = False
                     continue
@@ -362,6 +399,8 @@ def dirty_spans(contents: Sequence[Any], profile: Profile) -> list[tuple[int, in
                 if call_id is not None:
                     if type(call_id) is not str:
                         return None
+                    if reject_ids:
+                        spans.dirty = True
                     callers[call_id] = spans.start
                 if calls is None:
                     signed = not signatures or bool(
@@ -375,8 +414,11 @@ def dirty_spans(contents: Sequence[Any], profile: Profile) -> list[tuple[int, in
                 if type(response) is not dict:
                     return None
                 response_id = response.get("id")
-                if response_id is not None and type(response_id) is not str:
-                    return None
+                if response_id is not None:
+                    if type(response_id) is not str:
+                        return None
+                    if reject_ids:
+                        spans.dirty = True
                 payload = response.get("response")
                 if not response.get("name") or (payload is not None and type(payload) is not dict):
                     bad = True
@@ -395,16 +437,20 @@ def dirty_spans(contents: Sequence[Any], profile: Profile) -> list[tuple[int, in
         if previous is not None:
             if other or responses is None or not _answers(previous, responses):
                 bad = True
+                if responses is not None:
+                    _reach_earlier_calls(spans, previous, responses)
         elif responses is not None:  # stray responses: reach back to the calls they may answer
             origin = call_range if call_range >= 0 else spans.start
             for response in responses:
                 origin = min(origin, callers.get(response.get("id"), origin))
             spans.reach_back(origin)
-        elif not model:
+        elif not model and calls is None:  # a user content with calls opens no turn
             spans.clean_point(index)
             unsigned = False
         if bad:
             spans.dirty = True
+        elif previous is not None and not first_only:
+            spans.end_point(index + 1)  # the responses answer the call turn before, exactly
         if calls is not None:
             if index == 0 or previous_model:
                 spans.dirty = True
@@ -419,27 +465,44 @@ def dirty_spans(contents: Sequence[Any], profile: Profile) -> list[tuple[int, in
     return found
 
 
+def _reach_earlier_calls(spans: Spans, calls: list[Any], responses: list[Any]) -> None:
+    """Responses that do not answer the call turn before them but carry the id of an earlier
+    call: the planner pairs them with that call, so the range reaches back to it."""
+    ids = {call.get("id") for call in calls}
+    origin = spans.start
+    for response in responses:
+        response_id = response.get("id")
+        if response_id and response_id not in ids:
+            origin = min(origin, spans.callers.get(response_id, origin))
+    spans.reach_back(origin)
+
+
 def _answers(calls: list[Any], responses: list[Any]) -> bool:
     """Whether ``responses`` answer ``calls`` one to one, under the same names (by id when
     every part has one, else as a multiset of names)."""
     count = len(calls)
     if count != len(responses):
         return False
-    if count == 1:
-        call, response = calls[0], responses[0]
+    for call, response in zip(calls, responses, strict=True):
         call_id, response_id = call.get("id"), response.get("id")
-        if call_id and response_id and call_id != response_id:
-            return False
-        return bool(call.get("name") == response.get("name"))
+        if call.get("name") != response.get("name") or (
+            call_id and response_id and call_id != response_id
+        ):
+            break
+    else:
+        return True  # the usual case: each response in its call's place, name and id agreeing
+    if count == 1:
+        return False
     call_names = [call.get("name") for call in calls]
     response_names = [response.get("name") for response in responses]
     call_ids = [call.get("id") for call in calls]
     response_ids = [response.get("id") for response in responses]
     if all(call_ids) and all(response_ids):
         by_id = dict(zip(call_ids, call_names, strict=True))
-        return all(
-            by_id.get(i, "\0") == n for i, n in zip(response_ids, response_names, strict=True)
-        )
+        if len(by_id) == count:  # an id names one call
+            return all(
+                by_id.get(i, "\0") == n for i, n in zip(response_ids, response_names, strict=True)
+            )
     if call_names == response_names:
         return True
     return sorted(map(str, call_names)) == sorted(map(str, response_names))
@@ -487,6 +550,9 @@ def read(contents: Sequence[Any]) -> Skeleton:
                     continue
         if not parts:
             if parts is not None and not isinstance(parts, (list, tuple)):
+                raise InvalidMessageError(index, "parts", "a list of parts", parts)
+            if parts is None and isinstance(content, Mapping) and "content" in content:
+                # a chat message read as Gemini: its text is not lost as "no parts"
                 raise InvalidMessageError(index, "parts", "a list of parts", parts)
             kinds.append(block_kind(role, False))
             skeleton.defects.append(Defect(index, "parts_empty", -1, "parts"))
@@ -592,6 +658,8 @@ def _read_call(skeleton: Skeleton, index: int, slot: int, call: Any) -> Call:
             if args is not None and type(args) is not dict:
                 skeleton.defects.append(Defect(index, "args_not_object", slot, type(args).__name__))
             return Call(call_id, name, slot)
+    if not isinstance(call, Mapping) and not hasattr(call, "name"):
+        raise InvalidMessageError(index, f"parts[{slot}].function_call", "a function call", call)
     call_id, name = _field(call, "id"), _field(call, "name")
     if call_id is not None and type(call_id) is not str:
         raise InvalidMessageError(index, f"parts[{slot}].function_call.id", "a string", call_id)
@@ -616,6 +684,9 @@ def _read_response(skeleton: Skeleton, index: int, slot: int, response: Any) -> 
             and (payload is None or type(payload) is dict)
         ):
             return Result(result_id, name, slot)
+    if not isinstance(response, Mapping) and not hasattr(response, "name"):
+        field = f"parts[{slot}].function_response"
+        raise InvalidMessageError(index, field, "a function response", response)
     result_id, name = _field(response, "id"), _field(response, "name")
     if result_id is not None and type(result_id) is not str:
         raise InvalidMessageError(
@@ -654,8 +725,8 @@ def result_text(message: Any, slot: int) -> str | None:
         if isinstance(only, str):
             return only
     try:
-        return json.dumps(payload, ensure_ascii=False, sort_keys=True, default=str)
-    except (TypeError, ValueError):
+        return jsontext.dumps(payload, ensure_ascii=False, sort_keys=True, default=str)
+    except jsontext.UnwritableValueError:
         return None
 
 
@@ -772,7 +843,7 @@ def _edit_part(part: Any, slot: int, edit: MessageEdit) -> Any:
                 inner["args"] = _as_object(args)
         if inner:
             changes["function_call"] = _updated(call, inner)
-        if slot in edit.sign_calls:
+        if slot in edit.sign_calls and not _field(part, "thought_signature"):
             changes["thought_signature"] = (
                 SKIP_SIGNATURE if isinstance(part, Mapping) else _SKIP_BYTES
             )
@@ -822,7 +893,7 @@ def _camel_part(part: Mapping[str, Any]) -> bool:
 def _as_object(value: Any) -> dict[str, Any]:
     if isinstance(value, str):
         try:
-            parsed = json.loads(value)
+            parsed = jsontext.loads(value)
         except ValueError:
             return {"value": value}
         return parsed if isinstance(parsed, dict) else {"value": parsed}
@@ -833,7 +904,7 @@ def _response_as_text(part: Any) -> str:
     response = _field(part, "function_response")
     name = _field(response, "name") or "tool"
     payload = _field(response, "response")
-    body = json.dumps(payload, ensure_ascii=False, default=str) if payload is not None else ""
+    body = jsontext.dumps(payload, ensure_ascii=False, default=str) if payload is not None else ""
     return f"[tool result ({name})]\n{body}" if body else f"[tool result ({name})]"
 
 
@@ -859,7 +930,7 @@ def _render(
         call = _field(part, "function_call")
         text = _field(part, "text")
         if call is not None:
-            args = json.dumps(_field(call, "args"), ensure_ascii=False, default=str)
+            args = jsontext.dumps(_field(call, "args"), ensure_ascii=False, default=str)
             lines.append(f"[tool call {_field(call, 'name')}({args})]")
         elif _field(part, "function_response") is not None:
             lines.append(_response_as_text(part))

@@ -32,11 +32,11 @@ was imported by whoever built the messages, so nothing is imported here.
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from .. import jsontext
 from ..edits import AsText, Bridge, Item, Keep, Merge, MessageEdit, Placeholder, Plan
 from ..history import ASSISTANT, OTHER, SYSTEM, TOOL, USER, Call, Defect, Result, Skeleton
 from ..report import InvalidHistoryError, InvalidMessageError
@@ -169,7 +169,7 @@ def dirty_spans(messages: Sequence[Any], profile: Profile) -> list[tuple[int, in
         message_type = getattr(message, "type", None)
         if message_type == "tool":
             call_id = message.tool_call_id
-            if call_id not in pending:
+            if type(call_id) is not str or call_id not in pending:
                 return None
             pending.discard(call_id)
             continue
@@ -181,9 +181,12 @@ def dirty_spans(messages: Sequence[Any], profile: Profile) -> list[tuple[int, in
                 return None
             tool_calls = message.tool_calls
             if not tool_calls:
-                if not content or "tool_calls" in message.additional_kwargs:
+                extra = message.additional_kwargs
+                if not content or type(extra) is not dict or "tool_calls" in extra:
                     return None
                 continue
+            if type(tool_calls) is not list:
+                return None
             for call in tool_calls:
                 if type(call) is not dict:
                     return None
@@ -199,7 +202,8 @@ def dirty_spans(messages: Sequence[Any], profile: Profile) -> list[tuple[int, in
                     return None
                 pending.add(call_id)
         elif message_type == "system":
-            if "__openai_role__" in message.additional_kwargs:
+            extra = message.additional_kwargs
+            if type(extra) is not dict or "__openai_role__" in extra:
                 return None
         elif message_type != "human":
             return None
@@ -243,10 +247,10 @@ def _role_and_kind(index: int, message: Any) -> tuple[str, str]:
     if found is not None:
         if found[1] == SYSTEM:
             extra = getattr(message, "additional_kwargs", None)
-            if extra and extra.get("__openai_role__") == "developer":
+            if isinstance(extra, Mapping) and extra.get("__openai_role__") == "developer":
                 return "developer", SYSTEM
         return found
-    if message_type in _CHAT_TYPES:
+    if isinstance(message_type, str) and message_type in _CHAT_TYPES:
         role = getattr(message, "role", None)
         if not isinstance(role, str):
             raise InvalidMessageError(index, "role", "a string", role)
@@ -260,16 +264,23 @@ def _read_assistant(skeleton: Skeleton, index: int, message: Any) -> None:
     content = message.content
     tool_calls = getattr(message, "tool_calls", None)  # a ChatMessage has none
     extra = message.additional_kwargs
+    if extra and not isinstance(extra, Mapping):
+        raise InvalidMessageError(index, "additional_kwargs", "a dict", extra)
     calls: list[Call] | None = None
-    if tool_calls and type(content) is str and not message.invalid_tool_calls:
+    if (
+        tool_calls
+        and type(tool_calls) is list
+        and type(content) is str
+        and not message.invalid_tool_calls
+    ):
         calls = []  # the common case: parsed calls only, text content
         for slot, call in enumerate(tool_calls):
-            if type(call) is not dict:
+            if type(call) is not dict or type(call.get("name")) is not str:
                 calls = None
                 break
             call_id = call.get("id")
             call_id = call_id if type(call_id) is str and call_id else None
-            calls.append(_new_tuple(Call, (call_id, call.get("name"), slot)))
+            calls.append(_new_tuple(Call, (call_id, call["name"], slot)))
     if calls is None:
         entries = _call_entries(index, message)
         calls = [_new_tuple(Call, (entry[2], entry[3], slot)) for slot, entry in enumerate(entries)]
@@ -301,21 +312,23 @@ def _call_entries(index: int, message: Any) -> list[CallEntry]:
     for source, found in (("tool_calls", tool_calls), ("invalid_tool_calls", invalid)):
         if not found:
             continue
+        if not isinstance(found, (list, tuple)):
+            raise InvalidMessageError(index, source, "a list", found)
         for position, call in enumerate(found):
             if not isinstance(call, Mapping):
                 raise InvalidMessageError(index, f"{source}[{position}]", "a tool call", call)
-            entries.append((source, position, _text_or_none(call.get("id")), call.get("name")))
+            name = _name(index, f"{source}[{position}].name", call.get("name"))
+            entries.append((source, position, _text_or_none(call.get("id")), name))
     if type(content) is list:
         seen = {entry[2] for entry in entries}
         for position, block in enumerate(content):
             if (
                 isinstance(block, Mapping)
                 and block.get("type") == "tool_use"
-                and block.get("id") not in seen
+                and _text_or_none(block.get("id")) not in seen
             ):
-                entries.append(
-                    ("content", position, _text_or_none(block.get("id")), block.get("name"))
-                )
+                name = _name(index, f"content[{position}].name", block.get("name"))
+                entries.append(("content", position, _text_or_none(block.get("id")), name))
     if not tool_calls and not invalid:
         raw = message.additional_kwargs.get("tool_calls") if message.additional_kwargs else None
         if raw:
@@ -329,8 +342,16 @@ def _call_entries(index: int, message: Any) -> list[CallEntry]:
                     continue
                 function = call.get("function")
                 name = function.get("name") if isinstance(function, Mapping) else None
+                name = _name(index, f"additional_kwargs.tool_calls[{position}].function.name", name)
                 entries.append(("raw", position, call_id, name))
     return entries
+
+
+def _name(index: int, field: str, name: Any) -> str | None:
+    """A called function's name: a string or nothing (a name is a dictionary key later)."""
+    if name is None or isinstance(name, str):
+        return name
+    raise InvalidMessageError(index, field, "a string", name)
 
 
 def _text_or_none(value: Any) -> str | None:
@@ -610,7 +631,9 @@ def _render(
     lines = [text] if text else []
     if message.type in ("ai", "AIMessageChunk"):
         for slot, (_, _, call_id, name) in enumerate(_call_entries(item.index, message)):
-            arguments = json.dumps(call_arguments(message, slot), ensure_ascii=False, default=str)
+            arguments = jsontext.dumps(
+                call_arguments(message, slot), ensure_ascii=False, default=str
+            )
             lines.append(f"[tool call {call_id}: {name}({arguments})]")
     return "\n".join(lines)
 

@@ -10,10 +10,10 @@ in ``messages``.
 from __future__ import annotations
 
 import bisect
-import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from .. import jsontext
 from ..edits import AsText, Bridge, Item, Keep, Merge, MessageEdit, Placeholder, Plan
 from ..history import ASSISTANT, OTHER, SYSTEM, TOOL, USER, Call, Defect, Result, Skeleton
 from ..report import InvalidMessageError
@@ -50,13 +50,16 @@ _TELLING_ROLES = frozenset({"tool", "function"})
 def claims(message: Any) -> bool:
     """OpenAI-only features: tool/function roles, ``tool_calls``, ``tool_call_id``."""
     if isinstance(message, dict):
+        role = message.get("role")
         return (
-            message.get("role") in _TELLING_ROLES
+            (isinstance(role, str) and role in _TELLING_ROLES)
             or "tool_calls" in message
             or "tool_call_id" in message
         )
     role = getattr(message, "role", None)
-    return role in _TELLING_ROLES or getattr(message, "tool_calls", None) is not None
+    return (isinstance(role, str) and role in _TELLING_ROLES) or getattr(
+        message, "tool_calls", None
+    ) is not None
 
 
 _QUICK_CODES = frozenset(
@@ -139,7 +142,7 @@ def _scan(
         role = message.get("role")
         if role == "tool":
             call_id = message.get("tool_call_id")
-            if pending and call_id in pending:
+            if pending and type(call_id) is str and call_id in pending:
                 pending.discard(call_id)
                 if type(message.get("content")) is str:
                     continue
@@ -365,9 +368,12 @@ def _read_calls(skeleton: Skeleton, index: int, tool_calls: Sequence[Any]) -> tu
                 name, arguments = tool_call.get("name"), tool_call.get("arguments")
             elif type(function) is dict or isinstance(function, Mapping):
                 name, arguments = function.get("name"), function.get("arguments")
-            else:
-                name = getattr(function, "name", None)
+            elif hasattr(function, "name"):  # an SDK Function object
+                name = function.name
                 arguments = getattr(function, "arguments", None)
+            else:
+                field = f"tool_calls[{slot}].function"
+                raise InvalidMessageError(index, field, "an object with a name", function)
             if tool_call.get("type") is None:
                 defects.append(Defect(index, "call_shape", slot, "type"))
         elif hasattr(tool_call, "id"):
@@ -514,7 +520,7 @@ def _canonical_call(call: dict[str, Any]) -> dict[str, Any]:
     if arguments is None:
         function["arguments"] = "{}"
     elif not isinstance(arguments, str):
-        function["arguments"] = json.dumps(arguments, ensure_ascii=False)
+        function["arguments"] = jsontext.dumps(arguments, ensure_ascii=False)
     call["function"] = function
     call.setdefault("type", "function")
     if call.get("type") is None:

@@ -23,11 +23,11 @@ which ``responses.create`` accepts in ``input`` beside the objects.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from .. import jsontext
 from ..edits import AsText, Bridge, Item, Keep, Merge, MessageEdit, Placeholder, Plan
 from ..history import ASSISTANT, OTHER, SYSTEM, TOOL, USER, Call, Defect, Result, Skeleton
 from ..report import InvalidMessageError
@@ -629,7 +629,7 @@ def _edited(item: Any, edit: MessageEdit) -> dict[str, Any] | None:
     if edit.normalize_calls:
         arguments = copy.get("arguments")
         if not isinstance(arguments, str):
-            copy["arguments"] = "{}" if arguments is None else json.dumps(arguments)
+            copy["arguments"] = "{}" if arguments is None else jsontext.dumps(arguments)
     for key in edit.drop_fields:
         copy.pop(key, None)
     copy.update(edit.set_fields)

@@ -1,0 +1,141 @@
+"""What a message says, for display only: a one-line preview and the full content as JSON.
+
+The rest of toolmend never looks at message content beyond what the rules need, and never puts
+it in a log line or an exception. ``toolmend show`` is the one place a user asks to see it, so
+the reading lives here, apart from the core, and works on any shape: dicts, SDK pydantic
+objects, LangChain messages, google-genai Contents. It never raises on odd input; a value it
+cannot read is shown by its type name.
+
+The preview walks only the keys that hold text (``content``, ``text``, ``output``, ``parts``,
+``summary``, ``thinking``, ``refusal``), so call arguments, ids and opaque blobs
+(``encrypted_content``, signatures) stay out of it; media parts show as ``[image]`` or
+``[file]``. Control characters, line breaks and the invisible characters that reorder or hide
+text (bidi overrides, zero-width spaces) are escaped, so a preview can neither drive the
+terminal nor hide what it says.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["FULL_LIMIT", "data_of", "full_text", "one_line", "text_of"]
+
+FULL_LIMIT = 100_000
+"""The most characters of one message's full content shown; the rest is counted, not shown."""
+
+_TEXT_KEYS = frozenset({"content", "text", "output", "parts", "summary", "thinking", "refusal"})
+_IMAGE_KEYS = frozenset({"image_url", "image", "inlineData", "inline_data", "input_image"})
+_FILE_KEYS = frozenset({"fileData", "file_data", "document", "file", "input_audio", "video"})
+_MAX_DEPTH = 24
+_BUDGET = 4_000
+"""Characters of text gathered for a preview before the walk stops: a preview needs a line."""
+
+
+def _escapes() -> dict[int, str]:
+    table = {code: f"\\x{code:02x}" for code in (*range(0x20), 0x7F, *range(0x80, 0xA0))}
+    table.update({ord("\n"): "\\n", ord("\t"): "\\t", ord("\r"): "\\r"})
+    invisible = (0x00AD, *range(0x200B, 0x2010), 0x2028, 0x2029, *range(0x202A, 0x202F))
+    for code in (*invisible, 0x2060, *range(0x2066, 0x206A), 0xFEFF):
+        table[code] = f"\\u{code:04x}"
+    return table
+
+
+_ESCAPES = _escapes()
+
+
+def data_of(message: Any) -> Any:
+    """``message`` as plain JSON-like data: dicts and lists as they are, pydantic models dumped,
+    other objects by their public attributes."""
+    if message is None or isinstance(message, (Mapping, list, tuple, str, int, float, bool)):
+        return message
+    dump = getattr(message, "model_dump", None)
+    if callable(dump):
+        try:
+            return dump(mode="json", exclude_none=True)
+        except Exception:  # a model that cannot dump itself is still shown, by its attributes
+            pass
+    try:
+        fields = vars(message)
+    except TypeError:
+        return f"<{type(message).__name__}>"
+    return {key: value for key, value in fields.items() if not key.startswith("_")}
+
+
+def text_of(message: Any) -> str:
+    """The text a message shows, its pieces joined by a space (may be long; see ``one_line``)."""
+    pieces = _Pieces()
+    pieces.walk(data_of(message), 0)
+    return " ".join(piece for piece in pieces.found if piece)
+
+
+class _Pieces:
+    """The text pieces found so far, and how many characters they hold."""
+
+    def __init__(self) -> None:
+        self.found: list[str] = []
+        self.size = 0
+
+    def add(self, piece: str) -> None:
+        self.found.append(piece)
+        self.size += len(piece)
+
+    def walk(self, value: Any, depth: int) -> None:
+        if depth > _MAX_DEPTH or self.size > _BUDGET:
+            return
+        if isinstance(value, str):
+            self.add(value)
+        elif isinstance(value, Mapping):
+            kind = value.get("type")
+            kind = kind if isinstance(kind, str) else ""
+            if "image" in kind or _IMAGE_KEYS.intersection(value):
+                self.add("[image]")
+            elif kind in ("file", "document", "input_file") or _FILE_KEYS.intersection(value):
+                self.add("[file]")
+            else:
+                for key, item in value.items():
+                    if key in _TEXT_KEYS:
+                        self.walk(item, depth + 1)
+        elif isinstance(value, (list, tuple)):
+            for item in value:
+                if self.size > _BUDGET:
+                    break
+                self.walk(data_of(item), depth + 1)
+        elif value is not None and not isinstance(value, bool):
+            self.add(str(value))
+
+
+def one_line(text: str, limit: int) -> str:
+    """``text`` on one line of at most ``limit`` characters: control and invisible characters
+    escaped (``\\n``, ``\\x1b``, ``\\u202e``), the end cut off with ``...`` when too long."""
+    head = text[: limit + 1].translate(_ESCAPES)
+    if len(text) <= limit and len(head) <= limit:
+        return head
+    out: list[str] = []
+    width = 0
+    for char in text:
+        piece = _ESCAPES.get(ord(char), char)
+        if width + len(piece) > limit - 3:
+            break
+        out.append(piece)
+        width += len(piece)
+    return "".join(out) + "..."
+
+
+def full_text(message: Any) -> str:
+    """The whole message as indented JSON (at most :data:`FULL_LIMIT` characters)."""
+    data = data_of(message)
+    try:
+        text = json.dumps(data, indent=2, ensure_ascii=False, default=_fallback)
+    except (ValueError, RecursionError):  # a cycle, or nesting deeper than json can go
+        text = f"<{type(message).__name__}: not shown as JSON>"
+    if len(text) > FULL_LIMIT:
+        rest = len(text) - FULL_LIMIT
+        text = f"{text[:FULL_LIMIT]}\n... {rest} more characters not shown"
+    return text
+
+
+def _fallback(value: Any) -> Any:
+    data = data_of(value)
+    return data if data is not value else f"<{type(value).__name__}>"

@@ -1,0 +1,231 @@
+"""The block formats' one-pass scans (``quick_valid``, ``dirty_spans``) against the full
+read-and-judge path, and the cost of a valid history: no copy.
+
+``quick_valid`` may answer False for anything (the full path then decides), but True only when
+the full rules find nothing, under every profile; and it must really vouch for ordinary valid
+histories, or the fast path is never taken. ``dirty_spans`` must report the problems of the
+whole history, and repairing its ranges must give what repairing the whole history gives.
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+import tracemalloc
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import toolmend
+from block_histories import convert, damaged_block_histories, valid_block_histories
+from toolmend.formats import module_for
+from toolmend.profiles import PROFILES, get_profile
+from toolmend.repair import plan_repair
+from toolmend.rules import judge
+
+FEW = settings(
+    max_examples=int(__import__("os").environ.get("SCAN_EXAMPLES", "60")),
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+)
+
+# (format, the provider its valid histories are meant for, conversion options)
+PAIRS = [
+    ("anthropic", "anthropic", {}),
+    ("anthropic", "anthropic-thinking", {"thinking": True}),
+    ("gemini", "gemini", {}),
+    ("gemini", "gemini", {"camel": False, "ids": True}),
+    ("gemini", "gemini-3", {"ids": True, "signed": True}),
+    ("gemini", "gemini-no-ids", {}),
+    ("bedrock", "bedrock", {}),
+]
+IDS = [f"{f}-{p}-{'-'.join(k for k, v in o.items() if v) or 'plain'}" for f, p, o in PAIRS]
+
+
+def _histories(format: str, options: dict[str, Any]) -> st.SearchStrategy[list[Any]]:
+    damaged = damaged_block_histories(format, **options).map(lambda case: case[0])
+    return st.one_of(valid_block_histories(format, **options), damaged)
+
+
+def _full(module: Any, history: list[Any], profile: Any) -> list[toolmend.Problem] | None:
+    """The full path's problems, or None when it refuses the history (unreadable, or a profile
+    without rules for this format)."""
+    try:
+        return judge(module.read(history), profile)
+    except toolmend.InvalidHistoryError:
+        return None
+
+
+@pytest.mark.parametrize(("format", "provider", "options"), PAIRS, ids=IDS)
+def test_quick_valid_never_vouches_for_what_the_rules_refuse(
+    format: str, provider: str, options: dict[str, Any]
+) -> None:
+    module = module_for(format)
+
+    @FEW
+    @given(history=_histories(format, options))
+    def run(history: list[Any]) -> None:
+        for profile in PROFILES.values():  # every profile, also those the format cannot go to
+            if module.quick_valid(history, profile):
+                assert _full(module, history, profile) == [], profile.name
+
+    run()
+
+
+@pytest.mark.parametrize(("format", "provider", "options"), PAIRS, ids=IDS)
+def test_quick_valid_vouches_for_valid_histories(
+    format: str, provider: str, options: dict[str, Any]
+) -> None:
+    module = module_for(format)
+    profile = get_profile(provider)
+
+    @FEW
+    @given(history=valid_block_histories(format, **options))
+    def run(history: list[Any]) -> None:
+        assert _full(module, history, profile) == []
+        assert module.quick_valid(history, profile), "the fast path must be taken"
+
+    run()
+
+
+@pytest.mark.parametrize(
+    ("format", "provider"),
+    [("anthropic", "anthropic-thinking"), ("gemini", "gemini-3"), ("gemini", "gemini-no-ids")],
+)
+def test_quick_valid_refuses_what_only_these_profiles_refuse(format: str, provider: str) -> None:
+    history = typical_history(format, 3)[:-1]  # ends on the results of the last calls
+    module = module_for(format)
+    assert module.quick_valid(history, get_profile(format))
+    assert not module.quick_valid(history, get_profile(provider))  # no thinking / signature / id
+    assert _full(module, history, get_profile(provider)) != []
+
+
+@pytest.mark.parametrize(("format", "provider", "options"), PAIRS, ids=IDS)
+def test_the_ranges_find_the_problems_of_the_whole_history(
+    format: str, provider: str, options: dict[str, Any]
+) -> None:
+    module = module_for(format)
+    profile = get_profile(provider)
+
+    @FEW
+    @given(history=_histories(format, options))
+    def run(history: list[Any]) -> None:
+        whole = _full(module, history, profile)
+        if whole is None:
+            return
+        found = toolmend.check(history, provider=provider, format=format)
+        assert [_seen(problem) for problem in found] == [_seen(problem) for problem in whole]
+
+    run()
+
+
+def _seen(problem: toolmend.Problem) -> tuple[Any, ...]:
+    """What a caller sees of a problem (its description may word a slice's view differently)."""
+    return (problem.code, problem.index, problem.provider_error, problem.ids)
+
+
+def _whole_repair(module: Any, history: list[Any], provider: str) -> tuple[list[Any], list[Any]]:
+    """The repair without the one-pass scans: read, judge and plan the whole history."""
+    profile = get_profile(provider)
+    skeleton = module.read(history)
+    problems = judge(skeleton, profile)
+    if not problems:
+        return history, []
+    plan, changes = plan_repair(
+        skeleton,
+        profile,
+        toolmend.Policy(),
+        lambda index, slot: module.result_text(history[index], slot),
+        {problem.code for problem in problems},
+    )
+    return module.apply(history, plan), changes
+
+
+@pytest.mark.parametrize(("format", "provider", "options"), PAIRS, ids=IDS)
+def test_repairing_the_ranges_repairs_as_the_whole_history(
+    format: str, provider: str, options: dict[str, Any]
+) -> None:
+    module = module_for(format)
+
+    @FEW
+    @given(history=_histories(format, options))
+    def run(history: list[Any]) -> None:
+        if _full(module, history, get_profile(provider)) is None:
+            return
+        messages, changes = _whole_repair(module, history, provider)
+        result = toolmend.repair(history, provider=provider, format=format)
+        assert result.messages == messages
+        assert list(result.changes) == changes
+
+    run()
+
+
+# --- a valid history costs no copy ------------------------------------------------------------
+
+
+def typical_history(format: str, turns: int, seed: int = 5) -> list[dict[str, Any]]:
+    """An agent run of ``turns`` user turns in ``format``: each asks, the assistant calls one to
+    three tools in parallel, the results come back (a few hundred to a few thousand characters)
+    and the assistant answers."""
+    rnd = random.Random(seed)
+    history: list[dict[str, Any]] = []
+    counter = 0
+    for _ in range(turns):
+        history.append({"role": "user", "content": _words("ask", rnd, 10, 80)})
+        calls = []
+        for _ in range(rnd.randint(1, 3)):
+            counter += 1
+            arguments = f'{{"query": "q{counter}", "limit": {rnd.randint(1, 50)}}}'
+            calls.append(
+                {
+                    "id": f"toolu_{counter:020d}",
+                    "type": "function",
+                    "function": {
+                        "name": rnd.choice(["search", "read_file"]),
+                        "arguments": arguments,
+                    },
+                }
+            )
+        history.append({"role": "assistant", "content": None, "tool_calls": calls})
+        for call in calls:
+            content = _words("data", rnd, 40, 600)
+            history.append({"role": "tool", "tool_call_id": call["id"], "content": content})
+        history.append({"role": "assistant", "content": _words("done", rnd, 20, 200)})
+    options = {"ids": True} if format == "gemini" else {}
+    return convert(history, format, **options)
+
+
+def _words(word: str, rnd: random.Random, low: int, high: int) -> str:
+    return " ".join([word] * rnd.randint(low, high))
+
+
+def _containers_size(value: Any) -> int:
+    """The bytes of every list and dict in ``value`` (what a copy would have to allocate; the
+    strings would be shared)."""
+    if isinstance(value, dict):
+        return sys.getsizeof(value) + sum(_containers_size(v) for v in value.values())
+    if isinstance(value, list):
+        return sys.getsizeof(value) + sum(_containers_size(v) for v in value)
+    return 0
+
+
+@pytest.mark.parametrize("format", ["anthropic", "gemini", "bedrock"])
+def test_a_valid_history_is_checked_without_a_copy(format: str) -> None:
+    history = typical_history(format, 400)
+    module = module_for(format)
+    assert module.quick_valid(history, get_profile(format)), "the fast path must be taken"
+    toolmend.sanitize(history, provider=format)  # imports and caches warmed up
+    tracemalloc.start()
+    try:
+        start = tracemalloc.get_traced_memory()[0]
+        result = toolmend.sanitize(history, provider=format)
+        peak = tracemalloc.get_traced_memory()[1] - start
+    finally:
+        tracemalloc.stop()
+    assert result is history
+    size = _containers_size(history)
+    # a shallow copy of the messages alone would take a large share of ``size``; the scan keeps
+    # only small per-turn sets and the ids it has met
+    assert peak < size / 10, (peak, size)
