@@ -9,6 +9,7 @@ whole history, and repairing its ranges must give what repairing the whole histo
 
 from __future__ import annotations
 
+import os
 import random
 import sys
 import tracemalloc
@@ -26,10 +27,12 @@ from toolmend.repair import plan_repair
 from toolmend.rules import judge
 
 FEW = settings(
-    max_examples=int(__import__("os").environ.get("SCAN_EXAMPLES", "60")),
+    max_examples=3000 if os.environ.get("TOOLMEND_FUZZ") else 60,
     deadline=None,
     suppress_health_check=list(HealthCheck),
 )
+"""60 examples per case in CI; the long mode (``TOOLMEND_FUZZ=1``) runs 3000, which is what
+found the cross-range cases the scans now handle."""
 
 # (format, the provider its valid histories are meant for, conversion options)
 PAIRS = [

@@ -152,7 +152,8 @@ def _scan(
                 in_user, results = True, False
                 expect, pending = pending, None
                 if expect is None:  # (a pending set is never empty)
-                    spans.clean_point(index)
+                    if not first_only:
+                        spans.clean_point(index)
                     leading = answers = False
                 else:
                     leading = answers = True
@@ -195,8 +196,8 @@ def _scan(
         if in_user or index == 0:
             if expect:
                 spans.dirty = True  # the user turn left calls unanswered
-            if in_user:  # nothing waits across a turn boundary: a range may start here too
-                spans.clean_point(index)
+            if in_user and not first_only:  # nothing waits across a turn boundary: a range
+                spans.clean_point(index)  # may start here too
             in_user, pending, expect, closed = False, None, None, True
             if thinking:
                 first = content[0] if type(content) is list and content else None

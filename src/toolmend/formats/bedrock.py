@@ -160,7 +160,8 @@ def _scan(
     ):
         return None
     spans = FirstOnly() if first_only else Spans()
-    callers = spans.callers  # every call id -> its first range (and, at the end, the pattern)
+    callers = spans.callers  # every call id -> its first range (dirty_spans)
+    ids: list[str] = []  # every call id (quick_valid: only the pattern needs them)
     waiting: set[str] | None = None  # the calls of the previous message, if it made any
     after_model = False  # the previous message came from the assistant
     for index, message in enumerate(messages):
@@ -193,7 +194,9 @@ def _scan(
                     return None  # one id twice in a message: paired by count
                 else:
                     calls.add(call_id)
-                if call_id not in callers:
+                if first_only:
+                    ids.append(call_id)
+                elif call_id not in callers:
                     callers[call_id] = spans.start
             waiting = calls
             after_model = True
@@ -230,7 +233,8 @@ def _scan(
         elif results and settled and not first_only:
             spans.end_point(index + 1)  # the results answer the calls before them, exactly
         after_model = False
-    if not all_match(compiled(profile.call_id_pattern), callers) or spans.answered_later():
+    id_pattern = compiled(profile.call_id_pattern)
+    if not all_match(id_pattern, ids if first_only else callers) or spans.answered_later():
         return None  # a rare bad id (the full path finds which), or a result before its call
     return spans.finish(len(messages))
 

@@ -316,7 +316,8 @@ def _scan(
                             return None
                         if reject_ids:
                             spans.dirty = True
-                        callers[call_id] = spans.start
+                        elif not first_only:  # (only the ranges need to know where it was)
+                            callers[call_id] = spans.start
                     if index == 0 or previous_model or previous is not None:
                         spans.dirty = True
                     call_range = spans.start
@@ -401,7 +402,8 @@ def _scan(
                         return None
                     if reject_ids:
                         spans.dirty = True
-                    callers[call_id] = spans.start
+                    elif not first_only:
+                        callers[call_id] = spans.start
                 if calls is None:
                     signed = not signatures or bool(
                         part.get("thoughtSignature") or part.get("thought_signature")
