@@ -22,9 +22,10 @@ from hypothesis import strategies as st
 import toolmend
 from block_histories import convert, damaged_block_histories, valid_block_histories
 from toolmend.formats import module_for
-from toolmend.profiles import PROFILES, get_profile
+from toolmend.profiles import PROFILES, Profile, get_profile
 from toolmend.repair import plan_repair
 from toolmend.rules import judge
+from toolmend.trim import _pairing_profile
 
 FEW = settings(
     max_examples=3000 if os.environ.get("TOOLMEND_FUZZ") else 60,
@@ -43,7 +44,19 @@ PAIRS = [
     ("gemini", "gemini-3", {"ids": True, "signed": True}),
     ("gemini", "gemini-no-ids", {}),
     ("bedrock", "bedrock", {}),
+    # trim's profile, the pairing rules alone: quick_valid rules for it, dirty_spans does not
+    ("bedrock", "bedrock (pairing)", {}),
 ]
+_PAIRING_PROFILES = [_pairing_profile(name) for name in ("anthropic", "gemini", "bedrock")]
+
+
+def _profile(name: str) -> Profile:
+    """A provider's profile, or trim's pairing-only profile for ``"<format> (pairing)"``."""
+    if name.endswith(" (pairing)"):
+        return _pairing_profile(name.removesuffix(" (pairing)"))
+    return get_profile(name)
+
+
 IDS = [f"{f}-{p}-{'-'.join(k for k, v in o.items() if v) or 'plain'}" for f, p, o in PAIRS]
 
 
@@ -70,7 +83,8 @@ def test_quick_valid_never_vouches_for_what_the_rules_refuse(
     @FEW
     @given(history=_histories(format, options))
     def run(history: list[Any]) -> None:
-        for profile in PROFILES.values():  # every profile, also those the format cannot go to
+        # every profile, also those the format cannot go to, and trim's pairing-only ones
+        for profile in [*PROFILES.values(), *_PAIRING_PROFILES]:
             if module.quick_valid(history, profile):
                 assert _full(module, history, profile) == [], profile.name
 
@@ -82,13 +96,15 @@ def test_quick_valid_vouches_for_valid_histories(
     format: str, provider: str, options: dict[str, Any]
 ) -> None:
     module = module_for(format)
-    profile = get_profile(provider)
+    profile = _profile(provider)
 
     @FEW
     @given(history=valid_block_histories(format, **options))
     def run(history: list[Any]) -> None:
         assert _full(module, history, profile) == []
         assert module.quick_valid(history, profile), "the fast path must be taken"
+        # trim mends with the format's pairing rules alone: a valid history is vouched for
+        assert module.quick_valid(history, _pairing_profile(format)), "trim's fast path"
 
     run()
 
@@ -110,7 +126,7 @@ def test_the_ranges_find_the_problems_of_the_whole_history(
     format: str, provider: str, options: dict[str, Any]
 ) -> None:
     module = module_for(format)
-    profile = get_profile(provider)
+    profile = _profile(provider)
 
     @FEW
     @given(history=_histories(format, options))
@@ -118,7 +134,7 @@ def test_the_ranges_find_the_problems_of_the_whole_history(
         whole = _full(module, history, profile)
         if whole is None:
             return
-        found = toolmend.check(history, provider=provider, format=format)
+        found = toolmend.check(history, provider=profile, format=format)
         assert [_seen(problem) for problem in found] == [_seen(problem) for problem in whole]
 
     run()
@@ -131,7 +147,7 @@ def _seen(problem: toolmend.Problem) -> tuple[Any, ...]:
 
 def _whole_repair(module: Any, history: list[Any], provider: str) -> tuple[list[Any], list[Any]]:
     """The repair without the one-pass scans: read, judge and plan the whole history."""
-    profile = get_profile(provider)
+    profile = _profile(provider)
     skeleton = module.read(history)
     problems = judge(skeleton, profile)
     if not problems:
@@ -155,10 +171,10 @@ def test_repairing_the_ranges_repairs_as_the_whole_history(
     @FEW
     @given(history=_histories(format, options))
     def run(history: list[Any]) -> None:
-        if _full(module, history, get_profile(provider)) is None:
+        if _full(module, history, _profile(provider)) is None:
             return
         messages, changes = _whole_repair(module, history, provider)
-        result = toolmend.repair(history, provider=provider, format=format)
+        result = toolmend.repair(history, provider=_profile(provider), format=format)
         assert result.messages == messages
         assert list(result.changes) == changes
 

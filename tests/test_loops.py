@@ -8,6 +8,8 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import toolmend
 from cases import assistant, result, user
@@ -225,3 +227,62 @@ def test_live_only_skips_the_runs_the_user_ended() -> None:
     with pytest.raises(toolmend.ToolLoopError) as raised:
         toolmend.detect_loops(live, live_only=True, raise_=True)
     assert raised.value.problems == tuple(expected)
+
+
+@st.composite
+def _agent_runs(draw: st.DrawFn) -> list[Any]:
+    """Runs of tool rounds between user messages, drawn from few tools and few arguments so
+    that repeats, cycles and streaks happen; now and then a message the fast reader refuses
+    (an SDK-like object, a call without a ``function`` dict) so the fallback is exercised."""
+    history: list[Any] = []
+    counter = 0
+    for _ in range(draw(st.integers(0, 4))):
+        history.append(user("go on"))
+        for _ in range(draw(st.integers(0, 9))):
+            calls = []
+            for _ in range(draw(st.integers(1, 3))):
+                counter += 1
+                name = draw(st.sampled_from(["grep", "ls", "cat", None]))
+                arguments = draw(st.sampled_from(['{"a": 1}', '{ "a":1 }', '{"a": 2}', "x", None]))
+                call = {
+                    "id": f"call_{counter}",
+                    "type": "function",
+                    "function": {"name": name, "arguments": arguments},
+                }
+                if draw(st.integers(0, 30)) == 0:
+                    call = {"id": f"call_{counter}", "name": name, "arguments": arguments}
+                calls.append(call)
+            message: Any = {"role": "assistant", "content": None, "tool_calls": calls}
+            if draw(st.integers(0, 30)) == 0:
+                message = _Message(**message)
+            history.append(message)
+            history += [result(call["id"], "out") for call in calls]
+        if draw(st.booleans()):
+            history.append(assistant("done"))
+    return history
+
+
+class _Message:
+    """An SDK-like message object (attributes, no ``get``)."""
+
+    def __init__(self, **fields: Any) -> None:
+        self.__dict__.update(fields)
+
+
+@settings(max_examples=300, deadline=None)
+@given(history=_agent_runs(), limits=st.sampled_from([(3, 5, 25), (2, 2, 3), (None, 3, None)]))
+def test_live_only_reports_what_the_full_read_reports_in_the_live_run(
+    history: list[Any], limits: tuple[Any, Any, Any]
+) -> None:
+    """Hooks read the live run straight off the dicts (``live_rounds``); whatever they find
+    must be what reading the whole history finds after the last user message."""
+    repeat, repeat_tool, max_rounds = limits
+    options = {"repeat": repeat, "repeat_tool": repeat_tool, "max_rounds": max_rounds}
+    users = [i for i, m in enumerate(history) if isinstance(m, dict) and m["role"] == "user"]
+    live_from = users[-1] + 1 if users else 0
+    full = [p for p in toolmend.detect_loops(history, **options) if p.index >= live_from]
+    assert toolmend.detect_loops(history, live_only=True, **options) == full
+    if full:
+        with pytest.raises(toolmend.ToolLoopError) as raised:
+            toolmend.detect_loops(history, live_only=True, raise_=True, **options)
+        assert raised.value.problems == tuple(full)

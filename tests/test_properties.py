@@ -135,7 +135,111 @@ def test_one_pass_scan_agrees_with_the_full_judge(provider: str, case: Any) -> N
         assert toolmend.check(damaged, provider=provider) == found
 
 
+@pytest.mark.parametrize("provider", PROVIDERS)
+@given(
+    case=st.one_of(
+        damaged_conversations(id_style="any"), damaged_conversations(id_style="any", reasoning=True)
+    )
+)
+def test_quick_valid_answers_as_the_range_scan_does(provider: str, case: Any) -> None:
+    """``quick_valid`` has its own, cheaper pass (fields read by subscript) for profiles without
+    per-turn rules; it must answer exactly what the range scan's first-problem mode answers,
+    neither vouching for more nor sending a valid history down the slow path."""
+    for history in (case[0], case[1]):
+        profile = get_profile(provider)
+        scan = openai_chat._scan(history, profile, first_only=True)
+        assert openai_chat.quick_valid(history, profile) is (scan == [])
+
+
 @given(history=valid_conversations(id_style="any"))
 def test_one_pass_scan_vouches_for_valid_dict_histories(history: Any) -> None:
     assert openai_chat.quick_valid(history, get_profile("openai"))
     assert openai_chat.dirty_spans(history, get_profile("deepseek")) == []
+
+
+def _valid_round() -> list[dict[str, Any]]:
+    return [
+        {"role": "system", "content": "be brief"},
+        {"role": "user", "content": "weather?"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_a",
+                    "type": "function",
+                    "function": {"name": "weather", "arguments": "{}"},
+                },
+                {
+                    "id": "call_b",
+                    "type": "function",
+                    "function": {"name": "time", "arguments": "{}"},
+                },
+            ],
+        },
+        {"role": "tool", "tool_call_id": "call_b", "content": "noon"},
+        {"role": "tool", "tool_call_id": "call_a", "content": "sun"},
+        {"role": "assistant", "content": "Sunny at noon."},
+    ]
+
+
+_ONE_FIELD_WRONG = {
+    "tool content a list": lambda h: h[3].update(content=[{"type": "text", "text": "x"}]),
+    "tool content missing": lambda h: h[3].pop("content"),
+    "tool id unknown": lambda h: h[3].update(tool_call_id="call_z"),
+    "tool id a str subclass": lambda h: h[3].update(tool_call_id=type("S", (str,), {})("call_b")),
+    "tool id missing": lambda h: h[3].pop("tool_call_id"),
+    "result answered twice": lambda h: h[4].update(tool_call_id="call_b"),
+    "call type None": lambda h: h[2]["tool_calls"][0].update(type=None),
+    "call type missing": lambda h: h[2]["tool_calls"][0].pop("type"),
+    "call id missing": lambda h: h[2]["tool_calls"][0].pop("id"),
+    "call id a number": lambda h: h[2]["tool_calls"][0].update(id=7),
+    "call id twice": lambda h: h[2]["tool_calls"][1].update(id="call_a"),
+    "function not a dict": lambda h: h[2]["tool_calls"][0].update(function="weather"),
+    "arguments a dict": lambda h: h[2]["tool_calls"][0]["function"].update(arguments={}),
+    "name empty": lambda h: h[2]["tool_calls"][0]["function"].update(name=""),
+    "name missing": lambda h: h[2]["tool_calls"][0]["function"].pop("name"),
+    "tool_calls empty": lambda h: h[2].update(tool_calls=[]),
+    "tool_calls a dict": lambda h: h[2].update(tool_calls={"id": "call_a"}),
+    "function_call beside": lambda h: h[5].update(function_call=None),
+    "user with tool_calls": lambda h: h[1].update(tool_calls=[]),
+    "unknown role": lambda h: h[0].update(role="narrator"),
+    "role missing": lambda h: h[0].pop("role"),
+    "assistant text empty": lambda h: h[5].update(content=""),
+    "assistant text missing": lambda h: h[5].pop("content"),
+    "message interrupts results": lambda h: h.insert(4, {"role": "user", "content": "and?"}),
+    "results missing at the end": lambda h: h.__delitem__(slice(3, None)),
+}
+
+
+_OPENAI_ACCEPTS = {
+    "tool content a list",
+    "tool content missing",
+    "function_call beside",
+    "user with tool_calls",
+    "assistant text empty",
+}
+"""Fields the ``openai`` profile lets through but the quick pass refuses anyway: it is one pass
+for every profile, and other profiles refuse them (Mistral, DeepSeek, Groq). Refusing only sends
+the history down the full path, which then finds nothing."""
+
+
+@pytest.mark.parametrize("wrong", list(_ONE_FIELD_WRONG))
+def test_quick_valid_refuses_each_wrong_field(wrong: str) -> None:
+    """One failing and one passing example per check of the quick pass: the history is
+    vouched for as it is, and refused with any one field wrong; the full judge (or reading)
+    refuses it too, under the ``openai`` profile or, for what that one allows, another."""
+    history = _valid_round()
+    assert openai_chat.quick_valid(history, get_profile("openai"))
+    _ONE_FIELD_WRONG[wrong](history)
+    refusing = []
+    for provider in PROVIDERS:
+        profile = get_profile(provider)
+        assert not openai_chat.quick_valid(history, profile)
+        try:
+            if judge(openai_chat.read(history), profile):
+                refusing.append(provider)
+        except toolmend.InvalidHistoryError:
+            refusing.append(provider)
+    assert refusing, "a check no profile needs"
+    assert ("openai" in refusing) is (wrong not in _OPENAI_ACCEPTS)

@@ -914,17 +914,18 @@ def test_trim_of_damaged_histories_in_other_formats(
 def _trim_with_window(window: int, history: list[Any], **options: Any) -> Any:
     """What ``trim`` returns (or the TrimError it raises) when its search for the prefix's end
     reads ``window`` messages at first; with a huge window it also reads everything to find
-    the cut (no shortcut for OpenAI's adjacent results), the reference."""
-    saved = trim_module._WINDOW, trim_module._RESULTS_FOLLOW_CALLS
+    the cut (no shortcut for adjacent results, no one-pass ``group_spans``), the reference."""
+    saved = trim_module._WINDOW, trim_module._RESULTS_FOLLOW_CALLS, trim_module._SHORTCUTS
     trim_module._WINDOW = window
     if window > 1 << 20:
         trim_module._RESULTS_FOLLOW_CALLS = frozenset()
+        trim_module._SHORTCUTS = False
     try:
         return toolmend.trim(history, **options)
     except toolmend.TrimError as error:
         return type(error)
     finally:
-        trim_module._WINDOW, trim_module._RESULTS_FOLLOW_CALLS = saved
+        trim_module._WINDOW, trim_module._RESULTS_FOLLOW_CALLS, trim_module._SHORTCUTS = saved
 
 
 @pytest.mark.parametrize("name", ["openai", *CONVERTERS])
@@ -1011,3 +1012,42 @@ def test_merge_reads_sdk_objects() -> None:
     assert merged[1]["content"] == "Let me look."
     assert [c["id"] for c in merged[1]["tool_calls"]] == ["c1"]
     assert toolmend.check(merged) == []
+
+
+_RESPONSES_ITEMS = st.lists(
+    st.one_of(
+        st.sampled_from("abc").map(
+            lambda i: {"type": "function_call", "call_id": i, "name": "f", "arguments": "{}"}
+        ),
+        st.sampled_from("abc").map(
+            lambda i: {"type": "function_call_output", "call_id": i, "output": "x"}
+        ),
+        st.just({"role": "user", "content": "go on"}),
+        st.just({"type": "message", "role": "assistant", "content": "ok"}),
+    ),
+    max_size=14,
+)
+"""Responses items from three call ids: reused ids, copied outputs, outputs far from their
+calls, outputs before them."""
+
+
+@given(items=_RESPONSES_ITEMS)
+def test_responses_group_spans_are_the_atomic_groups(items: list[Any]) -> None:
+    """``trim`` finds its Responses boundaries with the one-pass ``group_spans``; wherever it
+    answers, its ranges must be exactly the groups that reading and pairing give (reused ids
+    and copied outputs included)."""
+    module = importlib.import_module("toolmend.formats.openai_responses")
+    spans = module.group_spans(items)
+    if spans is None:
+        assert any(
+            item.get("type") == "function_call_output"
+            and not any(earlier.get("call_id") == item["call_id"] for earlier in items[:position])
+            for position, item in enumerate(items)
+        ), "None only for an output with no call before it"
+        return
+    expected = [
+        (group.start, group.stop)
+        for group in toolmend.atomic_groups(items, format="openai-responses")
+        if len(group) > 1
+    ]
+    assert spans == expected

@@ -98,13 +98,20 @@ def detect_loops(
     _check_limit("repeat_tool", repeat_tool, 2)
     _check_limit("max_rounds", max_rounds, 1)
     start = 0
+    rounds: list[tuple[int, tuple[Call, ...]]] | None = None
+    skeleton: Skeleton | None = None
     if live_only:
         module = format_of(messages, format)
         messages = _items(module, messages)
-        start = _live_start(module, messages)
-        if start:
-            messages = messages[start:]
-        skeleton = _read_shifted(module, messages, start)
+        fast = getattr(module, "live_rounds", None)
+        live = fast(messages) if fast is not None else None
+        if live is not None:  # the run read straight off plain dicts, indexes as they are
+            live_from, rounds = live
+        else:
+            start = _live_start(module, messages)
+            if start:
+                messages = messages[start:]
+            skeleton = _read_shifted(module, messages, start)
     else:
         module, skeleton = read_history(messages, format)
     read: dict[tuple[int, int], str] = {}
@@ -116,16 +123,28 @@ def detect_loops(
             text = read[key] = _canonical(_arguments(module, skeleton, messages, index, call))
         return text
 
+    if rounds is not None:
+        short = _short_run(rounds, repeat, repeat_tool, max_rounds, arguments_of)
+        if short is not None:
+            short.sort(key=lambda problem: problem.index)
+            if raise_:
+                _raise_live(short)
+            return short
     guard = _Guard(repeat, repeat_tool, max_rounds, arguments_of)
-    live_from = 0
-    for index, kind in enumerate(skeleton.kinds):
-        if kind == USER:
-            guard.close()
-            live_from = index + 1
-            continue
-        found = skeleton.calls.get(index) if kind == ASSISTANT else None
-        if found:
-            guard.round(index, found)
+    if rounds is not None:
+        for index, calls in rounds:
+            guard.round(index, calls)
+    else:
+        assert skeleton is not None
+        live_from = 0
+        for index, kind in enumerate(skeleton.kinds):
+            if kind == USER:
+                guard.close()
+                live_from = index + 1
+                continue
+            found = skeleton.calls.get(index) if kind == ASSISTANT else None
+            if found:
+                guard.round(index, found)
     guard.close()
     problems = sorted(guard.problems, key=lambda problem: problem.index)
     if start:
@@ -254,23 +273,7 @@ class _Guard:
         for name in list(self.streaks):
             self._end_streak(name)
         if self.repeat is not None:
-            for name, found in self.calls.items():
-                if len(found) < self.repeat:
-                    continue  # too few calls to repeat: their arguments are never read
-                same: dict[str, list[tuple[int, str]]] = {}
-                for index, call in found:
-                    same.setdefault(self.arguments_of(index, call), []).append(
-                        (index, call.id or "")
-                    )
-                for seen in same.values():
-                    if len(seen) >= self.repeat:
-                        self._add(
-                            "repeated_call",
-                            seen[-1][0],
-                            f"tool {name!r} called {len(seen)} times with the same arguments "
-                            "since the last user message",
-                            [call_id for _, call_id in seen],
-                        )
+            self.problems += _repeated_calls(self.calls, self.repeat, self.arguments_of)
         if self.crossed >= 0:
             name, calls = max(self.calls.items(), key=lambda item: len(item[1]))
             self._add(
@@ -284,20 +287,81 @@ class _Guard:
         self.rounds, self.crossed = 0, -1
 
     def _add(self, code: str, index: int, message: str, ids: Sequence[str]) -> None:
-        unique = tuple(dict.fromkeys(call_id for call_id in ids if call_id))
-        self.problems.append(Problem(code, index, message, "", _RULES[code], unique))
+        self.problems.append(_problem(code, index, message, ids))
+
+
+def _problem(code: str, index: int, message: str, ids: Sequence[str]) -> Problem:
+    unique = tuple(dict.fromkeys(call_id for call_id in ids if call_id))
+    return Problem(code, index, message, "", _RULES[code], unique)
+
+
+def _repeated_calls(
+    calls: Mapping[str, Sequence[tuple[int, Call]]],
+    repeat: int,
+    arguments_of: Callable[[int, Call], str],
+) -> list[Problem]:
+    """``repeated_call`` for each tool of one run (name -> its calls) called ``repeat`` times
+    or more with the same arguments. Only a tool with that many calls has its arguments read."""
+    found: list[Problem] = []
+    for name, called in calls.items():
+        if len(called) < repeat:
+            continue  # too few calls to repeat: their arguments are never read
+        same: dict[str, list[tuple[int, str]]] = {}
+        for index, call in called:
+            same.setdefault(arguments_of(index, call), []).append((index, call.id or ""))
+        for seen in same.values():
+            if len(seen) >= repeat:
+                found.append(
+                    _problem(
+                        "repeated_call",
+                        seen[-1][0],
+                        f"tool {name!r} called {len(seen)} times with the same arguments "
+                        "since the last user message",
+                        [call_id for _, call_id in seen],
+                    )
+                )
+    return found
+
+
+def _short_run(
+    rounds: Sequence[tuple[int, Sequence[Call]]],
+    repeat: int | None,
+    repeat_tool: int | None,
+    max_rounds: int | None,
+    arguments_of: Callable[[int, Call], str],
+) -> list[Problem] | None:
+    """The problems of a live run too short for ``repeated_tool`` and ``long_tool_run``, found
+    without the guard's per-round bookkeeping (a hook's usual case, on every request); None when
+    the run is long enough for those, and the guard must follow it round by round."""
+    if (repeat_tool is not None and len(rounds) >= repeat_tool) or (
+        max_rounds is not None and len(rounds) > max_rounds
+    ):
+        return None
+    if repeat is None:
+        return []
+    calls: dict[str, list[tuple[int, Call]]] = {}
+    for index, round_calls in rounds:
+        for call in round_calls:
+            calls.setdefault(call.name or "?", []).append((index, call))
+    return _repeated_calls(calls, repeat, arguments_of)
 
 
 # --- arguments --------------------------------------------------------------------------------
 
 
 def _arguments(
-    module: ModuleType, skeleton: Skeleton, messages: Sequence[Any], index: int, call: Call
+    module: ModuleType,
+    skeleton: Skeleton | None,
+    messages: Sequence[Any],
+    index: int,
+    call: Call,
 ) -> Any:
-    """The call's arguments as the message holds them: JSON text or an object."""
+    """The call's arguments as the message holds them: JSON text or an object. (The skeleton
+    is only needed by formats without ``call_arguments``; ``live_rounds`` comes with both.)"""
     reader = getattr(module, "call_arguments", None)
     if callable(reader):
         return reader(messages[index], call.slot)
+    assert skeleton is not None, "a format with live_rounds has call_arguments"
     siblings = [c for c in skeleton.calls.get(index, ()) if c.name == call.name]
     return _find_arguments(messages[index], call, siblings.index(call))
 

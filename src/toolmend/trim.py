@@ -40,7 +40,7 @@ import difflib
 import functools
 import importlib
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import fields, replace
 from types import MappingProxyType, ModuleType
 from typing import Any
@@ -341,11 +341,18 @@ def trim(
     if max_messages is None and max_tokens is None:
         return working
     budget = _Budget(max_messages, max_tokens, counter)
-    prefix_end = _boundary_after(module, working, keep)
+    spans = _whole_spans(module, working)
+    if spans is not None:
+        prefix_end = _past_spans(spans, keep, len(working))
+    else:
+        prefix_end = _boundary_after(module, working, keep)
     start = budget.tail_start(working, prefix_end)
     if start <= prefix_end:  # everything fits: nothing is cut, and nothing needs aligning
         return working
-    start = _boundary_from(module, working, start)
+    if spans is not None:
+        start = _past_spans(spans, start, len(working))
+    else:
+        start = _boundary_from(module, working, start)
     if start >= len(working) > prefix_end:
         raise budget.too_small(
             f"the newest message (with the tool-call group it belongs to) at {len(working) - 1}"
@@ -369,12 +376,13 @@ def trim(
     if start == prefix_end:
         return working
     trimmed = [*working[:prefix_end], *working[start:]]
-    quick_valid = getattr(module, "quick_valid", None)
-    left = (
-        []
-        if quick_valid and quick_valid(trimmed, profile)
-        else judge(module.read(trimmed), profile)
-    )
+    # the one-pass scans first, as for any request (the join of prefix and tail may break a
+    # rule the scan applies beyond the pairing ones: it then judges only the ranges around it)
+    left = [
+        problem
+        for damage in api.find_damage(module, trimmed, profile)
+        for problem in damage.problems
+    ]
     if left:  # the windows rest on what a mended history guarantees; never hand back less
         codes = ", ".join(sorted({problem.code for problem in left}))
         raise TrimError(f"trimming would break the tool-call pairing ({codes}); please report")
@@ -439,6 +447,30 @@ _RESULTS_FOLLOW_CALLS = frozenset({"openai", "anthropic", "gemini", "bedrock"})
 OpenAI chat one message per result; in the block formats one message holding them all): the
 adjacency rules :func:`trim` keeps. There every message that carries no result starts a group.
 Not Responses items: a turn's calls are items of their own, followed by all their outputs."""
+
+
+_SHORTCUTS = True
+"""Whether :func:`trim` may take the formats' one-pass shortcuts to its boundaries (the tests
+turn them off to get the reference: reading everything)."""
+
+
+def _whole_spans(module: ModuleType, working: Sequence[Any]) -> list[tuple[int, int]] | None:
+    """The format's ranges that must stay whole, from its one-pass ``group_spans`` (Responses:
+    where results may lie anywhere after their calls, the boundaries need the whole input, and
+    a read with a pairing costs several times the pass); None to read instead."""
+    group_spans = getattr(module, "group_spans", None) if _SHORTCUTS else None
+    found: list[tuple[int, int]] | None = group_spans(working) if group_spans else None
+    return found
+
+
+def _past_spans(spans: list[tuple[int, int]], index: int, total: int) -> int:
+    """The first group boundary at or after ``index``, given the sorted, disjoint ranges that
+    must stay whole: ``index`` itself unless a range runs across it."""
+    index = min(max(index, 0), total)
+    inside = bisect.bisect_left(spans, (index,)) - 1  # the last range starting before index
+    if inside >= 0 and spans[inside][1] > index:
+        return spans[inside][1]
+    return index
 
 
 def _boundary_after(module: ModuleType, working: Sequence[Any], index: int) -> int:
@@ -511,6 +543,20 @@ def _boundaries_from(module: ModuleType, working: Sequence[Any], index: int) -> 
     return [index + group.start for group in groups if group.start >= need] + [total]
 
 
+def _candidates(module: ModuleType, working: Sequence[Any], start: int) -> Iterator[int]:
+    """The group boundaries from ``start`` on, one at a time: where results follow their calls
+    each is found by reading a message or two past the last (the first usually fits, and the
+    tail is never read whole); elsewhere from one read of everything after ``start``."""
+    if module.NAME not in _RESULTS_FOLLOW_CALLS:
+        yield from _boundaries_from(module, working, start)
+        return
+    total = len(working)
+    while start < total:
+        yield start
+        start = _boundary_from(module, working, start + 1)
+    yield total
+
+
 def _fit_start(
     module: ModuleType, working: Sequence[Any], prefix_end: int, start: int, profile: Profile
 ) -> int:
@@ -518,7 +564,7 @@ def _fit_start(
     provider's rules about how a conversation or a call turn starts (Gemini: a call turn right
     after a user turn; Bedrock: the user first). ``len(working)`` when there is none."""
     head = list(working[:prefix_end])
-    for candidate in _boundaries_from(module, working, start):
+    for candidate in _candidates(module, working, start):
         if candidate >= len(working):
             break
         probe = [*head, *working[candidate : candidate + 2]]

@@ -17,6 +17,15 @@ A format module exposes:
     The text of one tool result, for the planner's stub test (never logged).
 ``kind_of(message: Any) -> str`` *(optional)*
     The kind of one message, cheaply (the loop guard's walk back to the last user message).
+``live_rounds(messages: Sequence[Any]) -> tuple[int, list[tuple[int, tuple[Call, ...]]]] | None``
+    *(optional)* The live run for the hooks' loop guard, straight off plain data: the index
+    after the last user message and each tool round after it; None for anything unusual (the
+    guard then reads the run). A module with it also has ``call_arguments``.
+``group_spans(messages: Sequence[Any]) -> list[tuple[int, int]] | None`` *(optional)*
+    The ranges :func:`toolmend.trim` must keep or cut whole (the groups of
+    :func:`toolmend.atomic_groups` longer than one message), from one pass over plain data;
+    None when the pass cannot be sure. For a format whose results may lie anywhere after their
+    calls (Responses), where the boundaries otherwise need a read and a pairing of everything.
 ``EXCLUSIVE: bool`` *(optional)*
     True when ``claims`` rests on the message's class, so its claim wins over the look-alike
     claims of other formats during detection (LangChain messages).
@@ -89,7 +98,14 @@ def module_for(name: str) -> ModuleType:
         close = difflib.get_close_matches(str(name), [*MODULES, *_ALIASES], n=1)
         hint = f" Did you mean {close[0]!r}?" if close else ""
         raise UnknownNameError(f"Unknown format {name!r}.{hint} Known: {', '.join(MODULES)}")
-    return importlib.import_module(path)
+    module = _imported.get(path)
+    if module is None:
+        module = _imported[path] = importlib.import_module(path)
+    return module
+
+
+_imported: dict[str, ModuleType] = {}
+"""Format modules already imported, by path: :func:`module_for` runs on every request."""
 
 
 def detect(messages: Sequence[Any]) -> ModuleType:

@@ -96,7 +96,8 @@ _SCANNED_CODES = frozenset(
     }
 )
 """The problem codes the scan rules on: a profile must enable exactly these (``role_order``
-aside, which judges OpenAI-shaped histories only), or the full path decides."""
+aside, which judges OpenAI-shaped histories only), or the full path decides; ``quick_valid``
+also rules for a profile with only some of them."""
 
 
 def quick_valid(messages: Sequence[Any], profile: Profile) -> bool:
@@ -144,10 +145,15 @@ def _scan(
     pairing count-based, so they return None (as do results without an id). A stray result
     reaches back to the first range that called its id, which holds every call the repair of
     the whole history could pair it with; one whose id is called only later returns None."""
+    codes = profile.checks.keys() - {"role_order"}
     if (
         profile.block_pairing != "converse"
-        or not profile.first_user
-        or profile.checks.keys() - {"role_order"} != _SCANNED_CODES
+        # quick_valid also rules for a profile with only some of these rules (trim's
+        # pairing-only one): the scan applies them all, so it vouches for less, never for more.
+        # Not dirty_spans: its ranges must repair as the whole history does, and under fewer
+        # rules they do not (hypothesis found a call turn followed by an assistant message)
+        or not (codes <= _SCANNED_CODES if first_only else codes == _SCANNED_CODES)
+        or not (first_only or profile.first_user)
         or profile.call_id_max_length is not None
         or profile.function_name_pattern is not None
         or profile.reasoning_in_tool_turns

@@ -28,6 +28,7 @@ __all__ = [
     "claims",
     "dirty_spans",
     "kind_of",
+    "live_rounds",
     "quick_valid",
     "read",
     "result_text",
@@ -97,7 +98,74 @@ def quick_valid(messages: Sequence[Any], profile: Profile) -> bool:
     with rules it does not know) answers False, and the full path decides. A property test
     asserts that True always agrees with the full path.
     """
-    return _scan(messages, profile, first_only=True) == []
+    if not _scannable(messages, profile):
+        return False
+    if profile.reasoning_in_tool_turns:  # a rule per turn: the scan that tracks turns
+        return _scan(messages, profile, first_only=True) == []
+    try:
+        return _plain_valid(
+            messages,
+            profile.call_id_max_length or 1 << 30,
+            "unsupported_property" not in profile.checks,
+        )
+    except (KeyError, TypeError):  # a field missing or of the wrong kind: the full path decides
+        return False
+
+
+def _plain_valid(messages: Sequence[Any], max_length: int, reasoning_field_ok: bool) -> bool:
+    """:func:`_scan` with ``first_only``, for a profile without per-turn rules, made as cheap
+    as Python allows: the fields a valid message must have are read by subscript (a missing one
+    raises ``KeyError``, which :func:`quick_valid` takes as "not sure"), nothing is counted."""
+    pending: set[str] | None = None  # the ids of the calls still waiting for their results
+    for message in messages:
+        if type(message) is not dict:
+            return False
+        role = message["role"]
+        if role == "tool":
+            call_id = message["tool_call_id"]
+            if not pending or type(call_id) is not str:
+                return False
+            pending.remove(call_id)  # KeyError: no call is waiting for this id
+            if type(message["content"]) is not str:
+                return False
+            continue
+        if pending:
+            return False
+        if role == "assistant":
+            if "function_call" in message or (
+                not reasoning_field_ok and "reasoning_content" in message
+            ):
+                return False
+            tool_calls = message.get("tool_calls")
+            if tool_calls is None:
+                if not message["content"]:
+                    return False
+                continue
+            if type(tool_calls) is not list or not tool_calls:
+                return False
+            pending = set()
+            for call in tool_calls:
+                if type(call) is not dict or call["type"] is None:
+                    return False
+                call_id = call["id"]
+                function = call["function"]
+                if (
+                    type(call_id) is not str
+                    or len(call_id) > max_length
+                    or call_id in pending
+                    or type(function) is not dict
+                ):
+                    return False
+                name = function["name"]
+                if type(function["arguments"]) is not str or type(name) is not str or not name:
+                    return False
+                pending.add(call_id)
+        elif role == "user" or role == "system" or role == "developer":
+            if "tool_calls" in message:
+                return False
+        else:
+            return False
+    return not pending
 
 
 def dirty_spans(messages: Sequence[Any], profile: Profile) -> list[tuple[int, int]] | None:
@@ -113,19 +181,23 @@ def dirty_spans(messages: Sequence[Any], profile: Profile) -> list[tuple[int, in
     return _scan(messages, profile, first_only=False)
 
 
-def _scan(
-    messages: Sequence[Any], profile: Profile, *, first_only: bool
-) -> list[tuple[int, int]] | None:
-    if (
-        not messages
-        or profile.pairing not in ("adjacent", "count", "none")
+def _scannable(messages: Sequence[Any], profile: Profile) -> bool:
+    """Whether the one-pass scans model every rule of ``profile`` (else the full path)."""
+    return bool(messages) and not (
+        profile.pairing not in ("adjacent", "count", "none")
         or profile.role_successors is not None
         or profile.alternation is not None
         or profile.call_id_pattern is not None
         or profile.function_name_pattern is not None
         or profile.last_kinds is not None
         or not profile.checks.keys() <= _QUICK_CODES
-    ):
+    )
+
+
+def _scan(
+    messages: Sequence[Any], profile: Profile, *, first_only: bool
+) -> list[tuple[int, int]] | None:
+    if not _scannable(messages, profile):
         return None
     max_length = profile.call_id_max_length or 1 << 30
     reasoning_rule = profile.reasoning_in_tool_turns
@@ -393,9 +465,64 @@ def _read_calls(skeleton: Skeleton, index: int, tool_calls: Sequence[Any]) -> tu
     return tuple(found)
 
 
+def live_rounds(messages: Sequence[Any]) -> tuple[int, list[tuple[int, tuple[Call, ...]]]] | None:
+    """The live run for the loop guard, read from the end straight off plain dicts: the index
+    after the last user message, and each tool round after it as (message index, its calls).
+
+    Hooks run the guard on every request, and a skeleton of the run costs more than the guard
+    itself. ``None`` when a message in the run is anything but the usual plain dict (an object,
+    a role that is not text, a call without a ``function`` dict): the guard then reads the run
+    in full, which also reports what it cannot read. A property test holds it to the full read.
+    """
+    rounds: list[tuple[int, tuple[Call, ...]]] = []
+    index = len(messages)
+    while index:
+        index -= 1
+        message = messages[index]
+        if type(message) is not dict:
+            return None
+        role = message.get("role")
+        if type(role) is not str:
+            return None
+        if role == "user":
+            rounds.reverse()
+            return index + 1, rounds
+        if role == "assistant":
+            tool_calls = message.get("tool_calls")
+            if not tool_calls:
+                continue
+            if type(tool_calls) is not list:
+                return None
+            calls = []
+            for slot, tool_call in enumerate(tool_calls):
+                if type(tool_call) is not dict:
+                    return None
+                function = tool_call.get("function")
+                if type(function) is not dict:
+                    return None
+                call_id = tool_call.get("id")
+                name = function.get("name")
+                if (call_id is not None and type(call_id) is not str) or (
+                    name is not None and type(name) is not str
+                ):
+                    return None
+                calls.append(_new_tuple(Call, (call_id, name, slot)))
+            rounds.append((index, tuple(calls)))
+    rounds.reverse()
+    return 0, rounds
+
+
 def call_arguments(message: Any, slot: int) -> Any:
     """The ``function.arguments`` of ``tool_calls[slot]`` (for the loop guard, which otherwise
     searches the message for the call)."""
+    if type(message) is dict:  # the common case, without the ABC checks below
+        calls = message.get("tool_calls")
+        if type(calls) is list and slot < len(calls):
+            call = calls[slot]
+            if type(call) is dict:
+                function = call.get("function", call)
+                if type(function) is dict:
+                    return function.get("arguments")
     calls = message.get("tool_calls") if isinstance(message, Mapping) else None
     if calls is None:
         calls = getattr(message, "tool_calls", None)

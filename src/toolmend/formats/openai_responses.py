@@ -41,6 +41,7 @@ __all__ = [
     "apply",
     "claims",
     "dirty_spans",
+    "group_spans",
     "quick_valid",
     "read",
     "result_text",
@@ -408,6 +409,56 @@ def _cut(
     if has_dirty:
         spans.append((start, size))
     return spans
+
+
+def group_spans(messages: Sequence[Any] | str) -> list[tuple[int, int]] | None:
+    """The ``[start, end)`` ranges of a history that must be kept or cut whole: each call to
+    its output (and to any later copy of that output), overlapping ones merged, in order; every
+    index outside them is a group of its own. These are the groups of
+    :func:`toolmend.atomic_groups`, with its pairing: an output answers the latest unanswered
+    call with its id, and a second output for an answered id stays with the last such call.
+
+    Outputs may lie anywhere after their call here, so :func:`toolmend.trim` needs the whole
+    input to know where it may cut; this is that knowledge in one pass over plain dicts rather
+    than a read and a pairing. None when the pass cannot be sure (anything but a list of dicts,
+    an id that is not text, an output with no call before it): the full path decides.
+    """
+    if type(messages) is not list:
+        return None
+    waiting: dict[str, list[int]] = {}  # call id -> its calls not answered yet
+    last_answered: dict[str, int] = {}  # call id -> the latest of its answered calls
+    reach: dict[int, int] = {}  # call index -> the end of its span
+    for index, item in enumerate(messages):
+        if type(item) is not dict:
+            return None
+        item_type = item.get("type")
+        if item_type != "function_call" and item_type != "function_call_output":
+            continue
+        call_id = item.get("call_id")
+        if type(call_id) is not str:
+            return None
+        if item_type == "function_call":
+            waiting.setdefault(call_id, []).append(index)
+            continue
+        stack = waiting.get(call_id)
+        if stack:
+            caller = stack.pop()
+            if caller > last_answered.get(call_id, -1):
+                last_answered[call_id] = caller
+        else:
+            caller = last_answered.get(call_id, -1)
+            if caller < 0:
+                return None  # no call before it: an orphan, or an output before its call
+        reach[caller] = index + 1
+    merged: list[tuple[int, int]] = []
+    for start in sorted(reach):
+        end = reach[start]
+        if merged and start < merged[-1][1]:
+            if end > merged[-1][1]:
+                merged[-1] = (merged[-1][0], end)
+        else:
+            merged.append((start, end))
+    return merged
 
 
 def _getter(item: Any, index: int) -> Callable[[str], Any]:
