@@ -23,6 +23,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import block_histories
 import toolmend
 from cases import assistant, result, system, user
 
@@ -928,7 +929,7 @@ def _trim_with_window(window: int, history: list[Any], **options: Any) -> Any:
         trim_module._WINDOW, trim_module._RESULTS_FOLLOW_CALLS, trim_module._SHORTCUTS = saved
 
 
-@pytest.mark.parametrize("name", ["openai", *CONVERTERS])
+@pytest.mark.parametrize("name", ["openai", *CONVERTERS, "bedrock"])
 @given(
     case=damaged_conversations(id_style="openai"),
     valid=st.booleans(),
@@ -939,13 +940,18 @@ def test_windowed_boundary_search_finds_the_same_cut_as_reading_everything(
     name: str, case: Any, valid: bool, options: dict[str, Any], keep_first: int
 ) -> None:
     """The search for the end of the protected prefix reads a window that doubles until it
-    shows a boundary, and the cut in OpenAI chat looks only for the next message that is not a
-    result; both must cut exactly where reading the whole history does. (A window from the cut onwards is not safe: in Responses items a turn's
-    outputs follow all its calls, so a cut between two calls has results of the earlier
-    ones further on; hypothesis found that one.)"""
+    shows a boundary, and the cut where results follow their calls looks only for the next
+    message that is not a result (Gemini and Bedrock also step through the later boundaries one
+    by one for their rules on how a tail starts); Responses takes its groups from one pass
+    (``group_spans``). All must cut exactly where reading the whole history does. (A window
+    from the cut onwards is not safe for Responses: a turn's outputs follow all its calls, so a
+    cut between two calls has results of the earlier ones further on; hypothesis found that.)"""
     original, damaged, _ = case
     history = original if valid else damaged
-    native = history if name == "openai" else CONVERTERS[name](history)
+    if name == "bedrock":
+        native = block_histories.convert(history, "bedrock")
+    else:
+        native = history if name == "openai" else CONVERTERS[name](history)
     if not native:
         return
     options = {**options, "keep_first": keep_first, "format": name}
