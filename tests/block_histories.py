@@ -34,6 +34,24 @@ __all__ = [
 
 FORMATS = ("anthropic", "gemini", "bedrock")
 
+PAIRS: list[tuple[str, str, dict[str, bool]]] = [
+    ("anthropic", "anthropic", {}),
+    ("anthropic", "anthropic-thinking", {"thinking": True}),
+    ("gemini", "gemini", {}),
+    ("gemini", "gemini", {"camel": False, "ids": True}),
+    ("gemini", "gemini-3", {"ids": True, "signed": True}),
+    ("gemini", "gemini-no-ids", {}),
+    ("bedrock", "bedrock", {}),
+]
+"""(format, the provider its valid histories are meant for, conversion options): the cases the
+block-format property tests run."""
+
+
+def pair_ids(pairs: list[tuple[str, str, dict[str, bool]]]) -> list[str]:
+    """Test ids for ``pairs``: format, provider and the options that are on."""
+    return [f"{f}-{p}-{'-'.join(k for k, v in o.items() if v) or 'plain'}" for f, p, o in pairs]
+
+
 # OpenAI damage that survives conversion (shape-only damage like a dropped ``type`` does not).
 _OPENAI_DAMAGE = (
     "drop_call_message",

@@ -20,7 +20,13 @@ from google.genai import types
 from hypothesis import HealthCheck, assume, given, settings
 
 import toolmend
-from block_histories import block_content_strings, damaged_block_histories, valid_block_histories
+from block_histories import (
+    PAIRS,
+    block_content_strings,
+    damaged_block_histories,
+    pair_ids,
+    valid_block_histories,
+)
 from toolmend.formats import module_for
 from toolmend.profiles import get_profile
 from toolmend.rules import judge
@@ -28,17 +34,7 @@ from toolmend.rules import judge
 KEEP_EVERYTHING = toolmend.Policy(orphan_result="text")
 FEW = settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
 
-# (format, provider, conversion options)
-PAIRS = [
-    ("anthropic", "anthropic", {}),
-    ("anthropic", "anthropic-thinking", {"thinking": True}),
-    ("gemini", "gemini", {}),
-    ("gemini", "gemini", {"camel": False, "ids": True}),
-    ("gemini", "gemini-3", {"ids": True, "signed": True}),
-    ("gemini", "gemini-no-ids", {}),
-    ("bedrock", "bedrock", {}),
-]
-IDS = [f"{f}-{p}-{'-'.join(k for k, v in o.items() if v) or 'plain'}" for f, p, o in PAIRS]
+IDS = pair_ids(PAIRS)
 
 
 def _has_content(history: list[Any], format: str) -> bool:

@@ -20,12 +20,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import toolmend
-from block_histories import convert, damaged_block_histories, valid_block_histories
+from block_histories import PAIRS as BLOCK_PAIRS
+from block_histories import convert, damaged_block_histories, pair_ids, valid_block_histories
 from toolmend.formats import module_for
 from toolmend.profiles import PROFILES, Profile, get_profile
-from toolmend.repair import plan_repair
 from toolmend.rules import judge
 from toolmend.trim import _pairing_profile
+from whole_path import whole_repair
 
 FEW = settings(
     max_examples=3000 if os.environ.get("TOOLMEND_FUZZ") else 60,
@@ -35,15 +36,8 @@ FEW = settings(
 """60 examples per case in CI; the long mode (``TOOLMEND_FUZZ=1``) runs 3000, which is what
 found the cross-range cases the scans now handle."""
 
-# (format, the provider its valid histories are meant for, conversion options)
 PAIRS = [
-    ("anthropic", "anthropic", {}),
-    ("anthropic", "anthropic-thinking", {"thinking": True}),
-    ("gemini", "gemini", {}),
-    ("gemini", "gemini", {"camel": False, "ids": True}),
-    ("gemini", "gemini-3", {"ids": True, "signed": True}),
-    ("gemini", "gemini-no-ids", {}),
-    ("bedrock", "bedrock", {}),
+    *BLOCK_PAIRS,
     # trim's profile, the pairing rules alone: quick_valid rules for it, dirty_spans does not
     ("bedrock", "bedrock (pairing)", {}),
 ]
@@ -57,7 +51,7 @@ def _profile(name: str) -> Profile:
     return get_profile(name)
 
 
-IDS = [f"{f}-{p}-{'-'.join(k for k, v in o.items() if v) or 'plain'}" for f, p, o in PAIRS]
+IDS = pair_ids(PAIRS)
 
 
 def _histories(format: str, options: dict[str, Any]) -> st.SearchStrategy[list[Any]]:
@@ -145,23 +139,6 @@ def _seen(problem: toolmend.Problem) -> tuple[Any, ...]:
     return (problem.code, problem.index, problem.provider_error, problem.ids)
 
 
-def _whole_repair(module: Any, history: list[Any], provider: str) -> tuple[list[Any], list[Any]]:
-    """The repair without the one-pass scans: read, judge and plan the whole history."""
-    profile = _profile(provider)
-    skeleton = module.read(history)
-    problems = judge(skeleton, profile)
-    if not problems:
-        return history, []
-    plan, changes = plan_repair(
-        skeleton,
-        profile,
-        toolmend.Policy(),
-        lambda index, slot: module.result_text(history[index], slot),
-        {problem.code for problem in problems},
-    )
-    return module.apply(history, plan), changes
-
-
 @pytest.mark.parametrize(("format", "provider", "options"), PAIRS, ids=IDS)
 def test_repairing_the_ranges_repairs_as_the_whole_history(
     format: str, provider: str, options: dict[str, Any]
@@ -173,7 +150,7 @@ def test_repairing_the_ranges_repairs_as_the_whole_history(
     def run(history: list[Any]) -> None:
         if _full(module, history, _profile(provider)) is None:
             return
-        messages, changes = _whole_repair(module, history, provider)
+        messages, changes = whole_repair(module, history, _profile(provider), toolmend.Policy())
         result = toolmend.repair(history, provider=_profile(provider), format=format)
         assert result.messages == messages
         assert list(result.changes) == changes

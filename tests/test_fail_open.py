@@ -20,19 +20,13 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import os
-import shutil
-import subprocess
-import sys
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+import litellm_proxy
 import toolmend
 import toolmend.api
 from hook_entries import (
@@ -442,76 +436,43 @@ general_settings:
 """
 
 
-@dataclasses.dataclass
-class _Proxy:
-    process: subprocess.Popen[bytes] | None
-    base: str
-    folder: Path
-    skipped: str = ""
-
-
 @pytest.fixture(scope="module", autouse=True)
 def _proxy_boot(
     server: StrictProviderServer, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[_Proxy]:
+) -> Iterator[litellm_proxy.Proxy | str]:
     """Start the proxy when the module starts: it boots (some seconds of imports) while the
-    in-process tests run, and is ready by the time its own tests come."""
-    folder = tmp_path_factory.mktemp("proxy")
-    test_litellm = pytest.importorskip("test_litellm")
-    missing = test_litellm._missing_proxy_modules()
-    executable = shutil.which("litellm", path=str(Path(sys.executable).parent))
-    if missing or executable is None:
-        reason = ", ".join(missing) if missing else "the `litellm` command"
-        yield _Proxy(None, "", folder, f"the LiteLLM Proxy needs {reason}")
+    in-process tests run, and is ready by the time its own tests come. Yields why it cannot
+    run instead, when it cannot."""
+    reason = litellm_proxy.unavailable()
+    if reason:
+        yield reason
         return
+    folder = tmp_path_factory.mktemp("proxy")
     (folder / "faulty_toolmend.py").write_text(_PROXY_HANDLER)
     (folder / "config.yaml").write_text(_PROXY_CONFIG)
-    port = test_litellm.free_port()
-    command = [executable, "--config", str(folder / "config.yaml"), "--port", str(port)]
-    command += ["--host", "127.0.0.1"]
-    with (folder / "proxy.log").open("w") as output:
-        process = subprocess.Popen(
-            command,
-            cwd=folder,
-            stdout=output,
-            stderr=subprocess.STDOUT,
-            env={
-                **os.environ,
-                "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-                "NO_DOCS": "True",
-                "TOOLMEND_DEEPSEEK_BASE": server.openai_base_url,
-                "TOOLMEND_TEST_FAULT": "find_damage",
-                "TOOLMEND_TEST_LOG": str(folder / "toolmend.log"),
-            },
-        )
+    running = litellm_proxy.Proxy(
+        folder / "config.yaml",
+        folder,
+        {
+            "TOOLMEND_DEEPSEEK_BASE": server.openai_base_url,
+            "TOOLMEND_TEST_FAULT": "find_damage",
+            "TOOLMEND_TEST_LOG": str(folder / "toolmend.log"),
+        },
+    )
     try:
-        yield _Proxy(process, f"http://127.0.0.1:{port}", folder)
+        yield running
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        running.stop()
 
 
 @pytest.fixture
-def proxy(_proxy_boot: _Proxy) -> tuple[str, Path]:
+def proxy(_proxy_boot: litellm_proxy.Proxy | str) -> tuple[str, Path]:
     """A real ``litellm --config`` process whose toolmend handler has a fault inside toolmend
     (ready): its base URL and the file its ``toolmend`` logger writes to."""
-    boot = _proxy_boot
-    if boot.process is None:
-        pytest.skip(boot.skipped)
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            urllib.request.urlopen(boot.base + "/health/liveliness", timeout=1).read()
-            return boot.base, boot.folder / "toolmend.log"
-        except (urllib.error.URLError, OSError):
-            if boot.process.poll() is not None or time.monotonic() > deadline:
-                tail = (boot.folder / "proxy.log").read_text()[-3000:]
-                pytest.fail(f"the LiteLLM Proxy did not start:\n{tail}")
-            time.sleep(0.2)
+    if isinstance(_proxy_boot, str):
+        pytest.skip(_proxy_boot)
+    _proxy_boot.wait_ready(60)
+    return _proxy_boot.base, _proxy_boot.folder / "toolmend.log"
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])

@@ -37,9 +37,9 @@ import toolmend
 from toolmend.formats import detect
 from toolmend.formats import openai_responses as responses
 from toolmend.profiles import PROFILES
-from toolmend.repair import plan_repair
 from toolmend.rules import judge
 from toolmend.testing import StrictProviderServer
+from whole_path import whole_repair
 
 from histories import valid_conversations
 
@@ -822,23 +822,6 @@ def test_the_one_pass_test_refuses_what_the_rules_refuse(items: list[Item]) -> N
         assert toolmend.check(items, provider=PROVIDER, format=PROVIDER) != []
 
 
-def whole_input_repair(items: list[Item], policy: toolmend.Policy) -> tuple[list[Any], list[Any]]:
-    """The repair without the one-pass scans: read, judge and plan the whole input."""
-    module, profile = detect(items), PROFILES[PROVIDER]
-    skeleton = module.read(items)
-    problems = judge(skeleton, profile)
-    if not problems:
-        return items, []
-    plan, changes = plan_repair(
-        skeleton,
-        profile,
-        policy,
-        lambda index, slot: module.result_text(items[index], slot),
-        {problem.code for problem in problems},
-    )
-    return module.apply(items, plan), changes
-
-
 @given(items=st.one_of(valid_inputs(), damaged_inputs()), policy=st.sampled_from(POLICIES))
 def test_the_one_pass_scans_agree_with_the_whole_input(
     items: list[Item], policy: toolmend.Policy
@@ -848,7 +831,7 @@ def test_the_one_pass_scans_agree_with_the_whole_input(
     if responses.quick_valid(items, profile):
         assert whole == []
     assert toolmend.check(items, provider=PROVIDER) == whole
-    messages, changes = whole_input_repair(items, policy)
+    messages, changes = whole_repair(detect(items), items, profile, policy)
     result = toolmend.repair(items, provider=PROVIDER, policy=policy)
     assert result.messages == messages
     assert list(result.changes) == changes

@@ -22,10 +22,6 @@ import importlib.util
 import json
 import logging
 import runpy
-import shutil
-import socket
-import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -39,7 +35,9 @@ import pytest
 import wrapt
 from litellm.integrations.custom_logger import CustomLogger
 
+import litellm_proxy
 import toolmend
+from litellm_proxy import free_port
 from toolmend.integrations import litellm as hook
 from toolmend.integrations.litellm import ToolMend
 from toolmend.testing import StrictProviderServer
@@ -326,12 +324,6 @@ def record_of(response: Any) -> dict[str, Any]:
 def _as_sent(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The messages as LiteLLM puts them on the wire (it leaves ``None`` fields out)."""
     return [{key: value for key, value in m.items() if value is not None} for m in messages]
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 # --- the matrix: each provider, each call mode --------------------------------------------------
@@ -770,57 +762,18 @@ def test_the_sdk_example_runs_offline(capsys: pytest.CaptureFixture[str]) -> Non
 
 # --- the LiteLLM Proxy -------------------------------------------------------------------------
 
-_PROXY_MODULES = (
-    "fastapi",
-    "uvicorn",
-    "orjson",
-    "backoff",
-    "redis",
-    "apscheduler",
-    "jwt",
-    "semver",
-    "multipart",
-    "expression",
-    "fastapi_sso",
-    "mcp",
-    "soundfile",
-    "yaml",
-)
-_PROXY_STARTUP_SECONDS = 45
-
-
-def _missing_proxy_modules() -> list[str]:
-    return [name for name in _PROXY_MODULES if importlib.util.find_spec(name) is None]
-
 
 @pytest.fixture(scope="module")
 def proxy(server: StrictProviderServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A real ``litellm --config`` process on 127.0.0.1 in front of the strict server."""
-    missing = _missing_proxy_modules()
-    if missing:
-        pytest.skip(
-            "the LiteLLM Proxy needs "
-            + ", ".join(missing)
-            + ": pip install 'toolmend[litellm-proxy]'"
-        )
-    executable = shutil.which("litellm", path=str(Path(sys.executable).parent))
-    if executable is None:
-        pytest.skip("the `litellm` command is not installed next to this Python")
-    folder = tmp_path_factory.mktemp("proxy")
-    port = free_port()
+    reason = litellm_proxy.unavailable()
+    if reason:
+        pytest.skip(reason)
     config = Path(__file__).resolve().parent.parent / "examples" / "litellm_proxy" / "config.yaml"
-    log = (folder / "proxy.log").open("w")
-    command = [executable, "--config", str(config)]
-    command += ["--host", "127.0.0.1", "--port", str(port)]
-    process = subprocess.Popen(
-        command,
-        cwd=folder,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        env={
-            **os.environ,
-            "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-            "NO_DOCS": "True",
+    running = litellm_proxy.Proxy(
+        config,
+        tmp_path_factory.mktemp("proxy"),
+        {
             # the example config reads its endpoints and keys from here
             "TOOLMEND_DEEPSEEK_BASE": server.openai_base_url,
             "TOOLMEND_UNREACHABLE_BASE": f"http://127.0.0.1:{free_port()}/v1",
@@ -829,28 +782,11 @@ def proxy(server: StrictProviderServer, tmp_path_factory: pytest.TempPathFactory
             "ANTHROPIC_API_KEY": "t",
         },
     )
-    base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + _PROXY_STARTUP_SECONDS
-        while True:
-            try:
-                urllib.request.urlopen(base + "/health/liveliness", timeout=1).read()
-                break
-            except (urllib.error.URLError, OSError):
-                if process.poll() is not None or time.monotonic() > deadline:
-                    log.flush()
-                    tail = (folder / "proxy.log").read_text()[-3000:]
-                    pytest.fail(f"the LiteLLM Proxy did not start:\n{tail}")
-                time.sleep(0.2)
-        yield base
+        running.wait_ready()
+        yield running.base
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        log.close()
+        running.stop()
 
 
 def _post(base: str, body: dict[str, Any]) -> tuple[int, dict[str, str], str]:

@@ -13,6 +13,7 @@ change is marked exactly once.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -28,17 +29,22 @@ import toolmend
 from show_cases import EXAMPLES, ROOT, Case, cases, history_of, long_history
 from toolmend.cli import main
 
-CHROMIUM = os.environ.get("TOOLMEND_CHROMIUM", "/usr/bin/chromium")
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+
+def _screenshot_example() -> Any:
+    """``examples/show_screenshot.py``, whose chromium and launch options these tests share
+    (they also run it whole, below)."""
+    spec = importlib.util.spec_from_file_location(
+        "show_screenshot", ROOT / "examples" / "show_screenshot.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_EXAMPLE = _screenshot_example()
+CHROMIUM: str = _EXAMPLE.CHROMIUM
+ARGS: list[str] = _EXAMPLE.CHROMIUM_ARGS
 
 pytestmark = pytest.mark.skipif(
     not Path(CHROMIUM).exists(),
