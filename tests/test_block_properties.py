@@ -30,6 +30,7 @@ from block_histories import (
 from toolmend.formats import module_for
 from toolmend.profiles import get_profile
 from toolmend.rules import judge
+from toolmend.trim import _pairing_profile
 
 KEEP_EVERYTHING = toolmend.Policy(orphan_result="text")
 FEW = settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
@@ -64,6 +65,68 @@ def test_repair_makes_damaged_histories_pass_and_is_idempotent(
             assert result.changes, "a changed history must report its changes"
 
     run()
+
+
+@pytest.mark.parametrize("format", ["anthropic", "gemini", "bedrock"])
+def test_the_pairing_repair_mends_the_pairing_and_leaves_the_rest(format: str) -> None:
+    """``trim`` mends with the format's pairing rules alone. That repair must make the history
+    pass them, be idempotent, and change nothing a damaged range does not need: Bedrock's role
+    order and text beside results stay as they came (its ranges repair as the whole history
+    then, see test_block_scans), so a history whose pairing holds is returned as it is."""
+    profile = _pairing_profile(format)
+
+    @FEW
+    @given(case=damaged_block_histories(format))
+    def run(case: Any) -> None:
+        history, _ = case
+        before = copy.deepcopy(history)
+        result = toolmend.repair(history, provider=profile, format=format)
+        assert history == before, "the input was mutated"
+        assert toolmend.check(result.messages, provider=profile, format=format) == []
+        assert toolmend.sanitize(result.messages, provider=profile, format=format) is (
+            result.messages
+        )
+        if not judge(module_for(format).read(history), profile):
+            assert result.messages is history
+
+    run()
+
+
+def test_the_bedrock_pairing_repair_keeps_role_order_and_text_beside_results() -> None:
+    def tool_use(call_id: str) -> dict[str, Any]:
+        return {"toolUse": {"toolUseId": call_id, "name": "weather", "input": {}}}
+
+    def tool_result(call_id: str) -> dict[str, Any]:
+        return {"toolResult": {"toolUseId": call_id, "content": [{"text": "21 C"}]}}
+
+    history = [
+        {"role": "assistant", "content": [{"text": "Hello"}]},  # not the user first
+        {"role": "assistant", "content": [tool_use("a")]},  # two assistants in a row
+        {"role": "user", "content": [tool_result("a"), tool_result("b")]},  # b: orphan
+        {"role": "assistant", "content": [tool_use("c")]},
+        {"role": "user", "content": [{"text": "typed meanwhile"}, tool_result("c")]},
+    ]
+    pairing = toolmend.repair(history, provider=_pairing_profile("bedrock"), format="bedrock")
+    assert [change.code for change in pairing.changes] == ["dropped_orphan_result"]
+    assert pairing.messages[:2] == history[:2] and pairing.messages[3:] == history[3:]
+    # a call turn followed by another assistant message is over without its result: the
+    # pairing rules alone see it (Bedrock's own profile reports the two assistant messages)
+    unanswered = [*history[3:4], {"role": "assistant", "content": [{"text": "Done."}]}]
+    found = toolmend.check(unanswered, provider=_pairing_profile("bedrock"), format="bedrock")
+    assert [(problem.code, problem.index, problem.ids) for problem in found] == [
+        ("missing_result", 1, ("c",))
+    ]
+    answered = toolmend.repair(unanswered, provider=_pairing_profile("bedrock"), format="bedrock")
+    assert [message["role"] for message in answered.messages] == ["assistant", "user", "assistant"]
+    assert [
+        (problem.code, problem.index)
+        for problem in toolmend.check(unanswered, provider="bedrock", format="bedrock")
+    ] == [("first_not_user", 0), ("roles_not_alternating", 1)]
+    # the provider's own profile mends all of it
+    full = toolmend.repair(history, provider="bedrock", format="bedrock")
+    assert {"inserted_message", "merged_messages", "moved_result"} <= {
+        change.code for change in full.changes
+    }
 
 
 @pytest.mark.parametrize(("format", "provider", "options"), PAIRS, ids=IDS)

@@ -65,6 +65,9 @@ __all__ = [
 _ID_CODES = frozenset(
     {"call_without_id", "call_id_format", "call_id_too_long", "duplicate_call_id"}
 )
+_ORDER_CODES = frozenset({"first_not_user", "roles_not_alternating"})
+"""Bedrock's rules on the order of roles: without them (trim's pairing-only profile) the
+repair mends the pairing alone and leaves the roles as they come, as the ranges it repairs do."""
 
 
 def plan_blocks(state: _State, problem_codes: set[str]) -> None:
@@ -96,7 +99,7 @@ def plan_blocks(state: _State, problem_codes: set[str]) -> None:
         place_call_turns(state)
         if profile.thought_signatures:
             sign_calls(state)
-    if profile.block_pairing == "converse":
+    if profile.block_pairing == "converse" and _ORDER_CODES & profile.checks.keys():
         alternate(state)
     if profile.thinking:
         flatten_unthought(state)
@@ -353,8 +356,13 @@ def _alone_after(state: _State, index: int, refs: list[ResultRef], dropped: set[
     skeleton = state.skeleton
     if index >= len(skeleton.kinds) or skeleton.kinds[index] == ASSISTANT:
         return False
-    if skeleton.extras.get(index) or index in skeleton.calls:
+    if index in skeleton.calls:
         return False
+    profile = state.profile
+    if skeleton.extras.get(index) and (
+        profile.block_pairing != "converse" or "result_with_text" in profile.checks
+    ):
+        return False  # more than the results: only a Bedrock profile without that rule allows
     here = {(index, result.slot) for result in skeleton.results.get(index, ())}
     return set(refs) == here - dropped and all(ref[0] == index for ref in refs)
 

@@ -308,6 +308,20 @@ def pair_converse(skeleton: Skeleton, report: _Report) -> None:
     )
     for index in sorted(results.keys() | {i + 1 for i in calls if i + 1 < len(kinds)}):
         if kinds[index] == ASSISTANT:
+            if (
+                kinds[index - 1] == ASSISTANT
+                and calls.get(index - 1)
+                and not report.wants("roles_not_alternating")
+            ):
+                # the calls' turn is over without a result. Bedrock refuses the two assistant
+                # messages first (its alternation error); a profile with the pairing rules
+                # alone (trim's) must still see the unanswered calls, which its repair answers
+                missing = tuple(c.id for c in calls[index - 1] if c.id is not None)
+                if missing:
+                    report.add(
+                        "missing_result", index, f"{len(missing)} call(s) without a result",
+                        ids=missing,
+                    )  # fmt: skip
             continue
         previous = calls.get(index - 1, ()) if index and kinds[index - 1] == ASSISTANT else ()
         carried = results.get(index, ())

@@ -149,11 +149,12 @@ def _scan(
     if (
         profile.block_pairing != "converse"
         # quick_valid also rules for a profile with only some of these rules (trim's
-        # pairing-only one): the scan applies them all, so it vouches for less, never for more.
-        # Not dirty_spans: its ranges must repair as the whole history does, and under fewer
-        # rules they do not (hypothesis found a call turn followed by an assistant message)
-        or not (codes <= _SCANNED_CODES if first_only else codes == _SCANNED_CODES)
-        or not (first_only or profile.first_user)
+        # pairing-only one): the scan applies them all, so it vouches for less, never for more;
+        # its ranges are then only a superset of the damaged ones, judged again under the
+        # profile. They repair as the whole does because the repair mends only what the
+        # profile's rules ask (no role order without those rules, text may stay by results)
+        or not codes <= _SCANNED_CODES
+        or not (first_only or profile.first_user or "first_not_user" not in codes)
         or profile.call_id_max_length is not None
         or profile.function_name_pattern is not None
         or profile.reasoning_in_tool_turns
