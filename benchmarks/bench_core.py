@@ -17,7 +17,7 @@ import random
 import statistics
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -108,10 +108,38 @@ def median_seconds(run: Callable[[], object], repeat: int) -> float:
     return statistics.median(times)
 
 
+def ratios_to_dumps(
+    history: Sequence[Any], runs: Mapping[str, Callable[[], object]], repeat: int
+) -> dict[str, float]:
+    """Each run's time over ``json.dumps(history)``'s, medians of ``repeat`` rounds.
+
+    A round times ``json.dumps`` once, then each run once right after an untimed run of its
+    own: every run is timed in the steady state of repeating itself (as ``timeit`` would, not on
+    the caches ``json.dumps`` just filled with its output, which costs a scan 20-50% more),
+    while load drifting on a shared machine falls on every round, and so on both sides alike
+    (timing all of one side, then all of the other, let it move a ratio by 10% and more)."""
+    baseline: list[float] = []
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    for _ in range(repeat):
+        start = time.perf_counter()
+        json.dumps(history)
+        baseline.append(time.perf_counter() - start)
+        for name, run in runs.items():
+            run()
+            start = time.perf_counter()
+            run()
+            times[name].append(time.perf_counter() - start)
+    dumps = statistics.median(baseline)
+    return {name: statistics.median(values) / dumps for name, values in times.items()}
+
+
+def ratio_to_dumps(history: Sequence[Any], run: Callable[[], object], repeat: int) -> float:
+    """One run's time over ``json.dumps(history)``'s (see :func:`ratios_to_dumps`)."""
+    return ratios_to_dumps(history, {"run": run}, repeat)["run"]
+
+
 def measure(history: list[Message], repeat: int) -> float:
-    baseline = median_seconds(lambda: json.dumps(history), repeat)
-    cost = median_seconds(lambda: toolmend.sanitize(history, provider="openai"), repeat)
-    return cost / baseline
+    return ratio_to_dumps(history, lambda: toolmend.sanitize(history, provider="openai"), repeat)
 
 
 def main() -> int:

@@ -19,9 +19,7 @@ from __future__ import annotations
 
 import argparse
 import copy
-import json
 import random
-import statistics
 import sys
 from pathlib import Path
 from typing import Any
@@ -29,7 +27,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_core import TOOLS, Message, filler_text, median_seconds
+from bench_core import TOOLS, Message, filler_text, ratio_to_dumps
 
 import toolmend
 
@@ -172,15 +170,8 @@ def damage(history: list[Message], share: float = 0.02, seed: int = 11) -> list[
 
 
 def measure(history: list[Message], provider: str, repeat: int) -> float:
-    """``sanitize`` time over ``json.dumps`` time for ``history``: the median of ``repeat``
-    ratios, each timing the two back to back, so that both see the same load on a shared
-    machine (timing all of one, then all of the other, lets the load drift between them)."""
-    ratios = []
-    for _ in range(repeat):
-        baseline = median_seconds(lambda: json.dumps(history), 1)
-        cost = median_seconds(lambda: toolmend.sanitize(history, provider=provider), 1)
-        ratios.append(cost / baseline)
-    return statistics.median(ratios)
+    """``sanitize`` time over ``json.dumps`` time for ``history`` (see ``ratio_to_dumps``)."""
+    return ratio_to_dumps(history, lambda: toolmend.sanitize(history, provider=provider), repeat)
 
 
 BUILDERS = (

@@ -14,14 +14,13 @@ Targets: valid <= 0.15x, damaged <= 0.5x.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_core import agent_history, damage, median_seconds
+from bench_core import agent_history, damage, ratio_to_dumps
 
 import toolmend
 
@@ -82,9 +81,7 @@ def as_items(history: list[Item]) -> list[Item]:
 
 
 def measure(items: list[Item], repeat: int) -> float:
-    baseline = median_seconds(lambda: json.dumps(items), repeat)
-    cost = median_seconds(lambda: toolmend.sanitize(items, provider=PROVIDER), repeat)
-    return cost / baseline
+    return ratio_to_dumps(items, lambda: toolmend.sanitize(items, provider=PROVIDER), repeat)
 
 
 def main() -> int:

@@ -2,9 +2,10 @@
 
 Core operations (``sanitize``, ``check``, ``trim``) on every wire format, valid and damaged
 (about 2% of messages broken), at 1,000 / 10,000 / 100,000 messages, each as a ratio to
-``json.dumps`` of the same history (the serialisation every SDK does on every request anyway);
-then the hooks' overhead on a real call (LiteLLM callback, openai patch, LangChain SQLite
-history) and an agent loop's cost per turn, each run in its own process by its own script.
+``json.dumps`` of the same history (the serialisation every SDK does on every request anyway;
+both are timed in the same rounds, see ``bench_core.ratios_to_dumps``); then the hooks'
+overhead on a real call (LiteLLM callback, openai patch, LangChain SQLite history) and an agent
+loop's cost per turn, each run in its own process by its own script.
 
 Columns: the ratio at each size (formats differ a little in how many messages or items the
 same conversation takes); ``growth``, the largest size's ratio over the smallest's (about 1 when
@@ -37,7 +38,7 @@ import bench_core
 import bench_formats
 import bench_responses
 import bench_trim
-from bench_core import median_seconds
+from bench_core import ratios_to_dumps
 
 import toolmend
 
@@ -103,17 +104,25 @@ def core_rows(sizes: tuple[int, ...], quick: bool) -> list[dict[str, Any]]:
             broken = damage(valid)
             assert toolmend.check(broken, provider=provider) != [], f"{name}: not damaged"
             for state, history in (("valid", valid), ("damaged", broken)):
-                baseline = median_seconds(lambda history=history: json.dumps(history), repeat)
-                for operation, (run, target) in _operations(provider).items():
+                operations = _operations(provider)
+                ratios = ratios_to_dumps(
+                    history,
+                    {
+                        operation: lambda run=run, history=history: run(history)
+                        for operation, (run, _) in operations.items()
+                    },
+                    repeat,
+                )
+                for operation, (_, target) in operations.items():
                     if state == "damaged" and operation in ("sanitize", "check"):
                         target = DAMAGED_TARGET
-                    cost = median_seconds(lambda run=run, history=history: run(history), repeat)
+                    ratio = ratios[operation]
                     row = rows.setdefault(
                         (operation, name, state),
                         {"operation": operation, "format": name, "history": state,
                          "ratios": {}, "target": target, "peak": None},
                     )  # fmt: skip
-                    row["ratios"][size] = cost / baseline
+                    row["ratios"][size] = ratio
                 if state == "valid" and size == max(sizes):
                     rows[("sanitize", name, "valid")]["peak"] = _peak_per_message(valid, provider)
     return list(rows.values())
@@ -195,7 +204,7 @@ def main() -> int:
     parser.add_argument("--no-hooks", action="store_true", help="the core table only")
     args = parser.parse_args()
     sizes = (1_000, 10_000) if args.quick else (1_000, 10_000, 100_000)
-    print("core operations: time / json.dumps time of the same history (median of runs)")
+    print("core operations: time / json.dumps time of the same history (medians of rounds)")
     met = print_core(core_rows(sizes, args.quick))
     if not args.no_hooks:
         print("\nhooks: a real call with toolmend / without (ratio of medians, one run each)")
