@@ -95,9 +95,9 @@ _SCANNED_CODES = frozenset(
         "result_id_format",
     }
 )
-"""The problem codes the scan rules on: a profile must enable exactly these (``role_order``
-aside, which judges OpenAI-shaped histories only), or the full path decides; ``quick_valid``
-also rules for a profile with only some of them."""
+"""The problem codes the scan rules on: a profile may enable these or some of them (trim's
+pairing-only profile; ``role_order`` aside, which judges OpenAI-shaped histories only), or the
+full path decides."""
 
 
 def quick_valid(messages: Sequence[Any], profile: Profile) -> bool:
