@@ -38,7 +38,8 @@ found the cross-range cases the scans now handle."""
 
 PAIRS = [
     *BLOCK_PAIRS,
-    # trim's profile, the pairing rules alone: quick_valid rules for it, dirty_spans does not
+    # trim's profile, the pairing rules alone: the scan rules for it, and its ranges must
+    # repair as the whole history does under those rules too
     ("bedrock", "bedrock (pairing)", {}),
 ]
 _PAIRING_PROFILES = [_pairing_profile(name) for name in ("anthropic", "gemini", "bedrock")]
@@ -225,3 +226,22 @@ def test_a_valid_history_is_checked_without_a_copy(format: str) -> None:
     # a shallow copy of the messages alone would take a large share of ``size``; the scan keeps
     # only small per-turn sets and the ids it has met
     assert peak < size / 10, (peak, size)
+
+
+@pytest.mark.parametrize("format", ["anthropic", "gemini", "bedrock"])
+def test_trim_mends_only_the_damaged_ranges(format: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``trim`` mends a damaged history with the pairing rules alone; the scan gives it the few
+    short ranges to read and repair (not the whole history), and the cut is the one the whole
+    history's repair gives."""
+    history = typical_history(format, 200)
+    module = module_for(format)
+    stray = [*history[:3], history[2], *history[3:]]  # a copy of a call turn's answer: damage
+    profile = _pairing_profile(format)
+    spans = module.dirty_spans(stray, profile)
+    assert spans is not None and 0 < sum(high - low for low, high in spans) <= 20, spans
+    assert toolmend.check(stray, provider=profile, format=format)
+    fast = toolmend.trim(stray, max_messages=300, keep_first=1)
+    cut = toolmend.trim(stray, max_messages=100, keep_first=1)
+    monkeypatch.setattr(module, "dirty_spans", lambda messages, profile: None)
+    assert toolmend.trim(stray, max_messages=300, keep_first=1) == fast
+    assert toolmend.trim(stray, max_messages=100, keep_first=1) == cut
