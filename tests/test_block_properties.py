@@ -109,6 +109,9 @@ def test_the_bedrock_pairing_repair_keeps_role_order_and_text_beside_results() -
     pairing = toolmend.repair(history, provider=_pairing_profile("bedrock"), format="bedrock")
     assert [change.code for change in pairing.changes] == ["dropped_orphan_result"]
     assert pairing.messages[:2] == history[:2] and pairing.messages[3:] == history[3:]
+    # and the one-pass scan vouches for what is left without a read (trim's final check)
+    assert module_for("bedrock").quick_valid(pairing.messages, _pairing_profile("bedrock"))
+    assert not module_for("bedrock").quick_valid(pairing.messages, get_profile("bedrock"))
     # a call turn followed by another assistant message is over without its result: the
     # pairing rules alone see it (Bedrock's own profile reports the two assistant messages)
     unanswered = [*history[3:4], {"role": "assistant", "content": [{"text": "Done."}]}]

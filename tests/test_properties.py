@@ -224,6 +224,37 @@ for every profile, and other profiles refuse them (Mistral, DeepSeek, Groq). Ref
 the history down the full path, which then finds nothing."""
 
 
+def _judged_valid(history: list[dict[str, Any]], provider: str) -> bool:
+    try:
+        return not judge(openai_chat.read(history), get_profile(provider))
+    except toolmend.InvalidHistoryError:
+        return False
+
+
+def test_a_repeated_result_takes_the_fast_path_where_the_rules_let_it_through() -> None:
+    """A second result for one of the turn's calls, among the turn's results: OpenAI (results
+    paired by id) takes it, DeepSeek (results counted) does not; once a user message ended
+    the turn it answers nothing. ``quick_valid`` vouches exactly where the full judge agrees,
+    and for the ``openai`` profile without reading the history (trim's final check of a mended
+    history that keeps such a repeat relied on the range scan before)."""
+    repeated = _valid_round()
+    repeated.insert(4, dict(repeated[3]))  # call_b's result twice
+    late = _valid_round()
+    late.insert(5, {"role": "user", "content": "and?"})
+    late.insert(6, dict(late[3]))  # call_b's result again, after the user spoke
+    assert openai_chat.quick_valid(repeated, get_profile("openai"))
+    assert not openai_chat.quick_valid(repeated, get_profile("deepseek"))
+    assert not _judged_valid(repeated, "deepseek")
+    for provider in PROVIDERS:
+        profile = get_profile(provider)
+        for history in (repeated, late):
+            if openai_chat.quick_valid(history, profile):
+                assert _judged_valid(history, provider), provider
+            first_only = openai_chat._scan(history, profile, first_only=True)
+            assert (first_only == []) is openai_chat.quick_valid(history, profile), provider
+    assert not _judged_valid(late, "openai")
+
+
 @pytest.mark.parametrize("wrong", list(_ONE_FIELD_WRONG))
 def test_quick_valid_refuses_each_wrong_field(wrong: str) -> None:
     """One failing and one passing example per check of the quick pass: the history is

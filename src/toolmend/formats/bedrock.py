@@ -166,6 +166,10 @@ def _scan(
         or not messages
     ):
         return None
+    # the rules beyond the pairing, which a pairing-only profile (trim's) leaves out
+    first_rule = "first_not_user" in codes
+    order_rule = "roles_not_alternating" in codes
+    text_rule = "result_with_text" in codes
     spans = FirstOnly() if first_only else Spans()
     callers = spans.callers  # every call id -> its first range (dirty_spans)
     ids: list[str] = []  # every call id (quick_valid: only the pattern needs them)
@@ -179,8 +183,10 @@ def _scan(
         if type(content) is not list:
             return None
         if role == "assistant":
-            if after_model or not index:
-                spans.dirty = True  # the first message, or two assistant messages in a row
+            if (after_model and (order_rule or waiting)) or (not index and first_rule):
+                # the first message, or two assistant messages in a row (the calls of the
+                # first of them then go unanswered, under any profile)
+                spans.dirty = True
             calls: set[str] | None = None
             for block in content:
                 if type(block) is not dict or len(block) != 1:
@@ -235,7 +241,11 @@ def _scan(
                 settled = False
         if not results and expect is None and (after_model or not index):
             spans.clean_point(index)  # a fresh user turn with nothing waiting
-        elif expect or (results and other) or (not after_model and index):
+        elif (
+            expect
+            or (results and other and text_rule)
+            or (not after_model and index and order_rule)
+        ):
             spans.dirty = True  # results missing, text beside results, or two users in a row
         elif results and settled and not first_only:
             spans.end_point(index + 1)  # the results answer the calls before them, exactly

@@ -107,30 +107,46 @@ def quick_valid(messages: Sequence[Any], profile: Profile) -> bool:
             messages,
             profile.call_id_max_length or 1 << 30,
             "unsupported_property" not in profile.checks,
+            _repeats_pass(profile),
         )
     except (KeyError, TypeError):  # a field missing or of the wrong kind: the full path decides
         return False
 
 
-def _plain_valid(messages: Sequence[Any], max_length: int, reasoning_field_ok: bool) -> bool:
+def _repeats_pass(profile: Profile) -> bool:
+    """Whether a second result for one of a turn's calls, among the turn's results, passes the
+    profile's rules: it does where results pair with calls by id and a repeat is no rule of its
+    own (OpenAI takes it); counting pairing (DeepSeek) sees one result too many."""
+    return profile.pairing != "count" and "duplicate_result" not in profile.checks
+
+
+def _plain_valid(
+    messages: Sequence[Any], max_length: int, reasoning_field_ok: bool, repeats_pass: bool
+) -> bool:
     """:func:`_scan` with ``first_only``, for a profile without per-turn rules, made as cheap
     as Python allows: the fields a valid message must have are read by subscript (a missing one
     raises ``KeyError``, which :func:`quick_valid` takes as "not sure"), nothing is counted."""
-    pending: set[str] | None = None  # the ids of the calls still waiting for their results
+    pending: set[str] | None = None  # the turn's calls still waiting for their results
+    tool_calls: Any = ()  # the calls of the turn whose results come now
     for message in messages:
         if type(message) is not dict:
             return False
         role = message["role"]
         if role == "tool":
             call_id = message["tool_call_id"]
-            if not pending or type(call_id) is not str:
+            if pending is None or type(call_id) is not str:
                 return False
-            pending.remove(call_id)  # KeyError: no call is waiting for this id
+            try:
+                pending.remove(call_id)
+            except KeyError:  # no call waits for it: a repeat of a result of this turn, or none
+                if not repeats_pass or not any(call["id"] == call_id for call in tool_calls):
+                    return False
             if type(message["content"]) is not str:
                 return False
             continue
         if pending:
             return False
+        pending = None
         if role == "assistant":
             if "function_call" in message or (
                 not reasoning_field_ok and "reasoning_content" in message
@@ -202,6 +218,8 @@ def _scan(
     max_length = profile.call_id_max_length or 1 << 30
     reasoning_rule = profile.reasoning_in_tool_turns
     reasoning_field_ok = "unsupported_property" not in profile.checks
+    repeats_pass = _repeats_pass(profile)
+    answered: set[str] = set()  # the calls of the turn whose results come now
     spans: list[tuple[int, int]] = []
     starts: list[int] = [0]  # where each range of the history begins
     callers: dict[str, list[int]] = {}  # call id -> the range starts calling it
@@ -214,8 +232,12 @@ def _scan(
         role = message.get("role")
         if role == "tool":
             call_id = message.get("tool_call_id")
-            if pending and type(call_id) is str and call_id in pending:
-                pending.discard(call_id)
+            if (
+                pending is not None
+                and type(call_id) is str
+                and (call_id in pending or (repeats_pass and call_id in answered))
+            ):
+                pending.discard(call_id)  # (a repeat of a result of this turn, if not there)
                 if type(message.get("content")) is str:
                     continue
             elif not first_only and type(call_id) is str:
@@ -267,6 +289,8 @@ def _scan(
                         pending.add(call_id)
                         if not first_only:
                             callers.setdefault(call_id, []).append(starts[-1])
+                if repeats_pass:
+                    answered = set(pending)
                 turn_calls = True
             else:
                 pending = None
