@@ -108,6 +108,7 @@ def quick_valid(messages: Sequence[Any], profile: Profile) -> bool:
             profile.call_id_max_length or 1 << 30,
             "unsupported_property" not in profile.checks,
             _repeats_pass(profile),
+            "tool_content_not_string" in profile.checks,
         )
     except (KeyError, TypeError):  # a field missing or of the wrong kind: the full path decides
         return False
@@ -121,11 +122,17 @@ def _repeats_pass(profile: Profile) -> bool:
 
 
 def _plain_valid(
-    messages: Sequence[Any], max_length: int, reasoning_field_ok: bool, repeats_pass: bool
+    messages: Sequence[Any],
+    max_length: int,
+    reasoning_field_ok: bool,
+    repeats_pass: bool,
+    content_rule: bool,
 ) -> bool:
     """:func:`_scan` with ``first_only``, for a profile without per-turn rules, made as cheap
     as Python allows: the fields a valid message must have are read by subscript (a missing one
-    raises ``KeyError``, which :func:`quick_valid` takes as "not sure"), nothing is counted."""
+    raises ``KeyError``, which :func:`quick_valid` takes as "not sure"), nothing is counted, and
+    a tool result's content is looked at only under a profile with a rule on it (Groq): on a
+    hook's path every object touched costs a cache miss."""
     pending: set[str] | None = None  # the turn's calls still waiting for their results
     tool_calls: Any = ()  # the calls of the turn whose results come now
     for message in messages:
@@ -141,7 +148,7 @@ def _plain_valid(
             except KeyError:  # no call waits for it: a repeat of a result of this turn, or none
                 if not repeats_pass or not any(call["id"] == call_id for call in tool_calls):
                     return False
-            if type(message["content"]) is not str:
+            if content_rule and type(message["content"]) is not str:
                 return False
             continue
         if pending:
@@ -219,6 +226,7 @@ def _scan(
     reasoning_rule = profile.reasoning_in_tool_turns
     reasoning_field_ok = "unsupported_property" not in profile.checks
     repeats_pass = _repeats_pass(profile)
+    content_rule = "tool_content_not_string" in profile.checks
     answered: set[str] = set()  # the calls of the turn whose results come now
     spans: list[tuple[int, int]] = []
     starts: list[int] = [0]  # where each range of the history begins
@@ -238,7 +246,7 @@ def _scan(
                 and (call_id in pending or (repeats_pass and call_id in answered))
             ):
                 pending.discard(call_id)  # (a repeat of a result of this turn, if not there)
-                if type(message.get("content")) is str:
+                if not content_rule or type(message.get("content")) is str:
                     continue
             elif not first_only and type(call_id) is str:
                 strays.append((starts[-1], call_id))
