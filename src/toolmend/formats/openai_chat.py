@@ -121,6 +121,12 @@ def _repeats_pass(profile: Profile) -> bool:
     return profile.pairing != "count" and "duplicate_result" not in profile.checks
 
 
+def _called_in(tool_calls: Any, call_id: str) -> bool:
+    """Whether the turn's ``tool_calls`` made a call with ``call_id`` (asked only when no call
+    waits for a result with that id: a repeat of one of the turn's results, or a stray)."""
+    return any(type(call) is dict and call.get("id") == call_id for call in tool_calls)
+
+
 def _plain_valid(
     messages: Sequence[Any],
     max_length: int,
@@ -146,7 +152,7 @@ def _plain_valid(
             try:
                 pending.remove(call_id)
             except KeyError:  # no call waits for it: a repeat of a result of this turn, or none
-                if not repeats_pass or not any(call["id"] == call_id for call in tool_calls):
+                if not repeats_pass or not _called_in(tool_calls, call_id):
                     return False
             if content_rule and type(message["content"]) is not str:
                 return False
@@ -227,7 +233,7 @@ def _scan(
     reasoning_field_ok = "unsupported_property" not in profile.checks
     repeats_pass = _repeats_pass(profile)
     content_rule = "tool_content_not_string" in profile.checks
-    answered: set[str] = set()  # the calls of the turn whose results come now
+    tool_calls: Any = ()  # the calls of the turn whose results come now
     spans: list[tuple[int, int]] = []
     starts: list[int] = [0]  # where each range of the history begins
     callers: dict[str, list[int]] = {}  # call id -> the range starts calling it
@@ -243,7 +249,7 @@ def _scan(
             if (
                 pending is not None
                 and type(call_id) is str
-                and (call_id in pending or (repeats_pass and call_id in answered))
+                and (call_id in pending or (repeats_pass and _called_in(tool_calls, call_id)))
             ):
                 pending.discard(call_id)  # (a repeat of a result of this turn, if not there)
                 if not content_rule or type(message.get("content")) is str:
@@ -297,8 +303,6 @@ def _scan(
                         pending.add(call_id)
                         if not first_only:
                             callers.setdefault(call_id, []).append(starts[-1])
-                if repeats_pass:
-                    answered = set(pending)
                 turn_calls = True
             else:
                 pending = None
