@@ -84,6 +84,20 @@ INTERLEAVED = [
 ]
 
 
+@pytest.mark.parametrize(
+    ("message", "characters"),
+    [
+        ({"role": "user", "content": "x" * 40}, 44),  # every string, not the keys
+        ({"role": "tool", "content": None}, 4),  # None counts nothing
+        ({"role": "x", "args": {"limit": 250, "ratio": 0.5}}, 1 + 3 + 3),  # a number's digits
+        ({"role": "x", "args": {"deep": True, "wide": False}}, 1),  # a bool is no number here
+        ({"role": "x", "parts": [{"text": "ab"}, ("cd", 7)]}, 1 + 2 + 2 + 1),  # any nesting
+    ],
+)
+def test_estimate_tokens_counts_strings_and_digits(message: Message, characters: int) -> None:
+    assert estimate_tokens(message) == 4 + -(-characters // 4)
+
+
 def test_interleaved_user_message_is_inside_the_group() -> None:
     assert toolmend.atomic_groups(INTERLEAVED) == [range(1), range(1, 4), range(4, 5)]
     # LangChain's SummarizationMiddleware keeps [Human, ToolMessage, AI] for a cut at 2

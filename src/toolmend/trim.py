@@ -693,16 +693,19 @@ def estimate_tokens(message: Any) -> int:
 
 
 def _characters(value: Any, depth: int) -> int:
-    if type(value) is dict or type(value) is list:  # the common case, without a generator
+    kind = type(value)
+    if kind is dict or kind is list:  # the common case, without a generator
         if depth > 32:
             return 0
         total = 0
-        for item in value.values() if type(value) is dict else value:
+        for item in value.values() if kind is dict else value:
             if type(item) is str:
                 total += len(item)
             elif item is not None:
                 total += _characters(item, depth + 1)
         return total
+    if kind is int or kind is float:  # before the ABC checks below, which cost ten times more
+        return len(repr(value))
     if isinstance(value, str):
         return len(value)
     if depth > 32 or value is None or isinstance(value, bool):
