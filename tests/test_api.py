@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import gc
 import subprocess
 import sys
 from types import ModuleType
@@ -45,6 +46,28 @@ def test_repair_returns_new_list_and_leaves_untouched_messages_shared() -> None:
     assert fixed is not history
     assert [m["role"] for m in fixed] == ["user", "assistant", "tool", "user", "assistant"]
     assert fixed[0] is history[0] and fixed[2] is history[3] and fixed[3] is history[2]
+
+
+def test_repair_holds_one_damaged_range_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each range's skeleton is freed once the range is mended. Kept to the end, a long damaged
+    history's skeletons and plans outlived the garbage collector's young generations, and the
+    full collections they set off (of the caller's whole heap) cost a third of the repair."""
+    from toolmend.history import Skeleton
+
+    plan_repair = toolmend.api.plan_repair
+    alive: list[int] = []
+
+    def counting(skeleton: Skeleton, *args: Any) -> Any:
+        alive.append(sum(type(o) is Skeleton for o in gc.get_objects()))
+        return plan_repair(skeleton, *args)
+
+    monkeypatch.setattr(toolmend.api, "plan_repair", counting)
+    history = []
+    for n in range(40):  # a user message between each call and its result: 40 damaged ranges
+        history += [user(), calls(f"call_{n}"), user("Still there?"), result(f"call_{n}")]
+    fixed = toolmend.repair(history)
+    assert len(alive) == 40 and toolmend.check(fixed.messages) == []
+    assert max(alive) <= 2, alive  # the range being mended (and at most one the scan holds)
 
 
 def test_strict_policy_raises_with_the_problems() -> None:

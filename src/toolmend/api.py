@@ -7,9 +7,10 @@ and comes back as the very same object.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -36,6 +37,7 @@ __all__ = [
     "Damage",
     "Mended",
     "check",
+    "damage_in",
     "find_damage",
     "format_of",
     "mend_damage",
@@ -181,15 +183,16 @@ def repair(
     chosen = as_policy(policy)
     module = format_of(messages, format)
     original, messages = messages, _items(module, messages)
-    damaged = find_damage(module, messages, profile, chosen)
-    problems = tuple(problem for damage in damaged for problem in damage.problems)
-    if not problems:
+    damaged = damage_in(module, messages, profile, chosen)
+    if damaged is None:
         return Repair(original)
-    if chosen.mode is Mode.STRICT:
-        raise ToolChainError(problems=problems)
-    if chosen.mode is Mode.REPORT:
+    if chosen.mode is not Mode.REPAIR:
+        problems = tuple(problem for damage in damaged for problem in damage.problems)
+        if chosen.mode is Mode.STRICT:
+            raise ToolChainError(problems=problems)
         return Repair(original, (), problems, problems)
-    mended = mend_damage(module, messages, profile, chosen, damaged)
+    mended = mend_damage(module, messages, profile, chosen, damaged, parts_before=0)
+    problems = tuple(mended.problems)
     # no change made (nothing can mend an empty history): the input itself, as for a valid one
     repaired = mended.messages if mended.changes else messages
     if _DEBUG and logger.isEnabledFor(logging.DEBUG):
@@ -222,19 +225,40 @@ class Mended:
     messages: list[Any]
     changes: list[Change]
     parts: list[tuple[Damage, Plan, list[Any]]]
+    problems: list[Problem]
+    """The problems of the ranges mended, in order."""
 
 
 def find_damage(
     module: ModuleType, messages: Sequence[Any], profile: Profile, policy: Policy | None = None
 ) -> list[Damage]:
     """The damaged ranges of ``messages`` under ``profile`` (none when it is valid)."""
-    damaged = []
+    return list(damage_in(module, messages, profile, policy) or ())
+
+
+def damage_in(
+    module: ModuleType, messages: Sequence[Any], profile: Profile, policy: Policy | None = None
+) -> Iterator[Damage] | None:
+    """:func:`find_damage` one range at a time, for :func:`mend_damage`; None when ``messages``
+    is valid.
+
+    A caller that mends each range as it comes and keeps no range's plan (``parts_before``)
+    frees each range's skeleton and plan before the next. Held to the end of a long damaged
+    history, they were most of what the garbage collector's young generations promoted, and a
+    full collection of the caller's whole heap followed every other repair."""
+    damaged = _damage_in(module, messages, profile, policy)
+    first = next(damaged, None)
+    return None if first is None else itertools.chain((first,), damaged)
+
+
+def _damage_in(
+    module: ModuleType, messages: Sequence[Any], profile: Profile, policy: Policy | None
+) -> Iterator[Damage]:
     for low, high in _ranges(module, messages, profile, policy):
         skeleton = _read_range(module, messages, low, high)
         found = judge(skeleton, profile)
         if found:
-            damaged.append(Damage(low, high, skeleton, found))
-    return damaged
+            yield Damage(low, high, skeleton, found)
 
 
 def mend_damage(
@@ -242,11 +266,16 @@ def mend_damage(
     messages: Sequence[Any],
     profile: Profile,
     policy: Policy,
-    damaged: list[Damage],
+    damaged: Iterable[Damage],
+    *,
+    parts_before: int | None = None,
 ) -> Mended:
-    """Plan and apply a repair of every damaged range; the rest is copied by slices."""
+    """Plan and apply a repair of every damaged range; the rest is copied by slices.
+    ``parts_before`` limits ``Mended.parts`` to the ranges that start before that index (None:
+    every range)."""
     repaired: list[Any] = []
     changes: list[Change] = []
+    problems: list[Problem] = []
     parts = []
     position = 0
     for damage in damaged:
@@ -265,10 +294,12 @@ def mend_damage(
         repaired.extend(messages[position : damage.low])
         repaired.extend(applied)
         changes.extend(made)
-        parts.append((damage, plan, applied))
+        problems.extend(damage.problems)
+        if parts_before is None or damage.low < parts_before:
+            parts.append((damage, plan, applied))
         position = damage.high
     repaired.extend(messages[position:])
-    return Mended(repaired, changes, parts)
+    return Mended(repaired, changes, parts, problems)
 
 
 def _unwritable(error: UnwritableValueError, part: Sequence[Any], low: int) -> InvalidHistoryError:

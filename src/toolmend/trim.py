@@ -582,10 +582,11 @@ def _mend(
     and planned, as :func:`toolmend.repair` does; the plan items say where each message of
     the prefix went.
     """
-    damaged = api.find_damage(module, messages, profile)
-    if not damaged:
+    damaged = api.damage_in(module, messages, profile)
+    if damaged is None:
         return messages, keep_first
-    mended = api.mend_damage(module, messages, profile, Policy(), damaged)
+    # only the ranges before the prefix ends say where it went; the others are freed as mended
+    mended = api.mend_damage(module, messages, profile, Policy(), damaged, parts_before=keep_first)
     keep = -1
     shift = 0  # how much longer the output is than the input, before the current range
     for damage, plan, applied in mended.parts:
