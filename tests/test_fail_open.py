@@ -91,7 +91,7 @@ def _fault(owner: Any, name: str) -> Callable[[pytest.MonkeyPatch], None]:
 
 FAULTS: dict[str, Callable[[pytest.MonkeyPatch], None]] = {
     # the core, as every hook reaches it through hooks.mend
-    "find_damage": _fault(toolmend.api, "find_damage"),  # deep inside toolmend.repair
+    "damage_in": _fault(toolmend.api, "damage_in"),  # deep inside toolmend.repair
     "detect_loops": _fault(toolmend, "detect_loops"),  # the loop guard, before repair
     "log_line": _bad_log_line,  # building the "repaired" log line
     # each hook's own code around mend
@@ -108,7 +108,7 @@ def faults_for(hook: Hook) -> list[str]:
     """The faults that reach ``hook``'s call path."""
     if hook.name.startswith("ToolMendHistory") and "write" in hook.name:
         return ["judge", "frontier"]
-    found = ["find_damage", "log_line"]
+    found = ["damage_in", "log_line"]
     if hook.loop_guard:
         found.append("detect_loops")
     found += {
@@ -415,8 +415,8 @@ def _raise(*args, **kwargs):
     raise InjectedFaultError("injected fault inside toolmend")
 
 
-if os.environ.get("TOOLMEND_TEST_FAULT") == "find_damage":
-    toolmend.api.find_damage = _raise
+if os.environ.get("TOOLMEND_TEST_FAULT") == "damage_in":
+    toolmend.api.damage_in = _raise
 _log = logging.FileHandler(os.environ["TOOLMEND_TEST_LOG"])
 _log.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
 logging.getLogger("toolmend").addHandler(_log)
@@ -455,7 +455,7 @@ def _proxy_boot(
         folder,
         {
             "TOOLMEND_DEEPSEEK_BASE": server.openai_base_url,
-            "TOOLMEND_TEST_FAULT": "find_damage",
+            "TOOLMEND_TEST_FAULT": "damage_in",
             "TOOLMEND_TEST_LOG": str(folder / "toolmend.log"),
         },
     )
