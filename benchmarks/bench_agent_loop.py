@@ -3,12 +3,14 @@
 An agent calls the model with the same history plus a few new messages on every turn: one
 assistant message with three parallel tool calls, their three results, and now and then a user
 message. Each turn, a hook (the LiteLLM callback, the SDK patch, the LangChain middleware) hands
-the whole history to ``toolmend.integrations.hooks.mend``: the loop guard reads the live run
-(the tool rounds since the last user message) and the repair check reads the whole history once.
+the whole history to ``toolmend.integrations.hooks.mend``, which reads it once
+(``toolmend.fastpath``): the repair check, and the live run (the tool rounds since the last user
+message) handed from the same pass to the loop guard.
 
 This prints, for a history of 1,000, 10,000 and 100,000 messages, the median cost of one turn's
 ``mend`` in microseconds, per message, and as a ratio to ``json.dumps`` of the same history (the
-serialisation the SDK does on that turn anyway), with the two parts timed on their own.
+serialisation the SDK does on that turn anyway), with the two parts of the full path (taken
+when that pass cannot vouch for the history) timed on their own.
 
 Why the check reads the whole history every turn: the caller owns the messages and may change
 any of them between turns (a trimmer, a summariser, a store that reloads them), and nothing

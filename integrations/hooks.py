@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import toolmend
+from toolmend import fastpath
+from toolmend.policy import as_policy
 
 __all__ = ["HookOptions", "Mended", "mend"]
 
@@ -38,6 +40,11 @@ class HookOptions:
     on_loop: OnLoop = "warn"
     """The loop guard: ``"warn"`` logs what :func:`toolmend.detect_loops` finds, ``"raise"``
     fails the call with :class:`toolmend.ToolLoopError` before anything is sent, ``"off"``."""
+
+    def __post_init__(self) -> None:
+        # a wrong policy name fails where the hook is built: a valid request never reaches the
+        # code that reads it (the fast path in mend), and a failure per call is only logged
+        as_policy(self.policy)
 
 
 @dataclass(frozen=True)
@@ -66,8 +73,11 @@ def mend(
     ``"openai.chat.completions.create"``); it never includes message content.
     """
     try:
+        guard = options.on_loop != "off"
+        if fastpath.vouch(messages, provider=provider, format=format, loops=guard):
+            return Mended(messages)  # nearly every request: see toolmend.fastpath
         loops: tuple[toolmend.Problem, ...] = ()
-        if options.on_loop != "off":
+        if guard:
             loops = tuple(
                 toolmend.detect_loops(
                     messages, format=format, raise_=options.on_loop == "raise", live_only=True

@@ -29,6 +29,7 @@ import pytest
 import litellm_proxy
 import toolmend
 import toolmend.api
+import toolmend.fastpath
 from hook_entries import (
     HOOKS,
     Hook,
@@ -91,6 +92,7 @@ def _fault(owner: Any, name: str) -> Callable[[pytest.MonkeyPatch], None]:
 
 FAULTS: dict[str, Callable[[pytest.MonkeyPatch], None]] = {
     # the core, as every hook reaches it through hooks.mend
+    "vouch": _fault(toolmend.fastpath, "vouch"),  # the fast path, first on every request
     "damage_in": _fault(toolmend.api, "damage_in"),  # deep inside toolmend.repair
     "detect_loops": _fault(toolmend, "detect_loops"),  # the loop guard, before repair
     "log_line": _bad_log_line,  # building the "repaired" log line
@@ -108,7 +110,7 @@ def faults_for(hook: Hook) -> list[str]:
     """The faults that reach ``hook``'s call path."""
     if hook.name.startswith("ToolMendHistory") and "write" in hook.name:
         return ["judge", "frontier"]
-    found = ["damage_in", "log_line"]
+    found = ["vouch", "damage_in", "log_line"]
     if hook.loop_guard:
         found.append("detect_loops")
     found += {
@@ -122,8 +124,15 @@ def faults_for(hook: Hook) -> list[str]:
     return found
 
 
+_FULL_PATH_ONLY = frozenset({"damage_in", "detect_loops", "log_line"})
+"""Faults only the full path reaches: a valid request with no loop in it is vouched for by
+``toolmend.fastpath`` and never gets there (in the formats with a one-pass reader)."""
+
 CASES = [
-    pytest.param(hook, fault, id=f"{hook}-{fault}") for hook in HOOKS for fault in faults_for(hook)
+    pytest.param(hook, fault, state, id=f"{hook}-{fault}-{state}")
+    for hook in HOOKS
+    for fault in faults_for(hook)
+    for state in (("broken",) if fault in _FULL_PATH_ONLY else ("valid", "broken"))
 ]
 
 
@@ -171,8 +180,7 @@ def test_every_hook_repairs_what_the_provider_would_refuse(
 # --- a fault inside toolmend -----------------------------------------------------------------
 
 
-@pytest.mark.parametrize("state", ["valid", "broken"])
-@pytest.mark.parametrize(("hook", "fault"), CASES)
+@pytest.mark.parametrize(("hook", "fault", "state"), CASES)
 def test_a_fault_inside_toolmend_sends_the_original(
     server: StrictProviderServer,
     hook: Hook,
@@ -403,7 +411,7 @@ _PROXY_HANDLER = '''"""Test-only: toolmend's proxy handler, with a fault inside 
 import logging
 import os
 
-import toolmend.api
+import toolmend.fastpath
 from toolmend.integrations.litellm import proxy_handler as handler  # noqa: F401
 
 
@@ -415,8 +423,8 @@ def _raise(*args, **kwargs):
     raise InjectedFaultError("injected fault inside toolmend")
 
 
-if os.environ.get("TOOLMEND_TEST_FAULT") == "damage_in":
-    toolmend.api.damage_in = _raise
+if os.environ.get("TOOLMEND_TEST_FAULT") == "vouch":
+    toolmend.fastpath.vouch = _raise
 _log = logging.FileHandler(os.environ["TOOLMEND_TEST_LOG"])
 _log.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
 logging.getLogger("toolmend").addHandler(_log)
@@ -455,7 +463,7 @@ def _proxy_boot(
         folder,
         {
             "TOOLMEND_DEEPSEEK_BASE": server.openai_base_url,
-            "TOOLMEND_TEST_FAULT": "damage_in",
+            "TOOLMEND_TEST_FAULT": "vouch",
             "TOOLMEND_TEST_LOG": str(folder / "toolmend.log"),
         },
     )

@@ -37,6 +37,7 @@ from litellm.integrations.custom_logger import CustomLogger
 
 import litellm_proxy
 import toolmend
+import toolmend.fastpath
 from litellm_proxy import free_port
 from toolmend.integrations import litellm as hook
 from toolmend.integrations.litellm import ToolMend
@@ -503,7 +504,7 @@ def test_a_toolmend_bug_never_aborts_the_call(
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("toolmend bug")
 
-    monkeypatch.setattr(toolmend, "repair", broken)
+    monkeypatch.setattr(toolmend.fastpath, "vouch", broken)  # the first step of every request
     messages = [_user(), _asks(_call("call_1")), _result("call_1"), _user("Thanks")]
     litellm.callbacks = [ToolMend()]
     with caplog.at_level(logging.ERROR, logger="toolmend"):

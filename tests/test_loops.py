@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import toolmend
+from agent_runs import agent_runs
 from cases import assistant, result, user
 
 Message = dict[str, Any]
@@ -229,48 +230,8 @@ def test_live_only_skips_the_runs_the_user_ended() -> None:
     assert raised.value.problems == tuple(expected)
 
 
-@st.composite
-def _agent_runs(draw: st.DrawFn) -> list[Any]:
-    """Runs of tool rounds between user messages, drawn from few tools and few arguments so
-    that repeats, cycles and streaks happen; now and then a message the fast reader refuses
-    (an SDK-like object, a call without a ``function`` dict) so the fallback is exercised."""
-    history: list[Any] = []
-    counter = 0
-    for _ in range(draw(st.integers(0, 4))):
-        history.append(user("go on"))
-        for _ in range(draw(st.integers(0, 9))):
-            calls = []
-            for _ in range(draw(st.integers(1, 3))):
-                counter += 1
-                name = draw(st.sampled_from(["grep", "ls", "cat", None]))
-                arguments = draw(st.sampled_from(['{"a": 1}', '{ "a":1 }', '{"a": 2}', "x", None]))
-                call = {
-                    "id": f"call_{counter}",
-                    "type": "function",
-                    "function": {"name": name, "arguments": arguments},
-                }
-                if draw(st.integers(0, 30)) == 0:
-                    call = {"id": f"call_{counter}", "name": name, "arguments": arguments}
-                calls.append(call)
-            message: Any = {"role": "assistant", "content": None, "tool_calls": calls}
-            if draw(st.integers(0, 30)) == 0:
-                message = _Message(**message)
-            history.append(message)
-            history += [result(call["id"], "out") for call in calls]
-        if draw(st.booleans()):
-            history.append(assistant("done"))
-    return history
-
-
-class _Message:
-    """An SDK-like message object (attributes, no ``get``)."""
-
-    def __init__(self, **fields: Any) -> None:
-        self.__dict__.update(fields)
-
-
 @settings(max_examples=300, deadline=None)
-@given(history=_agent_runs(), limits=st.sampled_from([(3, 5, 25), (2, 2, 3), (None, 3, None)]))
+@given(history=agent_runs(), limits=st.sampled_from([(3, 5, 25), (2, 2, 3), (None, 3, None)]))
 def test_live_only_reports_what_the_full_read_reports_in_the_live_run(
     history: list[Any], limits: tuple[Any, Any, Any]
 ) -> None:

@@ -16,7 +16,7 @@ from types import ModuleType
 from typing import Any
 
 from .edits import Plan
-from .formats import detect, module_for
+from .formats import detect, feature, module_for
 from .history import Skeleton
 from .jsontext import UnwritableValueError, locate
 from .policy import Mode, Policy, as_policy
@@ -76,7 +76,7 @@ def format_of(messages: Any, format: str | None = None) -> ModuleType:
 def _items(module: ModuleType, messages: Any) -> Sequence[Any]:
     """The list the format reads: ``messages`` itself, or the format's ``normalize``-d view of
     it (Gemini's other ``contents`` shapes; a list of Contents comes back as it is)."""
-    normalize = getattr(module, "normalize", None)
+    normalize = feature(module, "normalize")
     if normalize is None:
         return messages  # type: ignore[no-any-return]
     items: Sequence[Any] = normalize(messages)
@@ -99,10 +99,10 @@ def _ranges(
     """The ranges of ``messages`` to read and judge: none when the format's one-pass test
     vouches for the whole history, the damaged ranges when it can tell them (see
     ``formats.openai_chat.dirty_spans``), else the whole history."""
-    quick_valid = getattr(module, "quick_valid", None)
+    quick_valid = feature(module, "quick_valid")
     if quick_valid is not None and quick_valid(messages, profile):
         return []  # the common case: one tight pass that builds nothing
-    spans_of = getattr(module, "dirty_spans", None)
+    spans_of = feature(module, "dirty_spans")
     if spans_of is not None and (policy is None or policy.frontier != "keep"):
         spans: list[tuple[int, int]] | None = spans_of(messages, profile)
         if spans is not None:

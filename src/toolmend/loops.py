@@ -34,13 +34,28 @@ from types import ModuleType
 from typing import Any
 
 from .api import _items, format_of, read_history
+from .formats import feature
 from .history import ASSISTANT, USER, Call, Skeleton
 from .report import InvalidMessageError, Problem, ToolLoopError
 
-__all__ = ["LOOP_CODES", "detect_loops"]
+__all__ = [
+    "LOOP_CODES",
+    "MAX_ROUNDS",
+    "REPEAT",
+    "REPEAT_TOOL",
+    "detect_loops",
+    "quiet_live_run",
+]
 
 LOOP_CODES = ("repeated_call", "repeated_tool", "long_tool_run")
 """The problem codes the loop guard reports."""
+
+REPEAT = 3
+"""Identical calls in one run that make a ``repeated_call`` (the default of ``repeat``)."""
+REPEAT_TOOL = 5
+"""Consecutive rounds calling one tool that make a ``repeated_tool`` (default)."""
+MAX_ROUNDS = 25
+"""The most tool rounds in a run before ``long_tool_run`` (default)."""
 
 _RULES = {
     "repeated_call": "LOOP-REPEATED-CALL",
@@ -53,9 +68,9 @@ def detect_loops(
     messages: Sequence[Any],
     *,
     format: str | None = None,
-    repeat: int | None = 3,
-    repeat_tool: int | None = 5,
-    max_rounds: int | None = 25,
+    repeat: int | None = REPEAT,
+    repeat_tool: int | None = REPEAT_TOOL,
+    max_rounds: int | None = MAX_ROUNDS,
     raise_: bool = False,
     live_only: bool = False,
 ) -> list[Problem]:
@@ -103,7 +118,7 @@ def detect_loops(
     if live_only:
         module = format_of(messages, format)
         messages = _items(module, messages)
-        fast = getattr(module, "live_rounds", None)
+        fast = feature(module, "live_rounds")
         live = fast(messages) if fast is not None else None
         if live is not None:  # the run read straight off plain dicts, indexes as they are
             live_from, rounds = live
@@ -155,6 +170,34 @@ def detect_loops(
     return problems
 
 
+def quiet_live_run(rounds: int, calls: Sequence[tuple[str, Any]]) -> bool:
+    """True only when :func:`detect_loops` with the default limits and ``live_only=True`` finds
+    nothing in a live run of ``rounds`` tool rounds making ``calls`` (name, arguments; every
+    name a non-empty string). False says nothing: ask :func:`detect_loops`.
+
+    The hooks' fast path (:func:`toolmend.fastpath.vouch`) gets the run from the format's
+    one-pass check of the whole history, and most runs end here without reading an argument:
+    a run too short for ``repeated_tool`` and ``long_tool_run`` can only hold a
+    ``repeated_call``, which needs a tool called ``REPEAT`` times."""
+    if rounds >= REPEAT_TOOL or rounds > MAX_ROUNDS:
+        return False
+    counts: dict[str, int] = {}
+    crowded = False
+    for name, _ in calls:
+        count = counts[name] = counts.get(name, 0) + 1
+        crowded = crowded or count >= REPEAT
+    if not crowded:
+        return True
+    same: dict[tuple[str, str], int] = {}
+    for name, arguments in calls:
+        if counts[name] >= REPEAT:
+            key = (name, _canonical(arguments))
+            count = same[key] = same.get(key, 0) + 1
+            if count >= REPEAT:
+                return False
+    return True
+
+
 def _read_shifted(module: ModuleType, items: Sequence[Any], start: int) -> Skeleton:
     """The skeleton of the live run ``items`` (which begins at ``start`` in the history); a
     message it cannot read is reported at its index in the whole history."""
@@ -175,7 +218,7 @@ def _live_start(module: ModuleType, items: Sequence[Any]) -> int:
     """The index after the last user message, read one message at a time from the end, so
     the runs before it cost nothing; 0 when there is none (or a message cannot be read alone,
     and the full read will report it)."""
-    kind_of = getattr(module, "kind_of", None)
+    kind_of = feature(module, "kind_of")
     for index in range(len(items) - 1, -1, -1):
         try:
             if kind_of is not None:
@@ -358,7 +401,7 @@ def _arguments(
 ) -> Any:
     """The call's arguments as the message holds them: JSON text or an object. (The skeleton
     is only needed by formats without ``call_arguments``; ``live_rounds`` comes with both.)"""
-    reader = getattr(module, "call_arguments", None)
+    reader = feature(module, "call_arguments")
     if callable(reader):
         return reader(messages[index], call.slot)
     assert skeleton is not None, "a format with live_rounds has call_arguments"

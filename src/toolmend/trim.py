@@ -48,7 +48,7 @@ from typing import Any
 from . import api
 from .api import read_history
 from .edits import AsText, Item, Keep, Merge, Placeholder
-from .formats import MODULES, detect, module_for
+from .formats import MODULES, detect, feature, module_for
 from .history import ASSISTANT, TOOL, Skeleton
 from .policy import Policy
 from .profiles import Profile, get_profile
@@ -333,7 +333,7 @@ def trim(
     if isinstance(messages, str) or (isinstance(messages, (list, tuple)) and not messages):
         return messages  # nothing to cut (a bare string is one Responses user message)
     module = api.format_of(messages, format)
-    normalize = getattr(module, "normalize", None)
+    normalize = feature(module, "normalize")
     if normalize is not None and not isinstance(messages, (list, tuple)):
         messages = normalize(messages)  # one Gemini Content or Part: the list it stands for
     profile = _pairing_profile(module.NAME)
@@ -458,7 +458,7 @@ def _whole_spans(module: ModuleType, working: Sequence[Any]) -> list[tuple[int, 
     """The format's ranges that must stay whole, from its one-pass ``group_spans`` (Responses:
     where results may lie anywhere after their calls, the boundaries need the whole input, and
     a read with a pairing costs several times the pass); None to read instead."""
-    group_spans = getattr(module, "group_spans", None) if _SHORTCUTS else None
+    group_spans = feature(module, "group_spans") if _SHORTCUTS else None
     found: list[tuple[int, int]] | None = group_spans(working) if group_spans else None
     return found
 
@@ -513,7 +513,7 @@ def _boundary_from(module: ModuleType, working: Sequence[Any], index: int) -> in
     after it, so no window short of the end is sure to show the last such result."""
     if module.NAME not in _RESULTS_FOLLOW_CALLS:
         return _boundaries_from(module, working, index)[0]
-    kind_of = getattr(module, "kind_of", None)
+    kind_of = feature(module, "kind_of")
     for position in range(index, len(working)):
         if kind_of is not None:
             if kind_of(working[position]) != TOOL:

@@ -47,6 +47,10 @@ A format module exposes:
     True to the full path under every profile. In the chat and block formats it is the
     ``dirty_spans`` scan run with a ``first_only`` flag that stops at the first problem (the
     block formats: :class:`toolmend.spans.FirstOnly`), so the two cannot drift apart.
+``quick_live(messages: Sequence[Any], profile: Profile) -> tuple[int, list[tuple[str, Any]]]``
+    ``| None`` *(optional)* ``quick_valid``'s pass, also returning the live run for the loop
+    guard: the number of tool rounds after the last user message and each of their calls as
+    (name, arguments); None when it cannot vouch. The hooks' fast path (:mod:`toolmend.fastpath`).
 ``dirty_spans(messages: Sequence[Any], profile: Profile) -> list[tuple[int, int]] | None``
     *(optional)* The one-pass scan: the ranges that need repair (empty when valid), or None
     when it cannot tell (see :mod:`toolmend.spans`). Each range is judged and repaired on its
@@ -106,6 +110,14 @@ def module_for(name: str) -> ModuleType:
 
 _imported: dict[str, ModuleType] = {}
 """Format modules already imported, by path: :func:`module_for` runs on every request."""
+
+
+def feature(module: ModuleType, name: str) -> Any:
+    """The format module's optional ``name`` (see above), or None when it has none.
+
+    Not ``getattr(module, name, None)``: for a name the module lacks, that raises and catches an
+    ``AttributeError`` inside, about a microsecond each time, on every request of every hook."""
+    return module.__dict__.get(name)
 
 
 def detect(messages: Sequence[Any]) -> ModuleType:

@@ -29,6 +29,7 @@ __all__ = [
     "dirty_spans",
     "kind_of",
     "live_rounds",
+    "quick_live",
     "quick_valid",
     "read",
     "result_text",
@@ -98,20 +99,76 @@ def quick_valid(messages: Sequence[Any], profile: Profile) -> bool:
     with rules it does not know) answers False, and the full path decides. A property test
     asserts that True always agrees with the full path.
     """
-    if not _scannable(messages, profile):
+    if not messages:
         return False
-    if profile.reasoning_in_tool_turns:  # a rule per turn: the scan that tracks turns
+    params = _plain_params(profile)
+    if params is None:
+        return False
+    if params is _SCAN_TURNS:  # a rule per turn: the scan that tracks turns
         return _scan(messages, profile, first_only=True) == []
     try:
-        return _plain_valid(
-            messages,
-            profile.call_id_max_length or 1 << 30,
-            "unsupported_property" not in profile.checks,
-            _repeats_pass(profile),
-            "tool_content_not_string" in profile.checks,
-        )
+        return _plain_valid(messages, *params) is not None
     except (KeyError, TypeError):  # a field missing or of the wrong kind: the full path decides
         return False
+
+
+def quick_live(
+    messages: Sequence[Any], profile: Profile
+) -> tuple[int, list[tuple[str, Any]]] | None:
+    """:func:`quick_valid` and the loop guard's live run from the same pass: None when the pass
+    cannot vouch for ``messages``; else the number of tool rounds after the last user message
+    and each of their calls as (name, arguments), the name a non-empty string.
+
+    For the hooks' fast path (:func:`toolmend.fastpath.vouch`): the guard's own walk over the
+    live run cost a LiteLLM call more than the whole check of the history once it had pushed
+    toolmend's code out of the CPU caches."""
+    params = _plain_params(profile) if messages else None
+    if params is None or params is _SCAN_TURNS:
+        return None
+    try:
+        live = _plain_valid(messages, *params)
+    except (KeyError, TypeError):
+        return None
+    if live is None:
+        return None
+    calls: list[tuple[str, Any]] = []
+    for tool_calls in live:
+        for call in tool_calls:
+            function = call["function"]
+            calls.append((function["name"], function["arguments"]))
+    return len(live), calls
+
+
+_PlainParams = tuple[int, bool, bool, bool]
+_SCAN_TURNS: _PlainParams = (0, False, False, False)
+"""The stand-in for "the profile has per-turn rules": :func:`_scan` decides, not the plain pass."""
+
+_PARAMS_BY_PROFILE: dict[int, tuple[Profile, _PlainParams | None]] = {}
+"""``id(profile)`` -> (the profile, its :func:`_plain_valid` arguments); the profile is kept so
+its id cannot be reused while the entry lives."""
+
+
+def _plain_params(profile: Profile) -> _PlainParams | None:
+    """:func:`_plain_valid`'s arguments for ``profile`` (None when the one-pass scans do not
+    model its rules), worked out once per profile: on a hook's path every function the check
+    runs is one more thing to load into a cold cache."""
+    entry = _PARAMS_BY_PROFILE.get(id(profile))
+    if entry is not None and entry[0] is profile:
+        return entry[1]
+    params: _PlainParams | None = None
+    if _scannable_profile(profile):
+        params = _SCAN_TURNS
+        if not profile.reasoning_in_tool_turns:
+            params = (
+                profile.call_id_max_length or 1 << 30,
+                "unsupported_property" not in profile.checks,
+                _repeats_pass(profile),
+                "tool_content_not_string" in profile.checks,
+            )
+    if len(_PARAMS_BY_PROFILE) >= 256:  # profiles built per call: keep the cache small
+        _PARAMS_BY_PROFILE.clear()
+    _PARAMS_BY_PROFILE[id(profile)] = (profile, params)
+    return params
 
 
 def _repeats_pass(profile: Profile) -> bool:
@@ -133,49 +190,55 @@ def _plain_valid(
     reasoning_field_ok: bool,
     repeats_pass: bool,
     content_rule: bool,
-) -> bool:
+) -> list[Any] | None:
     """:func:`_scan` with ``first_only``, for a profile without per-turn rules, made as cheap
     as Python allows: the fields a valid message must have are read by subscript (a missing one
     raises ``KeyError``, which :func:`quick_valid` takes as "not sure"), nothing is counted, and
     a tool result's content is looked at only under a profile with a rule on it (Groq): on a
-    hook's path every object touched costs a cache miss."""
+    hook's path every object touched costs a cache miss.
+
+    None when it cannot vouch for ``messages``; else the ``tool_calls`` lists of the assistant
+    messages after the last user message (the live run, for :func:`quick_live`), each call a
+    dict with a ``function`` dict whose ``name`` is a non-empty string."""
     pending: set[str] | None = None  # the turn's calls still waiting for their results
     tool_calls: Any = ()  # the calls of the turn whose results come now
+    live: list[Any] = []  # the tool_calls lists since the last user message
     for message in messages:
         if type(message) is not dict:
-            return False
+            return None
         role = message["role"]
         if role == "tool":
             call_id = message["tool_call_id"]
             if pending is None or type(call_id) is not str:
-                return False
+                return None
             try:
                 pending.remove(call_id)
             except KeyError:  # no call waits for it: a repeat of a result of this turn, or none
                 if not repeats_pass or not _called_in(tool_calls, call_id):
-                    return False
+                    return None
             if content_rule and type(message["content"]) is not str:
-                return False
+                return None
             continue
         if pending:
-            return False
+            return None
         pending = None
         if role == "assistant":
             if "function_call" in message or (
                 not reasoning_field_ok and "reasoning_content" in message
             ):
-                return False
+                return None
             tool_calls = message.get("tool_calls")
             if tool_calls is None:
                 if not message["content"]:
-                    return False
+                    return None
                 continue
             if type(tool_calls) is not list or not tool_calls:
-                return False
+                return None
+            live.append(tool_calls)
             pending = set()
             for call in tool_calls:
                 if type(call) is not dict or call["type"] is None:
-                    return False
+                    return None
                 call_id = call["id"]
                 function = call["function"]
                 if (
@@ -184,17 +247,21 @@ def _plain_valid(
                     or call_id in pending
                     or type(function) is not dict
                 ):
-                    return False
+                    return None
                 name = function["name"]
                 if type(function["arguments"]) is not str or type(name) is not str or not name:
-                    return False
+                    return None
                 pending.add(call_id)
-        elif role == "user" or role == "system" or role == "developer":
+        elif role == "user":
             if "tool_calls" in message:
-                return False
+                return None
+            live = []
+        elif role == "system" or role == "developer":
+            if "tool_calls" in message:
+                return None
         else:
-            return False
-    return not pending
+            return None
+    return None if pending else live
 
 
 def dirty_spans(messages: Sequence[Any], profile: Profile) -> list[tuple[int, int]] | None:
@@ -211,8 +278,14 @@ def dirty_spans(messages: Sequence[Any], profile: Profile) -> list[tuple[int, in
 
 
 def _scannable(messages: Sequence[Any], profile: Profile) -> bool:
-    """Whether the one-pass scans model every rule of ``profile`` (else the full path)."""
-    return bool(messages) and not (
+    """Whether the one-pass scans can judge ``messages`` under ``profile`` (else the full
+    path)."""
+    return bool(messages) and _scannable_profile(profile)
+
+
+def _scannable_profile(profile: Profile) -> bool:
+    """Whether the one-pass scans model every rule of ``profile``."""
+    return not (
         profile.pairing not in ("adjacent", "count", "none")
         or profile.role_successors is not None
         or profile.alternation is not None

@@ -1,0 +1,184 @@
+"""The hooks' fast path (``toolmend.fastpath.vouch``): a promise that the full path would change
+nothing and find nothing, never a verdict of its own.
+
+Where it vouches, ``repair`` must return the very input with no problem and the live-run loop
+guard must find nothing; where it does not, the hooks take the full path, which the rest of the
+suite tests. It must also vouch for the plain valid histories hooks see all day, or it would be
+a path no request takes.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import toolmend
+from agent_runs import agent_runs
+from cases import assistant, result, user
+from toolmend.fastpath import vouch
+from toolmend.integrations.hooks import HookOptions, mend
+
+from histories import damaged_conversations, valid_conversations
+
+PROVIDERS = ["openai", "deepseek", "deepseek-reasoner", "mistral", "groq", "hf-template"]
+
+
+def _full_path_agrees(history: list[Any], provider: str, loops: bool) -> bool:
+    """What ``vouch`` promises: the full path changes nothing and finds nothing."""
+    repaired = toolmend.repair(history, provider=provider)
+    if repaired.messages is not history or repaired.problems or repaired.changes:
+        return False
+    return not loops or toolmend.detect_loops(history, live_only=True) == []
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    history=st.one_of(
+        valid_conversations(id_style="any"),
+        valid_conversations(id_style="any", reasoning=True),
+        damaged_conversations(id_style="any").map(lambda case: case[1]),
+        agent_runs(),
+        agent_runs(odd=False),
+    ),
+    provider=st.sampled_from(PROVIDERS),
+    loops=st.booleans(),
+)
+def test_vouch_only_where_the_full_path_changes_and_finds_nothing(
+    history: list[Any], provider: str, loops: bool
+) -> None:
+    if vouch(history, provider=provider, format="openai", loops=loops):
+        assert _full_path_agrees(history, provider, loops)
+
+
+@settings(max_examples=100, deadline=None)
+@given(history=valid_conversations(id_style="openai"))
+def test_vouch_for_plain_valid_histories(history: list[Any]) -> None:
+    """The histories hooks see all day take the fast path (without the loop guard: these
+    conversations may repeat a call; the guard's own examples are below)."""
+    assert vouch(history, provider="openai", loops=False)
+
+
+def _round(call_id: str, name: str, arguments: str) -> list[dict[str, Any]]:
+    call = {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+    return [{"role": "assistant", "content": None, "tool_calls": [call]}, result(call_id, "out")]
+
+
+def _run(*arguments: str, name: str = "search") -> list[dict[str, Any]]:
+    history = [user("go")]
+    for number, text in enumerate(arguments):
+        history += _round(f"call_{number}", name, text)
+    return history
+
+
+@pytest.mark.parametrize(
+    ("history", "vouched"),
+    [
+        pytest.param(_run('{"q": 1}', '{"q": 2}', '{"q": 3}'), True, id="three-other-arguments"),
+        pytest.param(_run('{"q": 1}', '{"q": 1}'), True, id="two-repeats"),
+        pytest.param(_run('{"q": 1}', '{"q": 1}', '{"q": 1}'), False, id="three-repeats"),
+        pytest.param(
+            _run('{"q": 1, "n": 2}', '{ "n":2, "q":1 }', '{"n": 2, "q": 1}'),
+            False,
+            id="three-repeats-written-differently",
+        ),
+        pytest.param(_run(*[json.dumps({"q": n}) for n in range(5)]), False, id="five-rounds"),
+        pytest.param(
+            [*_run('{"q": 1}', '{"q": 1}', '{"q": 1}'), user("stop")],
+            True,
+            id="a-loop-the-user-ended",
+        ),
+    ],
+)
+def test_the_loop_guard_on_the_fast_path(history: list[Any], vouched: bool) -> None:
+    """A failing and a passing example of each way the live run can keep the fast path off."""
+    assert toolmend.repair(history).messages is history
+    assert vouch(history, provider="openai") is vouched
+    assert vouch(history, provider="openai", loops=False)
+    if not vouched and len(history) < 12:
+        assert toolmend.detect_loops(history, live_only=True), "the full path must report it"
+
+
+@pytest.mark.parametrize(
+    ("history", "provider", "format"),
+    [
+        pytest.param([user(), result("call_1")], "openai", "openai", id="orphan-result"),
+        pytest.param(
+            [user(), assistant(None, tool_calls=[])], "openai", "openai", id="empty-tool-calls"
+        ),
+        pytest.param(_run('{"q": 1}'), "deepseek-reasoner", "openai", id="per-turn-profile"),
+        pytest.param(
+            [{"role": "user", "content": [{"type": "text", "text": "hi"}]}],
+            "anthropic",
+            "anthropic",
+            id="format-without-the-reader",
+        ),
+    ],
+)
+def test_no_vouching_where_the_one_pass_reader_cannot_tell(
+    history: list[Any], provider: str, format: str
+) -> None:
+    assert not vouch(history, provider=provider, format=format)
+
+
+def test_a_valid_request_is_mended_without_the_full_path(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The hook returns the caller's own list and reads it once: the loop guard and the repair
+    are not called."""
+
+    def full_path(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the full path was taken")
+
+    monkeypatch.setattr(toolmend, "detect_loops", full_path)
+    monkeypatch.setattr(toolmend, "repair", full_path)
+    history = _run('{"q": 1}', '{"q": 2}')
+    with caplog.at_level(logging.DEBUG, logger="toolmend"):
+        mended = mend(history, provider="openai", source="test", format="openai")
+    assert mended.messages is history and not mended.failed
+    assert (mended.changes, mended.problems, mended.loops) == ((), (), ())
+    assert caplog.records == []
+
+
+def test_a_request_the_fast_path_refuses_takes_the_full_path(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    history = _run('{"q": 1}', '{"q": 1}', '{"q": 1}')
+    with caplog.at_level(logging.WARNING, logger="toolmend"):
+        mended = mend(history, provider="openai", source="test", format="openai")
+    assert mended.messages is history
+    assert [problem.code for problem in mended.loops] == ["repeated_call"]
+    with pytest.raises(toolmend.ToolLoopError):
+        mend(history, provider="openai", source="test", options=HookOptions(on_loop="raise"))
+
+
+def test_a_wrong_policy_fails_where_the_hook_is_built() -> None:
+    """A valid request never reaches the code that reads the policy, so the name is checked
+    when the options are made."""
+    with pytest.raises(toolmend.UnknownNameError):
+        HookOptions(policy="repiar")
+
+
+@pytest.mark.parametrize("format", [None, "openai"])
+@pytest.mark.parametrize("history", [None, "text", 3, {"role": "user"}, (user(),), []])
+def test_what_is_not_a_list_of_messages_is_left_to_the_full_path(
+    history: Any, format: str | None
+) -> None:
+    """The full path raises the documented error naming what is wrong; the fast path only
+    declines."""
+    assert not vouch(history, provider="openai", format=format)
+
+
+def test_an_unknown_provider_or_format_name_raises_as_repair_does() -> None:
+    for options in (
+        {"provider": "opnai", "format": "openai"},
+        {"provider": "openai", "format": "x"},
+    ):
+        with pytest.raises(toolmend.UnknownNameError):
+            vouch([user()], **options)
+        with pytest.raises(toolmend.UnknownNameError):
+            toolmend.repair([user()], **options)
