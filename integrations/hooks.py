@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 import toolmend
 from toolmend import fastpath
+from toolmend.loops import quiet_live_run
 from toolmend.policy import as_policy
 
 __all__ = ["HookOptions", "Mended", "mend"]
@@ -73,11 +74,11 @@ def mend(
     ``"openai.chat.completions.create"``); it never includes message content.
     """
     try:
-        guard = options.on_loop != "off"
-        if fastpath.vouch(messages, provider=provider, format=format, loops=guard):
-            return Mended(messages)  # nearly every request: see toolmend.fastpath
+        # nearly every request: one pass vouches for the history and hands over the live run
+        # (see toolmend.fastpath), and the loop guard reads it only when it looks like a loop
+        live = fastpath.vouch(messages, provider=provider, format=format)
         loops: tuple[toolmend.Problem, ...] = ()
-        if guard:
+        if options.on_loop != "off" and (live is None or not quiet_live_run(*live)):
             loops = tuple(
                 toolmend.detect_loops(
                     messages, format=format, raise_=options.on_loop == "raise", live_only=True
@@ -90,6 +91,8 @@ def mend(
                     provider,
                     " ".join(f"{p.code}@{p.index}" for p in loops),
                 )
+        if live is not None:
+            return Mended(messages, loops=loops)
         result = toolmend.repair(messages, provider=provider, format=format, policy=options.policy)
         if result.changes:  # in the try: a line that cannot be written sends the original
             logger.info(

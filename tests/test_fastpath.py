@@ -1,10 +1,11 @@
-"""The hooks' fast path (``toolmend.fastpath.vouch``): a promise that the full path would change
-nothing and find nothing, never a verdict of its own.
+"""The hooks' fast path (``toolmend.fastpath.vouch``, ``toolmend.loops.quiet_live_run``): a
+promise that the full path would change nothing and find nothing, never a verdict of its own.
 
-Where it vouches, ``repair`` must return the very input with no problem and the live-run loop
-guard must find nothing; where it does not, the hooks take the full path, which the rest of the
-suite tests. It must also vouch for the plain valid histories hooks see all day, or it would be
-a path no request takes.
+Where ``vouch`` answers, ``repair`` must return the very input with no problem; where
+``quiet_live_run`` says yes to the run it handed over, the live-run loop guard must find nothing.
+Where they do not, the hooks take the full path, which the rest of the suite tests. They must
+also answer for the plain valid histories hooks see all day, or they would be a path no request
+takes.
 """
 
 from __future__ import annotations
@@ -22,18 +23,17 @@ from agent_runs import agent_runs
 from cases import assistant, result, user
 from toolmend.fastpath import vouch
 from toolmend.integrations.hooks import HookOptions, mend
+from toolmend.loops import quiet_live_run
 
 from histories import damaged_conversations, valid_conversations
 
 PROVIDERS = ["openai", "deepseek", "deepseek-reasoner", "mistral", "groq", "hf-template"]
 
 
-def _full_path_agrees(history: list[Any], provider: str, loops: bool) -> bool:
-    """What ``vouch`` promises: the full path changes nothing and finds nothing."""
+def _repair_agrees(history: list[Any], provider: str) -> bool:
+    """What ``vouch`` promises: the repair changes nothing and finds nothing."""
     repaired = toolmend.repair(history, provider=provider)
-    if repaired.messages is not history or repaired.problems or repaired.changes:
-        return False
-    return not loops or toolmend.detect_loops(history, live_only=True) == []
+    return repaired.messages is history and not repaired.problems and not repaired.changes
 
 
 @settings(max_examples=150, deadline=None)
@@ -46,13 +46,15 @@ def _full_path_agrees(history: list[Any], provider: str, loops: bool) -> bool:
         agent_runs(odd=False),
     ),
     provider=st.sampled_from(PROVIDERS),
-    loops=st.booleans(),
 )
 def test_vouch_only_where_the_full_path_changes_and_finds_nothing(
-    history: list[Any], provider: str, loops: bool
+    history: list[Any], provider: str
 ) -> None:
-    if vouch(history, provider=provider, format="openai", loops=loops):
-        assert _full_path_agrees(history, provider, loops)
+    live = vouch(history, provider=provider, format="openai")
+    if live is not None:
+        assert _repair_agrees(history, provider)
+        if quiet_live_run(*live):
+            assert toolmend.detect_loops(history, live_only=True) == []
 
 
 @settings(max_examples=100, deadline=None)
@@ -60,7 +62,7 @@ def test_vouch_only_where_the_full_path_changes_and_finds_nothing(
 def test_vouch_for_plain_valid_histories(history: list[Any]) -> None:
     """The histories hooks see all day take the fast path (without the loop guard: these
     conversations may repeat a call; the guard's own examples are below)."""
-    assert vouch(history, provider="openai", loops=False)
+    assert vouch(history, provider="openai") is not None
 
 
 def _round(call_id: str, name: str, arguments: str) -> list[dict[str, Any]]:
@@ -95,10 +97,12 @@ def _run(*arguments: str, name: str = "search") -> list[dict[str, Any]]:
     ],
 )
 def test_the_loop_guard_on_the_fast_path(history: list[Any], vouched: bool) -> None:
-    """A failing and a passing example of each way the live run can keep the fast path off."""
+    """A failing and a passing example of each way the live run can keep the loop guard's
+    shortcut off."""
     assert toolmend.repair(history).messages is history
-    assert vouch(history, provider="openai") is vouched
-    assert vouch(history, provider="openai", loops=False)
+    live = vouch(history, provider="openai")
+    assert live is not None
+    assert quiet_live_run(*live) is vouched
     if not vouched and len(history) < 12:
         assert toolmend.detect_loops(history, live_only=True), "the full path must report it"
 
@@ -122,7 +126,7 @@ def test_the_loop_guard_on_the_fast_path(history: list[Any], vouched: bool) -> N
 def test_no_vouching_where_the_one_pass_reader_cannot_tell(
     history: list[Any], provider: str, format: str
 ) -> None:
-    assert not vouch(history, provider=provider, format=format)
+    assert vouch(history, provider=provider, format=format) is None
 
 
 def test_a_valid_request_is_mended_without_the_full_path(
@@ -144,16 +148,31 @@ def test_a_valid_request_is_mended_without_the_full_path(
     assert caplog.records == []
 
 
-def test_a_request_the_fast_path_refuses_takes_the_full_path(
-    caplog: pytest.LogCaptureFixture,
+def test_a_loop_in_a_valid_request_takes_the_guard_not_the_repair(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
+    def full_path(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the repair ran on a history the fast path vouched for")
+
+    monkeypatch.setattr(toolmend, "repair", full_path)
     history = _run('{"q": 1}', '{"q": 1}', '{"q": 1}')
     with caplog.at_level(logging.WARNING, logger="toolmend"):
         mended = mend(history, provider="openai", source="test", format="openai")
-    assert mended.messages is history
+    assert mended.messages is history and not mended.failed
     assert [problem.code for problem in mended.loops] == ["repeated_call"]
+    assert [r.getMessage().split(":")[0] for r in caplog.records] == [
+        "toolmend loop guard on test for openai"
+    ]
     with pytest.raises(toolmend.ToolLoopError):
         mend(history, provider="openai", source="test", options=HookOptions(on_loop="raise"))
+
+
+def test_a_broken_request_takes_the_full_path(caplog: pytest.LogCaptureFixture) -> None:
+    history = [user(), result("call_1"), user("again")]
+    with caplog.at_level(logging.INFO, logger="toolmend"):
+        mended = mend(history, provider="openai", source="test", format="openai")
+    assert [change.code for change in mended.changes] == ["dropped_orphan_result"]
+    assert mended.messages is not history and len(mended.messages) == 2
 
 
 def test_a_wrong_policy_fails_where_the_hook_is_built() -> None:
@@ -170,7 +189,7 @@ def test_what_is_not_a_list_of_messages_is_left_to_the_full_path(
 ) -> None:
     """The full path raises the documented error naming what is wrong; the fast path only
     declines."""
-    assert not vouch(history, provider="openai", format=format)
+    assert vouch(history, provider="openai", format=format) is None
 
 
 def test_an_unknown_provider_or_format_name_raises_as_repair_does() -> None:

@@ -8,9 +8,10 @@ and there a step costs several times what it costs in a loop. Measured inside
 ``litellm.completion`` on a valid 200-message agent history: the loop guard alone took 35-45 us
 of the hook's ~180 us; the guard on the run the check had just read took ~14.
 
-:func:`vouch` is a promise, never a verdict: True only when the full path would change nothing
-and find nothing; False whenever it is not sure (a format or profile without the one-pass
-reader, anything unusual in the history), and the hook then takes the full path as before.
+:func:`vouch` is a promise, never a verdict: it answers only when the full path would change
+nothing and find nothing, and then hands over the live run for the loop guard; it answers None
+whenever it is not sure (a format or profile without the one-pass reader, anything unusual in
+the history), and the hook then takes the full path as before.
 """
 
 from __future__ import annotations
@@ -20,12 +21,11 @@ from typing import Any
 
 from .api import format_of
 from .formats import feature
-from .loops import quiet_live_run
 from .profiles import Profile, get_profile
 
-__all__ = ["vouch"]
+__all__ = ["LiveRun", "vouch"]
 
-QuickLive = Callable[[Sequence[Any], Profile], "tuple[int, list[tuple[str, Any]]] | None"]
+QuickLive = Callable[[Sequence[Any], Profile], "LiveRun | None"]
 
 _RESOLVED: dict[tuple[str, str], tuple[Profile, QuickLive | None]] = {}
 """(provider name, format name) -> the profile and the format's ``quick_live``, as a hook names
@@ -33,16 +33,21 @@ them on every request: resolving the two names cost 8-11 us of a LiteLLM call. B
 names toolmend knows (an unknown one raises before it is stored)."""
 
 
+LiveRun = tuple[int, list[tuple[str, Any]]]
+"""The tool rounds after the last user message, and each of their calls as (name, arguments)."""
+
+
 def vouch(
-    messages: Sequence[Any],
-    *,
-    provider: str | Profile,
-    format: str | None = None,
-    loops: bool = True,
-) -> bool:
-    """True only when ``toolmend.repair(messages, provider=provider, format=format)`` would
-    return ``messages`` itself and find no problem, and (with ``loops``) ``detect_loops(messages,
-    format=format, live_only=True)`` with its default limits would find nothing.
+    messages: Sequence[Any], *, provider: str | Profile, format: str | None = None
+) -> LiveRun | None:
+    """The live run of ``messages`` when ``toolmend.repair(messages, provider=provider,
+    format=format)`` would return ``messages`` itself and find no problem; None when the one
+    pass cannot tell (take the full path).
+
+    The loop guard takes the live run from here: :func:`toolmend.loops.quiet_live_run` tells
+    when ``detect_loops(messages, format=format, live_only=True)`` would find nothing, and
+    only a run it cannot vouch for (a tool called ``REPEAT`` times with the same arguments, a
+    run of ``REPEAT_TOOL`` rounds or more) needs the guard itself.
 
     Raises what :func:`toolmend.repair` raises for an unknown provider or format name."""
     resolved = None
@@ -53,14 +58,9 @@ def vouch(
     elif type(messages) is list:
         resolved = _resolve(provider, format, messages)
     if resolved is None or type(messages) is not list:
-        return False  # not a list: the full path says what it is
+        return None  # not a list: the full path says what it is
     profile, quick_live = resolved
-    if quick_live is None:
-        return False
-    live = quick_live(messages, profile)
-    if live is None:
-        return False
-    return not loops or quiet_live_run(*live)
+    return None if quick_live is None else quick_live(messages, profile)
 
 
 def _resolve(
