@@ -27,7 +27,18 @@ from toolmend.loops import quiet_live_run
 
 from histories import damaged_conversations, valid_conversations
 
-PROVIDERS = ["openai", "deepseek", "deepseek-reasoner", "mistral", "groq", "hf-template"]
+PROVIDERS = [
+    "openai",
+    "deepseek",
+    "deepseek-reasoner",
+    "mistral",
+    "groq",
+    "hf-template",
+    # OpenAI-shaped histories bound for these through LiteLLM
+    "anthropic",
+    "gemini",
+    "bedrock",
+]
 
 
 def _repair_agrees(history: list[Any], provider: str) -> bool:

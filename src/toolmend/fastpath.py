@@ -6,7 +6,8 @@ then :func:`toolmend.repair`'s one-pass check) and a dozen layers of calls, each
 the SDK's own work between two requests pushes toolmend's code and data out of the CPU caches,
 and there a step costs several times what it costs in a loop. Measured inside
 ``litellm.completion`` on a valid 200-message agent history: the loop guard alone took 35-45 us
-of the hook's ~180 us; the guard on the run the check had just read took ~14.
+of the hook's ~200 us; the guard on the run the check had just read took ~14, and the whole
+hook ~147.
 
 :func:`vouch` is a promise, never a verdict: it answers only when the full path would change
 nothing and find nothing, and then hands over the live run for the loop guard; it answers None

@@ -145,7 +145,8 @@ _SCAN_TURNS: _PlainParams = (0, False, False, False)
 
 _PARAMS_BY_PROFILE: dict[int, tuple[Profile, _PlainParams | None]] = {}
 """``id(profile)`` -> (the profile, its :func:`_plain_valid` arguments); the profile is kept so
-its id cannot be reused while the entry lives."""
+its id cannot be reused while the entry lives. Profiles are frozen: one whose ``checks`` mapping
+is changed in place after use keeps the arguments worked out before."""
 
 
 def _plain_params(profile: Profile) -> _PlainParams | None:
