@@ -917,6 +917,7 @@ class ToolMendMiddleware(AgentMiddleware):
         super().__init__()
         if provider is not None:
             toolmend.check([], provider=provider)  # an unknown name fails here
+        HookOptions(policy=policy)  # so does an unknown policy, not once per model call
         self.provider = provider
         self.persist = persist
         self.policy = policy

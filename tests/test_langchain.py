@@ -630,6 +630,14 @@ def test_without_the_middleware_the_agent_fails(
         run_agent(server, [], "sync")
 
 
+@pytest.mark.parametrize("persist", [False, True])
+def test_middleware_names_an_unknown_policy_where_it_is_built(persist: bool) -> None:
+    """Not in the middle of an agent run: a valid request never reaches the repair that used
+    to read the name (the hooks' fast path)."""
+    with pytest.raises(toolmend.UnknownNameError, match="Unknown policy"):
+        ToolMendMiddleware(persist=persist, policy="repiar")
+
+
 def test_middleware_loop_guard(
     strict_provider_factory: Callable[..., StrictProviderServer], caplog: pytest.LogCaptureFixture
 ) -> None:
