@@ -99,17 +99,10 @@ def quick_valid(messages: Sequence[Any], profile: Profile) -> bool:
     with rules it does not know) answers False, and the full path decides. A property test
     asserts that True always agrees with the full path.
     """
-    if not messages:
-        return False
-    params = _plain_params(profile)
-    if params is None:
-        return False
+    params = _plain_params(profile) if messages else None
     if params is _SCAN_TURNS:  # a rule per turn: the scan that tracks turns
         return _scan(messages, profile, first_only=True) == []
-    try:
-        return _plain_valid(messages, *params) is not None
-    except (KeyError, TypeError):  # a field missing or of the wrong kind: the full path decides
-        return False
+    return params is not None and _live_run(messages, params) is not None
 
 
 def quick_live(
@@ -123,12 +116,7 @@ def quick_live(
     live run cost a LiteLLM call more than the whole check of the history once it had pushed
     toolmend's code out of the CPU caches."""
     params = _plain_params(profile) if messages else None
-    if params is None or params is _SCAN_TURNS:
-        return None
-    try:
-        live = _plain_valid(messages, *params)
-    except (KeyError, TypeError):
-        return None
+    live = None if params is None or params is _SCAN_TURNS else _live_run(messages, params)
     if live is None:
         return None
     calls: list[tuple[str, Any]] = []
@@ -137,6 +125,15 @@ def quick_live(
             function = call["function"]
             calls.append((function["name"], function["arguments"]))
     return len(live), calls
+
+
+def _live_run(messages: Sequence[Any], params: _PlainParams) -> list[Any] | None:
+    """:func:`_plain_valid` with ``params``; None also where a field is missing or of the wrong
+    kind (the full path decides, and names it)."""
+    try:
+        return _plain_valid(messages, *params)
+    except (KeyError, TypeError):
+        return None
 
 
 _PlainParams = tuple[int, bool, bool, bool]
