@@ -30,6 +30,7 @@ import litellm_proxy
 import toolmend
 import toolmend.api
 import toolmend.fastpath
+from event_loops import close_loop
 from hook_entries import (
     HOOKS,
     Hook,
@@ -61,7 +62,7 @@ pytestmark = pytest.mark.filterwarnings(
 def server() -> Iterator[StrictProviderServer]:
     with StrictProviderServer() as running:
         yield running
-    shared_loop().close()
+    close_loop(shared_loop())
 
 
 # --- faults inside toolmend ------------------------------------------------------------------

@@ -38,6 +38,7 @@ from litellm.integrations.custom_logger import CustomLogger
 import litellm_proxy
 import toolmend
 import toolmend.fastpath
+from event_loops import close_loop
 from litellm_proxy import free_port
 from toolmend.integrations import litellm as hook
 from toolmend.integrations.litellm import ToolMend
@@ -242,7 +243,7 @@ def loop() -> Iterator[asyncio.AbstractEventLoop]:
     """One event loop for every async call, so LiteLLM's cached async clients stay usable."""
     running = asyncio.new_event_loop()
     yield running
-    running.close()
+    close_loop(running)
 
 
 @pytest.fixture(scope="module")
