@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 import block_histories
@@ -1051,6 +1051,12 @@ _RESPONSES_ITEMS = st.lists(
 calls, outputs before them."""
 
 
+_CALL_A = {"type": "function_call", "call_id": "a", "name": "f", "arguments": "{}"}
+_OUTPUT_A = {"type": "function_call_output", "call_id": "a", "output": "x"}
+
+
+@example(items=[_CALL_A, _CALL_A, _OUTPUT_A, _OUTPUT_A])  # two calls wait on one id
+@example(items=[_CALL_A, _CALL_A, _OUTPUT_A, _CALL_A, _OUTPUT_A, _OUTPUT_A])
 @given(items=_RESPONSES_ITEMS)
 def test_responses_group_spans_are_the_atomic_groups(items: list[Any]) -> None:
     """``trim`` finds its Responses boundaries with the one-pass ``group_spans``; wherever it
