@@ -926,21 +926,23 @@ def test_trim_of_damaged_histories_in_other_formats(
         assert len(kept) <= options["max_messages"]
 
 
-def _trim_with_window(window: int, history: list[Any], **options: Any) -> Any:
-    """What ``trim`` returns (or the TrimError it raises) when its search for the prefix's end
-    reads ``window`` messages at first; with a huge window it also reads everything to find
-    the cut (no shortcut for adjacent results, no one-pass ``group_spans``), the reference."""
-    saved = trim_module._WINDOW, trim_module._RESULTS_FOLLOW_CALLS, trim_module._SHORTCUTS
-    trim_module._WINDOW = window
-    if window > 1 << 20:
-        trim_module._RESULTS_FOLLOW_CALLS = frozenset()
-        trim_module._SHORTCUTS = False
+def _trim_reading_everything(history: list[Any], **options: Any) -> Any:
+    """What ``trim`` returns (or the TrimError it raises) when it reads everything to find its
+    boundaries (no shortcut for adjacent results, no one-pass ``group_spans``): the reference."""
+    saved = trim_module._RESULTS_FOLLOW_CALLS, trim_module._SHORTCUTS
+    trim_module._RESULTS_FOLLOW_CALLS = frozenset()
+    trim_module._SHORTCUTS = False
+    try:
+        return _trim_or_error(history, **options)
+    finally:
+        trim_module._RESULTS_FOLLOW_CALLS, trim_module._SHORTCUTS = saved
+
+
+def _trim_or_error(history: list[Any], **options: Any) -> Any:
     try:
         return toolmend.trim(history, **options)
     except toolmend.TrimError as error:
         return type(error)
-    finally:
-        trim_module._WINDOW, trim_module._RESULTS_FOLLOW_CALLS, trim_module._SHORTCUTS = saved
 
 
 @pytest.mark.parametrize("name", ["openai", *CONVERTERS, "bedrock"])
@@ -950,13 +952,12 @@ def _trim_with_window(window: int, history: list[Any], **options: Any) -> Any:
     options=limits,
     keep_first=st.integers(min_value=0, max_value=6),
 )
-def test_windowed_boundary_search_finds_the_same_cut_as_reading_everything(
+def test_boundary_shortcuts_find_the_same_cut_as_reading_everything(
     name: str, case: Any, valid: bool, options: dict[str, Any], keep_first: int
 ) -> None:
-    """The search for the end of the protected prefix reads a window that doubles until it
-    shows a boundary, and the cut where results follow their calls looks only for the next
-    message that is not a result (Gemini and Bedrock also step through the later boundaries one
-    by one for their rules on how a tail starts); Responses takes its groups from one pass
+    """Where results follow their calls, the end of the protected prefix and the cut are each
+    the next message that carries no result (Gemini and Bedrock also step through the later
+    boundaries one by one for their rules on how a tail starts); Responses takes its groups from one pass
     (``group_spans``). All must cut exactly where reading the whole history does. (A window
     from the cut onwards is not safe for Responses: a turn's outputs follow all its calls, so a
     cut between two calls has results of the earlier ones further on; hypothesis found that.)"""
@@ -969,9 +970,7 @@ def test_windowed_boundary_search_finds_the_same_cut_as_reading_everything(
     if not native:
         return
     options = {**options, "keep_first": keep_first, "format": name}
-    small = _trim_with_window(1, native, **options)
-    whole = _trim_with_window(1 << 30, native, **options)
-    assert small == whole
+    assert _trim_or_error(native, **options) == _trim_reading_everything(native, **options)
 
 
 # --- TOOLMEND_DEBUG ---------------------------------------------------------------------------
