@@ -41,6 +41,7 @@ PAIRS = [
     # trim's profile, the pairing rules alone: the scan rules for it, and its ranges must
     # repair as the whole history does under those rules too
     ("bedrock", "bedrock (pairing)", {}),
+    ("anthropic", "anthropic (pairing)", {}),
 ]
 _PAIRING_PROFILES = [_pairing_profile(name) for name in ("anthropic", "gemini", "bedrock")]
 
@@ -114,6 +115,29 @@ def test_quick_valid_refuses_what_only_these_profiles_refuse(format: str, provid
     assert module.quick_valid(history, get_profile(format))
     assert not module.quick_valid(history, get_profile(provider))  # no thinking / signature / id
     assert _full(module, history, get_profile(provider)) != []
+
+
+def test_a_reused_call_id_is_left_to_the_profile_that_refuses_it() -> None:
+    """A call turn copied whole (a damage the benchmarks make) leaves one id on two calls:
+    only ``duplicate_call_id`` refuses that, and trim's pairing profile does not run it, so the
+    quick pass vouches for what trim mended instead of sending it down the full path."""
+    use = {"type": "tool_use", "id": "toolu_1", "name": "weather", "input": {}}
+    result = {"type": "tool_result", "tool_use_id": "toolu_1", "content": "21 C"}
+    history = [
+        {"role": "user", "content": "Weather?"},
+        {"role": "assistant", "content": [use]},
+        {"role": "assistant", "content": [use]},
+        {"role": "user", "content": [result]},
+        {"role": "assistant", "content": "21 C."},
+    ]
+    module = module_for("anthropic")
+    pairing = _pairing_profile("anthropic")
+    assert module.quick_valid(history, pairing)
+    assert _full(module, history, pairing) == []
+    assert not module.quick_valid(history, get_profile("anthropic"))
+    assert [p.code for p in _full(module, history, get_profile("anthropic")) or []] == [
+        "duplicate_call_id"
+    ]
 
 
 @pytest.mark.parametrize(("format", "provider", "options"), PAIRS, ids=IDS)

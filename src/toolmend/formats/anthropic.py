@@ -132,6 +132,9 @@ def _scan(
     name_ok = name_pattern.fullmatch if name_pattern is not None else None
     spans = FirstOnly() if first_only else Spans()
     callers = spans.callers  # every call id so far -> its range (also finds duplicates)
+    # A reused call id breaks only ``duplicate_call_id``; trim's pairing profile leaves it to
+    # the provider's own (the ranges, for the planner, still treat it as a tie).
+    unique_ids = not first_only or "duplicate_call_id" in profile.checks
     good_names: set[str] = set()  # names already found acceptable (tools repeat)
     pending: set[str] | None = None  # calls of the current assistant turn
     expect: set[str] | None = None  # calls the current user turn must still answer
@@ -223,7 +226,8 @@ def _scan(
                 call_id = block["id"]
                 if type(call_id) is str:
                     if call_id in callers:
-                        spans.stray(call_id)
+                        if unique_ids:
+                            spans.stray(call_id)
                     else:
                         callers[call_id] = spans.start
                 else:
