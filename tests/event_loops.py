@@ -6,7 +6,9 @@ when its loop is closed is destroyed whenever the garbage collector reaches it, 
 of whatever test runs then; closing its coroutine raises ``Event loop is closed``, and pytest
 formats that traceback, which on Python 3.11 calls ``ast.parse``. Inside another ``ast.parse``
 (``inspect.getsource``) that nested call breaks the outer one with ``SystemError: AST constructor
-recursion depth mismatch`` (CPython gh-106905): one such run failed CI on an unrelated test."""
+recursion depth mismatch`` (reproduced outside pytest: a finalizer formatting a traceback during
+``ast.parse`` raises it every time; the error reports of CPython gh-106905 and pytest #10763 are
+the same message). One such run failed CI on an unrelated test."""
 
 from __future__ import annotations
 

@@ -957,10 +957,11 @@ def test_boundary_shortcuts_find_the_same_cut_as_reading_everything(
 ) -> None:
     """Where results follow their calls, the end of the protected prefix and the cut are each
     the next message that carries no result (Gemini and Bedrock also step through the later
-    boundaries one by one for their rules on how a tail starts); Responses takes its groups from one pass
-    (``group_spans``). All must cut exactly where reading the whole history does. (A window
-    from the cut onwards is not safe for Responses: a turn's outputs follow all its calls, so a
-    cut between two calls has results of the earlier ones further on; hypothesis found that.)"""
+    boundaries one by one for their rules on how a tail starts); Responses takes its groups
+    from one pass (``group_spans``). All must cut exactly where reading the whole history does.
+    (A window from the cut onwards is not safe for Responses: a turn's outputs follow all its
+    calls, so a cut between two calls has results of the earlier ones further on; hypothesis
+    found that.)"""
     original, damaged, _ = case
     history = original if valid else damaged
     if name == "bedrock":
