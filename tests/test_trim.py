@@ -926,23 +926,49 @@ def test_trim_of_damaged_histories_in_other_formats(
         assert len(kept) <= options["max_messages"]
 
 
-def _trim_reading_everything(history: list[Any], **options: Any) -> Any:
-    """What ``trim`` returns (or the TrimError it raises) when it reads everything to find its
-    boundaries (no shortcut for adjacent results, no one-pass ``group_spans``): the reference."""
-    saved = trim_module._RESULTS_FOLLOW_CALLS, trim_module._SHORTCUTS
-    trim_module._RESULTS_FOLLOW_CALLS = frozenset()
-    trim_module._SHORTCUTS = False
-    try:
-        return _trim_or_error(history, **options)
-    finally:
-        trim_module._RESULTS_FOLLOW_CALLS, trim_module._SHORTCUTS = saved
-
-
-def _trim_or_error(history: list[Any], **options: Any) -> Any:
+def _trim_with_window(window: int, history: list[Any], **options: Any) -> Any:
+    """What ``trim`` returns (or the TrimError it raises) when its search for the prefix's end
+    reads ``window`` messages at first; with a huge window it also reads everything to find
+    the cut (no shortcut for adjacent results, no one-pass ``group_spans``), the reference."""
+    saved = trim_module._WINDOW, trim_module._RESULTS_FOLLOW_CALLS, trim_module._SHORTCUTS
+    trim_module._WINDOW = window
+    if window > 1 << 20:
+        trim_module._RESULTS_FOLLOW_CALLS = frozenset()
+        trim_module._SHORTCUTS = False
     try:
         return toolmend.trim(history, **options)
     except toolmend.TrimError as error:
         return type(error)
+    finally:
+        trim_module._WINDOW, trim_module._RESULTS_FOLLOW_CALLS, trim_module._SHORTCUTS = saved
+
+
+def test_a_prefix_inside_a_call_turn_split_over_two_messages_grows_to_its_results() -> None:
+    """Anthropic merges consecutive assistant messages into one turn, so the calls of the first
+    are answered after the second: the message between is no boundary, although it carries no
+    result. (A shortcut that took the next message without a result for the prefix's end kept
+    the first call and cut its result; the converters of the property tests never split a
+    turn, so hypothesis did not see it.)"""
+    use = {"type": "tool_use", "id": "toolu_1", "name": "weather", "input": {}}
+    answer = {"type": "tool_result", "tool_use_id": "toolu_1", "content": "21 C"}
+    history = [
+        {"role": "user", "content": "Weather in Paris and Rome?"},
+        {"role": "assistant", "content": [use]},
+        {"role": "assistant", "content": [{**use, "id": "toolu_2"}]},
+        {"role": "user", "content": [answer, {**answer, "tool_use_id": "toolu_2"}]},
+        {"role": "assistant", "content": "21 C in both."},
+        {"role": "user", "content": "Thanks."},
+        {"role": "assistant", "content": "You are welcome."},
+    ]
+    assert toolmend.check(history, provider="anthropic") == []
+    options: dict[str, Any] = {"keep_first": 2, "format": "anthropic"}
+    kept = toolmend.trim(history, max_messages=5, **options)
+    assert kept == [*history[:4], history[6]]
+    with pytest.raises(toolmend.TrimError, match="protected prefix"):
+        toolmend.trim(history, max_messages=3, **options)
+    for limit in (3, 5, 6):
+        whole = _trim_with_window(1 << 30, history, max_messages=limit, **options)
+        assert _trim_with_window(1, history, max_messages=limit, **options) == whole
 
 
 @pytest.mark.parametrize("name", ["openai", *CONVERTERS, "bedrock"])
@@ -952,16 +978,16 @@ def _trim_or_error(history: list[Any], **options: Any) -> Any:
     options=limits,
     keep_first=st.integers(min_value=0, max_value=6),
 )
-def test_boundary_shortcuts_find_the_same_cut_as_reading_everything(
+def test_windowed_boundary_search_finds_the_same_cut_as_reading_everything(
     name: str, case: Any, valid: bool, options: dict[str, Any], keep_first: int
 ) -> None:
-    """Where results follow their calls, the end of the protected prefix and the cut are each
-    the next message that carries no result (Gemini and Bedrock also step through the later
-    boundaries one by one for their rules on how a tail starts); Responses takes its groups
-    from one pass (``group_spans``). All must cut exactly where reading the whole history does.
-    (A window from the cut onwards is not safe for Responses: a turn's outputs follow all its
-    calls, so a cut between two calls has results of the earlier ones further on; hypothesis
-    found that.)"""
+    """The search for the end of the protected prefix reads a window that doubles until it
+    shows a boundary, and the cut where results follow their calls looks only for the next
+    message that is not a result (Gemini and Bedrock also step through the later boundaries one
+    by one for their rules on how a tail starts); Responses takes its groups from one pass
+    (``group_spans``). All must cut exactly where reading the whole history does. (A window
+    from the cut onwards is not safe for Responses: a turn's outputs follow all its calls, so a
+    cut between two calls has results of the earlier ones further on; hypothesis found that.)"""
     original, damaged, _ = case
     history = original if valid else damaged
     if name == "bedrock":
@@ -971,7 +997,9 @@ def test_boundary_shortcuts_find_the_same_cut_as_reading_everything(
     if not native:
         return
     options = {**options, "keep_first": keep_first, "format": name}
-    assert _trim_or_error(native, **options) == _trim_reading_everything(native, **options)
+    small = _trim_with_window(1, native, **options)
+    whole = _trim_with_window(1 << 30, native, **options)
+    assert small == whole
 
 
 # --- TOOLMEND_DEBUG ---------------------------------------------------------------------------

@@ -438,6 +438,10 @@ class _Budget:
         return TrimError(f"{what} does not fit in {' and '.join(limits)}")
 
 
+_WINDOW = 64
+"""How many messages past the protected prefix :func:`_boundary_after` reads at first."""
+
+
 _RESULTS_FOLLOW_CALLS = frozenset({"openai", "anthropic", "gemini", "bedrock"})
 """Formats whose mended history puts all the results of a message's calls right after it (in
 OpenAI chat one message per result; in the block formats one message holding them all): the
@@ -470,30 +474,34 @@ def _past_spans(spans: list[tuple[int, int]], index: int, total: int) -> int:
 
 
 def _boundary_after(module: ModuleType, working: Sequence[Any], index: int) -> int:
-    """The first group boundary at or after ``index``: where the protected prefix ends.
+    """The first group boundary at or after ``index``, read from a window at the start.
 
-    Where results follow their calls that is :func:`_boundary_from`'s next message that
-    carries no result. Elsewhere (Responses read by the full path) the whole history is read
-    and paired: a boundary counts once no call before it still waits for a result.
+    A window ``[0, end)`` shows every group that starts in it; a boundary inside it counts
+    once no call before it still waits for a result (which may lie past the window's end).
     """
     total = len(working)
     if index <= 0 or index >= total:
         return min(max(index, 0), total)
-    if module.NAME in _RESULTS_FOLLOW_CALLS:
-        return _boundary_from(module, working, index)
-    skeleton = module.read(working)
-    pairing = pair_results(skeleton, api.result_reader(module, working))
-    waiting = [
-        caller
-        for caller, found in skeleton.calls.items()
-        for call in found
-        if (caller, call.slot) not in pairing.answer
-    ]
-    first_waiting = min(waiting, default=total)
-    for group in _groups_of(skeleton, pairing):
-        if index <= group.start <= first_waiting:
-            return group.start
-    return total
+    # Responses items may put a later output of a call before the window's end out of sight
+    # (hypothesis found one): the window is only for formats whose results follow their calls
+    end = min(total, index + _WINDOW) if module.NAME in _RESULTS_FOLLOW_CALLS else total
+    while True:
+        window = working[:end]
+        skeleton = module.read(window)
+        pairing = pair_results(skeleton, api.result_reader(module, window))
+        waiting = [
+            caller
+            for caller, found in skeleton.calls.items()
+            for call in found
+            if (caller, call.slot) not in pairing.answer
+        ]
+        first_waiting = min(waiting, default=end)
+        for group in _groups_of(skeleton, pairing):
+            if group.start >= index and group.start <= first_waiting and group.start < end:
+                return group.start
+        if end == total:
+            return total
+        end = min(total, 2 * end)
 
 
 def _boundary_from(module: ModuleType, working: Sequence[Any], index: int) -> int:
