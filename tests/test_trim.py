@@ -943,12 +943,14 @@ def _trim_with_window(window: int, history: list[Any], **options: Any) -> Any:
         trim_module._WINDOW, trim_module._RESULTS_FOLLOW_CALLS, trim_module._SHORTCUTS = saved
 
 
-def test_a_prefix_inside_a_call_turn_split_over_two_messages_grows_to_its_results() -> None:
+def test_no_cut_inside_a_call_turn_split_over_two_messages() -> None:
     """Anthropic merges consecutive assistant messages into one turn, so the calls of the first
     are answered after the second: the message between is no boundary, although it carries no
-    result. (A shortcut that took the next message without a result for the prefix's end kept
-    the first call and cut its result; the converters of the property tests never split a
-    turn, so hypothesis did not see it.)"""
+    result, for the prefix's end and for the cut. (A shortcut for the prefix that took the next
+    message without a result kept the first call and cut its result; the cut, shortcut and
+    reference alike, started the tail at the second message and left the first call's result
+    an orphan, which the final check refused with "please report". The converters of the
+    property tests never split a turn, so hypothesis saw neither.)"""
     use = {"type": "tool_use", "id": "toolu_1", "name": "weather", "input": {}}
     answer = {"type": "tool_result", "tool_use_id": "toolu_1", "content": "21 C"}
     history = [
@@ -966,9 +968,13 @@ def test_a_prefix_inside_a_call_turn_split_over_two_messages_grows_to_its_result
     assert kept == [*history[:4], history[6]]
     with pytest.raises(toolmend.TrimError, match="protected prefix"):
         toolmend.trim(history, max_messages=3, **options)
-    for limit in (3, 5, 6):
-        whole = _trim_with_window(1 << 30, history, max_messages=limit, **options)
-        assert _trim_with_window(1, history, max_messages=limit, **options) == whole
+    assert toolmend.trim(history, max_messages=5, format="anthropic") == history[4:]
+    assert toolmend.trim(history, max_messages=6, format="anthropic") == history[1:]
+    for keep_first in (0, 2):
+        for limit in (3, 4, 5, 6):
+            both = {**options, "keep_first": keep_first, "max_messages": limit}
+            whole = _trim_with_window(1 << 30, history, **both)
+            assert _trim_with_window(1, history, **both) == whole
 
 
 @pytest.mark.parametrize("name", ["openai", *CONVERTERS, "bedrock"])
@@ -1000,6 +1006,48 @@ def test_windowed_boundary_search_finds_the_same_cut_as_reading_everything(
     small = _trim_with_window(1, native, **options)
     whole = _trim_with_window(1 << 30, native, **options)
     assert small == whole
+
+
+def _split_call_turns(history: list[Any]) -> list[Any]:
+    """The Anthropic ``history`` with each assistant message that makes two or more calls
+    split before its last call: the API merges the two back into one turn."""
+    split: list[Any] = []
+    for message in history:
+        content = message.get("content")
+        calls = [
+            position
+            for position, block in enumerate(content if isinstance(content, list) else ())
+            if isinstance(block, dict) and block.get("type") == "tool_use"
+        ]
+        if message.get("role") != "assistant" or len(calls) < 2:
+            split.append(message)
+            continue
+        split.append({**message, "content": content[: calls[-1]]})
+        split.append({**message, "content": content[calls[-1] :]})
+    return split
+
+
+@given(
+    case=damaged_conversations(id_style="openai"),
+    valid=st.booleans(),
+    options=limits,
+    keep_first=st.integers(min_value=0, max_value=6),
+)
+def test_anthropic_call_turns_split_over_messages_are_cut_whole(
+    case: Any, valid: bool, options: dict[str, Any], keep_first: int
+) -> None:
+    """Anthropic call turns written as two assistant messages: ``trim`` cuts exactly where
+    reading the whole history does, and never inside the turn (its result must survive the
+    final check, which raises "please report" otherwise)."""
+    original, damaged, _ = case
+    native = _split_call_turns(to_anthropic(original if valid else damaged))
+    if not native:
+        return
+    options = {**options, "keep_first": keep_first, "format": "anthropic"}
+    small = _trim_with_window(1, native, **options)
+    assert small == _trim_with_window(1 << 30, native, **options)
+    if not isinstance(small, type):
+        assert toolmend.check(small, provider=trim_module._pairing_profile("anthropic")) == []
 
 
 # --- TOOLMEND_DEBUG ---------------------------------------------------------------------------

@@ -194,8 +194,9 @@ def _spans(skeleton: Skeleton, pairing: Pairing) -> tuple[list[tuple[int, int]],
             *((call, ref) for ref, call in pairing.duplicate_of.items()),
         )
     ]
-    unattached = {holder for holder, _ in pairing.orphans}
-    unattached.update(ref[0] for ref in pairing.duplicates if ref not in pairing.duplicate_of)
+    unattached = set(pairing.orphans)
+    unattached.update(ref for ref in pairing.duplicates if ref not in pairing.duplicate_of)
+    holders = {holder for holder, _ in unattached}
     loose: list[int] = []
     if unattached:
         kinds, calls, results = skeleton.kinds, skeleton.calls, skeleton.results
@@ -205,10 +206,18 @@ def _spans(skeleton: Skeleton, pairing: Pairing) -> tuple[list[tuple[int, int]],
             if kind != TOOL:
                 owner = index if kind == ASSISTANT and index in calls else -1
                 owner_ids = {call.id for call in calls.get(index, ())} if owner >= 0 else set()
-            elif index in unattached:
-                if any(result.id in owner_ids for result in results.get(index, ())):
+            elif index in holders:
+                # the message's unattached results only (a block message also holds answered
+                # ones): one with an id of the block's caller stays with the block; one whose
+                # id the caller lacks was called before the window, so the cut must pass it
+                ids = [
+                    result.id
+                    for result in results.get(index, ())
+                    if (index, result.slot) in unattached
+                ]
+                if any(result_id in owner_ids for result_id in ids):
                     spans.append((owner, index + 1))
-                else:
+                if not all(result_id in owner_ids for result_id in ids):
                     loose.append(index)
     return spans, loose
 
@@ -518,9 +527,26 @@ def _boundary_from(module: ModuleType, working: Sequence[Any], index: int) -> in
         if kind_of is not None:
             if kind_of(working[position]) != TOOL:
                 return position
-        elif not module.read(working[position : position + 1]).results:
+        elif not module.read(working[position : position + 1]).results and not _calls_wait(
+            module, working, position
+        ):
             return position
     return len(working)
+
+
+def _calls_wait(module: ModuleType, working: Sequence[Any], position: int) -> bool:
+    """Whether a call before ``position`` is answered only after it: in the block formats a
+    call turn may run over several assistant messages (Anthropic merges them), answered after
+    the last. In a mended history nothing but calls follows a call in its turn, so reading back
+    over the assistant messages without calls right before ``position`` finds the turn's
+    calls, if any, in the first message that is not one."""
+    for earlier in range(position - 1, -1, -1):
+        skeleton = module.read(working[earlier : earlier + 1])
+        if skeleton.calls:
+            return True
+        if skeleton.kinds[0] != ASSISTANT:
+            return False
+    return False
 
 
 def _boundaries_from(module: ModuleType, working: Sequence[Any], index: int) -> list[int]:
