@@ -159,6 +159,46 @@ def test_the_ranges_find_the_problems_of_the_whole_history(
     run()
 
 
+def test_a_repeated_response_id_is_repaired_as_in_the_whole_history() -> None:
+    """Hypothesis found this in CI: the last call turn reuses ``call_0`` and its responses
+    carry ``call_0`` twice, the first a copy of an earlier result with that id. The whole
+    history's planner weighs that copy against the earlier call (and, planning the whole
+    history for the damage at its start, rewrites the ids); the one-pass scan took the
+    responses for a plain answer (every id named a call) and left that range out."""
+
+    def call(call_id: str) -> dict[str, Any]:
+        return {"functionCall": {"name": "weather", "args": {"city": "Paris"}, "id": call_id}}
+
+    def response(text: str, call_id: str) -> dict[str, Any]:
+        payload = {"result": text}
+        return {"functionResponse": {"name": "weather", "response": payload, "id": call_id}}
+
+    history = [
+        {"role": "user", "parts": [{"text": "Hello"}]},
+        {"role": "model", "parts": [{"text": ""}, {"text": "Hi."}]},  # damage elsewhere
+        {"role": "user", "parts": [{"text": "Weather?"}]},
+        {"role": "model", "parts": [call("call_0")]},
+        {"role": "user", "parts": [response("result 1", "call_0")]},
+        {"role": "model", "parts": [{"text": "Sunny."}]},
+        {"role": "user", "parts": [{"text": "And now?"}]},
+        {"role": "model", "parts": [call("call_0"), call("call_1"), call("call_2")]},
+        {
+            "role": "user",
+            "parts": [
+                response("result 1", "call_0"),
+                response("result 2", "call_0"),
+                response("result 3", "call_1"),
+            ],
+        },
+    ]
+    module, profile = module_for("gemini"), get_profile("gemini")
+    messages, changes = whole_repair(module, history, profile, toolmend.Policy())
+    assert {change.index for change in changes} > {1}, "the last turn changes too"
+    result = toolmend.repair(history, provider=profile, format="gemini")
+    assert result.messages == messages
+    assert list(result.changes) == changes
+
+
 def _seen(problem: toolmend.Problem) -> tuple[Any, ...]:
     """What a caller sees of a problem (its description may word a slice's view differently)."""
     return (problem.code, problem.index, problem.provider_error, problem.ids)

@@ -439,8 +439,8 @@ def _scan(
         if previous is not None:
             if other or responses is None or not _answers(previous, responses):
                 bad = True
-                if responses is not None:
-                    _reach_earlier_calls(spans, previous, responses)
+                if responses is not None and not _reach_earlier_calls(spans, previous, responses):
+                    return None
         elif responses is not None:  # stray responses: reach back to the calls they may answer
             origin = call_range if call_range >= 0 else spans.start
             for response in responses:
@@ -467,16 +467,27 @@ def _scan(
     return found
 
 
-def _reach_earlier_calls(spans: Spans, calls: list[Any], responses: list[Any]) -> None:
+def _reach_earlier_calls(spans: Spans, calls: list[Any], responses: list[Any]) -> bool:
     """Responses that do not answer the call turn before them but carry the id of an earlier
-    call: the planner pairs them with that call, so the range reaches back to it."""
+    call: the planner pairs them with that call, so the range reaches back to it.
+
+    False (the caller cannot tell the ranges) when an id repeats among the responses: the
+    repeat may copy the result of an earlier call with that id, which the planner weighs across
+    ranges, while ``spans.callers`` keeps only the latest range of each id (hypothesis found
+    one: ranges and whole history repaired it differently)."""
     ids = {call.get("id") for call in calls}
+    seen: set[str] = set()
     origin = spans.start
     for response in responses:
         response_id = response.get("id")
-        if response_id and response_id not in ids:
-            origin = min(origin, spans.callers.get(response_id, origin))
+        if response_id:
+            if response_id in seen:
+                return False
+            seen.add(response_id)
+            if response_id not in ids:
+                origin = min(origin, spans.callers.get(response_id, origin))
     spans.reach_back(origin)
+    return True
 
 
 def _answers(calls: list[Any], responses: list[Any]) -> bool:
@@ -501,8 +512,8 @@ def _answers(calls: list[Any], responses: list[Any]) -> bool:
     response_ids = [response.get("id") for response in responses]
     if all(call_ids) and all(response_ids):
         by_id = dict(zip(call_ids, call_names, strict=True))
-        if len(by_id) == count:  # an id names one call
-            return all(
+        if len(by_id) == count:  # an id names one call, and each must be answered once
+            return len(set(response_ids)) == count and all(
                 by_id.get(i, "\0") == n for i, n in zip(response_ids, response_names, strict=True)
             )
     if call_names == response_names:
