@@ -32,6 +32,7 @@ __all__ = [
     "DAMAGE_OPS",
     "ID_STYLES",
     "MAX_MESSAGES",
+    "OPENAI_FAMILY",
     "OP_NAMES",
     "STUB_CONTENT",
     "TOOL_NAMES",
@@ -49,6 +50,16 @@ __all__ = [
 MAX_MESSAGES = 40
 #: The concrete id styles; ``"any"`` picks one of these per conversation.
 ID_STYLES: tuple[str, ...] = ("openai", "reused", "mistral")
+#: The profiles of providers that take OpenAI chat histories, which these strategies write.
+OPENAI_FAMILY: tuple[str, ...] = (
+    "openai",
+    "deepseek",
+    "deepseek-reasoner",
+    "mistral",
+    "groq",
+    "hf-template",
+    "hf-template-strict",
+)
 #: What agent frameworks write in place of a result when a run is cancelled.
 STUB_CONTENT = "Tool call was aborted."
 

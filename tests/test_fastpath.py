@@ -25,20 +25,10 @@ from toolmend.fastpath import vouch
 from toolmend.integrations.hooks import HookOptions, mend
 from toolmend.loops import quiet_live_run
 
-from histories import damaged_conversations, valid_conversations
+from histories import OPENAI_FAMILY, damaged_conversations, valid_conversations
 
-PROVIDERS = [
-    "openai",
-    "deepseek",
-    "deepseek-reasoner",
-    "mistral",
-    "groq",
-    "hf-template",
-    # OpenAI-shaped histories bound for these through LiteLLM
-    "anthropic",
-    "gemini",
-    "bedrock",
-]
+# and the OpenAI-shaped histories bound for anthropic, gemini and bedrock through LiteLLM
+PROVIDERS = [*OPENAI_FAMILY, "anthropic", "gemini", "bedrock"]
 
 
 def _repair_agrees(history: list[Any], provider: str) -> bool:

@@ -31,7 +31,13 @@ from toolmend.formats import langchain as lc_format
 from toolmend.profiles import get_profile
 from toolmend.rules import judge
 
-from histories import STUB_CONTENT, content_strings, damaged_conversations, valid_conversations
+from histories import (
+    OPENAI_FAMILY,
+    STUB_CONTENT,
+    content_strings,
+    damaged_conversations,
+    valid_conversations,
+)
 
 KEEP_EVERYTHING = toolmend.Policy(orphan_result="text")
 
@@ -397,17 +403,7 @@ def to_langchain(history: list[dict[str, Any]]) -> list[BaseMessage]:
     return out
 
 
-PROVIDERS = [
-    "openai",
-    "deepseek",
-    "deepseek-reasoner",
-    "mistral",
-    "groq",
-    "hf-template",
-    "hf-template-strict",
-    "anthropic",
-    "gemini",
-]
+PROVIDERS = [*OPENAI_FAMILY, "anthropic", "gemini"]
 SENT_BY_CHAT_OPENAI = ["openai", "deepseek", "groq"]
 """Providers whose rules ChatOpenAI's conversion keeps everything for (it drops
 ``reasoning_content``, a ``ToolMessage``'s ``name`` and ``prefix``)."""

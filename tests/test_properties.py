@@ -21,17 +21,15 @@ from toolmend.formats import openai_chat
 from toolmend.profiles import get_profile
 from toolmend.rules import judge
 
-from histories import STUB_CONTENT, content_strings, damaged_conversations, valid_conversations
+from histories import (
+    OPENAI_FAMILY,
+    STUB_CONTENT,
+    content_strings,
+    damaged_conversations,
+    valid_conversations,
+)
 
-PROVIDERS = [
-    "openai",
-    "deepseek",
-    "deepseek-reasoner",
-    "mistral",
-    "groq",
-    "hf-template",
-    "hf-template-strict",
-]
+PROVIDERS = OPENAI_FAMILY
 KEEP_EVERYTHING = toolmend.Policy(orphan_result="text")
 
 

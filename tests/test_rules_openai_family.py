@@ -15,6 +15,8 @@ import toolmend
 from cases import assistant, calls, result, system, tool_call, user
 from toolmend.profiles import PROFILES
 
+from histories import OPENAI_FAMILY
+
 MISTRAL_ID = "abcDEF123"
 MISTRAL_ID2 = "xyzXYZ789"
 
@@ -353,15 +355,7 @@ def test_rule_breaks_and_passes(
 
 def test_every_enabled_check_has_a_row() -> None:
     covered = {(row[0], row[1]) for row in ROWS}
-    openai_family = [
-        "openai",
-        "deepseek",
-        "deepseek-reasoner",
-        "mistral",
-        "groq",
-        "hf-template",
-        "hf-template-strict",
-    ]
+    openai_family = OPENAI_FAMILY
     missing = [
         (name, code)
         for name in openai_family
