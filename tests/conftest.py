@@ -12,7 +12,10 @@ settings.register_profile(
     "default", max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 settings.register_profile(
-    "fuzz", max_examples=20_000, deadline=None, suppress_health_check=list(HealthCheck)
+    "fuzz",
+    max_examples=int(os.environ.get("TOOLMEND_FUZZ_EXAMPLES") or 20_000),
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
 )
 settings.load_profile("fuzz" if os.environ.get("TOOLMEND_FUZZ") else "default")
 

@@ -29,7 +29,9 @@ from toolmend.trim import _pairing_profile
 from whole_path import whole_repair
 
 FEW = settings(
-    max_examples=3000 if os.environ.get("TOOLMEND_FUZZ") else 60,
+    max_examples=int(os.environ.get("TOOLMEND_FUZZ_EXAMPLES") or 3000)
+    if os.environ.get("TOOLMEND_FUZZ")
+    else 60,
     deadline=None,
     suppress_health_check=list(HealthCheck),
 )
