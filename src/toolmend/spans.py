@@ -134,21 +134,67 @@ def all_match(pattern: re.Pattern[str] | None, values: Collection[str]) -> bool:
     """Whether every value matches ``pattern`` in full (True without a pattern). The pattern
     must not match a newline (ids: a character class).
 
-    Scanners collect the ids they meet and test them here in one regular-expression pass over
-    the values joined by newlines: one call instead of one per id. The repetition is
-    possessive, so the pass keeps no backtracking state per value (Python 3.11 and later;
-    before that, one call per value).
+    Scanners collect the ids they meet and test them here in one pass over the values joined
+    by newlines: one call instead of one per id. The id patterns of the profiles are one ASCII
+    character class repeated (``[a-zA-Z0-9_-]+``), which ``bytes.translate`` checks several times
+    faster than the regular expression: it deletes the allowed characters, and only the joining
+    newlines may remain. Other patterns run as one regular expression whose repetition is
+    possessive, so the pass keeps no backtracking state per value (Python 3.11 and later; before
+    that, one call per value).
     """
     if pattern is None or not values:
         return True
-    if _POSSESSIVE:
-        text = "\n".join(values)
-        if text.count("\n") == len(values) - 1:  # no newline inside a value
-            return _joined_pattern(pattern.pattern).fullmatch(text) is not None
+    text = "\n".join(values)
+    if pattern.flags == re.UNICODE and text.isascii():
+        spec = _ascii_class(pattern.pattern)
+        if spec is not None:
+            allowed, shortest, longest = spec
+            return (
+                len(text.encode().translate(None, allowed)) == len(values) - 1
+                and (not shortest or min(map(len, values)) >= shortest)
+                and (longest is None or max(map(len, values)) <= longest)
+            )
+    if _POSSESSIVE and text.count("\n") == len(values) - 1:  # no newline inside a value
+        return _joined_pattern(pattern.pattern).fullmatch(text) is not None
     return all(pattern.fullmatch(value) for value in values)
 
 
 _POSSESSIVE = sys.version_info >= (3, 11)
+
+_CLASS_REPEATED = re.compile(r"\[([^]\\^][^]\\]*)\](?:(\+)|\{(\d+)(?:(,)(\d*))?\})")
+"""A pattern that is one character class (no escapes, not negated) repeated: ``+``, ``{n}``,
+``{m,}`` or ``{m,n}``."""
+
+
+@functools.lru_cache(maxsize=8)
+def _ascii_class(pattern: str) -> tuple[bytes, int, int | None] | None:
+    """For a pattern that is one ASCII character class repeated: the class's characters (the
+    ``delete`` argument of ``bytes.translate``) and the shortest and longest length it takes
+    (None: no limit). None for any other pattern, or when the class as read here differs from
+    what ``re`` makes of it on any ASCII character (checked, so a misreading cannot pass an id)."""
+    found = _CLASS_REPEATED.fullmatch(pattern)
+    if found is None:
+        return None
+    body, plus, low, comma, high = found.groups()
+    members: set[int] = set()
+    at = 0
+    while at < len(body):
+        if at + 2 < len(body) and body[at + 1] == "-":
+            members.update(range(ord(body[at]), ord(body[at + 2]) + 1))
+            at += 3
+        else:
+            members.add(ord(body[at]))
+            at += 1
+    whole_class = re.compile(f"[{body}]")
+    if any((code in members) != bool(whole_class.fullmatch(chr(code))) for code in range(128)):
+        return None
+    if any(code > 127 for code in members) or ord("\n") in members:
+        return None
+    if plus:
+        return bytes(sorted(members)), 1, None
+    shortest = int(low)
+    longest = shortest if comma is None else (int(high) if high else None)
+    return bytes(sorted(members)), shortest, longest
 
 
 @functools.lru_cache(maxsize=8)

@@ -132,9 +132,7 @@ def _scan(
     name_ok = name_pattern.fullmatch if name_pattern is not None else None
     spans = FirstOnly() if first_only else Spans()
     callers = spans.callers  # every call id so far -> its range (also finds duplicates)
-    # A reused call id breaks only ``duplicate_call_id``; trim's pairing profile leaves it to
-    # the provider's own (the ranges, for the planner, still treat it as a tie).
-    unique_ids = not first_only or "duplicate_call_id" in profile.checks
+    ids: list[str] = []  # every call id, for the first question (cheaper than ``callers``)
     good_names: set[str] = set()  # names already found acceptable (tools repeat)
     pending: set[str] | None = None  # calls of the current assistant turn
     expect: set[str] | None = None  # calls the current user turn must still answer
@@ -225,9 +223,10 @@ def _scan(
             if kind == "tool_use":
                 call_id = block["id"]
                 if type(call_id) is str:
-                    if call_id in callers:
-                        if unique_ids:
-                            spans.stray(call_id)
+                    if first_only:
+                        ids.append(call_id)
+                    elif call_id in callers:
+                        spans.stray(call_id)
                     else:
                         callers[call_id] = spans.start
                 else:
@@ -267,7 +266,11 @@ def _scan(
                 spans.dirty = True
     if in_user and (expect or (thinking and answers and results and not thinks)):
         spans.dirty = True  # calls left unanswered, or thinking required and missing
-    if not all_match(id_pattern, callers) or spans.answered_later():
+    if first_only and len(set(ids)) != len(ids) and "duplicate_call_id" in profile.checks:
+        # A reused call id breaks only ``duplicate_call_id``; trim's pairing profile leaves it
+        # to the provider's own (the ranges, for the planner, still treat it as a tie).
+        spans.dirty = True
+    if not all_match(id_pattern, ids if first_only else callers) or spans.answered_later():
         return None  # a rare bad id (the full path finds which), or a result before its call
     found = spans.finish(len(messages))
     if found and (

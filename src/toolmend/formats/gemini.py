@@ -361,6 +361,11 @@ def _scan(
         responses: list[Any] | None = None
         other = bad = not parts
         signed = False
+        # how many responses so far answer the call in their place (the usual order), and
+        # whether all of them do: then the check of ``_answers`` is already done here
+        waiting: list[Any] = previous or []
+        in_place = 0
+        in_order = previous is not None
         for part in parts:
             if type(part) is not dict:
                 return None
@@ -422,8 +427,20 @@ def _scan(
                     if reject_ids:
                         spans.dirty = True
                 payload = response.get("response")
-                if not response.get("name") or (payload is not None and type(payload) is not dict):
+                name = response.get("name")
+                if not name or (payload is not None and type(payload) is not dict):
                     bad = True
+                if in_order:
+                    if in_place < len(waiting):
+                        call = waiting[in_place]
+                        call_id = call.get("id")
+                        if call.get("name") != name or (
+                            call_id and response_id and call_id != response_id
+                        ):
+                            in_order = False
+                        in_place += 1
+                    else:
+                        in_order = False
                 if responses is None:
                     responses = [response]
                 else:
@@ -437,7 +454,11 @@ def _scan(
         ):
             bad = True
         if previous is not None:
-            if other or responses is None or not _answers(previous, responses):
+            if (
+                other
+                or responses is None
+                or not ((in_order and in_place == len(previous)) or _answers(previous, responses))
+            ):
                 bad = True
                 if responses is not None and not _reach_earlier_calls(spans, previous, responses):
                     return None
