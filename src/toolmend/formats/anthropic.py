@@ -266,7 +266,7 @@ def _scan(
                 spans.dirty = True
     if in_user and (expect or (thinking and answers and results and not thinks)):
         spans.dirty = True  # calls left unanswered, or thinking required and missing
-    if first_only and len(set(ids)) != len(ids) and "duplicate_call_id" in profile.checks:
+    if first_only and "duplicate_call_id" in profile.checks and len(set(ids)) != len(ids):
         # A reused call id breaks only ``duplicate_call_id``; trim's pairing profile leaves it
         # to the provider's own (the ranges, for the planner, still treat it as a tie).
         spans.dirty = True
