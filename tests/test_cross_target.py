@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 from google.genai import _transformers, types
+from hypothesis import given
+from hypothesis import strategies as st
 
 import toolmend
 
@@ -322,6 +324,50 @@ def test_each_format_is_detected(history: list[Any], name: str) -> None:
     from toolmend.formats import detect
 
     assert name == detect(history).NAME
+
+
+@given(
+    role=st.sampled_from(["user", "assistant", "system", "developer"]),
+    content=st.text(max_size=20),
+    name=st.none() | st.text(max_size=8),
+)
+def test_a_plain_text_message_tells_no_format(role: str, content: str, name: str | None) -> None:
+    """What lets ``detect`` pass over plain messages without asking each format."""
+    from toolmend.formats import MODULES, module_for
+
+    message = {"role": role, "content": content, **({} if name is None else {"name": name})}
+    assert [n for n in MODULES if module_for(n).claims(message)] == []
+
+
+def test_a_plain_chat_is_detected_without_asking_each_format(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A chat with no tool call yet: one cheap look per message (it used to ask all six
+    formats about every message, 5x ``json.dumps`` at a million messages, and in every hook)."""
+    from toolmend.formats import MODULES, detect, module_for
+
+    asked: list[str] = []
+    for format_name in MODULES:
+        module = module_for(format_name)
+        claims = module.claims
+        monkeypatch.setattr(
+            module, "claims", lambda m, c=claims, n=format_name: asked.append(n) or c(m)
+        )
+    chat = [
+        {"role": "system", "content": "Be brief."},
+        user("Hi"),
+        {"role": "assistant", "content": "Hello"},
+    ]
+    assert detect(chat).NAME == "openai"
+    assert asked == []
+    parts = {"role": "user", "parts": [{"text": "Hi"}]}
+    assert detect([*chat, parts]).NAME == "gemini"  # the first telling message still decides
+    assert asked
+
+
+def test_a_message_without_a_role_after_plain_ones_is_named() -> None:
+    with pytest.raises(toolmend.InvalidMessageError, match="message 2"):
+        toolmend.check([user("Hi"), {"role": "assistant", "content": "Hello"}, {"content": "x"}])
 
 
 def test_an_ambiguous_message_is_a_clear_error() -> None:

@@ -129,7 +129,16 @@ def detect(messages: Sequence[Any]) -> ModuleType:
     modules = [module_for(name) for name in MODULES]
     if isinstance(messages, str):
         return _text_input(modules)
+    plain = True  # every message so far is a plain text message with a chat role
     for message in messages:
+        if (
+            type(message) is dict
+            and type(message.get("content")) is str
+            and message.get("role") in _PLAIN_ROLES
+            and message.keys() <= _PLAIN_KEYS
+        ):
+            continue  # no format claims it: a chat with no tool call yet is all such messages
+        plain = False
         claimed = [module for module in modules if module.claims(message)]
         if len(claimed) == 1:
             return claimed[0]
@@ -141,9 +150,17 @@ def detect(messages: Sequence[Any]) -> ModuleType:
             raise InvalidHistoryError(
                 f"ambiguous history: it could be any of {names}; pass format="
             )
-    for index, message in enumerate(messages):
-        _require_role(index, message)
+    if not plain:
+        for index, message in enumerate(messages):
+            _require_role(index, message)
     return module_for("openai")
+
+
+_PLAIN_ROLES = frozenset({"user", "assistant", "system", "developer"})
+_PLAIN_KEYS = frozenset({"role", "content", "name"})
+"""A dict with only these keys, a string ``content`` and one of these roles tells no format
+(no format's ``claims`` takes it, and its role is a string): :func:`detect` passes over it
+without asking every format, which made a tool-free chat cost several times ``json.dumps``."""
 
 
 def _text_input(modules: list[ModuleType]) -> ModuleType:
