@@ -83,6 +83,24 @@ MODULES: dict[str, str] = {
 }
 """Format name -> the module that reads and writes it. Detection asks them in this order."""
 
+NATIVE_PROVIDER: dict[str, str] = {
+    "openai": "openai",
+    "openai-responses": "openai-responses",
+    "langchain": "openai",
+    "anthropic": "anthropic",
+    "gemini": "gemini",
+    "bedrock": "bedrock",
+}
+"""Format -> the provider profile whose API takes it: what :func:`toolmend.trim` keeps the
+pairing rules of, and the CLI's provider when ``--provider`` is left out. LangChain messages
+go to many providers; OpenAI's rules are the strictest about adjacency."""
+
+
+def native_provider(format_name: str) -> str:
+    """The provider profile for a format's own API (OpenAI's for a format without one)."""
+    return NATIVE_PROVIDER.get(format_name, "openai")
+
+
 _ALIASES = {
     "openai-chat": "openai",
     "chat": "openai",
@@ -134,7 +152,8 @@ def detect(messages: Sequence[Any]) -> ModuleType:
         if (
             type(message) is dict
             and type(message.get("content")) is str
-            and message.get("role") in _PLAIN_ROLES
+            and type(role := message.get("role")) is str
+            and role in _PLAIN_ROLES
             and message.keys() <= _PLAIN_KEYS
         ):
             continue  # no format claims it: a chat with no tool call yet is all such messages
