@@ -86,3 +86,24 @@ def test_missing_file_and_unknown_provider() -> None:
 def test_stdin_is_read_with_dash() -> None:
     done = _toolmend("check", "-", "-p", "deepseek", stdin=EXAMPLE.read_bytes())
     assert done.returncode == 1
+
+
+@pytest.mark.parametrize(
+    ("example", "provider", "code"),
+    [
+        ("responses_orphan_output.json", "openai-responses", "OR-NO-TOOL-CALL"),
+        ("gemini_contents_opaque_names.json", "gemini", "gemini.function_response_name_mismatch"),
+        ("interleaved_user_message.json", "openai", "OA-MISSING-TOOL-RESPONSE"),
+    ],
+)
+def test_without_provider_the_history_is_judged_by_its_own_formats(
+    example: str, provider: str, code: str
+) -> None:
+    """A Responses body judged by OpenAI chat's rules got three wrong problems, and a Gemini
+    body an error; the format's own provider is the default instead."""
+    done = _toolmend("check", str(EXAMPLE.parent / example))
+    assert done.returncode == 1, done.stderr
+    assert f"problem(s) for {provider}\n" in done.stdout
+    assert code in done.stdout
+    named = _toolmend("check", str(EXAMPLE.parent / example), "-p", provider)
+    assert named.stdout == done.stdout

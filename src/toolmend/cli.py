@@ -1,12 +1,12 @@
 """The ``toolmend`` command: ``check`` and ``repair`` a history saved as JSON.
 
-``toolmend check FILE --provider P [--format F]``
+``toolmend check FILE [--provider P] [--format F]``
     Lists the problems, one per line with the provider's error text. Exit 0 when the provider
     accepts the history, 1 when it has problems, 2 when the file cannot be read.
-``toolmend repair FILE --provider P [--format F] [-o OUT]``
+``toolmend repair FILE [--provider P] [--format F] [-o OUT]``
     Writes the repaired history as JSON to OUT (or standard output) and the changes to standard
     error. Exit 0, or 2 when the file cannot be read.
-``toolmend show FILE --provider P [--format F] [--fix] [--html OUT.html]``
+``toolmend show FILE [--provider P] [--format F] [--fix] [--html OUT.html]``
     Prints the history as a timeline, one line per message: its index, role and a short
     preview, the calls it makes and the results it carries (a call and its result share a
     label), and each problem under its message with the provider's error text. ``--fix`` adds
@@ -17,7 +17,9 @@
 
 FILE holds a JSON list of messages, or a logged request body with a ``messages``, ``contents``
 or ``input`` key (the repaired output keeps the body around the history). ``-`` reads standard
-input. Errors are one line naming the file and, where it applies, the message index.
+input. Errors are one line naming the file and, where it applies, the message index. Without
+``--provider`` the history is judged by its own format's provider (``openai`` for chat
+messages, ``openai-responses``, ``anthropic``, ``gemini``, ``bedrock``).
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
-from .api import check, repair
+from .api import check, format_of, repair
+from .formats import native_provider
 from .profiles import profile_names
 from .report import Problem, ToolmendError
 
@@ -93,8 +96,19 @@ def _print_problems(problems: Sequence[Problem], stream: Any) -> None:
         )
 
 
+def _history(args: argparse.Namespace) -> tuple[Any, Any, str | None]:
+    """The document, the history in it and its key; ``args.provider`` set to the history's own
+    provider when ``--provider`` was left out (a Responses body is judged by the Responses
+    rules, a Gemini body by Gemini's, rather than all by OpenAI chat's)."""
+    document = _load(args.file)
+    history, key = _split(document)
+    if args.provider is None:
+        args.provider = native_provider(format_of(history, args.format).NAME)
+    return document, history, key
+
+
 def _run_check(args: argparse.Namespace) -> int:
-    history, _ = _split(_load(args.file))
+    _, history, _ = _history(args)
     problems = check(history, provider=args.provider, format=args.format)
     if not problems:
         print(f"{args.file}: the {args.provider} profile accepts this history")
@@ -105,8 +119,7 @@ def _run_check(args: argparse.Namespace) -> int:
 
 
 def _run_repair(args: argparse.Namespace) -> int:
-    document = _load(args.file)
-    history, key = _split(document)
+    document, history, key = _history(args)
     result = repair(history, provider=args.provider, format=args.format)
     if result.problems:
         print(f"{len(result.problems)} problem(s) found for {args.provider}:", file=sys.stderr)
@@ -139,7 +152,7 @@ def _use_color(stream: Any) -> bool:
 def _run_show(args: argparse.Namespace) -> int:
     from .show import html, text, timeline
 
-    history, _ = _split(_load(args.file))
+    _, history, _ = _history(args)
     fix = args.fix or args.html is not None
     view = timeline.build(history, provider=args.provider, format=args.format, fix=fix)
     if args.html is not None:
@@ -180,8 +193,9 @@ def _parser() -> argparse.ArgumentParser:
         command.add_argument(
             "--provider",
             "-p",
-            default="openai",
-            help="provider profile: " + ", ".join(profile_names()),
+            default=None,
+            help="provider profile (default: the history format's own, openai for chat): "
+            + ", ".join(profile_names()),
         )
         command.add_argument("--format", "-f", default=None, help="history format (detected)")
         if name == "repair":

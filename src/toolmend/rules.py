@@ -52,7 +52,7 @@ from typing import Any
 
 from .block_rules import check_blocks, check_cross_target, pair_contents, pair_converse, pair_turns
 from .history import ASSISTANT, BLOCKS, OTHER, SYSTEM, TOOL, USER, Skeleton
-from .profiles import Profile, compiled
+from .profiles import PROFILES, Profile, compiled
 from .report import InvalidHistoryError, Problem, shown_name
 
 __all__ = ["judge"]
@@ -327,9 +327,18 @@ def _block_pairing(skeleton: Skeleton, profile: Profile) -> Callable[[Skeleton, 
     if pairing is None or _BLOCK_FORMATS.get(profile.block_pairing or "") != skeleton.format:
         raise InvalidHistoryError(
             f"the {profile.name!r} profile has no rules for {skeleton.format!r} histories; "
-            "pick that format's provider (anthropic, gemini, bedrock)"
+            f"pick one of its providers: {', '.join(_providers_of(skeleton.format))}"
         )
     return pairing
+
+
+def _providers_of(format_name: str) -> list[str]:
+    """The profiles whose block pairing judges ``format_name`` histories."""
+    return [
+        name
+        for name, profile in PROFILES.items()
+        if _BLOCK_FORMATS.get(profile.block_pairing or "") == format_name
+    ]
 
 
 def _check_calls(skeleton: Skeleton, profile: Profile, report: _Report) -> None:

@@ -48,7 +48,7 @@ from typing import Any
 from . import api
 from .api import read_history
 from .edits import AsText, Item, Keep, Merge, Placeholder
-from .formats import MODULES, detect, feature, module_for
+from .formats import MODULES, detect, feature, module_for, native_provider
 from .history import ASSISTANT, TOOL, Skeleton
 from .policy import Policy
 from .profiles import Profile, get_profile
@@ -87,17 +87,6 @@ PAIRING_CODES = frozenset(
 )
 """The problem codes of the pairing rules: the ones :func:`trim` guarantees its output is free
 of (under the profile of the format's own provider)."""
-
-_NATIVE_PROVIDER = {
-    "openai": "openai",
-    "openai-responses": "openai-responses",
-    "langchain": "openai",
-    "anthropic": "anthropic",
-    "gemini": "gemini",
-    "bedrock": "bedrock",
-}
-"""Format -> the provider whose pairing rules :func:`trim` keeps. A format whose provider has no
-profile yet falls back to OpenAI's, the strictest about adjacency."""
 
 _PROFILE_STEPS_OFF: dict[str, Any] = {
     "call_id_max_length": None,
@@ -691,10 +680,7 @@ def _position_profile(format_name: str) -> Profile | None:
 
 
 def _native_profile(format_name: str) -> Profile:
-    try:
-        return get_profile(_NATIVE_PROVIDER.get(format_name, format_name))
-    except UnknownNameError:
-        return get_profile("openai")
+    return get_profile(native_provider(format_name))
 
 
 def _steps_off() -> dict[str, Any]:
