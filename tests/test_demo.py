@@ -63,6 +63,14 @@ def test_every_scenario_is_rejected_without_and_accepted_with_toolmend() -> None
     assert sum("seed" in s.source or s.title[:3].isdigit() for s in SCENARIOS) >= 4
 
 
+def test_the_histories_a_scenario_points_to_are_in_the_repository() -> None:
+    root = Path(__file__).resolve().parent.parent
+    named = [s.source.rpartition("; ")[2] for s in SCENARIOS if "examples/" in s.source]
+    assert len(named) >= 4
+    for pattern in named:
+        assert len(list(root.glob(pattern))) == 1, pattern
+
+
 def test_verbose_output_names_the_full_error_and_each_change() -> None:
     rows = run(SCENARIOS[:1])
     text = render(rows, width=140, verbose=True)

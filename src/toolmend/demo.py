@@ -280,7 +280,7 @@ SCENARIOS: tuple[Scenario, ...] = (
         "deepseek",
         "openai",
         _seed_000,
-        source="Spring AI conversation store (seeds/000)",
+        source="Spring AI conversation store; examples/histories/seed000_*.json",
     ),
     Scenario(
         "001 starts at a tool message",
@@ -289,7 +289,7 @@ SCENARIOS: tuple[Scenario, ...] = (
         "openai",
         "openai",
         _seed_001,
-        source="context compression filter (seeds/001)",
+        source="context compression filter; examples/histories/seed001_*.json",
     ),
     Scenario(
         "002 Claude: merged user turns",
@@ -298,7 +298,7 @@ SCENARIOS: tuple[Scenario, ...] = (
         "anthropic",
         "anthropic",
         _seed_002_anthropic,
-        source="Claude converter merging user messages (seeds/002)",
+        source="Claude converter merging user messages (bug report 002)",
     ),
     Scenario(
         "002 template without tool role",
@@ -307,7 +307,7 @@ SCENARIOS: tuple[Scenario, ...] = (
         "hf-template-strict",
         "openai",
         _seed_002_template,
-        source="chat template without a tool role (seeds/002)",
+        source="chat template without a tool role; examples/histories/seed002_*.json",
     ),
     Scenario(
         "003 functionResponse named by id",
@@ -316,7 +316,7 @@ SCENARIOS: tuple[Scenario, ...] = (
         "gemini",
         "gemini",
         _seed_003,
-        source="Gemini functionResponse.name (seeds/003)",
+        source="Gemini functionResponse.name; examples/histories/seed003_*.json",
     ),
     Scenario(
         "user typed while a tool ran",
