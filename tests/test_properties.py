@@ -20,6 +20,7 @@ from toolmend.api import _read_range
 from toolmend.formats import openai_chat
 from toolmend.profiles import get_profile
 from toolmend.rules import judge
+from whole_path import whole_repair
 
 from histories import (
     OPENAI_FAMILY,
@@ -131,6 +132,96 @@ def test_one_pass_scan_agrees_with_the_full_judge(provider: str, case: Any) -> N
 
         assert sorted(found, key=key) == sorted(full, key=key)
         assert toolmend.check(damaged, provider=provider) == found
+
+
+@pytest.mark.parametrize("provider", ["openai"])
+@given(
+    case=st.one_of(
+        damaged_conversations(id_style="any"), damaged_conversations(id_style="any", reasoning=True)
+    )
+)
+def test_repairing_the_ranges_repairs_as_the_whole_history(provider: str, case: Any) -> None:
+    """The ranges of ``dirty_spans`` are repaired on their own: each must hold what the planner
+    needs (a stray result's range reaches the calls of its id), so the repair comes out as the
+    repair of the history read whole. Under OpenAI's rules, which flag every pairing problem:
+    under DeepSeek's (count pairing) and Groq's a range the rules accept is left alone, while
+    the planner of the whole history, once another problem sets it off, pairs every result by
+    id and drops what answers no call (a result the provider would take)."""
+    _, damaged, _ = case
+    assume(not _repeats_a_result(damaged))
+    profile = get_profile(provider)
+    expected, changes = whole_repair(openai_chat, damaged, profile, toolmend.Policy())
+    result = toolmend.repair(damaged, provider=provider)
+    assert result.messages == expected
+    assert [(c.code, c.index, c.ids) for c in result.changes] == [
+        (c.code, c.index, c.ids) for c in changes
+    ]
+
+
+def _repeats_a_result(history: list[Any]) -> bool:
+    """Whether a tool message repeats the id of a result its call turn already has. OpenAI
+    takes the repeat, so a range holding one alone is left as it is; the planner of a whole
+    history that another problem sets off drops it (both are valid; the examples below hold
+    the case where the repeat is the real result of an earlier call still waiting)."""
+    answered: set[Any] = set()
+    for message in history:
+        if message.get("role") == "tool":
+            if message.get("tool_call_id") in answered:
+                return True
+            answered.add(message.get("tool_call_id"))
+        else:
+            answered = set()
+    return False
+
+
+def _calls(*ids: str) -> dict[str, Any]:
+    return {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": i, "type": "function", "function": {"name": "get_weather", "arguments": "{}"}}
+            for i in ids
+        ],
+    }
+
+
+def _text(role: str, text: str) -> dict[str, Any]:
+    return {"role": role, "content": text}
+
+
+def _tool(call_id: str, text: str) -> dict[str, Any]:
+    return {"role": "tool", "tool_call_id": call_id, "content": text}
+
+
+@pytest.mark.parametrize(
+    "history",
+    [
+        [  # a stray result whose call is not the nearest one with its id
+            *[_text("user", "u1"), _calls("call_0"), _text("assistant", "a")],
+            *[_text("user", "u2"), _calls("call_0"), _tool("call_0", "r2")],
+            *[_text("assistant", "b"), _text("user", "u3"), _tool("call_0", "r1")],
+            _text("assistant", "c"),
+        ],
+        [  # the real result of an earlier call, now a repeat among another turn's results
+            *[_text("user", "u1"), _calls("call_0"), _text("assistant", "a")],
+            *[_text("user", "u2"), _calls("call_0"), _tool("call_0", "r2")],
+            *[_tool("call_0", "r1"), _text("assistant", "c")],
+        ],
+    ],
+    ids=["stray", "repeat"],
+)
+def test_a_result_goes_back_to_the_earlier_call_with_its_id_still_waiting(
+    history: list[Any],
+) -> None:
+    """The ranges reached only the nearest call with the result's id: the waiting call got a
+    placeholder and the real result was dropped (or left as a repeat), where the repair of the
+    whole history moves it to its call."""
+    profile = get_profile("openai")
+    expected, _ = whole_repair(openai_chat, history, profile, toolmend.Policy())
+    result = toolmend.repair(history, provider="openai")
+    assert result.messages == expected
+    assert "answered_missing_call" not in {change.code for change in result.changes}
+    assert "r1" in [message["content"] for message in result.messages]
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)

@@ -307,8 +307,10 @@ def _scan(
     tool_calls: Any = ()  # the calls of the turn whose results come now
     spans: list[tuple[int, int]] = []
     starts: list[int] = [0]  # where each range of the history begins
-    callers: dict[str, list[int]] = {}  # call id -> the range starts calling it
+    called: list[str] = []  # every call id in order, and the start of the range calling it
+    called_from: list[int] = []  # (kept flat: only the ids of stray results are looked up)
     strays: list[tuple[int, str]] = []  # (range start, id) of results with no waiting call
+    repeats: list[tuple[int, str]] = []  # (range start, id) of a second result for a call
     pending: set[str] | None = None
     turn_calls = turn_unreasoned = dirty = False
     for index, message in enumerate(messages):
@@ -322,10 +324,15 @@ def _scan(
                 and type(call_id) is str
                 and (call_id in pending or (repeats_pass and _called_in(tool_calls, call_id)))
             ):
-                pending.discard(call_id)  # (a repeat of a result of this turn, if not there)
+                if call_id in pending:
+                    pending.discard(call_id)
+                elif not first_only:  # a repeat, which the provider takes; but see below
+                    repeats.append((starts[-1], call_id))
                 if not content_rule or type(message.get("content")) is str:
                     continue
-            elif not first_only and type(call_id) is str:
+            elif not first_only:
+                if type(call_id) is not str:
+                    return None  # no id: the whole history's planner may give it to any call
                 strays.append((starts[-1], call_id))
             if first_only:
                 return None
@@ -355,13 +362,14 @@ def _scan(
                     ok = False
                     tool_calls = ()
                 for call in tool_calls:
-                    if type(call) is not dict or call.get("type") is None:
+                    if type(call) is not dict:
                         ok = False
                         continue
                     call_id = call.get("id")
                     function = call.get("function")
                     if (
-                        type(call_id) is not str
+                        call.get("type") is None  # (still a call with an id: the repair fills it)
+                        or type(call_id) is not str
                         or len(call_id) > max_length
                         or call_id in pending
                         or type(function) is not dict
@@ -373,7 +381,8 @@ def _scan(
                     if type(call_id) is str:
                         pending.add(call_id)
                         if not first_only:
-                            callers.setdefault(call_id, []).append(starts[-1])
+                            called.append(call_id)
+                            called_from.append(starts[-1])
                 turn_calls = True
             else:
                 pending = None
@@ -402,9 +411,23 @@ def _scan(
         dirty = True
     if dirty:
         spans.append((starts[-1], len(messages)))
-    if strays:
-        spans = _widen_for_strays(spans, starts, callers, strays, len(messages))
+    if strays or (repeats and spans):
+        callers = _callers(called, called_from, [*strays, *repeats])
+        spans = _widen_for_strays(spans, starts, callers, strays, repeats, len(messages))
     return spans
+
+
+def _callers(
+    called: list[str], called_from: list[int], strays: list[tuple[int, str]]
+) -> dict[str, list[int]]:
+    """Call id -> the starts of the ranges calling it, for the ids of stray results only (a
+    list per call of a long history was most of the scan's allocations)."""
+    wanted = {call_id for _, call_id in strays}
+    callers: dict[str, list[int]] = {}
+    for call_id, start in zip(called, called_from, strict=True):
+        if call_id in wanted:
+            callers.setdefault(call_id, []).append(start)
+    return callers
 
 
 def _widen_for_strays(
@@ -412,23 +435,38 @@ def _widen_for_strays(
     starts: list[int],
     callers: dict[str, list[int]],
     strays: list[tuple[int, str]],
+    repeats: list[tuple[int, str]],
     size: int,
 ) -> list[tuple[int, int]]:
-    """Add the nearest earlier and later ranges calling each stray result's id, then merge."""
+    """Widen each stray result's range over every range calling its id, then merge.
+
+    Every one, not only the nearest: with an id used by several turns, the whole history's
+    planner gives the stray to an earlier call still waiting for its result, which may lie
+    before the nearest caller (the nearest answering only, it was dropped there as a duplicate
+    while the waiting call got a placeholder). Ids are unique in nearly every history, so this
+    is one more range, rarely a long one.
+
+    A repeated result passes the rules, but the whole history's planner also gives it to an
+    earlier call with its id that still waits (whose range is then dirty): its range is widened
+    over the dirty ranges calling its id."""
 
     def stop_of(start: int) -> int:
         position = bisect.bisect_right(starts, start)
         return starts[position] if position < len(starts) else size
 
+    def dirty(start: int) -> bool:
+        position = bisect.bisect_right(spans, (start, size + 1)) - 1
+        return position >= 0 and spans[position][0] <= start < spans[position][1]
+
     wanted = list(spans)
     for start, call_id in strays:
-        found = callers.get(call_id, ())
-        earlier = [s for s in found if s < start]
-        later = [s for s in found if s > start]
-        if earlier:
-            wanted.append((earlier[-1], stop_of(start)))
-        if later:
-            wanted.append((start, stop_of(later[0])))
+        found = callers.get(call_id)
+        if found:  # range starts in history order
+            wanted.append((min(found[0], start), stop_of(max(found[-1], start))))
+    for start, call_id in repeats:
+        found = [caller for caller in callers.get(call_id, ()) if caller != start and dirty(caller)]
+        if found:
+            wanted.append((min(found[0], start), stop_of(max(found[-1], start))))
     wanted.sort()
     merged: list[tuple[int, int]] = []
     for low, high in wanted:
