@@ -362,7 +362,7 @@ def _scan(
         other = bad = not parts
         signed = False
         # how many responses so far answer the call in their place (the usual order), and
-        # whether all of them do: then the check of ``_answers`` is already done here
+        # whether all of them do: only responses out of that order need ``_answers``
         waiting: list[Any] = previous or []
         in_place = 0
         in_order = previous is not None
@@ -513,19 +513,10 @@ def _reach_earlier_calls(spans: Spans, calls: list[Any], responses: list[Any]) -
 
 def _answers(calls: list[Any], responses: list[Any]) -> bool:
     """Whether ``responses`` answer ``calls`` one to one, under the same names (by id when
-    every part has one, else as a multiset of names)."""
+    every part has one, else as a multiset of names), when they are not each in their call's
+    place: the usual case, which the scan checks as it reads them."""
     count = len(calls)
-    if count != len(responses):
-        return False
-    for call, response in zip(calls, responses, strict=True):
-        call_id, response_id = call.get("id"), response.get("id")
-        if call.get("name") != response.get("name") or (
-            call_id and response_id and call_id != response_id
-        ):
-            break
-    else:
-        return True  # the usual case: each response in its call's place, name and id agreeing
-    if count == 1:
+    if count != len(responses) or count == 1:  # one response, not in its call's place
         return False
     call_names = [call.get("name") for call in calls]
     response_names = [response.get("name") for response in responses]
