@@ -321,20 +321,20 @@ def _judged_valid(history: list[dict[str, Any]], provider: str) -> bool:
         return False
 
 
-def test_a_repeated_result_takes_the_fast_path_where_the_rules_let_it_through() -> None:
-    """A second result for one of the turn's calls, among the turn's results: OpenAI (results
-    paired by id) takes it, DeepSeek (results counted) does not; once a user message ended
-    the turn it answers nothing. ``quick_valid`` vouches exactly where the full judge agrees,
-    and for the ``openai`` profile without reading the history (trim's final check of a mended
-    history that keeps such a repeat relied on the range scan before)."""
+def test_a_repeated_result_takes_the_fast_path_only_where_the_rules_let_it_through() -> None:
+    """A second result for one of the turn's calls, among the turn's results: OpenAI answers
+    "Duplicate value for 'tool_call_id'" (issue 19), DeepSeek (results counted) sees one result
+    too many, Gemini one response too many; once a user message ended the turn it answers
+    nothing. ``quick_valid`` vouches exactly where the full judge agrees."""
     repeated = _valid_round()
     repeated.insert(4, dict(repeated[3]))  # call_b's result twice
     late = _valid_round()
     late.insert(5, {"role": "user", "content": "and?"})
     late.insert(6, dict(late[3]))  # call_b's result again, after the user spoke
-    assert openai_chat.quick_valid(repeated, get_profile("openai"))
-    assert not openai_chat.quick_valid(repeated, get_profile("deepseek"))
-    assert not _judged_valid(repeated, "deepseek")
+    for provider in ("openai", "deepseek", "gemini"):
+        assert not openai_chat.quick_valid(repeated, get_profile(provider)), provider
+        assert not _judged_valid(repeated, provider), provider
+    assert "duplicate_result" in {p.code for p in toolmend.check(repeated, provider="openai")}
     for provider in PROVIDERS:
         profile = get_profile(provider)
         for history in (repeated, late):

@@ -55,6 +55,14 @@ ROWS: list[tuple[str, str, list[Any], str, list[Any]]] = [
     ),
     (
         "openai",
+        "duplicate_result",
+        [user(), calls("a"), result("a", "Tool execution aborted"), result("a", "R")],
+        "Invalid parameter: Duplicate value for 'tool_call_id' of 'a', in messages[2] and "
+        "messages[3].",
+        [user(), calls("a"), result("a", "R")],
+    ),
+    (
+        "openai",
         "missing_result",
         [user(), calls("call_1", "call_2"), result("call_1"), user()],
         "An assistant message with 'tool_calls' must be followed by tool messages responding to each "

@@ -73,7 +73,7 @@ def format_of(messages: Any, format: str | None = None) -> ModuleType:
     return module_for(format) if format is not None else detect(messages)
 
 
-def _items(module: ModuleType, messages: Any) -> Sequence[Any]:
+def sequence_of(module: ModuleType, messages: Any) -> Sequence[Any]:
     """The list the format reads: ``messages`` itself, or the format's ``normalize``-d view of
     it (Gemini's other ``contents`` shapes; a list of Contents comes back as it is)."""
     normalize = feature(module, "normalize")
@@ -90,7 +90,7 @@ def read_history(messages: Any, format: str | None = None) -> tuple[ModuleType, 
     and :class:`toolmend.InvalidMessageError` naming the index of a message it cannot read.
     """
     module = format_of(messages, format)
-    return module, module.read(_items(module, messages))
+    return module, module.read(sequence_of(module, messages))
 
 
 def _ranges(
@@ -145,7 +145,7 @@ def check(
     """
     profile = get_profile(provider)
     module = format_of(messages, format)
-    messages = _items(module, messages)
+    messages = sequence_of(module, messages)
     problems: list[Problem] = []
     for low, high in _ranges(module, messages, profile):
         problems.extend(judge(_read_range(module, messages, low, high), profile))
@@ -182,7 +182,7 @@ def repair(
     profile = get_profile(provider)
     chosen = as_policy(policy)
     module = format_of(messages, format)
-    original, messages = messages, _items(module, messages)
+    original, messages = messages, sequence_of(module, messages)
     damaged = damage_in(module, messages, profile, chosen)
     if damaged is None:
         return Repair(original)

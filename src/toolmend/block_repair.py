@@ -4,15 +4,15 @@ steps for an OpenAI-shaped history bound for those providers.
 :func:`toolmend.repair.plan_repair` hands a block-layout skeleton to :func:`plan_blocks`, which
 runs these steps, each a small function over the shared planner state:
 
-1. Pairing: :func:`toolmend.repair.match_results` (ids, Anthropic and Bedrock) or
-   :func:`match_by_name` (Gemini, where ids are optional).
+1. Pairing: :func:`toolmend.pairing.match` (ids first; in Gemini, where ids are optional,
+   then names, opaque ids stored as the name, and positions).
 2. :func:`order_blocks`: every call turn is followed by one user message holding its results,
    taken from wherever they were (a :class:`~toolmend.edits.Blocks` item), plus the placeholder
    for a call without one; results already in place stay where they are. A message emptied by
    moving its blocks out disappears (its blocks were moved, not lost); text that sat before
    the results ends up after them. Orphans and duplicates are dropped or kept as text, per
    policy. A trailing call turn with no result anywhere is left alone (the providers accept it).
-3. :func:`toolmend.repair.rewrite_ids` where the provider constrains ids.
+3. :func:`toolmend.plan_ids.rewrite_ids` where the provider constrains ids.
 4. :func:`fix_blocks`: the shape defects the reader saw (empty text, empty messages, incomplete
    thinking blocks, non-object inputs, roles).
 5. :func:`name_results`: a result names the function of its call (Gemini), and a call gets back
@@ -33,19 +33,15 @@ from dataclasses import replace
 
 from .edits import AsText, Blocks, Bridge, Item, Keep, Merge, Placeholder, Plan
 from .history import ASSISTANT, MESSAGES, SYSTEM, TOOL, USER, Call, Skeleton
-from .repair import (
+from .pairing import NEAREST, match
+from .plan_ids import rename_functions, rewrite_ids
+from .planstate import (
     ASSISTANT_BRIDGE_TEXT,
     USER_BRIDGE_TEXT,
-    CallRef,
+    PlanState,
     ResultRef,
-    _call,
-    _duplicate,
-    _pair,
-    _rename_functions,
-    _State,
-    match_results,
+    call_at,
     result_at,
-    rewrite_ids,
 )
 
 __all__ = [
@@ -53,7 +49,6 @@ __all__ = [
     "fix_blocks",
     "flatten_unthought",
     "lead_with_user",
-    "match_by_name",
     "name_results",
     "order_blocks",
     "place_call_turns",
@@ -70,14 +65,11 @@ _ORDER_CODES = frozenset({"first_not_user", "roles_not_alternating"})
 repair mends the pairing alone and leaves the roles as they come, as the ranges it repairs do."""
 
 
-def plan_blocks(state: _State, problem_codes: set[str]) -> None:
+def plan_blocks(state: PlanState, problem_codes: set[str]) -> None:
     """Plan the repair of a block-layout history (see the module docstring)."""
     profile = state.profile
     gemini = profile.block_pairing == "contents"
-    if gemini:
-        match_by_name(state)
-    else:
-        match_results(state)
+    match(state, NEAREST)
     _lay_out(state, problem_codes)
     if (
         not state.plan.items
@@ -105,77 +97,13 @@ def plan_blocks(state: _State, problem_codes: set[str]) -> None:
         flatten_unthought(state)
 
 
-def _lay_out(state: _State, problem_codes: set[str]) -> None:
+def _lay_out(state: PlanState, problem_codes: set[str]) -> None:
     """Steps 2 to 4: results gathered after their calls, ids, shapes."""
     order_blocks(state)
     ids_matter = state.profile.block_pairing != "contents"
     if _ID_CODES & problem_codes or (ids_matter and _ID_CODES & state.profile.checks.keys()):
         rewrite_ids(state)
-        _renumber_placeholders(state)
     fix_blocks(state, problem_codes)
-
-
-# --- 1. pairing by name (Gemini) --------------------------------------------------------------
-
-
-def match_by_name(state: _State) -> None:
-    """Pair Gemini responses with calls: by id, by an opaque id stored as the name (seed 003),
-    by name, then by position among the latest call turn's unanswered calls.
-
-    Calls in any Content count (a Content mixing calls and responses answers itself); a
-    response with an id answers the call with that id wherever it is still waiting.
-    """
-    skeleton = state.skeleton
-    calls, results = skeleton.calls, skeleton.results
-    by_id: dict[str, CallRef] = {}
-    latest: list[tuple[int, Call]] = []
-    for index in sorted(calls.keys() | results.keys()):
-        found = calls.get(index)
-        if found:
-            latest = [(index, call) for call in found]
-            for call in found:
-                if call.id is not None:
-                    by_id[call.id] = (index, call.slot)
-        leftovers = []
-        for result in results.get(index, ()):
-            ref = (index, result.slot)
-            target = _exact_match(state, result.id, result.name, latest, by_id)
-            if target is None:
-                leftovers.append(result)
-            else:
-                _pair(state, target, ref)
-        for result in leftovers:
-            ref = (index, result.slot)
-            open_calls = [(i, c) for i, c in latest if (i, c.slot) not in state.answer]
-            known = result.id is not None and result.id in by_id
-            if open_calls and not known:
-                _pair(state, (open_calls[0][0], open_calls[0][1].slot), ref)
-            elif known and result.id is not None:
-                _duplicate(state, by_id[result.id], ref)
-            else:
-                state.orphans.append(ref)
-
-
-def _exact_match(
-    state: _State,
-    result_id: str | None,
-    name: str | None,
-    latest: list[tuple[int, Call]],
-    by_id: dict[str, CallRef],
-) -> CallRef | None:
-    if result_id is not None:
-        target = by_id.get(result_id)
-        if target is not None and target not in state.answer:
-            return target
-    if not name:
-        return None
-    for index, call in latest:
-        if call.id == name and (index, call.slot) not in state.answer:
-            return (index, call.slot)
-    for index, call in latest:
-        if call.name == name and (index, call.slot) not in state.answer:
-            return (index, call.slot)
-    return None
 
 
 # --- 2. layout --------------------------------------------------------------------------------
@@ -210,7 +138,7 @@ def _total(skeleton: Skeleton, index: int) -> int:
     )
 
 
-def order_blocks(state: _State) -> None:
+def order_blocks(state: PlanState) -> None:
     """Every call turn followed by the user message with its results (step 2)."""
     skeleton, policy, plan, profile = state.skeleton, state.policy, state.plan, state.profile
     kinds, calls = skeleton.kinds, skeleton.calls
@@ -286,7 +214,7 @@ def order_blocks(state: _State) -> None:
                     "filled_result_id",
                     ref[0],
                     "id taken from the only open call",
-                    _call(skeleton, state.answered_by[ref]).id,
+                    call_at(skeleton, state.answered_by[ref]).id,
                 )
         if parts:
             before.setdefault(flush, []).append(Blocks(USER, tuple(parts)))
@@ -304,7 +232,7 @@ def order_blocks(state: _State) -> None:
             state.change("moved_message", index, "function calls moved into a model content")
 
 
-def _answer_missing(state: _State, missing: list[tuple[int, Call]]) -> list[Placeholder]:
+def _answer_missing(state: PlanState, missing: list[tuple[int, Call]]) -> list[Placeholder]:
     """Placeholders for the calls without a result (or the calls removed, per policy)."""
     if not missing:
         return []
@@ -315,12 +243,16 @@ def _answer_missing(state: _State, missing: list[tuple[int, Call]]) -> list[Plac
         return []
     out = []
     for index, call in missing:
-        out.append(Placeholder(index, call.id or "", call.name, state.policy.placeholder))
+        out.append(
+            Placeholder(
+                index, call.id or "", call.name, state.policy.placeholder, call_slot=call.slot
+            )
+        )
         state.change("answered_missing_call", index, "call answered with the placeholder", call.id)
     return out
 
 
-def _call_order(state: _State, ref: ResultRef, group_calls: list[tuple[int, Call]]) -> int:
+def _call_order(state: PlanState, ref: ResultRef, group_calls: list[tuple[int, Call]]) -> int:
     call_ref = state.answered_by[ref]
     for position, (index, call) in enumerate(group_calls):
         if (index, call.slot) == call_ref:
@@ -329,7 +261,7 @@ def _call_order(state: _State, ref: ResultRef, group_calls: list[tuple[int, Call
 
 
 def _leading_after(
-    state: _State, start: int, dropped: set[ResultRef], texted: set[ResultRef]
+    state: PlanState, start: int, dropped: set[ResultRef], texted: set[ResultRef]
 ) -> set[ResultRef]:
     """Anthropic: the results that will open the user turn starting at ``start``."""
     skeleton = state.skeleton
@@ -351,7 +283,9 @@ def _leading_after(
     return lead
 
 
-def _alone_after(state: _State, index: int, refs: list[ResultRef], dropped: set[ResultRef]) -> bool:
+def _alone_after(
+    state: PlanState, index: int, refs: list[ResultRef], dropped: set[ResultRef]
+) -> bool:
     """Gemini, Bedrock: message ``index`` holds exactly these results and nothing else."""
     skeleton = state.skeleton
     if index >= len(skeleton.kinds) or skeleton.kinds[index] == ASSISTANT:
@@ -367,33 +301,11 @@ def _alone_after(state: _State, index: int, refs: list[ResultRef], dropped: set[
     return set(refs) == here - dropped and all(ref[0] == index for ref in refs)
 
 
-def _emptied(state: _State, index: int) -> bool:
+def _emptied(state: PlanState, index: int) -> bool:
     edit = state.plan.edits.get(index)
     if edit is None or not edit.drop_blocks or index not in state.skeleton.extras:
         return False
     return len(edit.drop_blocks) >= _total(state.skeleton, index)
-
-
-def _renumber_placeholders(state: _State) -> None:
-    """Carry rewritten call ids over to the placeholders inside :class:`Blocks` items."""
-    if not state.final_ids:
-        return
-    by_call: dict[tuple[int, str], str] = {}
-    for (index, slot), new_id in state.final_ids.items():
-        old = _call(state.skeleton, (index, slot)).id or ""
-        by_call[(index, old)] = new_id
-    items = state.plan.items
-    for position, item in enumerate(items):
-        if isinstance(item, Blocks) and any(isinstance(p, Placeholder) for p in item.parts):
-            parts = tuple(
-                Placeholder(
-                    p.call_index, by_call.get((p.call_index, p.call_id), p.call_id), p.name, p.text
-                )
-                if isinstance(p, Placeholder)
-                else p
-                for p in item.parts
-            )
-            items[position] = Blocks(item.role, parts)
 
 
 # --- 4. shapes --------------------------------------------------------------------------------
@@ -401,7 +313,7 @@ def _renumber_placeholders(state: _State) -> None:
 _NATIVE_ROLES = {"gemini": {ASSISTANT: "model"}}
 
 
-def fix_blocks(state: _State, problem_codes: set[str]) -> None:
+def fix_blocks(state: PlanState, problem_codes: set[str]) -> None:
     """Mend the shape defects the reader saw, where the profile rejects them (step 4)."""
     skeleton, plan = state.skeleton, state.plan
     kept = {item.index for item in plan.items if isinstance(item, Keep)}
@@ -448,10 +360,10 @@ def fix_blocks(state: _State, problem_codes: set[str]) -> None:
     if {"invalid_role", "system_role"} & problem_codes:
         _fix_roles(state, kept - emptied)
     if {"function_name_format", "call_name_empty"} & problem_codes:
-        _rename_functions(state)
+        rename_functions(state)
 
 
-def _fix_roles(state: _State, kept: Iterable[int]) -> None:
+def _fix_roles(state: PlanState, kept: Iterable[int]) -> None:
     skeleton = state.skeleton
     native = _NATIVE_ROLES.get(skeleton.format, {})
     valid = {"user", native.get(ASSISTANT, "assistant")}
@@ -471,13 +383,14 @@ def _fix_roles(state: _State, kept: Iterable[int]) -> None:
 # --- 5. names and ids -------------------------------------------------------------------------
 
 
-def name_results(state: _State, *, write_ids: bool = False) -> None:
+def name_results(state: PlanState, *, write_ids: bool = False) -> None:
     """Every result names the function of the call it answers (seed 003); with ``write_ids``
-    (Gemini), a call that lost the id its response kept gets it back, and a response carries
-    its call's id."""
+    (Gemini), a call that lost the id its response kept gets it back (unless another call
+    already has that id), and a response carries its call's id."""
     skeleton, plan = state.skeleton, state.plan
+    taken = {call.id for found in skeleton.calls.values() for call in found if call.id}
     for call_ref, ref in sorted(state.answer.items()):
-        call = _call(skeleton, call_ref)
+        call = call_at(skeleton, call_ref)
         result = result_at(skeleton, ref)
         if call.name and result.name != call.name:
             plan.edit(ref[0]).result_names[ref[1]] = call.name
@@ -489,14 +402,16 @@ def name_results(state: _State, *, write_ids: bool = False) -> None:
             )
         if not write_ids:
             continue
-        if result.id and not call.id:
+        call_id = state.final_ids.get(call_ref, call.id)
+        if result.id and not call_id and result.id not in taken:
+            taken.add(result.id)
             plan.edit(call_ref[0]).call_ids[call_ref[1]] = result.id
             state.change(
                 "restored_call_id", call_ref[0], "call id written back from its response", result.id
             )
-        elif call.id and result.id != call.id:
-            plan.edit(ref[0]).result_ids[ref[1]] = call.id
-            state.change("filled_result_id", ref[0], "response id taken from its call", call.id)
+        elif call_id and result.id != call_id:
+            plan.edit(ref[0]).result_ids[ref[1]] = call_id
+            state.change("filled_result_id", ref[0], "response id taken from its call", call_id)
     if skeleton.layout == MESSAGES:
         plan.items = [
             replace(item, named=True) if isinstance(item, Placeholder) else item
@@ -504,7 +419,7 @@ def name_results(state: _State, *, write_ids: bool = False) -> None:
         ]
 
 
-def strip_function_ids(state: _State) -> None:
+def strip_function_ids(state: PlanState) -> None:
     """Gemini endpoints that do not know ``id``: removed from calls, responses, placeholders."""
     skeleton, plan = state.skeleton, state.plan
     for index in sorted(skeleton.calls.keys() | skeleton.results.keys()):
@@ -518,10 +433,7 @@ def strip_function_ids(state: _State) -> None:
             plan.items[position] = Blocks(
                 item.role,
                 tuple(
-                    Placeholder(p.call_index, "", p.name, p.text)
-                    if isinstance(p, Placeholder)
-                    else p
-                    for p in item.parts
+                    replace(p, call_id="") if isinstance(p, Placeholder) else p for p in item.parts
                 ),
             )
 
@@ -529,7 +441,7 @@ def strip_function_ids(state: _State) -> None:
 # --- 6. provider steps ------------------------------------------------------------------------
 
 
-def _side(state: _State, item: Item) -> str:
+def _side(state: PlanState, item: Item) -> str:
     """``ASSISTANT`` or ``USER``: which side of the conversation an output item speaks for."""
     if isinstance(item, Keep):
         kind = state.skeleton.kinds[item.index]
@@ -542,7 +454,7 @@ def _side(state: _State, item: Item) -> str:
     return ASSISTANT if item.role == ASSISTANT else USER
 
 
-def _calls_left(state: _State, item: Item) -> bool:
+def _calls_left(state: PlanState, item: Item) -> bool:
     """Whether an output item still makes calls."""
     if isinstance(item, Blocks):
         return item.role == ASSISTANT
@@ -556,7 +468,7 @@ def _calls_left(state: _State, item: Item) -> bool:
     return any(call.slot not in dropped for call in found)
 
 
-def _results_left(state: _State, item: Item) -> bool:
+def _results_left(state: PlanState, item: Item) -> bool:
     """Whether an output item carries results."""
     if isinstance(item, Blocks):
         return item.role == USER
@@ -587,7 +499,7 @@ def _source(item: Item) -> int:
     return -1
 
 
-def place_call_turns(state: _State) -> None:
+def place_call_turns(state: PlanState) -> None:
     """Gemini: a function-call turn comes right after a user turn. A call turn after a model
     Content is merged into it; one that opens the history gets the fixed user bridge."""
     out: list[Item] = []
@@ -614,7 +526,7 @@ def _joined(first: Keep | Merge, second: Keep, role: str) -> Merge:
     return Merge(role, parts)
 
 
-def sign_calls(state: _State) -> None:
+def sign_calls(state: PlanState) -> None:
     """Gemini 3: the documented placeholder signature on the first call of every model turn
     since the last user prompt that has none (a history from another model or provider)."""
     skeleton, plan = state.skeleton, state.plan
@@ -636,14 +548,14 @@ def sign_calls(state: _State) -> None:
             state.change("added_thought_signature", index, "placeholder thought signature")
 
 
-def _is_prompt(state: _State, item: Item) -> bool:
+def _is_prompt(state: PlanState, item: Item) -> bool:
     if isinstance(item, Keep):
         kind = state.skeleton.kinds[item.index]
         return kind == USER or bool(kind == TOOL and state.skeleton.extras.get(item.index))
     return isinstance(item, (Bridge, Merge, AsText))
 
 
-def _first_call(state: _State, item: Item) -> tuple[int, int] | None:
+def _first_call(state: PlanState, item: Item) -> tuple[int, int] | None:
     if isinstance(item, Blocks):
         first = item.parts[0] if item.parts and item.role == ASSISTANT else None
         return first if isinstance(first, tuple) else None
@@ -664,7 +576,7 @@ def _first_call(state: _State, item: Item) -> tuple[int, int] | None:
     return None
 
 
-def alternate(state: _State) -> None:
+def alternate(state: PlanState) -> None:
     """Bedrock: start with the user, then strictly alternate. Same-role neighbours are merged;
     where merging would put text beside tool results, the fixed bridge goes between."""
     out: list[Item] = []
@@ -699,7 +611,7 @@ def alternate(state: _State) -> None:
     state.plan.items = out
 
 
-def lead_with_user(state: _State) -> None:
+def lead_with_user(state: PlanState) -> None:
     """An OpenAI-shaped history bound for Bedrock: the first message after the system prompt
     must come from the user; the fixed user bridge goes before an assistant opening."""
     items = state.plan.items
@@ -712,14 +624,14 @@ def lead_with_user(state: _State) -> None:
         return
 
 
-def _starts_thinking(state: _State, item: Item) -> bool:
+def _starts_thinking(state: PlanState, item: Item) -> bool:
     if not isinstance(item, Keep) or item.index not in state.skeleton.marked("thinking_first"):
         return False
     edit = state.plan.edits.get(item.index)
     return edit is None or 0 not in edit.drop_blocks
 
 
-def flatten_unthought(state: _State) -> None:
+def flatten_unthought(state: PlanState) -> None:
     """Anthropic with thinking on: the final tool exchange, whose assistant turn has no
     thinking block to start it, is written out as text (toolmend cannot invent a signed
     thinking block); every call and result stays readable."""

@@ -62,8 +62,8 @@ from .history import ASSISTANT, OTHER, SYSTEM, TOOL, USER, Call, Result, Skeleto
 from .report import shown_name
 
 if TYPE_CHECKING:
+    from .findings import Report
     from .profiles import Profile
-    from .rules import _Report
 
 __all__ = [
     "check_blocks",
@@ -129,7 +129,7 @@ def _leading(skeleton: Skeleton, turn: range) -> set[tuple[int, int]]:
     return lead
 
 
-def pair_turns(skeleton: Skeleton, report: _Report) -> None:
+def pair_turns(skeleton: Skeleton, report: Report) -> None:
     """Anthropic: pairing on merged turns (see the module docstring)."""
     kinds, results = skeleton.kinds, skeleton.results
     n = len(kinds)
@@ -172,7 +172,7 @@ def pair_turns(skeleton: Skeleton, report: _Report) -> None:
 
 
 def _judge_turn_result(
-    report: _Report,
+    report: Report,
     index: int,
     result: Result,
     previous: Sequence[tuple[int, Call]],
@@ -222,7 +222,17 @@ def _names_match(found: Sequence[Call], responses: Sequence[Result]) -> bool:
     return sorted(call.name or "" for call in found) == sorted(r.name or "" for r in responses)
 
 
-def pair_contents(skeleton: Skeleton, report: _Report) -> None:
+def _repeated_id(found: Sequence[Call], responses: Sequence[Result]) -> bool:
+    """Gemini: every part has an id, the calls' ids are unique and a response's id repeats,
+    so one call is answered twice and another not at all."""
+    if not all(call.id for call in found) or not all(result.id for result in responses):
+        return False
+    return len({call.id for call in found}) == len(found) and len(
+        {result.id for result in responses}
+    ) < len(responses)
+
+
+def pair_contents(skeleton: Skeleton, report: Report) -> None:
     """Gemini: Content by Content (see the module docstring)."""
     kinds, calls, results, extras = (
         skeleton.kinds,
@@ -272,7 +282,7 @@ def pair_contents(skeleton: Skeleton, report: _Report) -> None:
 
 
 def _judge_responses(
-    report: _Report, index: int, found: Sequence[Call], responses: Sequence[Result]
+    report: Report, index: int, found: Sequence[Call], responses: Sequence[Result]
 ) -> None:
     if len(responses) < len(found):
         answered = {r.id for r in responses if r.id}
@@ -289,6 +299,14 @@ def _judge_responses(
             f"{len(responses) - len(found)} response(s) more than calls",
             ids=tuple(r.id for r in responses if r.id),
         )
+    elif _repeated_id(found, responses):
+        named = {r.id for r in responses}
+        report.add(
+            "missing_result",
+            index,
+            "a response id repeated, so a call has no response",
+            ids=tuple(c.id for c in found if c.id and c.id not in named),
+        )
     elif not _names_match(found, responses):
         report.add(
             "result_name_mismatch",
@@ -298,7 +316,7 @@ def _judge_responses(
         )
 
 
-def pair_converse(skeleton: Skeleton, report: _Report) -> None:
+def pair_converse(skeleton: Skeleton, report: Report) -> None:
     """Bedrock: the message after a ``toolUse`` message (see the module docstring)."""
     kinds, calls, results, extras = (
         skeleton.kinds,
@@ -356,7 +374,7 @@ def prompt_boundary(skeleton: Skeleton) -> int:
     return -1
 
 
-def check_blocks(skeleton: Skeleton, profile: Profile, report: _Report) -> None:
+def check_blocks(skeleton: Skeleton, profile: Profile, report: Report) -> None:
     """The block-layout rules beyond pairing: roles, alternation, thinking, signatures, ids."""
     kinds, roles = skeleton.kinds, skeleton.roles
     if report.wants("invalid_role") or report.wants("system_role"):
@@ -389,7 +407,7 @@ def check_blocks(skeleton: Skeleton, profile: Profile, report: _Report) -> None:
         _check_final_message(skeleton, report)
 
 
-def _check_final_message(skeleton: Skeleton, report: _Report) -> None:
+def _check_final_message(skeleton: Skeleton, report: Report) -> None:
     """Anthropic's rules about the final message hold only where the history really ends: an
     empty final assistant message is allowed (reported when the skeleton is a slice), trailing
     whitespace is not (reported only on the whole history)."""
@@ -405,7 +423,7 @@ def _check_final_message(skeleton: Skeleton, report: _Report) -> None:
             report.add("empty_content", defect.at, "message with empty content")
 
 
-def _check_first_user(skeleton: Skeleton, report: _Report) -> None:
+def _check_first_user(skeleton: Skeleton, report: Report) -> None:
     for index, kind in enumerate(skeleton.kinds):
         if kind == SYSTEM:
             continue
@@ -414,7 +432,7 @@ def _check_first_user(skeleton: Skeleton, report: _Report) -> None:
         return
 
 
-def _check_thinking(skeleton: Skeleton, report: _Report) -> None:
+def _check_thinking(skeleton: Skeleton, report: Report) -> None:
     """Anthropic, thinking on: the assistant turn answered by the final tool results."""
     kinds = skeleton.kinds
     end = len(kinds)
@@ -440,7 +458,7 @@ def _check_thinking(skeleton: Skeleton, report: _Report) -> None:
     )
 
 
-def _check_signatures(skeleton: Skeleton, report: _Report) -> None:
+def _check_signatures(skeleton: Skeleton, report: Report) -> None:
     """Gemini 3: the first call of every model Content in the current turn is signed."""
     boundary = prompt_boundary(skeleton)
     kinds = skeleton.kinds
@@ -458,7 +476,7 @@ def _check_signatures(skeleton: Skeleton, report: _Report) -> None:
             )
 
 
-def _check_function_ids(skeleton: Skeleton, report: _Report) -> None:
+def _check_function_ids(skeleton: Skeleton, report: Report) -> None:
     for where, field in (
         (skeleton.calls, "function_call"),
         (skeleton.results, "function_response"),
@@ -475,7 +493,7 @@ def _check_function_ids(skeleton: Skeleton, report: _Report) -> None:
                     )
 
 
-def check_cross_target(skeleton: Skeleton, profile: Profile, report: _Report) -> None:
+def check_cross_target(skeleton: Skeleton, profile: Profile, report: Report) -> None:
     """An OpenAI-shaped history bound for Gemini or Bedrock through a gateway."""
     if profile.first_user:
         _check_first_user(skeleton, report)
@@ -483,7 +501,7 @@ def check_cross_target(skeleton: Skeleton, profile: Profile, report: _Report) ->
         _check_result_names(skeleton, report)
 
 
-def _check_result_names(skeleton: Skeleton, report: _Report) -> None:
+def _check_result_names(skeleton: Skeleton, report: Report) -> None:
     """Every tool message names the function of the call it answers (seed 003)."""
     kinds, calls, results = skeleton.kinds, skeleton.calls, skeleton.results
     names: dict[str, str | None] = {}

@@ -84,6 +84,9 @@ class Placeholder:
     text: str
     named: bool = False
     """The result must state the function name (an OpenAI-shaped history bound for Gemini)."""
+    call_slot: int = -1
+    """The slot of the call it answers in message ``call_index`` (two calls of one message may
+    share an id, or have none, until the ids are rewritten)."""
 
 
 @dataclass(frozen=True, slots=True)

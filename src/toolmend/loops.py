@@ -33,7 +33,7 @@ from dataclasses import dataclass, field, replace
 from types import ModuleType
 from typing import Any
 
-from .api import _items, format_of, read_history
+from .api import format_of, read_history, sequence_of
 from .formats import feature
 from .history import ASSISTANT, USER, Call, Skeleton
 from .report import InvalidMessageError, Problem, ToolLoopError
@@ -117,7 +117,7 @@ def detect_loops(
     skeleton: Skeleton | None = None
     if live_only:
         module = format_of(messages, format)
-        messages = _items(module, messages)
+        messages = sequence_of(module, messages)
         fast = feature(module, "live_rounds")
         live = fast(messages) if fast is not None else None
         if live is not None:  # the run read straight off plain dicts, indexes as they are

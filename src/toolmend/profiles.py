@@ -166,6 +166,13 @@ OPENAI = Profile(
             "https://github.com/openai/openai-python/issues/2061",
         ),
         result_without_id=_OPENAI_NO_ID,
+        duplicate_result=Check(
+            "OA-DUPLICATE-TOOL-CALL-ID",
+            "Invalid parameter: Duplicate value for 'tool_call_id' of '{id}', in "
+            "messages[{first}] and messages[{index}].",
+            "public report of the API's answer (GPT-4.1), quoted in toolmend issue 19: two tool "
+            "messages answering one call in one block",
+        ),
         null_content=Check(
             "OA-ASSISTANT-NULL-CONTENT",
             "Invalid value for 'content': expected a string, got null.",
@@ -798,6 +805,8 @@ _GM_CHECKS = {
     ),
     "missing_result": _GM_COUNT,
     "unknown_result_id": _GM_COUNT,
+    # an OpenAI-shaped history: two tool messages for one call become two responses
+    "duplicate_result": _GM_COUNT,
     "response_extra_parts": Check(
         "gemini.function_response_count",
         _GM_COUNT.error,
@@ -940,6 +949,10 @@ _BR_CALL_ID = Check(
     "BR-TOOL-USE-ID-FORMAT", _BR_ID.format(part="toolUse.toolUseId"), _BR_ID_SOURCE, "documented"
 )
 
+_BR_RESULT_ID = Check(
+    "BR-TOOL-USE-ID-FORMAT", _BR_ID.format(part="toolResult.toolUseId"), _BR_ID_SOURCE, "documented"
+)
+
 _BR_RESULT_WITH_TEXT = Check(
     "BR-TOOL-RESULT-WITH-TEXT",
     "messages.{index}.content: Conversation blocks and tool result blocks cannot be "
@@ -979,12 +992,10 @@ BEDROCK = Profile(
         role_order=_BR_RESULT_WITH_TEXT,
         call_id_format=_BR_CALL_ID,
         call_without_id=_BR_CALL_ID,
-        result_id_format=Check(
-            "BR-TOOL-USE-ID-FORMAT",
-            _BR_ID.format(part="toolResult.toolUseId"),
-            _BR_ID_SOURCE,
-            "documented",
-        ),
+        result_id_format=_BR_RESULT_ID,
+        # an OpenAI-shaped tool message without ``tool_call_id``: converted, a toolResult
+        # without toolUseId, and one more result than the turn has calls
+        result_without_id=_BR_RESULT_ID,
     ),
     block_pairing="converse",
     call_id_pattern=r"[a-zA-Z0-9_.:-]{1,64}",

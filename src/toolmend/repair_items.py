@@ -44,15 +44,15 @@ from __future__ import annotations
 
 import hashlib
 import re
-from bisect import bisect_left
 from typing import TYPE_CHECKING
 
 from .edits import AsText, Bridge, Item, Keep, Merge, Placeholder
 from .history import ASSISTANT, TOOL, USER, Call, Defect
+from .pairing import ORDERED, match
 from .profiles import compiled
 
 if TYPE_CHECKING:
-    from .repair import _State
+    from .planstate import PlanState
 
 __all__ = ["mend_items", "order_items"]
 
@@ -66,14 +66,14 @@ _MENDED_CODES = _ID_CODES | {"reasoning_without_summary", "result_without_output
 # --- pairing and layout -----------------------------------------------------------------------
 
 
-def order_items(state: _State, problem_codes: set[str]) -> None:
+def order_items(state: PlanState, problem_codes: set[str]) -> None:
     """Pair results with calls by order and lay the items out, moving as little as possible."""
     gone = _drop_unusable_items(state, problem_codes)
     moved_after = _pair_in_order(state, gone)
     _lay_out(state, gone, moved_after, _answered_later(state))
 
 
-def _drop_unusable_items(state: _State, problem_codes: set[str]) -> set[int]:
+def _drop_unusable_items(state: PlanState, problem_codes: set[str]) -> set[int]:
     """Items that leave before pairing: exact duplicates, reasoning items the input already
     shows without their item, and reasoning items and references whose id the API refuses
     (see the module docstring)."""
@@ -104,62 +104,18 @@ def _drop_unusable_items(state: _State, problem_codes: set[str]) -> set[int]:
     return gone
 
 
-def _pair_in_order(state: _State, gone: set[int]) -> dict[int, list[ResultRef]]:
-    """Fill ``state.answer``/``answered_by``/``orphans``/``duplicates``; return the results to
-    move right after their calling item, by that item's index."""
-    skeleton = state.skeleton
-    kinds, calls, results = skeleton.kinds, skeleton.calls, skeleton.results
-    callers: dict[str, list[CallRef]] = {}
-    for index in sorted(calls):
-        if index not in gone and kinds[index] == ASSISTANT:
-            for call in calls[index]:
-                if call.id is not None:
-                    callers.setdefault(call.id, []).append((index, call.slot))
-    early: list[tuple[ResultRef, CallRef]] = []
-    without_id: list[ResultRef] = []
-    for index in sorted(results):
-        if index in gone or kinds[index] != TOOL:
-            continue
-        for result in results[index]:
-            ref = (index, result.slot)
-            if result.id is None:
-                without_id.append(ref)
-                continue
-            owners = callers.get(result.id, [])
-            before = bisect_left(owners, (index, -1))
-            if before > 0:
-                _answer(state, owners[before - 1], ref)
-            elif len(owners) == 1:
-                early.append((ref, owners[0]))
-            else:
-                state.orphans.append(ref)
+def _pair_in_order(state: PlanState, gone: set[int]) -> dict[int, list[ResultRef]]:
+    """Pair through the engine (:func:`toolmend.pairing.match`, ``ordered``); return the
+    results to move right after their calling item (those before it), by that item's index."""
+    match(state, ORDERED, skip=frozenset(gone))
     moved_after: dict[int, list[ResultRef]] = {}
-    for ref, call_ref in early:
-        current = state.answer.get(call_ref)
-        if current is None:
-            _answer(state, call_ref, ref)
+    for call_ref, ref in sorted(state.answer.items()):
+        if ref[0] < call_ref[0]:
             moved_after.setdefault(call_ref[0], []).append(ref)
-        elif state.is_stub(ref) or state.result_text(*ref) == state.result_text(*current):
-            state.duplicates.add(ref)
-        else:
-            state.orphans.append(ref)
-    for ref in without_id:
-        open_calls = [
-            (index, call.slot)
-            for index in sorted(calls)
-            if index < ref[0] and index not in gone and kinds[index] == ASSISTANT
-            for call in calls[index]
-            if (index, call.slot) not in state.answer
-        ]
-        if len(open_calls) == 1:
-            _answer(state, open_calls[0], ref)
-            state.filled_ids[ref] = open_calls[0]
-        else:
-            state.orphans.append(ref)
     return moved_after
 
 
-def _answered_later(state: _State) -> set[CallRef]:
+def _answered_later(state: PlanState) -> set[CallRef]:
     """Calls the pairing left without a result of their own that the API still counts as
     answered: an output with their ``call_id`` comes later (ids reused across turns). They get
     no placeholder, unless their id is rewritten (too long, repeated in their message), which
@@ -191,13 +147,8 @@ def _answered_later(state: _State) -> set[CallRef]:
     return found
 
 
-def _answer(state: _State, call_ref: CallRef, ref: ResultRef) -> None:
-    state.answer.setdefault(call_ref, ref)
-    state.answered_by[ref] = call_ref
-
-
 def _lay_out(
-    state: _State,
+    state: PlanState,
     gone: set[int],
     moved_after: dict[int, list[ResultRef]],
     answered_later: set[CallRef],
@@ -250,7 +201,7 @@ def _lay_out(
                 _answer_missing(state, index, found, answered_later)
 
 
-def _frontier_start(state: _State) -> int:
+def _frontier_start(state: PlanState) -> int:
     """Where the trailing run of calls, outputs and reasoning items starts, if it holds a call
     (tools may still be running for those calls); the length of the history otherwise."""
     skeleton = state.skeleton
@@ -268,7 +219,7 @@ def _frontier_start(state: _State) -> int:
     return start if has_call else len(kinds)
 
 
-def _orphan(state: _State, index: int, result_id: str | None) -> None:
+def _orphan(state: PlanState, index: int, result_id: str | None) -> None:
     if state.policy.orphan_result == "text":
         state.plan.items.append(AsText(Keep(index), USER))
         state.change(
@@ -278,7 +229,7 @@ def _orphan(state: _State, index: int, result_id: str | None) -> None:
         state.change("dropped_orphan_result", index, "result of a call not in the input", result_id)
 
 
-def _call(state: _State, call_ref: CallRef) -> Call:
+def _call(state: PlanState, call_ref: CallRef) -> Call:
     for call in state.skeleton.calls[call_ref[0]]:
         if call.slot == call_ref[1]:
             return call
@@ -286,7 +237,7 @@ def _call(state: _State, call_ref: CallRef) -> Call:
 
 
 def _answer_missing(
-    state: _State, index: int, found: tuple[Call, ...], answered_later: set[CallRef]
+    state: PlanState, index: int, found: tuple[Call, ...], answered_later: set[CallRef]
 ) -> None:
     """Answer the calls of item ``index`` that have no result after it, or remove them."""
     missing = [
@@ -318,7 +269,7 @@ def _answer_missing(
 # --- item-level repairs -----------------------------------------------------------------------
 
 
-def mend_items(state: _State, problem_codes: set[str]) -> None:
+def mend_items(state: PlanState, problem_codes: set[str]) -> None:
     """Stranded reasoning items, missing summaries and refused item ids (module docstring)."""
     if "reasoning_without_follower" in state.profile.checks:
         drop_stranded_reasoning(state)
@@ -342,7 +293,7 @@ def mend_items(state: _State, problem_codes: set[str]) -> None:
             _mend_item_id(state, defect)
 
 
-def _mend_item_id(state: _State, defect: Defect) -> None:
+def _mend_item_id(state: PlanState, defect: Defect) -> None:
     index = defect.at
     edit = state.plan.edit(index)
     if index in state.skeleton.marked("id_required"):
@@ -375,7 +326,7 @@ def _fresh_item_id(old: str, index: int) -> str:
     return f"{prefix}_{''.join(chars)}"
 
 
-def drop_stranded_reasoning(state: _State) -> None:
+def drop_stranded_reasoning(state: PlanState) -> None:
     """Drop every reasoning item whose next item cannot be the one it belongs to.
 
     Walks the planned items backwards, so a run of reasoning items before a user message goes
@@ -399,7 +350,7 @@ def drop_stranded_reasoning(state: _State) -> None:
     state.plan.items = kept
 
 
-def _can_follow_reasoning(state: _State, item: Item) -> bool:
+def _can_follow_reasoning(state: PlanState, item: Item) -> bool:
     """Not a user message, not an output, not reasoning (openai-family.md OR-REASONING-...)."""
     if isinstance(item, Keep):
         skeleton = state.skeleton

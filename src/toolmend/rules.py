@@ -47,10 +47,10 @@ A block-layout skeleton (Anthropic, Gemini, Bedrock) is paired by the profile's
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Collection
 
 from .block_rules import check_blocks, check_cross_target, pair_contents, pair_converse, pair_turns
+from .findings import Report
 from .history import ASSISTANT, BLOCKS, OTHER, SYSTEM, TOOL, USER, Skeleton
 from .profiles import PROFILES, Profile, compiled
 from .report import InvalidHistoryError, Problem, shown_name
@@ -58,45 +58,9 @@ from .report import InvalidHistoryError, Problem, shown_name
 __all__ = ["judge"]
 
 
-class _Report:
-    """Collects problems, keeping only the codes the profile enables."""
-
-    __slots__ = ("base", "checks", "problems")
-
-    def __init__(self, profile: Profile, base: int = 0) -> None:
-        self.checks = profile.checks
-        self.base = base
-        self.problems: list[Problem] = []
-
-    def wants(self, code: str) -> bool:
-        return code in self.checks
-
-    def add(self, code: str, index: int, message: str, **fields: Any) -> None:
-        check = self.checks.get(code)
-        if check is None:
-            return
-        index += self.base
-        ids = fields.get("ids", ())
-        values = {
-            "index": index,
-            "slot": 0,
-            "id": "",
-            "length": 0,
-            "role": "",
-            "prev": "",
-            "name": "",
-            "property": "",
-            **fields,
-            "ids": ", ".join(ids),
-        }
-        self.problems.append(
-            Problem(code, index, message, check.error.format(**values), check.rule, tuple(ids))
-        )
-
-
 def judge(skeleton: Skeleton, profile: Profile) -> list[Problem]:
     """Every problem ``skeleton`` has under ``profile``, in message order."""
-    report = _Report(profile, skeleton.base)
+    report = Report(profile, skeleton.base)
     if not skeleton.kinds:
         report.add("empty_history", 0, "the history is empty")
         return report.problems
@@ -130,25 +94,25 @@ def judge(skeleton: Skeleton, profile: Profile) -> list[Problem]:
     return report.problems
 
 
-def _check_roles(skeleton: Skeleton, known: frozenset[str], report: _Report) -> None:
+def _check_roles(skeleton: Skeleton, known: frozenset[str], report: Report) -> None:
     for index, kind in enumerate(skeleton.kinds):
         if kind == OTHER and skeleton.roles[index] not in known:
             role = skeleton.roles[index]
             report.add("invalid_role", index, f"unknown role {shown_name(role)}", role=role)
 
 
-def _check_result_ids(skeleton: Skeleton, report: _Report) -> None:
+def _check_result_ids(skeleton: Skeleton, report: Report) -> None:
     for index, carried in skeleton.results.items():
         if skeleton.kinds[index] == TOOL and any(result.id is None for result in carried):
             report.add("result_without_id", index, "tool result without tool_call_id")
 
 
-def _pair_adjacent(skeleton: Skeleton, report: _Report) -> None:
+def _pair_adjacent(skeleton: Skeleton, report: Report) -> None:
     """OpenAI: tool messages form a contiguous block right after the calling message."""
     calls, results = skeleton.calls, skeleton.results
     owner = -1
     expected: set[str] = set()
-    answered: set[str] = set()
+    answered: dict[str, int] = {}
     for index, kind in enumerate(skeleton.kinds):
         if kind == TOOL:
             if owner < 0:
@@ -166,7 +130,7 @@ def _pair_adjacent(skeleton: Skeleton, report: _Report) -> None:
         if found:
             owner = index
             expected = {call.id for call in found if call.id is not None}
-            answered = set()
+            answered = {}
         else:
             owner = -1
     if owner >= 0 and len(answered) < len(expected):
@@ -174,7 +138,7 @@ def _pair_adjacent(skeleton: Skeleton, report: _Report) -> None:
 
 
 def _answer(
-    report: _Report, index: int, result_id: str, expected: set[str], answered: set[str]
+    report: Report, index: int, result_id: str, expected: set[str], answered: dict[str, int]
 ) -> None:
     """One result of the open block: it must answer one of its calls, once."""
     if result_id not in expected:
@@ -186,17 +150,24 @@ def _answer(
             ids=(result_id,),
         )
     elif result_id in answered:
-        report.add("duplicate_result", index, "call answered twice", id=result_id, ids=(result_id,))
+        report.add(
+            "duplicate_result",
+            index,
+            "call answered twice",
+            id=result_id,
+            ids=(result_id,),
+            first=answered[result_id] + report.base,
+        )
     else:
-        answered.add(result_id)
+        answered[result_id] = index
 
 
-def _missing(report: _Report, owner: int, expected: set[str], answered: set[str]) -> None:
-    missing = tuple(sorted(expected - answered))
+def _missing(report: Report, owner: int, expected: set[str], answered: Collection[str]) -> None:
+    missing = tuple(sorted(expected.difference(answered)))
     report.add("missing_result", owner, f"{len(missing)} call(s) without a result", ids=missing)
 
 
-def _pair_by_count(skeleton: Skeleton, report: _Report) -> None:
+def _pair_by_count(skeleton: Skeleton, report: Report) -> None:
     """DeepSeek: as many tool messages right after the calling message as it has calls."""
     calls = skeleton.calls
     owner, remaining = -1, 0
@@ -229,12 +200,12 @@ def _ids(skeleton: Skeleton, index: int) -> tuple[str, ...]:
     return tuple(call.id for call in skeleton.calls.get(index, ()) if call.id is not None)
 
 
-def _pair_latest(skeleton: Skeleton, report: _Report) -> None:
+def _pair_latest(skeleton: Skeleton, report: Report) -> None:
     """Mistral: results match the latest assistant's ids; counts compared at the next one."""
     calls, results = skeleton.calls, skeleton.results
     owner = -1
     expected: set[str] = set()
-    answered: set[str] = set()
+    answered: dict[str, int] = {}
     for index, kind in enumerate(skeleton.kinds):
         if kind == ASSISTANT:
             if owner >= 0 and len(answered) != len(expected):
@@ -242,7 +213,7 @@ def _pair_latest(skeleton: Skeleton, report: _Report) -> None:
             found = calls.get(index)
             owner = index if found else -1
             expected = {call.id for call in found if call.id is not None} if found else set()
-            answered = set()
+            answered = {}
         elif kind == TOOL:
             for result in results.get(index, ()):
                 if result.id is None:
@@ -261,11 +232,11 @@ def _pair_latest(skeleton: Skeleton, report: _Report) -> None:
         _missing(report, owner, expected, answered)
 
 
-def _pair_none(skeleton: Skeleton, report: _Report) -> None:
+def _pair_none(skeleton: Skeleton, report: Report) -> None:
     """Providers whose pairing is not known to be checked."""
 
 
-def _pair_ordered(skeleton: Skeleton, report: _Report) -> None:
+def _pair_ordered(skeleton: Skeleton, report: Report) -> None:
     """OpenAI Responses: no adjacency. A result needs a call with its id anywhere before it,
     and a call needs a result with its id anywhere after it. Visits only the calling and
     result entries, in input order."""
@@ -304,7 +275,7 @@ def _pair_ordered(skeleton: Skeleton, report: _Report) -> None:
                     )
 
 
-_PAIRINGS: dict[str, Callable[[Skeleton, _Report], None]] = {
+_PAIRINGS: dict[str, Callable[[Skeleton, Report], None]] = {
     "adjacent": _pair_adjacent,
     "count": _pair_by_count,
     "latest": _pair_latest,
@@ -321,7 +292,7 @@ _BLOCK_FORMATS = {"turns": "anthropic", "contents": "gemini", "converse": "bedro
 an Anthropic history judged by the Gemini rules would get repairs no request could use."""
 
 
-def _block_pairing(skeleton: Skeleton, profile: Profile) -> Callable[[Skeleton, _Report], None]:
+def _block_pairing(skeleton: Skeleton, profile: Profile) -> Callable[[Skeleton, Report], None]:
     """The pairing of a block-layout history under ``profile`` (its ``block_pairing``)."""
     pairing = _PAIRINGS.get(profile.block_pairing or "")
     if pairing is None or _BLOCK_FORMATS.get(profile.block_pairing or "") != skeleton.format:
@@ -341,7 +312,7 @@ def _providers_of(format_name: str) -> list[str]:
     ]
 
 
-def _check_calls(skeleton: Skeleton, profile: Profile, report: _Report) -> None:
+def _check_calls(skeleton: Skeleton, profile: Profile, report: Report) -> None:
     """Ids and names of every call: present, unique in their message (or in the request, per
     ``call_id_scope``), in the provider's form."""
     max_length = profile.call_id_max_length
@@ -418,7 +389,7 @@ def _check_calls(skeleton: Skeleton, profile: Profile, report: _Report) -> None:
                     )
 
 
-def _check_defects(skeleton: Skeleton, report: _Report) -> None:
+def _check_defects(skeleton: Skeleton, report: Report) -> None:
     """Shape problems the format reader saw, reported where the provider rejects them."""
     roles = skeleton.roles
     for defect in skeleton.defects:
@@ -434,7 +405,7 @@ def _check_defects(skeleton: Skeleton, report: _Report) -> None:
         )
 
 
-def _check_reasoning_field(skeleton: Skeleton, report: _Report) -> None:
+def _check_reasoning_field(skeleton: Skeleton, report: Report) -> None:
     """Providers whose schema has no ``reasoning_content`` on assistant messages (Groq)."""
     for index in sorted(skeleton.marked("reasoning_field")):
         report.add(
@@ -446,7 +417,7 @@ def _check_reasoning_field(skeleton: Skeleton, report: _Report) -> None:
         )
 
 
-def _check_reasoning(skeleton: Skeleton, report: _Report) -> None:
+def _check_reasoning(skeleton: Skeleton, report: Report) -> None:
     """DeepSeek thinking mode: every assistant message of a user turn that used tools."""
     for turn in _user_turns(skeleton):
         if not any(index in skeleton.calls for index in turn):
@@ -468,7 +439,7 @@ def _user_turns(skeleton: Skeleton) -> list[list[int]]:
     return [turn for turn in turns if turn]
 
 
-def _check_role_order(skeleton: Skeleton, profile: Profile, report: _Report) -> None:
+def _check_role_order(skeleton: Skeleton, profile: Profile, report: Report) -> None:
     successors = profile.role_successors
     assert successors is not None
     kinds = skeleton.kinds
@@ -479,7 +450,7 @@ def _check_role_order(skeleton: Skeleton, profile: Profile, report: _Report) -> 
             report.add("role_order", index, f"{kind} right after {prev}", role=kind, prev=prev)
 
 
-def _check_last_role(skeleton: Skeleton, profile: Profile, report: _Report) -> None:
+def _check_last_role(skeleton: Skeleton, profile: Profile, report: Report) -> None:
     assert profile.last_kinds is not None
     last = len(skeleton.kinds) - 1
     kind = skeleton.kinds[last]
@@ -488,7 +459,7 @@ def _check_last_role(skeleton: Skeleton, profile: Profile, report: _Report) -> N
     report.add("last_role", last, f"request ends on {kind}", role=kind)
 
 
-def _check_alternation(skeleton: Skeleton, style: str, report: _Report) -> None:
+def _check_alternation(skeleton: Skeleton, style: str, report: Report) -> None:
     kinds, calls = skeleton.kinds, skeleton.calls
     expected = USER
     start = 1 if kinds[0] == SYSTEM else 0

@@ -83,6 +83,7 @@ PAIRING_CODES = frozenset(
         "missing_result",
         "duplicate_result",
         "result_without_id",
+        "call_without_id",
     }
 )
 """The problem codes of the pairing rules: the ones :func:`trim` guarantees its output is free
