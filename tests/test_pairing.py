@@ -80,6 +80,12 @@ def calls_and_results(
     calls: list[tuple[int, str | None]] = []
     results: list[tuple[int, str | None, str | None]] = []
     for index, message in enumerate(history):
+        if format == "openai-responses":
+            if message.get("type") == "function_call":
+                calls.append((index, message.get("call_id")))
+            elif message.get("type") == "function_call_output":
+                results.append((index, message.get("call_id"), _text(message.get("output"))))
+            continue
         if format == "openai":
             for call in message.get("tool_calls") or []:
                 calls.append((index, call.get("id")))
@@ -472,6 +478,60 @@ def test_trim_gives_an_idless_anthropic_call_a_real_id() -> None:
     assert toolmend.check(trimmed, provider="anthropic") == []
 
 
+def to_responses(history: History) -> list[Message]:
+    """An OpenAI chat history as Responses ``input`` items (ids kept, or left out, as given)."""
+    items: list[Message] = []
+    for message in history:
+        role = message.get("role")
+        if role == "tool":
+            output: Message = {"type": "function_call_output", "output": message.get("content")}
+            if message.get("tool_call_id") is not None:
+                output["call_id"] = message["tool_call_id"]
+            items.append(output)
+            continue
+        if message.get("content") is not None or role != "assistant":
+            items.append(
+                {
+                    "role": "developer" if role == "system" else role,
+                    "content": message.get("content") or "",
+                }
+            )
+        for call in message.get("tool_calls") or []:
+            function = call.get("function") or {}
+            item: Message = {
+                "type": "function_call",
+                "name": function.get("name") or "f",
+                "arguments": function.get("arguments")
+                if isinstance(function.get("arguments"), str)
+                else "{}",
+            }
+            if call.get("id") is not None:
+                item["call_id"] = call["id"]
+            items.append(item)
+    return items
+
+
+def test_trim_matches_an_idless_bedrock_call_with_its_result() -> None:
+    history = convert([U, calling(tc(None)), res("x", "REAL"), U2], "bedrock")
+    trimmed = toolmend.trim(history, max_messages=10)
+    calls, results = calls_and_results(trimmed, "bedrock")
+    assert [call_id for _, call_id in calls] == ["x"]
+    assert [(rid, text) for _, rid, text in results] == [("x", "REAL")]
+
+
+def test_trim_moves_gemini_text_away_from_the_function_responses() -> None:
+    history = [
+        GU,
+        {"role": "model", "parts": [_fc("a", "c0")]},
+        {"role": "user", "parts": [_fr("a", "R", "c0"), {"text": "also"}]},
+        {"role": "model", "parts": [{"text": "ok"}]},
+    ]
+    trimmed = toolmend.trim(history, max_messages=10)
+    assert trimmed[2]["parts"] == [_fr("a", "R", "c0")]
+    assert {"text": "also"} in [p for content in trimmed for p in content["parts"]]
+    assert toolmend.check(trimmed, provider="gemini") == []
+
+
 # --- properties -----------------------------------------------------------------------------
 
 
@@ -568,7 +628,11 @@ def damaged(draw: st.DrawFn) -> History:
     return history
 
 
-_EXAMPLES = 20_000 if os.environ.get("TOOLMEND_FUZZ") else 150
+_FUZZ = bool(os.environ.get("TOOLMEND_FUZZ"))
+_EXAMPLES = 20_000 if _FUZZ else 150
+"""Per OpenAI-shaped profile: six of them, so the long mode runs 120,000 OpenAI histories."""
+_BLOCK_EXAMPLES = 100_000 if _FUZZ else 300
+"""Per native format (Anthropic, Bedrock, Gemini, Responses)."""
 
 
 @pytest.mark.parametrize("provider", OPENAI_PROVIDERS)
@@ -579,12 +643,25 @@ def test_openai_shaped_repairs_keep_every_real_result(provider: str, history: Hi
 
 
 @pytest.mark.parametrize(("format", "options"), BLOCK_FORMATS)
-@settings(max_examples=_EXAMPLES)
+@settings(max_examples=_BLOCK_EXAMPLES)
 @given(history=damaged())
 def test_block_repairs_keep_every_real_result(
     format: str, options: dict[str, Any], history: History
 ) -> None:
     assert_faithful(convert(history, format, **options), format, format)
+
+
+@settings(max_examples=_BLOCK_EXAMPLES)
+@given(history=damaged())
+def test_responses_repairs_keep_every_real_result(history: History) -> None:
+    assert_faithful(to_responses(history), "openai-responses", "openai-responses")
+
+
+def test_responses_an_idless_call_adopts_its_outputs_id() -> None:
+    items = to_responses([U, calling(tc(None)), res("call_X", "REAL")])
+    repaired = assert_faithful(items, "openai-responses", "openai-responses")
+    assert [i.get("call_id") for i in repaired.messages if "call_id" in i] == ["call_X", "call_X"]
+    assert [c.code for c in repaired.changes] == ["restored_call_id"]
 
 
 # --- structure ------------------------------------------------------------------------------

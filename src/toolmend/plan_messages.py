@@ -113,7 +113,7 @@ def order_messages(state: PlanState) -> None:
                 )
                 continue
             if ref in orphans:
-                _orphan(state, index, carried[0].id)
+                state.orphan_message(index, carried[0].id)
                 continue
         items.append(Keep(index))
         found = calls.get(index) if kinds[index] == ASSISTANT else None
@@ -169,18 +169,6 @@ def _frontier(skeleton: Skeleton) -> int:
         return -1
     tail = skeleton.kinds[last + 1 :]
     return last if all(kind == TOOL for kind in tail) else -1
-
-
-def _orphan(state: PlanState, index: int, result_id: str | None) -> None:
-    if state.policy.orphan_result == "text":
-        state.plan.items.append(AsText(Keep(index), USER))
-        state.change(
-            "orphan_result_to_text", index, "result of a vanished call kept as text", result_id
-        )
-    else:
-        state.change(
-            "dropped_orphan_result", index, "result of a call not in the history", result_id
-        )
 
 
 def _answer_missing(state: PlanState, index: int, found: tuple[Call, ...], frontier: int) -> None:

@@ -13,8 +13,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .edits import Plan
-from .history import Call, Result, Skeleton
+from .edits import AsText, Keep, Plan
+from .history import USER, Call, Result, Skeleton
 from .policy import Policy
 from .profiles import Profile
 from .report import Change
@@ -96,6 +96,18 @@ class PlanState:
         """Report a change at message ``index`` of this skeleton (in the caller's numbering)."""
         index += self.skeleton.base
         self.changes.append(Change(code, index, detail, tuple(i for i in ids if i)))
+
+    def orphan_message(self, index: int, result_id: str | None) -> None:
+        """A result message no call owns: dropped, or kept as user text, per policy."""
+        if self.policy.orphan_result == "text":
+            self.plan.items.append(AsText(Keep(index), USER))
+            self.change(
+                "orphan_result_to_text", index, "result of a vanished call kept as text", result_id
+            )
+        else:
+            self.change(
+                "dropped_orphan_result", index, "result of a call not in the history", result_id
+            )
 
     def strength(self, ref: ResultRef) -> int:
         """:data:`EMPTY`, :data:`STUB` or :data:`REAL`: how much a result says."""

@@ -176,7 +176,7 @@ def _lay_out(
                 )
                 continue
             if ref in orphans:
-                _orphan(state, index, result_id)
+                state.orphan_message(index, result_id)
                 continue
             if ref in state.filled_ids:
                 call = _call(state, state.filled_ids[ref])
@@ -217,16 +217,6 @@ def _frontier_start(state: PlanState) -> int:
             break
         start = index
     return start if has_call else len(kinds)
-
-
-def _orphan(state: PlanState, index: int, result_id: str | None) -> None:
-    if state.policy.orphan_result == "text":
-        state.plan.items.append(AsText(Keep(index), USER))
-        state.change(
-            "orphan_result_to_text", index, "result of a vanished call kept as text", result_id
-        )
-    else:
-        state.change("dropped_orphan_result", index, "result of a call not in the input", result_id)
 
 
 def _call(state: PlanState, call_ref: CallRef) -> Call:

@@ -84,6 +84,7 @@ PAIRING_CODES = frozenset(
         "duplicate_result",
         "result_without_id",
         "call_without_id",
+        "response_extra_parts",
     }
 )
 """The problem codes of the pairing rules: the ones :func:`trim` guarantees its output is free
