@@ -84,9 +84,13 @@ class _Engine:
             for index in sorted(skeleton.results)
             if index not in skip and (kinds[index] == TOOL or not self.ordered)
         ]
-        self.call_ids = {
-            call.id for index in self.callers for call in skeleton.calls[index] if call.id
-        }
+        self.call_ids = (
+            {call.id for index in self.callers for call in skeleton.calls[index] if call.id}
+            if self.positional
+            else set()
+        )
+        """Every call id (native Gemini only: a response with an id no call has answers by
+        position there)."""
         self.unclaimed: set[ResultRef] = set()
         """Results no evidence has placed yet (orphans unless a later step places them)."""
         self.early_results: list[ResultRef] = []
@@ -285,28 +289,26 @@ class _Engine:
     def adopt(self) -> None:
         """Calls without an id take the id of the one unclaimed result of their turn
         (module docstring, step 4)."""
-        if not self.unclaimed:
+        skeleton = self.skeleton
+        waiting = sorted(ref for ref in self.unclaimed if result_at(skeleton, ref).id is not None)
+        if not waiting:
             return
-        state, skeleton = self.state, self.skeleton
         for caller in self.callers:
             idless = [call for call in self.open_calls(caller) if call.id is None]
             if not idless:
                 continue
-            end = self.turn_end(caller)
-            offered = [
-                ref
-                for ref in sorted(self.unclaimed)
-                if caller < ref[0] < end or (ref[0] == caller and not self.ordered)
-            ]
-            offered = [ref for ref in offered if result_at(skeleton, ref).id is not None]
-            if not offered or len(offered) != len(idless):
+            start = caller if not self.ordered else caller + 1  # a Content may answer itself
+            low = bisect_left(waiting, (start, -1))
+            high = bisect_left(waiting, (self.turn_end(caller), -1))
+            offered = waiting[low:high]
+            if len(offered) != len(idless):
                 continue
             for call, ref in zip(idless, offered, strict=True):
                 call_ref = (caller, call.slot)
                 self.pair(call_ref, ref)
                 result_id = result_at(skeleton, ref).id
                 assert result_id is not None
-                state.adopted_ids[call_ref] = result_id
+                self.state.adopted_ids[call_ref] = result_id
 
 
 _OPAQUE_ID = re.compile(r"(?:call|toolu|tooluse|tool|fc)[_-]", re.IGNORECASE)

@@ -93,6 +93,7 @@ _SCANNED_CODES = frozenset(
         "call_without_id",
         "call_id_format",
         "result_id_format",
+        "result_without_id",
     }
 )
 """The problem codes the scan rules on: a profile may enable these or some of them (trim's
