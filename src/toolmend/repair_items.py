@@ -1,9 +1,10 @@
 """Planner steps for item lists whose results may sit anywhere after their call: the OpenAI
 Responses ``input`` (profiles with ``pairing="ordered"``).
 
-:func:`order_items` replaces the message planner's pairing and layout steps
-(:func:`toolmend.repair.match_results`, :func:`toolmend.repair.order_messages`), because the
-Responses API needs no adjacency: an output only has to come after a call with its ``call_id``.
+:func:`order_items` pairs through :func:`toolmend.pairing.match` in its ``ordered`` mode and
+replaces the message planner's layout step (:func:`toolmend.plan_messages.order_messages`),
+because the Responses API needs no adjacency: an output only has to come after a call with its
+``call_id``.
 :func:`mend_items` runs after the shared steps and mends what only item lists have.
 
 What a repair does (the provider rules say what is rejected; these are toolmend's choices):
@@ -19,7 +20,8 @@ What a repair does (the provider rules say what is rejected; these are toolmend'
   ``Policy(orphan_result="text")``, kept as a user message (``orphan_result_to_text``) whose
   content keeps the output's parts, images included.
 * An output without ``call_id`` answers the only earlier call left without an output
-  (``filled_result_id``), else it is an orphan.
+  (``filled_result_id``), else it is an orphan. A call without ``call_id`` takes the id of the
+  one unclaimed output of its turn (``restored_call_id``).
 * A call without an output is answered right after it by an output holding the placeholder
   text (``answered_missing_call``), or removed under ``Policy(missing_result="remove_call")``
   (``removed_call``) together with the reasoning items right before it, which belong to it.
@@ -44,20 +46,15 @@ from __future__ import annotations
 
 import hashlib
 import re
-from typing import TYPE_CHECKING
 
 from .edits import AsText, Bridge, Item, Keep, Merge, Placeholder
 from .history import ASSISTANT, TOOL, USER, Call, Defect
 from .pairing import ORDERED, match
+from .planstate import CallRef, PlanState, ResultRef, call_at
 from .profiles import compiled
-
-if TYPE_CHECKING:
-    from .planstate import PlanState
 
 __all__ = ["mend_items", "order_items"]
 
-ResultRef = tuple[int, int]
-CallRef = tuple[int, int]
 
 _ID_CODES = frozenset({"item_id_prefix", "item_id_charset", "duplicate_item_id"})
 _MENDED_CODES = _ID_CODES | {"reasoning_without_summary", "result_without_output"}
@@ -179,7 +176,7 @@ def _lay_out(
                 state.orphan_message(index, result_id)
                 continue
             if ref in state.filled_ids:
-                call = _call(state, state.filled_ids[ref])
+                call = call_at(state.skeleton, state.filled_ids[ref])
                 state.change(
                     "filled_result_id", index, "call_id taken from the only open call", call.id
                 )
@@ -217,13 +214,6 @@ def _frontier_start(state: PlanState) -> int:
             break
         start = index
     return start if has_call else len(kinds)
-
-
-def _call(state: PlanState, call_ref: CallRef) -> Call:
-    for call in state.skeleton.calls[call_ref[0]]:
-        if call.slot == call_ref[1]:
-            return call
-    raise KeyError(call_ref)
 
 
 def _answer_missing(
