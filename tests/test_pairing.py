@@ -322,6 +322,25 @@ def test_an_idless_call_answered_under_its_function_name_keeps_the_answer() -> N
         assert tools[0]["tool_call_id"] == call.get("id", "handoff"), provider
 
 
+def test_idless_calls_in_two_ranges_never_adopt_one_id_twice() -> None:
+    """Found by the long run: the damaged ranges of a history are repaired one by one, and
+    two id-less calls answered by copies of one result each adopted its id, so the request
+    held one id twice (Anthropic: ``tool_use`` ids must be unique)."""
+    history = [
+        U,
+        calling(tc(None)),
+        res("call_000000000000000000000000", "result 2"),
+        calling(tc(None)),
+        {"role": "assistant", "content": "assistant 4"},
+        res("call_000000000000000000000000", "result 2"),
+    ]
+    for format in ("openai", "anthropic"):
+        converted = history if format == "openai" else convert(history, format)
+        repaired = assert_faithful(converted, format, "anthropic")
+        ids = [call_id for _, call_id in calls_and_results(repaired.messages, format)[0]]
+        assert len(set(ids)) == len(ids) == 2, format
+
+
 def test_two_idless_calls_get_two_ids_and_two_placeholders() -> None:
     """Class 3: both placeholders carried the first call's id, so a second repair changed
     the history again."""

@@ -291,6 +291,14 @@ def mend_damage(
             applied: list[Any] = module.apply(part, plan)
         except UnwritableValueError as error:
             raise _unwritable(error, part, damage.low) from None
+        if not damage.skeleton.whole and any(c.code == "restored_call_id" for c in made):
+            # a call took the id of its result: a range cannot see whether the history uses
+            # that id elsewhere, so the whole history decides
+            whole = _read_range(module, messages, 0, len(messages))
+            everything = Damage(0, len(messages), whole, judge(whole, profile))
+            return mend_damage(
+                module, messages, profile, policy, [everything], parts_before=parts_before
+            )
         repaired.extend(messages[position : damage.low])
         repaired.extend(applied)
         changes.extend(made)

@@ -72,7 +72,10 @@ def rewrite_ids(state: PlanState) -> None:
                 new_id = adopted
                 code, detail = "restored_call_id", "call id taken from its result"
             else:
-                seed = call.id if call.id is not None else f"{index}:{call.slot}:{call.name}"
+                # the position in the caller's whole history: two ranges repaired on their own
+                # must not make one id for two calls
+                position = index + skeleton.base
+                seed = call.id if call.id is not None else f"{position}:{call.slot}:{call.name}"
                 new_id = _fresh_id(seed, profile, taken)
                 code, detail = "rewrote_call_id", "call id the provider would refuse"
             seen.add(new_id)
