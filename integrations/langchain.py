@@ -75,7 +75,7 @@ from urllib.parse import urlsplit
 
 import toolmend
 
-from .hooks import HookOptions, OnLoop, mend
+from .hooks import HookOptions, OnLoop, check_names, mend
 
 try:
     from langchain_core.chat_history import BaseChatMessageHistory
@@ -315,7 +315,9 @@ class ToolMendHistory(BaseChatMessageHistory):
         write_back: bool = False,
     ) -> None:
         super().__init__()
-        toolmend.check([], provider=provider)  # an unknown name fails here, not on every read
+        # an unknown provider or policy name fails here, not on every read; a toolmend bug is
+        # logged and the wrapper built anyway (its reads and writes fail open)
+        check_names(provider=provider, policy=policy, source="ToolMendHistory")
         self.inner = inner
         self.provider = provider
         self.window = window
@@ -915,9 +917,9 @@ class ToolMendMiddleware(AgentMiddleware):
         on_loop: OnLoop = "warn",
     ) -> None:
         super().__init__()
-        if provider is not None:
-            toolmend.check([], provider=provider)  # an unknown name fails here
-        HookOptions(policy=policy)  # so does an unknown policy, not once per model call
+        # an unknown provider or policy name fails here, not once per model call; a toolmend
+        # bug is logged and the middleware built anyway (each model call fails open)
+        check_names(provider=provider, policy=policy, source="ToolMendMiddleware")
         self.provider = provider
         self.persist = persist
         self.policy = policy
