@@ -12,15 +12,17 @@ until the history was cleared. Two hooks close it.
     *Writes* all go through one validated path (``add_message``, ``add_messages``,
     ``aadd_messages``, ``add_user_message``, ``add_ai_message``,
     :meth:`~ToolMendHistory.add_tool_call_chain`, and every writer a subclass overrides or adds:
-    see :meth:`~ToolMendHistory.__init_subclass__`). A ``ToolMessage`` is stored
-    only where every provider accepts it: right after the ``AIMessage`` whose call it answers,
-    or after other results of that message, once per call, with the call's name if it states
-    one. Any other ``ToolMessage`` is not stored; it is kept in
-    :attr:`~ToolMendHistory.rejected` with the reason, and logged (ids only). Every other
-    message is stored: user text, and assistant messages with or without calls (calls may wait
-    for their results while tools run, and the final answer after the results is never
-    refused). :meth:`~ToolMendHistory.add_tool_call_chain` writes an ``AIMessage`` and its
-    results all or nothing, after checking them.
+    see :meth:`~ToolMendHistory.__init_subclass__`). A ``ToolMessage`` is stored when
+    its call is in the stored history and still unanswered, wherever other messages landed
+    since (with several writers on one session, another writer's messages often come between
+    a call and its results; reads move the result next to its call), once per call, with the
+    call's name if it states one. A ``ToolMessage`` whose call the history lacks, or has
+    answered already, is not stored; it is kept in :attr:`~ToolMendHistory.rejected` with the
+    reason, and logged (ids only). Every other message is stored: user text, and assistant
+    messages with or without calls (calls may wait for their results while tools run, and the
+    final answer after the results is never refused).
+    :meth:`~ToolMendHistory.add_tool_call_chain` writes an ``AIMessage`` and its results all
+    or nothing, after checking them.
 
     *Reads* (``messages``, ``aget_messages``) return the stored history repaired for the
     provider, for stores poisoned before the wrapper existed or by another process sharing the
@@ -29,17 +31,34 @@ until the history was cleared. Two hooks close it.
     every other call without a result is answered with toolmend's placeholder. That is
     ``Policy(frontier="keep")``, the default here; pass ``policy=toolmend.Policy()`` (frontier
     ``"answer"``) for an app that never feeds tool results in as input. ``write_back=True``
-    writes a repair into the store (clear, then add: the store's own two steps, under the
-    wrapper's lock); messages a write-back drops are added to ``rejected`` first. A
+    writes a read's repair into the store; messages a write-back drops go to ``rejected``. A
     ``window=Window(...)`` trims what a read returns through :func:`toolmend.trim`, so a group
     of calls and results is never cut in half; writes are validated whatever the window.
 
-    One lock makes a wrapper thread-safe and async-safe within a process: a batch (and a chain)
-    is validated and written while no other writer of that wrapper runs. The async methods run
-    the sync ones in an executor under the same lock, except for a store that only works
-    async (``SQLChatMessageHistory`` on an async engine), where an ``asyncio.Lock`` orders the
-    writers. Several processes sharing one store cannot see each other's writes in progress;
-    the read-side repair keeps what each of them sends valid.
+    *Several writers on one session* (threads, asyncio tasks, wrappers, processes): nothing is
+    lost, duplicated or refused that the rules above store. Writes only append. Each wrapper
+    keeps an index of the store's calls and results; a result that finds no open call there
+    is judged again against the store, read at that moment, so a call another writer stored
+    counts. Every wrapper of one store object in a process shares one lock (an
+    ``asyncio.Lock`` per event loop for a store that only works async, such as
+    ``SQLChatMessageHistory`` on an async engine): a batch, a chain, and a read with its
+    write-back each run while no other writer of that store in the process does.
+
+    A write-back is a compare-and-swap: it replaces the store's history only if the store still
+    holds exactly what the read repaired, and otherwise writes nothing (logged at INFO; the
+    next read tries again). Refusing when the store moved was chosen over merging (a repair
+    computed on a history that has changed is not a repair of the new one) and over writing
+    only the difference (LangChain stores can only append or clear). On
+    ``SQLChatMessageHistory`` over SQLite (sync or async) the re-read, the delete and the
+    inserts run in one transaction that takes SQLite's write lock first (``BEGIN
+    IMMEDIATE``), so another connection, thread or process cannot append in between. Other
+    stores are compared and then cleared and refilled under the lock above: safe against every
+    writer in the process that goes through a wrapper; against another process writing to
+    such a store (Redis, a file), only the short step between the compare and the clear is
+    open, so prefer ``write_back=False`` there. A write-back never stores toolmend's
+    placeholder results: a call another writer stored may still be waiting for the result
+    that writer is about to store, and a placeholder would turn it into a duplicate. Reads
+    answer such calls again each time, with the same text, so what is sent is the same.
 
 :class:`ToolMendMiddleware`
     An ``AgentMiddleware`` for ``langchain.agents.create_agent``: ``wrap_model_call`` and
@@ -143,8 +162,8 @@ class Window:
 class Rejected:
     """A message the wrapper did not store, and why (``reason`` is a code, safe to log).
 
-    Reasons: ``"no_open_call"`` (its call is not waiting: no call with that id right before
-    it), ``"duplicate_result"`` (its call already has a result), ``"name_mismatch"`` (it names
+    Reasons: ``"no_open_call"`` (no call with its id in the stored history),
+    ``"duplicate_result"`` (its call already has a result), ``"name_mismatch"`` (it names
     another function than its call), ``"dropped_on_write_back"`` (a write-back repair dropped
     it from the store: an orphan or a duplicate stored before the wrapper).
     """
@@ -428,7 +447,7 @@ class ToolMendHistory(BaseChatMessageHistory):
         windowed subclass must not bypass its parent). Every writer it defines (the ones
         above, and any method it adds whose name starts with ``add_`` or ``aadd_``) has the
         messages it is given screened first: a message, or a list of messages, as its first
-        argument; and the wrapper re-reads the store's frontier after it."""
+        argument; and the wrapper re-reads the store after it."""
         super().__init_subclass__(**kwargs)
         for name, override in list(cls.__dict__.items()):
             if not (name in cls._WRITERS or name.startswith(("add_", "aadd_"))):
@@ -803,7 +822,7 @@ class ToolMendHistory(BaseChatMessageHistory):
 
 
 _REASONS = {
-    "no_open_call": "tool result whose call is not waiting right before it",
+    "no_open_call": "tool result whose call is not in the history",
     "duplicate_result": "second result for one call",
     "name_mismatch": "tool result naming another function than its call",
 }

@@ -107,7 +107,8 @@ FAULTS: dict[str, Callable[[pytest.MonkeyPatch], None]] = {
     "profile_for": _fault(litellm_hook, "profile_for"),  # reading the LiteLLM deployment
     "active": _fault(litellm_hook, "_active"),  # the sync wrapper, before mend
     "provider_for": _fault(langchain_hook, "provider_for"),  # the middleware, before mend
-    "frontier": _fault(langchain_hook, "_frontier_of"),  # the history wrapper, read and write
+    "frontier": _fault(langchain_hook, "_frontier_of"),  # the history wrapper's read
+    "index": _fault(langchain_hook, "_index_of"),  # the history wrapper's view of the store
     "judge": _fault(langchain_hook, "_judge"),  # the history wrapper's write screen
 }
 
@@ -115,7 +116,7 @@ FAULTS: dict[str, Callable[[pytest.MonkeyPatch], None]] = {
 def faults_for(hook: Hook) -> list[str]:
     """The faults that reach ``hook``'s call path."""
     if hook.name.startswith("ToolMendHistory") and "write" in hook.name:
-        return ["judge", "frontier"]
+        return ["judge", "index"]
     found = ["vouch", "damage_in", "log_line"]
     if hook.loop_guard:
         found.append("detect_loops")
