@@ -392,7 +392,9 @@ class ToolMendHistory(BaseChatMessageHistory):
       writes nothing; a broken stored history raises on read) or ``"report"`` (store and
       return everything as it is, and log what is wrong).
     * **repair_on_read** - *(optional)* repair what reads return (default True).
-    * **write_back** - *(optional)* also write a read's repair into the store (default False).
+    * **write_back** - *(optional)* also write a read's repair into the store (default False),
+      only while the store still holds what was read (compare-and-swap; see the module
+      docstring), and never toolmend's placeholder results.
 
     >>> from langchain_core.chat_history import InMemoryChatMessageHistory
     >>> from langchain_core.messages import AIMessage, HumanMessage, ToolMessage

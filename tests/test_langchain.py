@@ -907,6 +907,35 @@ def test_processes_sharing_a_store_are_made_safe_by_the_read(tmp_path: Path) -> 
     assert toolmend.check(view, provider="deepseek") == []
 
 
+# --- a write-back when the store moved -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "in_memory"])
+def test_a_write_back_writes_nothing_when_the_store_moved(tmp_path: Path, kind: str) -> None:
+    """The step the races above hit, made to happen for sure: a repair computed from what a
+    read saw, written back after another writer appended a message. The store keeps that
+    message and the wrapper writes nothing; the next read writes the repair back."""
+    inner: Any = sql(tmp_path / "chat.db") if kind == "sqlite" else in_memory()
+    poisoned = [
+        HumanMessage("q"),
+        ToolMessage("stray", tool_call_id="call_stray"),  # an orphan: the repair drops it
+        HumanMessage("q2"),
+    ]
+    inner.add_messages(poisoned)
+    history = ToolMendHistory(inner, write_back=True)
+    raw = list(inner.messages)
+    _, write = history._view(raw)  # the read, stopped before its write-back
+    assert write is not None and [m.content for m in write[0]] == ["q", "q2"]
+    late = HumanMessage("another writer's message")
+    inner.add_messages([late])  # lands between the read and the write-back
+    history._write_back_sync(raw, *write)
+    assert [m.content for m in inner.messages] == ["q", "stray", "q2", late.content]
+    assert history.rejected == []  # nothing was dropped, so nothing is reported dropped
+    assert [m.content for m in history.messages] == ["q", "q2", late.content]
+    assert [m.content for m in inner.messages] == ["q", "q2", late.content]  # written now
+    assert [r.reason for r in history.rejected] == ["dropped_on_write_back"]
+
+
 # --- examples ---------------------------------------------------------------------------------
 
 
