@@ -16,7 +16,9 @@ each proxy, ``--clients`` at a time:
   error path, which is not what is being compared).
 
 The two run in alternating rounds of ``--round`` requests (which proxy goes first alternates
-too), so drift on a busy machine hits both alike. Printed: HTTP statuses, how many broken
+too), so drift on a busy machine hits both alike. ``--baseline empty`` gives the proxy without
+toolmend a callback with the same two hooks doing nothing, which separates LiteLLM's own cost of
+running a callback's hooks from toolmend's work in them. Printed: HTTP statuses, how many broken
 histories the server accepted, how many the server refused, p50 and p99 latency and
 throughput of each proxy, the throughput ratio with / without (target >= 0.95), and each
 proxy's RSS (the process and its children) after the warm-up and at the end.
@@ -60,6 +62,7 @@ Message = dict[str, Any]
 MASTER_KEY = "sk-toolmend-load"
 PROVIDER = "deepseek"
 RATIO_TARGET = 0.95
+TOOLMEND_CALLBACK = "toolmend.integrations.litellm.proxy_handler"
 
 _SERVER = """
 import json, sys
@@ -76,6 +79,23 @@ with StrictProviderServer(provider="deepseek") as server:
 """
 """The strict server's process: prints its base URL, then, for each line on stdin, what it
 has received so far (counts and problem codes only)."""
+
+_EMPTY_CALLBACK = '''"""Toolmend's two LiteLLM hooks, doing nothing (``--baseline empty``)."""
+from litellm.integrations.custom_logger import CustomLogger
+
+
+class Empty(CustomLogger):
+    async def async_pre_call_deployment_hook(self, kwargs, call_type):
+        return None
+
+    async def async_post_call_response_headers_hook(self, data, user_api_key_dict, response,
+                                                    request_headers=None, litellm_call_info=None):
+        return None
+
+
+handler = Empty()
+'''
+"""LiteLLM's own cost of a callback with these hooks, without toolmend's work in them."""
 
 _CONFIG = """model_list:
   - model_name: my-deepseek
@@ -196,14 +216,14 @@ def _rss_kib(pid: int) -> int:
 class Proxy:
     """One ``litellm --config`` process on 127.0.0.1."""
 
-    def __init__(self, name: str, folder: Path, upstream: str, callback: bool) -> None:
+    def __init__(self, name: str, folder: Path, upstream: str, callback: str | None) -> None:
         executable = shutil.which("litellm", path=str(Path(sys.executable).parent))
         if executable is None:
             raise SystemExit("the `litellm` command is missing: pip install -e '.[test]'")
         self.name = name
         self.port = _free_port()
         config = folder / f"{name}.yaml"
-        callbacks = "  callbacks: toolmend.integrations.litellm.proxy_handler\n" if callback else ""
+        callbacks = f"  callbacks: {callback}\n" if callback else ""
         config.write_text(_CONFIG.format(base=upstream, callbacks=callbacks, key=MASTER_KEY))
         self.log = folder / f"{name}.log"
         with self.log.open("w") as output:
@@ -324,6 +344,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clients", type=int, default=32, help="concurrent clients")
     parser.add_argument("--round", type=int, default=200, help="requests per alternating round")
     parser.add_argument("--warmup", type=int, default=64, help="unmeasured requests first")
+    parser.add_argument(
+        "--baseline",
+        choices=["none", "empty"],
+        default="none",
+        help="the proxy without toolmend has no callback (default), or one with the same two "
+        "hooks doing nothing (what LiteLLM itself spends on such a callback)",
+    )
     parser.add_argument("--json", action="store_true", help="also print the figures as JSON")
     options = parser.parse_args(argv)
 
@@ -336,8 +363,14 @@ def main(argv: list[str] | None = None) -> int:
     proxies: list[Proxy] = []
     with strict_server() as (upstream, counts):
         try:
-            with_proxy = Proxy("with", folder, upstream, callback=True)
-            without_proxy = Proxy("without", folder, upstream, callback=False)
+            (folder / "empty_callback.py").write_text(_EMPTY_CALLBACK)
+            with_proxy = Proxy("with", folder, upstream, TOOLMEND_CALLBACK)
+            without_proxy = Proxy(
+                "without",
+                folder,
+                upstream,
+                "empty_callback.handler" if options.baseline == "empty" else None,
+            )
             proxies = [with_proxy, without_proxy]
             for proxy in proxies:
                 proxy.wait_ready()
@@ -394,9 +427,12 @@ def main(argv: list[str] | None = None) -> int:
     figures["ratio"] = round(wall["without"] / wall["with"], 3)
     figures["seconds"] = round(time.monotonic() - began, 1)
 
+    figures["baseline"] = options.baseline
+    baseline = "a do-nothing callback" if options.baseline == "empty" else "no callback"
     print(
         f"LiteLLM Proxy load: {len(requests)} requests to each proxy, {options.clients} clients, "
-        f"rounds of {options.round} alternating ({figures['seconds']} s in all)"
+        f"rounds of {options.round} alternating ({figures['seconds']} s in all); the proxy "
+        f"without toolmend has {baseline}"
     )
     print(f"{'':10}{'non-200':>8}{'p50 ms':>9}{'p99 ms':>9}{'req/s':>8}{'RSS MiB start->end':>21}")
     for name in ("with", "without"):
