@@ -36,13 +36,14 @@ until the history was cleared. Two hooks close it.
     of calls and results is never cut in half; writes are validated whatever the window.
 
     *Several writers on one session* (threads, asyncio tasks, wrappers, processes): nothing is
-    lost, duplicated or refused that the rules above store. Writes only append. Each wrapper
-    keeps an index of the store's calls and results; a result that finds no open call there
-    is judged again against the store, read at that moment, so a call another writer stored
-    counts. Every wrapper of one store object in a process shares one lock (an
+    lost, duplicated or refused that the rules above store. Writes only append. The wrappers
+    of one store object in a process share an index of its calls and results, and one lock (an
     ``asyncio.Lock`` per event loop for a store that only works async, such as
     ``SQLChatMessageHistory`` on an async engine): a batch, a chain, and a read with its
-    write-back each run while no other writer of that store in the process does.
+    write-back each run while no other writer of that store in the process does. A result that
+    finds no open call in the index is judged again against the store, read at that moment, so
+    a call another process stored counts. (Two processes storing a result for the same call
+    at the same moment can both succeed; the read-side repair drops the second.)
 
     A write-back is a compare-and-swap: it replaces the store's history only if the store still
     holds exactly what the read repaired, and otherwise writes nothing (logged at INFO; the
@@ -340,14 +341,17 @@ class _Guard(threading.local):
 
 @dataclass
 class _StoreLocks:
-    """The locks every wrapper of one store object shares in this process: a thread lock, and
-    an ``asyncio.Lock`` per event loop for a store that only works async."""
+    """What every wrapper of one store object shares in this process: a thread lock, an
+    ``asyncio.Lock`` per event loop for a store that only works async, and the store's index
+    (so a result another wrapper stored counts at once)."""
 
     thread: threading.RLock = field(default_factory=threading.RLock)
     loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = field(
         default_factory=weakref.WeakKeyDictionary
     )
     wrappers: int = 0
+    index: _Index | None = None
+    """The store's calls and results as its wrappers last saw them (None: read the store)."""
 
 
 _STORE_LOCKS: dict[int, _StoreLocks] = {}
@@ -440,8 +444,6 @@ class ToolMendHistory(BaseChatMessageHistory):
         self._locks = _locks_for(inner, self)
         self._lock = self._locks.thread
         self._guard = _Guard()
-        self._index: _Index | None = None
-        """The store's calls and results as this wrapper last saw them (None: read it)."""
         self._rejected: list[Rejected] = []
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -464,6 +466,16 @@ class ToolMendHistory(BaseChatMessageHistory):
         """Every message the wrapper did not store, oldest first (a copy)."""
         with self._lock:
             return list(self._rejected)
+
+    @property
+    def _index(self) -> _Index | None:
+        """The store's index, shared by its wrappers in this process (see :class:`_StoreLocks`);
+        set under the lock."""
+        return self._locks.index
+
+    @_index.setter
+    def _index(self, index: _Index | None) -> None:
+        self._locks.index = index
 
     @property
     def async_only(self) -> bool:

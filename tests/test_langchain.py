@@ -212,6 +212,18 @@ def test_a_result_whose_call_is_still_unanswered_is_stored_wherever_it_lands(cas
     assert [r.reason for r in history.rejected] == ["duplicate_result"]
 
 
+def test_wrappers_of_one_store_share_what_it_holds() -> None:
+    """A result another wrapper of the same store stored counts at once: a second result for
+    that call is refused by every wrapper, and a call one wrapper stored is open to all."""
+    inner = in_memory()
+    first, second = ToolMendHistory(inner), ToolMendHistory(inner)
+    first.add_messages([human(), ai("", "call_1")])
+    second.add_message(tool("call_1"))  # its call came through the other wrapper
+    first.add_message(tool("call_1"))  # answered already, through the other wrapper
+    assert [m.type for m in stored(first)] == ["human", "ai", "tool"]
+    assert (second.rejected, [r.reason for r in first.rejected]) == ([], ["duplicate_result"])
+
+
 BAD_CHAINS: dict[str, tuple[Any, list[Any], str]] = {
     "no tool_calls": (AIMessage("lost them"), [tool("call_1")], "chain_without_calls"),
     "not an AIMessage": (human(), [tool("call_1")], "chain_not_ai_message"),
