@@ -4,7 +4,8 @@ The history is ``bench_core.py``'s agent history of 200 messages, as LangChain m
 (system prompt, user turns, parallel tool calls, tool results of a few hundred to a few thousand
 characters), valid. Each read through the wrapper checks the whole history for the provider
 (DeepSeek here) and returns the store's own list when it is valid; each write checks the batch
-against the store's live frontier, which the wrapper keeps, so it reads nothing back.
+against the index of the store's calls and results, which the wrapper keeps, so it reads
+nothing back (it reads the store once, and again only for a result whose call it has not seen).
 
 Two stores:
 

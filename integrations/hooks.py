@@ -19,11 +19,11 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import toolmend
-from toolmend import fastpath
+from toolmend import fastpath, profiles
+from toolmend import policy as policies
 from toolmend.loops import quiet_live_run
-from toolmend.policy import as_policy
 
-__all__ = ["HookOptions", "Mended", "mend"]
+__all__ = ["HookOptions", "Mended", "check_names", "mend"]
 
 logger = logging.getLogger("toolmend")
 
@@ -44,8 +44,43 @@ class HookOptions:
 
     def __post_init__(self) -> None:
         # a wrong policy name fails where the hook is built: a valid request never reaches the
-        # code that reads it (the fast path in mend), and a failure per call is only logged
-        as_policy(self.policy)
+        # code that reads it (the fast path in mend), and a failure per call is only logged.
+        # Any other error is toolmend's own: the constructor logged it (check_names), and each
+        # call fails open on its own
+        try:
+            policies.as_policy(self.policy)
+        except toolmend.UnknownNameError:
+            raise
+        except Exception:
+            pass
+
+
+def check_names(*, provider: Any = None, policy: Any = None, source: str) -> bool:
+    """Check the names a hook is built with, so a hook never fails at construction for
+    anything but its caller's own mistake.
+
+    ``provider`` (when given) and ``policy`` are looked up in toolmend's static tables (the
+    profile table and the policy modes), not by running the core on a history: an unknown
+    name raises :class:`toolmend.UnknownNameError`, a bad argument the caller must hear about
+    at once. Any other error is a toolmend bug: it is logged once, with its traceback, on
+    logger ``toolmend``, and False is returned; the hook is built all the same and every call
+    fails open as usual (the original goes out), so an app (or ``toolmend-run`` at import)
+    still starts. ``source`` names the hook in the log line.
+    """
+    try:
+        if provider is not None:
+            profiles.get_profile(provider)
+        policies.as_policy(policy)
+    except toolmend.UnknownNameError:
+        raise
+    except Exception:
+        logger.exception(
+            "toolmend failed while building %s; built anyway, and every call it cannot repair "
+            "goes out unchanged",
+            source,
+        )
+        return False
+    return True
 
 
 @dataclass(frozen=True)

@@ -12,15 +12,17 @@ until the history was cleared. Two hooks close it.
     *Writes* all go through one validated path (``add_message``, ``add_messages``,
     ``aadd_messages``, ``add_user_message``, ``add_ai_message``,
     :meth:`~ToolMendHistory.add_tool_call_chain`, and every writer a subclass overrides or adds:
-    see :meth:`~ToolMendHistory.__init_subclass__`). A ``ToolMessage`` is stored
-    only where every provider accepts it: right after the ``AIMessage`` whose call it answers,
-    or after other results of that message, once per call, with the call's name if it states
-    one. Any other ``ToolMessage`` is not stored; it is kept in
-    :attr:`~ToolMendHistory.rejected` with the reason, and logged (ids only). Every other
-    message is stored: user text, and assistant messages with or without calls (calls may wait
-    for their results while tools run, and the final answer after the results is never
-    refused). :meth:`~ToolMendHistory.add_tool_call_chain` writes an ``AIMessage`` and its
-    results all or nothing, after checking them.
+    see :meth:`~ToolMendHistory.__init_subclass__`). A ``ToolMessage`` is stored when
+    its call is in the stored history and still unanswered, wherever other messages landed
+    since (with several writers on one session, another writer's messages often come between
+    a call and its results; reads move the result next to its call), once per call, with the
+    call's name if it states one. A ``ToolMessage`` whose call the history lacks, or has
+    answered already, is not stored; it is kept in :attr:`~ToolMendHistory.rejected` with the
+    reason, and logged (ids only). Every other message is stored: user text, and assistant
+    messages with or without calls (calls may wait for their results while tools run, and the
+    final answer after the results is never refused).
+    :meth:`~ToolMendHistory.add_tool_call_chain` writes an ``AIMessage`` and its results all
+    or nothing, after checking them.
 
     *Reads* (``messages``, ``aget_messages``) return the stored history repaired for the
     provider, for stores poisoned before the wrapper existed or by another process sharing the
@@ -29,17 +31,35 @@ until the history was cleared. Two hooks close it.
     every other call without a result is answered with toolmend's placeholder. That is
     ``Policy(frontier="keep")``, the default here; pass ``policy=toolmend.Policy()`` (frontier
     ``"answer"``) for an app that never feeds tool results in as input. ``write_back=True``
-    writes a repair into the store (clear, then add: the store's own two steps, under the
-    wrapper's lock); messages a write-back drops are added to ``rejected`` first. A
+    writes a read's repair into the store; messages a write-back drops go to ``rejected``. A
     ``window=Window(...)`` trims what a read returns through :func:`toolmend.trim`, so a group
     of calls and results is never cut in half; writes are validated whatever the window.
 
-    One lock makes a wrapper thread-safe and async-safe within a process: a batch (and a chain)
-    is validated and written while no other writer of that wrapper runs. The async methods run
-    the sync ones in an executor under the same lock, except for a store that only works
-    async (``SQLChatMessageHistory`` on an async engine), where an ``asyncio.Lock`` orders the
-    writers. Several processes sharing one store cannot see each other's writes in progress;
-    the read-side repair keeps what each of them sends valid.
+    *Several writers on one session* (threads, asyncio tasks, wrappers, processes): nothing is
+    lost, duplicated or refused that the rules above store. Writes only append. The wrappers
+    of one store object in a process share an index of its calls and results, and one lock (an
+    ``asyncio.Lock`` per event loop for a store that only works async, such as
+    ``SQLChatMessageHistory`` on an async engine): a batch, a chain, and a read with its
+    write-back each run while no other writer of that store in the process does. A result that
+    finds no open call in the index is judged again against the store, read at that moment, so
+    a call another process stored counts. (Two processes storing a result for the same call
+    at the same moment can both succeed; the read-side repair drops the second.)
+
+    A write-back is a compare-and-swap: it replaces the store's history only if the store still
+    holds exactly what the read repaired, and otherwise writes nothing (logged at INFO; the
+    next read tries again). Refusing when the store moved was chosen over merging (a repair
+    computed on a history that has changed is not a repair of the new one) and over writing
+    only the difference (LangChain stores can only append or clear). On
+    ``SQLChatMessageHistory`` over SQLite (sync or async) the re-read, the delete and the
+    inserts run in one transaction that takes SQLite's write lock first (``BEGIN
+    IMMEDIATE``), so another connection, thread or process cannot append in between. Other
+    stores are compared and then cleared and refilled under the lock above: safe against every
+    writer in the process that goes through a wrapper; against another process writing to
+    such a store (Redis, a file), only the short step between the compare and the clear is
+    open, so prefer ``write_back=False`` there. A write-back never stores toolmend's
+    placeholder results: a call another writer stored may still be waiting for the result
+    that writer is about to store, and a placeholder would turn it into a duplicate. Reads
+    answer such calls again each time, with the same text, so what is sent is the same.
 
 :class:`ToolMendMiddleware`
     An ``AgentMiddleware`` for ``langchain.agents.create_agent``: ``wrap_model_call`` and
@@ -64,18 +84,19 @@ class, so LangChain is imported when this module is.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import logging
 import threading
 import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urlsplit
 
 import toolmend
 
-from .hooks import HookOptions, OnLoop, mend
+from .hooks import HookOptions, OnLoop, check_names, mend
 
 try:
     from langchain_core.chat_history import BaseChatMessageHistory
@@ -142,8 +163,8 @@ class Window:
 class Rejected:
     """A message the wrapper did not store, and why (``reason`` is a code, safe to log).
 
-    Reasons: ``"no_open_call"`` (its call is not waiting: no call with that id right before
-    it), ``"duplicate_result"`` (its call already has a result), ``"name_mismatch"`` (it names
+    Reasons: ``"no_open_call"`` (no call with its id in the stored history),
+    ``"duplicate_result"`` (its call already has a result), ``"name_mismatch"`` (it names
     another function than its call), ``"dropped_on_write_back"`` (a write-back repair dropped
     it from the store: an orphan or a duplicate stored before the wrapper).
     """
@@ -159,9 +180,6 @@ class _Open:
 
     calls: dict[str, str | None]
     answered: set[str]
-
-
-_NOTHING_OPEN = _Open({}, set())
 
 
 def _calls_of(message: Any) -> list[tuple[str | None, str | None]]:
@@ -225,25 +243,75 @@ def _clean_frontier_start(messages: Sequence[Any]) -> int:
     return index
 
 
-def _judge(message: Any, state: _Open) -> tuple[str | None, _Open]:
-    """Whether ``message`` may be stored after a store whose frontier is ``state``: the reason
-    to refuse it (None to store it), and the frontier after it."""
-    message_type = _message_type(message)
-    if message_type in _TOOL_TYPES:
-        call_id = message.tool_call_id
-        if call_id not in state.calls:
-            reason = "duplicate_result" if call_id in state.answered else "no_open_call"
-            return reason, state
-        expected = state.calls[call_id]
-        if message.name and expected and message.name != expected:
-            return "name_mismatch", state
-        calls = dict(state.calls)
-        del calls[call_id]
-        return None, _Open(calls, state.answered | {call_id})
-    if message_type in _AI_TYPES:
-        calls = {call_id: name for call_id, name in _calls_of(message) if call_id}
-        return None, _Open(calls, set()) if calls else _NOTHING_OPEN
-    return None, _NOTHING_OPEN
+@dataclass
+class _Index:
+    """What a store holds, as far as writes need it: every call (id -> name; a call reusing an
+    id replaces the earlier one) and the ids of those already answered. A result is stored
+    when its call is here and not answered, wherever in the history that call is."""
+
+    calls: dict[str, str | None] = field(default_factory=dict)
+    answered: set[str] = field(default_factory=set)
+
+    def copy(self) -> _Index:
+        return _Index(dict(self.calls), set(self.answered))
+
+    def note(self, message: Any) -> None:
+        """Take ``message`` (just stored after the others) into account."""
+        message_type = _message_type(message)
+        if message_type in _TOOL_TYPES:
+            if message.tool_call_id in self.calls:
+                self.answered.add(message.tool_call_id)
+        elif message_type in _AI_TYPES:
+            for call_id, name in _calls_of(message):
+                if call_id:
+                    self.calls[call_id] = name
+                    self.answered.discard(call_id)
+
+
+def _index_of(messages: Sequence[Any]) -> _Index:
+    """The :class:`_Index` of a stored history (one pass over it)."""
+    index = _Index()
+    for message in messages:
+        index.note(message)
+    return index
+
+
+def _judge(message: Any, index: _Index) -> str | None:
+    """Why ``message`` may not be stored after a store whose index is ``index`` (None: it may;
+    only a ``ToolMessage`` is ever refused)."""
+    if _message_type(message) not in _TOOL_TYPES:
+        return None
+    call_id = message.tool_call_id
+    if call_id not in index.calls:
+        return "no_open_call"
+    if call_id in index.answered:
+        return "duplicate_result"
+    expected = index.calls[call_id]
+    if message.name and expected and message.name != expected:
+        return "name_mismatch"
+    return None
+
+
+def _judged(
+    batch: Sequence[BaseMessage], index: _Index
+) -> tuple[list[tuple[BaseMessage, str | None]], _Index]:
+    """Each message of ``batch`` with the reason to refuse it (None: store it), each judged
+    after the accepted ones before it; and the index after the accepted ones (``index`` is
+    left as it was)."""
+    after = index
+    verdicts: list[tuple[BaseMessage, str | None]] = []
+    for message in batch:
+        reason = _judge(message, after) if isinstance(message, BaseMessage) else None
+        verdicts.append((message, reason))
+        if reason is None and _message_type(message) in _TOOL_TYPES | _AI_TYPES:
+            if after is index:
+                after = index.copy()
+            after.note(message)
+    return verdicts, after
+
+
+_NEEDS_READ = object()
+"""What :meth:`ToolMendHistory._screen` returns when it must see the store first."""
 
 
 def _as_policy(policy: toolmend.Policy | str | None) -> toolmend.Policy:
@@ -271,6 +339,49 @@ class _Guard(threading.local):
     depth = 0
 
 
+@dataclass
+class _StoreLocks:
+    """What every wrapper of one store object shares in this process: a thread lock, an
+    ``asyncio.Lock`` per event loop for a store that only works async, and the store's index
+    (so a result another wrapper stored counts at once)."""
+
+    thread: threading.RLock = field(default_factory=threading.RLock)
+    loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = field(
+        default_factory=weakref.WeakKeyDictionary
+    )
+    wrappers: int = 0
+    index: _Index | None = None
+    """The store's calls and results as its wrappers last saw them (None: read the store)."""
+
+
+_STORE_LOCKS: dict[int, _StoreLocks] = {}
+"""By ``id(store)``. Each wrapper holds its store, so the id cannot be reused while an entry
+lives; the last wrapper of a store to go removes the entry (stores are often pydantic models,
+which take no weak reference, hence ids and a count)."""
+_STORE_LOCKS_LOCK = threading.Lock()
+
+
+def _locks_for(store: Any, owner: Any) -> _StoreLocks:
+    """The shared locks of ``store``, held until ``owner`` (a wrapper) is collected."""
+    key = id(store)
+    with _STORE_LOCKS_LOCK:
+        locks = _STORE_LOCKS.get(key)
+        if locks is None:
+            locks = _STORE_LOCKS[key] = _StoreLocks()
+        locks.wrappers += 1
+    weakref.finalize(owner, _release_locks, key)
+    return locks
+
+
+def _release_locks(key: int) -> None:
+    with _STORE_LOCKS_LOCK:
+        locks = _STORE_LOCKS.get(key)
+        if locks is not None:
+            locks.wrappers -= 1
+            if locks.wrappers <= 0:
+                del _STORE_LOCKS[key]
+
+
 class ToolMendHistory(BaseChatMessageHistory):
     """A ``BaseChatMessageHistory`` that validates every write and repairs every read.
 
@@ -285,7 +396,9 @@ class ToolMendHistory(BaseChatMessageHistory):
       writes nothing; a broken stored history raises on read) or ``"report"`` (store and
       return everything as it is, and log what is wrong).
     * **repair_on_read** - *(optional)* repair what reads return (default True).
-    * **write_back** - *(optional)* also write a read's repair into the store (default False).
+    * **write_back** - *(optional)* also write a read's repair into the store (default False),
+      only while the store still holds what was read (compare-and-swap; see the module
+      docstring), and never toolmend's placeholder results.
 
     >>> from langchain_core.chat_history import InMemoryChatMessageHistory
     >>> from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
@@ -315,7 +428,9 @@ class ToolMendHistory(BaseChatMessageHistory):
         write_back: bool = False,
     ) -> None:
         super().__init__()
-        toolmend.check([], provider=provider)  # an unknown name fails here, not on every read
+        # an unknown provider or policy name fails here, not on every read; a toolmend bug is
+        # logged and the wrapper built anyway (its reads and writes fail open)
+        check_names(provider=provider, policy=policy, source="ToolMendHistory")
         self.inner = inner
         self.provider = provider
         self.window = window
@@ -326,12 +441,9 @@ class ToolMendHistory(BaseChatMessageHistory):
         self._answer_options = replace(
             self._keep_options, policy=replace(self.policy, frontier="answer")
         )
-        self._lock = threading.RLock()
+        self._locks = _locks_for(inner, self)
+        self._lock = self._locks.thread
         self._guard = _Guard()
-        self._async_locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock]
-        self._async_locks = weakref.WeakKeyDictionary()
-        self._async_locks_lock = threading.Lock()
-        self._state: _Open | None = None
         self._rejected: list[Rejected] = []
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -339,7 +451,7 @@ class ToolMendHistory(BaseChatMessageHistory):
         windowed subclass must not bypass its parent). Every writer it defines (the ones
         above, and any method it adds whose name starts with ``add_`` or ``aadd_``) has the
         messages it is given screened first: a message, or a list of messages, as its first
-        argument; and the wrapper re-reads the store's frontier after it."""
+        argument; and the wrapper re-reads the store after it."""
         super().__init_subclass__(**kwargs)
         for name, override in list(cls.__dict__.items()):
             if not (name in cls._WRITERS or name.startswith(("add_", "aadd_"))):
@@ -356,6 +468,16 @@ class ToolMendHistory(BaseChatMessageHistory):
             return list(self._rejected)
 
     @property
+    def _index(self) -> _Index | None:
+        """The store's index, shared by its wrappers in this process (see :class:`_StoreLocks`);
+        set under the lock."""
+        return self._locks.index
+
+    @_index.setter
+    def _index(self, index: _Index | None) -> None:
+        self._locks.index = index
+
+    @property
     def async_only(self) -> bool:
         """Whether the wrapped store works only through its async methods."""
         return _is_async_only(self.inner)
@@ -367,9 +489,11 @@ class ToolMendHistory(BaseChatMessageHistory):
         """The stored history, repaired for the provider and windowed (see the class)."""
         with self._lock:
             raw = self.inner.messages
+            if self.write_back:  # the store as read, to compare with before writing back
+                raw = list(raw)
             view, write = self._view(raw)
             if write is not None:
-                self._write_back_sync(raw, write)
+                self._write_back_sync(raw, *write)
             return view
 
     async def aget_messages(self) -> list[BaseMessage]:
@@ -381,35 +505,32 @@ class ToolMendHistory(BaseChatMessageHistory):
             with self._lock:
                 view, write = self._view(raw)
             if write is not None:
-                await self._write_back_async(raw, write)
+                await self._write_back_async(raw, *write)
             return view
 
-    def _view(self, raw: list[BaseMessage]) -> tuple[list[BaseMessage], Any]:
-        """What a read returns, and the repaired history to write back (or None). Also takes
-        the store's frontier from it, for the next write. Fails open: a toolmend error is
-        logged and the read returns the store's messages as they are."""
+    def _view(self, raw: list[BaseMessage]) -> tuple[list[BaseMessage], _WriteBack | None]:
+        """What a read returns, and what to write back (or None). Fails open: a toolmend error
+        is logged and the read returns the store's messages as they are."""
         try:
             return self._repaired_view(raw)
         except toolmend.ToolChainError:  # the strict policy asked for it
             raise
         except Exception:
-            self._state = None
             logger.exception("toolmend failed on a LangChain history read; returned as stored")
             return raw, None
 
-    def _repaired_view(self, raw: list[BaseMessage]) -> tuple[list[BaseMessage], Any]:
-        self._state = _frontier_of(raw)
+    def _repaired_view(self, raw: list[BaseMessage]) -> tuple[list[BaseMessage], _WriteBack | None]:
         if not raw:
             return raw, None
         repaired: Any = raw
         changes: tuple[toolmend.Change, ...] = ()
         if self.repair_on_read:
-            repaired, changes = self._repaired(raw, bool(self._state.calls))
+            repaired, changes = self._repaired(raw, bool(_frontier_of(raw).calls))
         view = self._windowed(repaired) if self.window is not None else repaired
-        write = repaired if changes and self.write_back else None
-        if write is not None:
-            self._note_dropped(raw, changes)
-        return view, write
+        if not (changes and self.write_back):
+            return view, None
+        write = _without_placeholders(raw, repaired)
+        return view, (None if _same(write, raw) else (write, changes))
 
     def _repaired(
         self, raw: list[BaseMessage], waiting: bool
@@ -477,7 +598,7 @@ class ToolMendHistory(BaseChatMessageHistory):
         return trimmed
 
     def _note_dropped(self, raw: Sequence[BaseMessage], changes: Sequence[toolmend.Change]) -> None:
-        """Messages a write-back removes from the store go to ``rejected``: nothing vanishes."""
+        """Messages a write-back removed from the store go to ``rejected``: nothing vanishes."""
         dropped = {
             change.index
             for change in changes
@@ -492,27 +613,53 @@ class ToolMendHistory(BaseChatMessageHistory):
                     _ids_of(raw[index]),
                 )
 
-    def _write_back_sync(self, raw: list[BaseMessage], repaired: Sequence[BaseMessage]) -> None:
-        try:
-            self.inner.clear()
-            self.inner.add_messages(list(repaired))
-        except Exception:
-            self._state = None
-            raise
-        self._state = _frontier_of(repaired)
-        logger.info("toolmend wrote the repaired history back (%d messages)", len(repaired))
+    def _write_back_sync(
+        self,
+        raw: list[BaseMessage],
+        repaired: list[BaseMessage],
+        changes: Sequence[toolmend.Change],
+    ) -> None:
+        """Replace the store's ``raw`` with ``repaired``, only if the store still holds exactly
+        ``raw`` (see the class: compare and swap)."""
+        self._index = None
+        swapped = _sql_swap(self.inner, raw, repaired)
+        if swapped is None:  # any other store: compare, then clear and add
+            swapped = _same(self.inner.messages, raw)
+            if swapped:
+                self.inner.clear()
+                self.inner.add_messages(repaired)
+        self._wrote_back(swapped, raw, repaired, changes)
 
     async def _write_back_async(
-        self, raw: list[BaseMessage], repaired: Sequence[BaseMessage]
+        self,
+        raw: list[BaseMessage],
+        repaired: list[BaseMessage],
+        changes: Sequence[toolmend.Change],
     ) -> None:
-        try:
-            await self.inner.aclear()
-            await self.inner.aadd_messages(list(repaired))
-        except Exception:
-            self._state = None
-            raise
+        self._index = None
+        swapped = await _asql_swap(self.inner, raw, repaired)
+        if swapped is None:
+            swapped = _same(await self.inner.aget_messages(), raw)
+            if swapped:
+                await self.inner.aclear()
+                await self.inner.aadd_messages(repaired)
         with self._lock:
-            self._state = _frontier_of(repaired)
+            self._wrote_back(swapped, raw, repaired, changes)
+
+    def _wrote_back(
+        self,
+        swapped: bool,
+        raw: list[BaseMessage],
+        repaired: list[BaseMessage],
+        changes: Sequence[toolmend.Change],
+    ) -> None:
+        if not swapped:
+            logger.info(
+                "toolmend did not write the repaired history back: another writer changed the "
+                "store since it was read; the next read tries again"
+            )
+            return
+        self._note_dropped(raw, changes)
         logger.info("toolmend wrote the repaired history back (%d messages)", len(repaired))
 
     # --- writes -------------------------------------------------------------------------------
@@ -561,7 +708,7 @@ class ToolMendHistory(BaseChatMessageHistory):
         """Empty the store (``rejected`` is kept)."""
         with self._lock:
             self.inner.clear()
-            self._state = _Open({}, set())
+            self._index = _Index()
 
     async def aclear(self) -> None:
         """``clear``, for async code."""
@@ -571,31 +718,44 @@ class ToolMendHistory(BaseChatMessageHistory):
         async with self._async_lock():
             await self.inner.aclear()
             with self._lock:
-                self._state = _Open({}, set())
+                self._index = _Index()
 
     def _screen(
         self, batch: list[BaseMessage], source: str, raw: list[BaseMessage] | None = None
-    ) -> tuple[list[BaseMessage], _Open | None]:
-        """The messages of ``batch`` to store and the frontier after them; records (or, under
-        the strict policy, raises for) the others. Called under the lock; ``raw`` is the store's
-        history when the caller has read it already (an async-only store). Fails open: a
-        toolmend error is logged and the whole batch is stored as given (frontier unknown)."""
+    ) -> Any:
+        """The messages of ``batch`` to store and the store's index after them; records (or,
+        under the strict policy, raises for) the others. Called under the lock.
+
+        Judged against the index the wrapper keeps; a result that finds no open call there is
+        judged again against the store itself (read now: another writer, wrapper or process
+        may have stored its call), so only a result whose call the store lacks or has answered
+        is refused. ``raw`` is the store's history when the caller has just read it; for an
+        async-only store, which cannot be read here, :data:`_NEEDS_READ` asks the caller to
+        read it and call again. Fails open: a toolmend error is logged and the whole batch is
+        stored as given (index unknown)."""
         try:
-            return self._screen_batch(batch, source, raw)
+            fresh = raw is not None or self._index is None
+            index = self._index if raw is None and self._index is not None else None
+            if index is None:
+                if raw is None and self.async_only:
+                    return _NEEDS_READ
+                index = _index_of(self.inner.messages if raw is None else raw)
+            verdicts, after = _judged(batch, index)
+            if not fresh and any(reason for _, reason in verdicts):
+                if self.async_only:
+                    return _NEEDS_READ
+                verdicts, after = _judged(batch, _index_of(self.inner.messages))
+            return self._sorted_out(verdicts, source), after
         except toolmend.ToolChainError:  # the strict policy asked for it
             raise
         except Exception:
             logger.exception("toolmend failed on %s; the messages were stored as given", source)
             return list(batch), None
 
-    def _screen_batch(
-        self, batch: list[BaseMessage], source: str, raw: list[BaseMessage] | None
-    ) -> tuple[list[BaseMessage], _Open]:
-        state = self._state
-        if state is None:
-            state = _frontier_of(self.inner.messages if raw is None else raw)
+    def _sorted_out(self, verdicts: list[tuple[BaseMessage, str | None]], source: str) -> Any:
+        """The messages to store; the refused ones are logged and recorded (or raised)."""
         mode = self.policy.mode.value
-        strays = [str(p) for p, m in enumerate(batch) if not isinstance(m, BaseMessage)]
+        strays = [str(p) for p, (m, _) in enumerate(verdicts) if not isinstance(m, BaseMessage)]
         if strays:  # not judged: the store gets them as given and decides
             logger.warning(
                 "toolmend: %s got items that are not LangChain messages (message %s); "
@@ -603,18 +763,7 @@ class ToolMendHistory(BaseChatMessageHistory):
                 source,
                 ",".join(strays[:10]),
             )
-        accepted: list[BaseMessage] = []
-        refused: list[tuple[int, BaseMessage, str]] = []
-        for position, message in enumerate(batch):
-            reason, after = _judge(message, state)
-            if reason is not None:
-                refused.append((position, message, reason))
-                if mode != "report":
-                    continue
-            elif state.calls and _message_type(message) not in _TOOL_TYPES:
-                _log_abandoned(state, source)
-            accepted.append(message)
-            state = after
+        refused = [(p, m, reason) for p, (m, reason) in enumerate(verdicts) if reason]
         if refused and mode == "strict":
             raise toolmend.ToolChainError(
                 f"{source} refused {len(refused)} tool message(s); nothing was written: "
@@ -643,49 +792,51 @@ class ToolMendHistory(BaseChatMessageHistory):
             )
             if mode != "report":
                 self._rejected.append(Rejected(message, reason))
-        return accepted, state
+        if mode == "report":
+            return [message for message, _ in verdicts]
+        return [message for message, reason in verdicts if reason is None]
 
     def _write(self, batch: list[BaseMessage], source: str) -> None:
         with self._lock:
             self._guard.depth += 1
             try:
-                accepted, state = self._screen(batch, source)
+                accepted, index = self._screen(batch, source)
+                self._index = None
                 if accepted:
-                    try:
-                        self.inner.add_messages(accepted)
-                    except Exception:
-                        self._state = None
-                        raise
-                self._state = state if self.policy.mode.value != "report" else None
+                    self.inner.add_messages(accepted)
+                self._index = index if self.policy.mode.value != "report" else None
             finally:
                 self._guard.depth -= 1
 
     async def _awrite(self, batch: list[BaseMessage], source: str) -> None:
         async with self._async_lock():
-            raw = await self.inner.aget_messages() if self._state is None else None
+            raw = await self.inner.aget_messages() if self._index is None else None
             with self._lock:
-                accepted, state = self._screen(batch, source, raw)
+                screened = self._screen(batch, source, raw)
+            if screened is _NEEDS_READ:
+                raw = await self.inner.aget_messages()
+                with self._lock:
+                    screened = self._screen(batch, source, raw)
+            accepted, index = screened
+            with self._lock:
+                self._index = None
             if accepted:
-                try:
-                    await self.inner.aadd_messages(accepted)
-                except Exception:
-                    self._state = None
-                    raise
+                await self.inner.aadd_messages(accepted)
             with self._lock:
-                self._state = state if self.policy.mode.value != "report" else None
+                self._index = index if self.policy.mode.value != "report" else None
 
     def _async_lock(self) -> asyncio.Lock:
-        """The lock ordering the async writers of this wrapper in the running event loop."""
+        """The lock ordering the async writers of this store in the running event loop."""
         loop = asyncio.get_running_loop()
-        with self._async_locks_lock:  # not the store's lock: never wait behind its I/O here
-            found = self._async_locks.get(loop)
+        with _STORE_LOCKS_LOCK:  # not the store's lock: never wait behind its I/O here
+            found = self._locks.loops.get(loop)
             if found is None:
-                found = self._async_locks[loop] = asyncio.Lock()
+                found = self._locks.loops[loop] = asyncio.Lock()
             return found
 
 
 _REASONS = {
-    "no_open_call": "tool result whose call is not waiting right before it",
+    "no_open_call": "tool result whose call is not in the history",
     "duplicate_result": "second result for one call",
     "name_mismatch": "tool result naming another function than its call",
 }
@@ -702,13 +853,113 @@ def _ids_of(message: Any) -> str:
     return str(message_type)
 
 
-def _log_abandoned(state: _Open, source: str) -> None:
-    logger.info(
-        "toolmend: %s moved on from calls still waiting for results (%s); reads answer them "
-        "with the placeholder",
-        source,
-        ",".join(str(call_id) for call_id in state.calls),
+_WriteBack = tuple[list[BaseMessage], tuple[toolmend.Change, ...]]
+"""What a read writes back: the repaired history, and the changes that made it."""
+
+
+def _same(current: Sequence[Any], raw: Sequence[Any]) -> bool:
+    """Whether the store's ``current`` messages are still the ``raw`` ones a repair read."""
+    return len(current) == len(raw) and all(
+        a is b or a == b for a, b in zip(current, raw, strict=True)
     )
+
+
+def _without_placeholders(raw: Sequence[Any], repaired: Sequence[Any]) -> list[BaseMessage]:
+    """``repaired`` without the placeholder results the repair added: a write-back never
+    answers a call for its writer. With several writers on one session, a call another writer
+    stored may still be waiting for the result that writer is about to store; a placeholder
+    in the store would turn that real result into a duplicate. Reads add the placeholders
+    again every time (the same text), so what is sent is the same."""
+    results = {m.tool_call_id for m in raw if _message_type(m) in _TOOL_TYPES}
+    stored = {id(m) for m in raw}
+    return [
+        m
+        for m in repaired
+        if id(m) in stored or _message_type(m) not in _TOOL_TYPES or m.tool_call_id in results
+    ]
+
+
+def _sql_parts(inner: Any, engine: Any) -> tuple[Any, Any, Any, Any] | None:
+    """(model class, session id column, session id, converter) of a
+    ``SQLChatMessageHistory`` on SQLite, or None for any other store."""
+    model = getattr(inner, "sql_model_class", None)
+    converter = getattr(inner, "converter", None)
+    field_name = getattr(inner, "session_id_field_name", None)
+    dialect = getattr(getattr(engine, "dialect", None), "name", None)
+    if model is None or converter is None or field_name is None or dialect != "sqlite":
+        return None
+    return model, getattr(model, field_name), inner.session_id, converter
+
+
+def _sql_swap(inner: Any, raw: Sequence[Any], repaired: Sequence[Any]) -> bool | None:
+    """Replace a SQLite session's rows holding ``raw`` with ``repaired`` in one transaction
+    that holds SQLite's write lock from the re-read to the commit (``BEGIN IMMEDIATE``), so
+    no other connection, thread or process, can add a row in between. True: swapped; False:
+    the rows are no longer ``raw`` (nothing written); None: not a sync SQLite store."""
+    if getattr(inner, "async_mode", False):
+        return None
+    engine: Any = getattr(inner, "engine", None)
+    parts = _sql_parts(inner, engine)
+    if parts is None:
+        return None
+    from sqlalchemy import delete, select
+    from sqlalchemy.orm import Session
+
+    model, column, session_id, converter = parts
+    with engine.connect() as plain:
+        connection = plain.execution_options(isolation_level="AUTOCOMMIT")
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+        try:
+            with Session(bind=connection) as session:
+                rows = session.scalars(
+                    select(model).where(column == session_id).order_by(model.id.asc())
+                )
+                if not _same([converter.from_sql_model(row) for row in rows], raw):
+                    connection.exec_driver_sql("ROLLBACK")
+                    return False
+                session.execute(delete(model).where(column == session_id))
+                session.add_all([converter.to_sql_model(m, session_id) for m in repaired])
+                session.flush()
+            connection.exec_driver_sql("COMMIT")
+        except BaseException:
+            with contextlib.suppress(Exception):
+                connection.exec_driver_sql("ROLLBACK")
+            raise
+    return True
+
+
+async def _asql_swap(inner: Any, raw: Sequence[Any], repaired: Sequence[Any]) -> bool | None:
+    """:func:`_sql_swap` for ``SQLChatMessageHistory`` on an async SQLite engine."""
+    if not getattr(inner, "async_mode", False):
+        return None
+    engine: Any = getattr(inner, "async_engine", None)
+    parts = _sql_parts(inner, engine)
+    if parts is None:
+        return None
+    from sqlalchemy import delete, select
+    from sqlalchemy.ext.asyncio import AsyncSession
+
+    model, column, session_id, converter = parts
+    async with engine.connect() as plain:
+        connection = await plain.execution_options(isolation_level="AUTOCOMMIT")
+        await connection.exec_driver_sql("BEGIN IMMEDIATE")
+        try:
+            async with AsyncSession(bind=connection) as session:
+                rows = await session.scalars(
+                    select(model).where(column == session_id).order_by(model.id.asc())
+                )
+                if not _same([converter.from_sql_model(row) for row in rows], raw):
+                    await connection.exec_driver_sql("ROLLBACK")
+                    return False
+                await session.execute(delete(model).where(column == session_id))
+                session.add_all([converter.to_sql_model(m, session_id) for m in repaired])
+                await session.flush()
+            await connection.exec_driver_sql("COMMIT")
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await connection.exec_driver_sql("ROLLBACK")
+            raise
+    return True
 
 
 def _checked_chain(ai_message: Any, tool_messages: Sequence[Any]) -> list[BaseMessage]:
@@ -790,7 +1041,7 @@ def _guarded(name: str, override: Callable[..., Any]) -> Callable[..., Any]:
                 return await override(self, *screened, **kwargs)
             finally:
                 with self._lock:
-                    self._state = None
+                    self._index = None
 
         guarded_async._toolmend_guarded = True  # type: ignore[attr-defined]
         return guarded_async
@@ -808,7 +1059,7 @@ def _guarded(name: str, override: Callable[..., Any]) -> Callable[..., Any]:
                 return override(self, *screened, **kwargs)
             finally:
                 self._guard.depth -= 1
-                self._state = None
+                self._index = None
 
     guarded._toolmend_guarded = True  # type: ignore[attr-defined]
     return guarded
@@ -822,12 +1073,16 @@ def _screened(self: ToolMendHistory, name: str, args: tuple[Any, ...]) -> tuple[
     first = args[0] if args else None
     if isinstance(first, BaseMessage):
         with self._lock:
-            accepted, _ = self._screen([first], name)
-        return args if accepted else None
+            screened = self._screen([first], name)
+        if screened is _NEEDS_READ:  # an async-only store, not read here: stored as given
+            return args
+        return args if screened[0] else None
     if isinstance(first, (list, tuple)) and all(isinstance(m, BaseMessage) for m in first):
         with self._lock:
-            accepted, _ = self._screen(list(first), name)
-        return (accepted, *args[1:]) if accepted else None
+            screened = self._screen(list(first), name)
+        if screened is _NEEDS_READ:
+            return args
+        return (screened[0], *args[1:]) if screened[0] else None
     return args  # a string (add_user_message) or something that is not a message
 
 
@@ -915,9 +1170,9 @@ class ToolMendMiddleware(AgentMiddleware):
         on_loop: OnLoop = "warn",
     ) -> None:
         super().__init__()
-        if provider is not None:
-            toolmend.check([], provider=provider)  # an unknown name fails here
-        HookOptions(policy=policy)  # so does an unknown policy, not once per model call
+        # an unknown provider or policy name fails here, not once per model call; a toolmend
+        # bug is logged and the middleware built anyway (each model call fails open)
+        check_names(provider=provider, policy=policy, source="ToolMendMiddleware")
         self.provider = provider
         self.persist = persist
         self.policy = policy

@@ -93,7 +93,7 @@ from typing import TYPE_CHECKING, Any
 
 import toolmend
 
-from .hooks import HookOptions, Mended, OnLoop, mend
+from .hooks import HookOptions, Mended, OnLoop, check_names, mend
 
 try:
     import litellm
@@ -228,10 +228,19 @@ class ToolMend(CustomLogger):
         on_loop: OnLoop = "warn",
     ) -> None:
         super().__init__()
-        if provider is not None:
-            toolmend.check([], provider=provider)  # an unknown name fails here, not per call
+        # an unknown provider or policy name fails here, not per call; a toolmend bug is
+        # logged and the callback built anyway: every call fails open, and LiteLLM (or the
+        # proxy loading ``proxy_handler``) still starts
+        check_names(provider=provider, policy=policy, source="litellm ToolMend")
         self.options = HookOptions(provider=provider, policy=policy, on_loop=on_loop)
-        install()
+        try:
+            install()
+        except ImportError:  # wrapt missing: the extra to install, said at once
+            raise
+        except Exception:
+            logger.exception(
+                "toolmend could not wrap LiteLLM's sync path; sync calls go out unrepaired"
+            )
 
     def __repr__(self) -> str:
         o = self.options

@@ -122,7 +122,7 @@ from typing import Any
 import toolmend
 from toolmend.routing import HOSTS, provider_for_host
 
-from .hooks import HookOptions, OnLoop, mend
+from .hooks import HookOptions, OnLoop, check_names, mend
 
 __all__ = [
     "ENV_DISABLED",
@@ -336,8 +336,9 @@ def patch(
     >>> tm.unpatch()
     """
     wrapt = _wrapt()
-    if provider is not None:
-        toolmend.check([], provider=provider, format="openai")  # an unknown name fails here
+    # an unknown provider or policy name fails here; a toolmend bug is logged and patching
+    # goes on (every patched call fails open)
+    check_names(provider=provider, policy=policy, source="patch()")
     _policy(policy)
     if on_loop not in ("off", "warn", "raise"):
         raise toolmend.UnknownNameError(

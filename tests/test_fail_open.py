@@ -8,7 +8,9 @@ toolmend with ``monkeypatch`` on toolmend's own functions (the SDKs are real and
 and the call must come out exactly as the same call made without toolmend: the strict server
 receives the caller's original history, a valid one is answered 200, a broken one gets the
 provider's own 400 through the SDK's own error, the caller's list is not mutated, and the
-fault is logged once on logger ``toolmend`` with its traceback.
+fault is logged once on logger ``toolmend`` with its traceback. Building a hook fails open
+too (``ToolMendHistory``, ``ToolMend``, ``ToolMendMiddleware``, ``patch()``): only an unknown
+provider or policy name, the caller's own mistake, raises there.
 
 Hostile input (None, not a list, items that are not messages, missing or mistyped fields,
 numeric ids, cyclic content) goes through every hook the same way: it reaches the SDK as the
@@ -30,6 +32,9 @@ import litellm_proxy
 import toolmend
 import toolmend.api
 import toolmend.fastpath
+import toolmend.formats.openai_chat
+import toolmend.policy
+import toolmend.profiles
 from event_loops import close_loop
 from hook_entries import (
     HOOKS,
@@ -102,7 +107,8 @@ FAULTS: dict[str, Callable[[pytest.MonkeyPatch], None]] = {
     "profile_for": _fault(litellm_hook, "profile_for"),  # reading the LiteLLM deployment
     "active": _fault(litellm_hook, "_active"),  # the sync wrapper, before mend
     "provider_for": _fault(langchain_hook, "provider_for"),  # the middleware, before mend
-    "frontier": _fault(langchain_hook, "_frontier_of"),  # the history wrapper, read and write
+    "frontier": _fault(langchain_hook, "_frontier_of"),  # the history wrapper's read
+    "index": _fault(langchain_hook, "_index_of"),  # the history wrapper's view of the store
     "judge": _fault(langchain_hook, "_judge"),  # the history wrapper's write screen
 }
 
@@ -110,7 +116,7 @@ FAULTS: dict[str, Callable[[pytest.MonkeyPatch], None]] = {
 def faults_for(hook: Hook) -> list[str]:
     """The faults that reach ``hook``'s call path."""
     if hook.name.startswith("ToolMendHistory") and "write" in hook.name:
-        return ["judge", "frontier"]
+        return ["judge", "index"]
     found = ["vouch", "damage_in", "log_line"]
     if hook.loop_guard:
         found.append("detect_loops")
@@ -413,6 +419,9 @@ import logging
 import os
 
 import toolmend.fastpath
+import toolmend.formats.openai_chat
+import toolmend.policy
+import toolmend.profiles
 from toolmend.integrations.litellm import proxy_handler as handler  # noqa: F401
 
 
@@ -524,3 +533,112 @@ def test_a_fault_in_the_window_of_a_history_read_returns_the_whole_history(
         assert wrapped.messages == store.messages
     failures = [r for r in ours(caplog) if r.levelno >= logging.WARNING]
     assert len(failures) == 1 and failures[0].exc_info is not None
+
+
+# --- a fault inside toolmend while a hook is built -------------------------------------------
+
+patch_hook = pytest.importorskip("toolmend.integrations.patch")
+
+
+def _build_history(**names: Any) -> Any:
+    from hook_entries import in_memory
+
+    return langchain_hook.ToolMendHistory(in_memory(), **names)
+
+
+def _build_patch(**names: Any) -> Any:
+    try:
+        patch_hook.patch(**names)
+    finally:
+        patch_hook.unpatch()
+
+
+BUILDERS: dict[str, Callable[..., Any]] = {
+    "ToolMendHistory": _build_history,
+    "litellm.ToolMend": lambda **names: litellm_hook.ToolMend(**names),
+    "ToolMendMiddleware": lambda **names: langchain_hook.ToolMendMiddleware(**names),
+    "patch": _build_patch,
+}
+"""Every hook constructor, and ``patch()``, given the names of ``names``."""
+
+BUILD_FAULTS: dict[str, Callable[[pytest.MonkeyPatch], None]] = {
+    "openai_chat.read": _fault(toolmend.formats.openai_chat, "read"),  # what issue 24 tried
+    "check": _fault(toolmend, "check"),
+    "get_profile": _fault(toolmend.profiles, "get_profile"),  # the static table's lookup
+    "as_policy": _fault(toolmend.policy, "as_policy"),  # the policy names' lookup
+}
+BUILD_NAMES = {
+    "history": "ToolMendHistory",
+    "litellm": "litellm ToolMend",
+    "middleware": "ToolMendMiddleware",
+    "patch": "patch()",
+}
+_LOOKUPS = frozenset({"get_profile", "as_policy"})
+"""The faults construction reaches: it looks the names up, and runs nothing else of toolmend."""
+
+
+@pytest.mark.parametrize("fault", sorted(BUILD_FAULTS))
+@pytest.mark.parametrize("build", sorted(BUILDERS))
+def test_a_fault_inside_toolmend_does_not_fail_construction(
+    build: str, fault: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``ToolMendHistory(store)``, ``ToolMend(provider=...)``, ``ToolMendMiddleware(...)`` and
+    ``patch(...)`` are built under any fault inside toolmend (an app must still start); a fault
+    in the name lookups they do is one ERROR line with its traceback."""
+    BUILD_FAULTS[fault](monkeypatch)
+    with caplog.at_level(logging.DEBUG):
+        BUILDERS[build](provider="deepseek", policy="repair")
+    logged = [r for r in ours(caplog) if r.levelno >= logging.WARNING]
+    assert len(logged) == (1 if fault in _LOOKUPS else 0), [r.getMessage() for r in logged]
+    for record in logged:
+        assert record.levelno == logging.ERROR
+        assert record.exc_info is not None and record.exc_info[0] is InjectedFaultError
+
+
+@pytest.mark.parametrize("build", sorted(BUILDERS))
+@pytest.mark.parametrize(
+    ("names", "named"),
+    [({"provider": "deepseekk"}, "provider 'deepseekk'"), ({"policy": "fix"}, "policy 'fix'")],
+    ids=["provider", "policy"],
+)
+def test_an_unknown_name_is_still_the_callers_error(
+    build: str, names: dict[str, str], named: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bad name the caller gave fails construction at once, naming it, even with the core
+    broken: the names are checked against static tables, not by running the core."""
+    BUILD_FAULTS["openai_chat.read"](monkeypatch)
+    with pytest.raises(toolmend.UnknownNameError, match=named):
+        BUILDERS[build](**names)
+
+
+@pytest.mark.parametrize(
+    "hook",
+    [
+        next(h for h in HOOKS if h.family == family)
+        for family in ("litellm", "patch", "history", "middleware")
+    ],
+    ids=str,
+)
+def test_a_hook_built_under_a_fault_sends_the_original(
+    server: StrictProviderServer,
+    hook: Hook,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """With the profile lookup broken, each hook is still built (given a provider name), and
+    with the fast path broken too, its call goes out as the same call without toolmend: one
+    ERROR line for the build, one for the call. (Not the OpenAI-chat reader here: the strict
+    server in this process judges with it.)"""
+    expected = baseline(server, hook, "broken")
+    BUILD_FAULTS["get_profile"](monkeypatch)
+    FAULTS["vouch"](monkeypatch)
+    history = hook.broken()
+    with caplog.at_level(logging.DEBUG), unchanged(history):
+        got = outcome(hook, server, history, {"provider": "deepseek"})
+    assert got == expected
+    logged = [r for r in ours(caplog) if r.levelno >= logging.WARNING]
+    assert [r.getMessage().split(";")[0] for r in logged][:1] == [
+        f"toolmend failed while building {BUILD_NAMES[hook.family]}"
+    ]
+    assert len(logged) == 2, [r.getMessage() for r in logged]
+    assert all(r.exc_info is not None and r.exc_info[0] is InjectedFaultError for r in logged)

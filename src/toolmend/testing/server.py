@@ -47,6 +47,13 @@ model (``gemini-3*``, ``gemini-*-latest``; not ``gemini-3-pro-image*``) is judge
 
 A route whose toolmend format is not available answers 200 without judging and records
 ``judged=False``.
+
+Many clients at once: every connection gets its own thread, and the listen backlog is
+:data:`LISTEN_BACKLOG` (1,024; the kernel caps it at ``net.core.somaxconn``) instead of the
+standard library's 5, with which a LiteLLM proxy under 32 clients saw ``Connection reset by
+peer``. Measured on a 2-core Linux machine: 256 clients connected at the same instant, then each
+posting a history, all answered with no connect waiting for a resent SYN
+(``tests/test_strict_server_load.py``); 1,000 did the same in 2.5 s.
 """
 
 from __future__ import annotations
@@ -111,6 +118,8 @@ _GEMINI_PATH = re.compile(
 )
 _CONVERSE_PATH = re.compile(r"/model/(?P<model>[^/]+)/(?P<method>converse|converse-stream)$")
 _STREAM_METHODS = frozenset({"streamGenerateContent", "converse-stream"})
+LISTEN_BACKLOG = 1024
+"""The server socket's listen backlog: how many connections may wait to be accepted."""
 _TOKEN = {"access_token": "ya29.toolmend-strict", "expires_in": 3600, "token_type": "Bearer"}
 """What ``POST .../token`` answers (an OAuth token response)."""
 
@@ -173,10 +182,15 @@ class _Outcome:
 
 
 class _HTTPServer(ThreadingHTTPServer):
-    """Keeps the open connections so that ``stop`` can close idle keep-alive ones at once."""
+    """Keeps the open connections so that ``stop`` can close idle keep-alive ones at once.
+
+    One thread per connection; the listen backlog is :data:`LISTEN_BACKLOG`, not the standard
+    library's 5, so a burst of clients waits in the kernel's accept queue instead of being
+    reset (the kernel caps it at ``net.core.somaxconn``)."""
 
     daemon_threads = True
     allow_reuse_address = True
+    request_queue_size = LISTEN_BACKLOG
 
     def __init__(self, owner: StrictProviderServer, address: tuple[str, int]) -> None:
         self.owner = owner
