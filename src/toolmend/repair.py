@@ -125,7 +125,10 @@ def plan_repair(
     if profile.reasoning_in_tool_turns:
         add_reasoning(state)
     if profile.role_successors is not None:
+        demote_system(state)
         bridge_role_order(state)
+    if profile.call_after_user and skeleton.whole:
+        open_with_user(state)
     if profile.last_kinds is not None:
         mark_prefix(state)
     if profile.alternation is not None:
@@ -547,6 +550,8 @@ def fix_shapes(state: _State, problem_codes: set[str]) -> None:
             elif "content" not in plan.edit(index).set_fields:
                 plan.edit(index).set_fields["content"] = ""
                 state.change("filled_content", index, "null content set to an empty string")
+        elif code in ("content_null", "content_empty"):
+            _fill_content(state, index, code)
         elif code == "tool_content_not_string":
             plan.edit(index).stringify_content = True
             state.change("stringified_content", index, "content parts joined into one string")
@@ -560,6 +565,26 @@ def fix_shapes(state: _State, problem_codes: set[str]) -> None:
         "role_order" in problem_codes and OTHER in skeleton.kinds
     ):
         _rename_roles(state, kept)
+
+
+def _fill_content(state: _State, index: int, code: str) -> None:
+    """Text where the profile needs it: an empty text beside calls goes (null is no text
+    part), a user message without text gets the fixed user bridge text, anything else that
+    must be a string gets ``""``."""
+    kind = state.skeleton.kinds[index]
+    edit = state.plan.edit(index)
+    if "content" in edit.set_fields:
+        return
+    if kind in state.profile.content_text_kinds:
+        if kind == ASSISTANT:
+            edit.set_fields["content"] = None
+            state.change("filled_content", index, "empty text beside the calls set to null")
+            return
+        edit.set_fields["content"] = USER_BRIDGE_TEXT
+        state.change("filled_content", index, f"{kind} message without text given the bridge text")
+        return
+    edit.set_fields["content"] = ""
+    state.change("filled_content", index, "null content set to an empty string")
 
 
 _ROLE_ALIASES = {
@@ -667,6 +692,37 @@ def bridge_role_order(state: _State) -> None:
     state.plan.items = items
 
 
+def demote_system(state: _State) -> None:
+    """A system message where the profile forbids one (Mistral: after an assistant message or
+    a result) is sent as a user message: the instructions stay, in the role every turn
+    accepts."""
+    successors = state.profile.role_successors
+    assert successors is not None
+    items = state.plan.items
+    previous = ""
+    for position, item in enumerate(items):
+        kind = _kind(state, item)
+        if kind == SYSTEM and previous and SYSTEM not in successors.get(previous, {SYSTEM}):
+            assert isinstance(item, Keep)
+            items[position] = _as_user(state, item)
+            kind = USER
+        previous = kind
+
+
+def open_with_user(state: _State) -> None:
+    """An OpenAI-shaped conversation may not open with an assistant call (Gemini, Mistral):
+    the fixed user bridge goes before it, as for Bedrock's first-user rule."""
+    items = state.plan.items
+    for position, item in enumerate(items):
+        kind = _kind(state, item)
+        if kind == SYSTEM:
+            continue
+        if kind == ASSISTANT and _is_caller(state, item):
+            items.insert(position, Bridge(USER, USER_BRIDGE_TEXT))
+            state.change("inserted_message", _source_index(item), "user message before the call")
+        return
+
+
 def _source_index(item: Item) -> int:
     if isinstance(item, Keep):
         return item.index
@@ -704,6 +760,7 @@ def mark_prefix(state: _State) -> None:
 def restore_alternation(state: _State) -> None:
     """Chat templates: flatten tool traffic (strict), merge same-role runs, bridge the gaps."""
     strict = state.profile.alternation == "strict"
+    fold_system = "system_unsupported" in state.profile.checks
     flowing: list[Item] = []
     for position, item in enumerate(state.plan.items):
         kind = _kind(state, item)
@@ -714,7 +771,12 @@ def restore_alternation(state: _State) -> None:
             state.change(
                 "flattened_tool_traffic", _source_index(item), "tool traffic written as text"
             )
-        elif (kind == SYSTEM and position > 0) or kind not in (USER, ASSISTANT, SYSTEM, TOOL):
+        elif (kind == SYSTEM and (position > 0 or fold_system)) or kind not in (
+            USER,
+            ASSISTANT,
+            SYSTEM,
+            TOOL,
+        ):
             assert isinstance(item, (Keep, Placeholder))
             flowing.append(
                 AsText(item, USER) if not isinstance(item, Keep) else _as_user(state, item)

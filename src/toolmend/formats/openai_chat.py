@@ -84,6 +84,7 @@ _QUICK_CODES = frozenset(
         "unsupported_property",
         "function_call_null",
         "tool_content_not_string",
+        "content_null",
     }
 )
 """The problem codes :func:`quick_valid` vouches for. A profile enforcing any other code, or
@@ -291,6 +292,12 @@ def _scannable_profile(profile: Profile) -> bool:
         or profile.function_name_pattern is not None
         or profile.last_kinds is not None
         or not profile.checks.keys() <= _QUICK_CODES
+        # a string content is looked at on tool messages only, under a rule on it (Groq)
+        or profile.content_text_kinds
+        or not (
+            profile.content_string_kinds <= {TOOL}
+            and ("tool_content_not_string" in profile.checks or not profile.content_string_kinds)
+        )
     )
 
 
@@ -509,13 +516,31 @@ def read(messages: Sequence[Any]) -> Skeleton:
             results[index] = (
                 _new_tuple(Result, (call_id, name if type(name) is str else None, 0)),
             )
-            if type(get("content")) is list:
+            content = get("content")
+            if type(content) is list:
                 defects.append(Defect(index, "tool_content_not_string", -1, "content"))
+            elif not content:
+                _empty_content(defects, index, content)
         elif kind == ASSISTANT:
             _read_assistant(skeleton, index, message, get)
-        elif get("tool_calls"):
-            defects.append(Defect(index, "unsupported_property", -1, "tool_calls"))
+        else:
+            if get("tool_calls"):
+                defects.append(Defect(index, "unsupported_property", -1, "tool_calls"))
+            if kind != OTHER:
+                content = get("content")
+                if not content:
+                    _empty_content(defects, index, content)
     return skeleton
+
+
+def _empty_content(defects: list[Defect], index: int, content: Any) -> None:
+    """A user, system or tool message (or an assistant message with calls) without text:
+    ``content_null`` when null or absent, ``content_empty`` when ``""`` or ``[]``; the profile
+    decides whether that kind needs text."""
+    if content is None:
+        defects.append(Defect(index, "content_null", -1, "content"))
+    elif isinstance(content, (str, list)):
+        defects.append(Defect(index, "content_empty", -1, "content"))
 
 
 _new_tuple = tuple.__new__
@@ -548,8 +573,10 @@ def _read_assistant(
             raise InvalidMessageError(index, "tool_calls", "a list", tool_calls)
         if tool_calls:
             skeleton.calls[index] = _read_calls(skeleton, index, tool_calls)
-            if not get("content"):
+            content = get("content")
+            if not content:
                 skeleton.mark("no_text", index)
+                _empty_content(defects, index, content)
         else:
             defects.append(Defect(index, "empty_tool_calls", -1, "tool_calls"))
     if not tool_calls and get("function_call") is None:
