@@ -102,8 +102,8 @@ class Profile:
     ``first_user``."""
     system_apart: bool = False
     """OpenAI-shaped histories: system messages are sent apart from the conversation (LiteLLM
-    for Anthropic and Bedrock), so a history of system messages only sends no message at all:
-    ``empty_history``."""
+    for Anthropic and Bedrock), or the conversation needs a user message (chat templates that
+    put the tools into it), so a history of system messages only is ``empty_history``."""
     thinking: bool = False
     """Anthropic extended thinking is on: the assistant turn answered by the final tool results
     must start with a thinking block."""
@@ -136,14 +136,16 @@ _OA_ISSUES = "https://github.com/smarter-sh/smarter/issues/264"
 _ISSUE_20 = "toolmend issue 20 (the judges in tests/judges.py)"
 
 
-def _shape_checks(call_shape: Check, arguments: Check | None = None) -> dict[str, Check]:
+def _shape_checks(
+    call_shape: Check, arguments: Check | None = None, empty: Check | None = None
+) -> dict[str, Check]:
     """The call-shape rules of a profile that takes OpenAI-shaped messages: a call without its
     ``function`` wrapper or ``type``, object ``arguments`` and ``tool_calls: []`` are put in
     the canonical shape (``normalized_tool_call``), which every such provider accepts."""
     return {
         "call_shape": call_shape,
         "arguments_not_string": arguments or call_shape,
-        "empty_tool_calls": call_shape,
+        "empty_tool_calls": empty or call_shape,
     }
 
 
@@ -357,15 +359,33 @@ _DEEPSEEK_STRICT = _checks(
     ),
 )
 
+_DEEPSEEK_SERDE = (
+    _ISSUE_20 + ": DeepSeek answers 400 to a call without the 'function' wrapper or 'type' (a "
+    "public report); the wording is DeepSeek's JSON-body error form"
+)
 _DEEPSEEK_SHAPE = _shape_checks(
     Check(
         "DS-TOOL-CALL-SHAPE",
         "Failed to deserialize the JSON body into the target type: messages[{index}]: "
         "tool_calls[{slot}]: missing field `{property}`",
-        _ISSUE_20 + ": DeepSeek answers 400 to a call without the 'function' wrapper or "
-        "'type'; the wording is DeepSeek's JSON-body error form",
+        _DEEPSEEK_SERDE,
         status="inferred",
-    )
+    ),
+    Check(
+        "DS-TOOL-CALL-ARGUMENTS",
+        "Failed to deserialize the JSON body into the target type: messages[{index}]: "
+        "tool_calls[{slot}].function.arguments: invalid type: map, expected a string",
+        _DEEPSEEK_SERDE,
+        status="inferred",
+    ),
+    Check(
+        "DS-EMPTY-TOOL-CALLS",
+        "Invalid 'messages[{index}].tool_calls': empty array. Expected an array with minimum "
+        "length 1, but got an empty array instead.",
+        "OpenAI's wording (OA-EMPTY-TOOL-CALLS), which DeepSeek's compatible API follows; "
+        + _ISSUE_20,
+        status="inferred",
+    ),
 )
 
 DEEPSEEK = Profile(
@@ -499,15 +519,22 @@ MISTRAL = Profile(
             "messages.{index}.{role}.content.str: Input should be a valid string",
             "mistral_common protocol/instruct/messages.py (pydantic); " + _ISSUE_20,
         ),
-        # mistral-common takes object arguments and a call without ``type`` (both have
-        # defaults), not a call without its ``function`` wrapper; all three are normalized,
-        # which it accepts too
-        **_shape_checks(
-            Check(
-                "MI-TOOL-CALL-SHAPE",
-                "messages.{index}.assistant.tool_calls.{slot}.function: Field required",
-                "mistral_common protocol/instruct/tool_calls.py (pydantic); " + _ISSUE_20,
-            )
+        # mistral-common takes object arguments (it serializes them) and a call without
+        # ``type`` (a default); not a call without its ``function`` wrapper, which is put in
+        # the canonical shape with the rest of the call
+        call_shape=Check(
+            "MI-TOOL-CALL-SHAPE",
+            "messages.{index}.assistant.tool_calls.{slot}.function: Field required",
+            "mistral_common protocol/instruct/tool_calls.py (pydantic); " + _ISSUE_20,
+        ),
+        # ``tool_calls: []`` passes mistral-common, but Mistral's chat templates count the
+        # message as a call turn and no longer see user and assistant alternate
+        empty_tool_calls=Check(
+            "MI-EMPTY-TOOL-CALLS",
+            "After the optional system message, conversation roles must alternate "
+            "user/assistant/user/assistant/...",
+            "Mistral's chat templates (tests/data/chat_templates), rendered by the judge in "
+            "tests/judges.py; " + _ISSUE_20,
         ),
     ),
     content_string_kinds=frozenset({"user", "system", "tool"}),
@@ -542,6 +569,7 @@ _GROQ_UNSUPPORTED = Check(
     "https://github.com/tashfeenahmed/freellmapi/issues/1070",
 )
 
+_GROQ_SCHEMA = "Groq's per-role schema (openai-family.md section 5); " + _ISSUE_20
 _GROQ_TOOL_CONTENT = Check(
     "GQ-TOOL-CONTENT-NOT-STRING",
     "'messages.{index}' : for 'role:tool' the following must be satisfied"
@@ -575,9 +603,24 @@ GROQ = Profile(
                 "'messages.{index}' : for 'role:assistant' the following must be satisfied"
                 "[('messages.{index}.tool_calls.{slot}.{property}' : property '{property}' is "
                 "missing)]",
-                "Groq's per-role schema (openai-family.md section 5); " + _ISSUE_20,
+                _GROQ_SCHEMA,
                 status="inferred",
-            )
+            ),
+            Check(
+                "GQ-TOOL-CALL-ARGUMENTS",
+                "'messages.{index}' : for 'role:assistant' the following must be satisfied"
+                "[('messages.{index}.tool_calls.{slot}.function.arguments' : value must be a "
+                "string)]",
+                _GROQ_SCHEMA,
+                status="inferred",
+            ),
+            Check(
+                "GQ-EMPTY-TOOL-CALLS",
+                "'messages.{index}' : for 'role:assistant' the following must be satisfied"
+                "[('messages.{index}.tool_calls' : minimum number of items is 1)]",
+                _GROQ_SCHEMA,
+                status="inferred",
+            ),
         ),
     ),
     content_string_kinds=frozenset({"tool"}),
@@ -640,6 +683,8 @@ HF_TEMPLATE = Profile(
         **_HF_SHAPE,
     ),
     content_string_kinds=_HF_ALL_KINDS,
+    # Llama 3.1 / 3.2 put the tools into the first user message and raise without one
+    system_apart=True,
 )
 """Open-model servers (vLLM, TGI, llama.cpp) rendering a Hugging Face chat template with a tool
 role: tool traffic stays, user and assistant text alternate around it, results follow their
@@ -672,7 +717,6 @@ HF_TEMPLATE_STRICT = Profile(
         empty_history=_HF_EMPTY,
         content_null=_HF_CONTENT_TYPE,
         null_content=_HF_CONTENT_TYPE,
-        **_HF_SHAPE,
     ),
     content_string_kinds=_HF_ALL_KINDS,
 )
@@ -859,6 +903,11 @@ _AN_OPENAI_SHAPED = {
             _LITELLM_FACTORY + " (convert_to_anthropic_tool_invoke); " + _ISSUE_20,
         ),
     ),
+    # an assistant message without text or calls is dropped by LiteLLM's converter (and
+    # refused by the API anywhere but last): dropped here too, so a history of nothing else
+    # is reported empty rather than sent as no message
+    "null_content": _AN_CHECKS["empty_content"],
+    "empty_assistant": _AN_CHECKS["empty_content"],
     "empty_history": Check(
         "anthropic.messages_empty",
         "messages: at least one message is required",
