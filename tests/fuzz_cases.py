@@ -87,6 +87,8 @@ def pairs() -> list[tuple[str, str]]:
         for name, profile in PROFILES.items()
         if (format, name) not in NOT_SENT
         and (format not in BLOCK_FORMATS or profile.block_pairing == _BLOCK_PAIRING[format])
+        # a Responses input goes to a Responses profile; a chat profile refuses it
+        and (format != "openai-responses" or profile.pairing == "ordered")
     ]
 
 

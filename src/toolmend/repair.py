@@ -467,7 +467,7 @@ def _fresh_id(seed: str, profile: Profile, taken: set[str]) -> str:
 
 
 def _acceptable(call_id: str | None, profile: Profile) -> bool:
-    if call_id is None:
+    if not call_id:  # missing or "": rewritten on the call and its results alike
         return False
     if profile.call_id_max_length is not None and len(call_id) > profile.call_id_max_length:
         return False
@@ -490,7 +490,7 @@ def rewrite_ids(state: _State) -> None:
             if _acceptable(call.id, profile) and call.id not in seen:
                 seen.add(call.id or "")
                 continue
-            seed = call.id if call.id is not None else f"{index}:{call.slot}:{call.name}"
+            seed = call.id or f"{index}:{call.slot}:{call.name}"
             new_id = _fresh_id(seed, profile, taken)
             seen.add(new_id)
             state.final_ids[call_ref] = new_id

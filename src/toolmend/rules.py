@@ -154,7 +154,7 @@ def _check_roles(skeleton: Skeleton, known: frozenset[str], report: _Report) -> 
 
 def _check_result_ids(skeleton: Skeleton, report: _Report) -> None:
     for index, carried in skeleton.results.items():
-        if skeleton.kinds[index] == TOOL and any(result.id is None for result in carried):
+        if skeleton.kinds[index] == TOOL and any(not result.id for result in carried):
             report.add("result_without_id", index, "tool result without tool_call_id")
 
 
@@ -370,7 +370,7 @@ def _check_calls(skeleton: Skeleton, profile: Profile, report: _Report) -> None:
             seen = set()
         for call in found:
             call_id = call.id
-            if call_id is None:
+            if not call_id:  # missing or "": the provider refuses both
                 report.add("call_without_id", index, "tool call without an id", slot=call.slot)
                 continue
             if call_id in seen:

@@ -208,7 +208,7 @@ def _plain_valid(
         role = message["role"]
         if role == "tool":
             call_id = message["tool_call_id"]
-            if pending is None or type(call_id) is not str:
+            if pending is None or type(call_id) is not str or not call_id:
                 return None
             try:
                 pending.remove(call_id)
@@ -242,6 +242,7 @@ def _plain_valid(
                 function = call["function"]
                 if (
                     type(call_id) is not str
+                    or not call_id
                     or len(call_id) > max_length
                     or call_id in pending
                     or type(function) is not dict
@@ -329,6 +330,7 @@ def _scan(
             if (
                 pending is not None
                 and type(call_id) is str
+                and call_id
                 and (call_id in pending or (repeats_pass and _called_in(tool_calls, call_id)))
             ):
                 if call_id in pending:
@@ -377,6 +379,7 @@ def _scan(
                     if (
                         call.get("type") is None  # (still a call with an id: the repair fills it)
                         or type(call_id) is not str
+                        or not call_id
                         or len(call_id) > max_length
                         or call_id in pending
                         or type(function) is not dict
@@ -607,8 +610,9 @@ def _read_calls(skeleton: Skeleton, index: int, tool_calls: Sequence[Any]) -> tu
         if type(tool_call) is dict or isinstance(tool_call, Mapping):
             call_id = tool_call.get("id")
             function = tool_call.get("function")
+            tag = call_id if type(call_id) is str else ""
             if function is None:
-                defects.append(Defect(index, "call_shape", slot, "function"))
+                defects.append(Defect(index, "call_shape", slot, "function", tag))
                 name, arguments = tool_call.get("name"), tool_call.get("arguments")
             elif type(function) is dict or isinstance(function, Mapping):
                 name, arguments = function.get("name"), function.get("arguments")
@@ -619,7 +623,7 @@ def _read_calls(skeleton: Skeleton, index: int, tool_calls: Sequence[Any]) -> tu
                 field = f"tool_calls[{slot}].function"
                 raise InvalidMessageError(index, field, "an object with a name", function)
             if tool_call.get("type") is None:
-                defects.append(Defect(index, "call_shape", slot, "type"))
+                defects.append(Defect(index, "call_shape", slot, "type", tag))
         elif hasattr(tool_call, "id"):
             call_id = getattr(tool_call, "id", None)
             function = getattr(tool_call, "function", None)
@@ -632,7 +636,7 @@ def _read_calls(skeleton: Skeleton, index: int, tool_calls: Sequence[Any]) -> tu
         if name is not None and type(name) is not str and not isinstance(name, str):
             raise InvalidMessageError(index, f"tool_calls[{slot}].function.name", "a string", name)
         if arguments is not None and type(arguments) is not str:
-            defects.append(Defect(index, "arguments_not_string", slot, "arguments"))
+            defects.append(Defect(index, "arguments_not_string", slot, "arguments", call_id or ""))
         found.append(_new_tuple(Call, (call_id, name, slot)))
     return tuple(found)
 
