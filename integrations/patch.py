@@ -46,8 +46,8 @@ anthropic rows use ``anthropic`` (``anthropic-thinking`` when the request turns 
 google-genai rows ``gemini`` (``gemini-3`` for a Gemini 3 model). An OpenAI client is often
 pointed elsewhere, so openai rows take, first to last: ``patch(provider=...)``; the host of the
 client's ``base_url`` looked up in :data:`HOSTS`; ``openai``. The Responses rows always use
-``openai-responses`` (a chat profile refuses Responses input). A ``deepseek-reasoner`` model on DeepSeek and a
-Gemini 3 model on Gemini's OpenAI endpoint get those variants.
+``openai-responses`` (a chat profile refuses Responses input). A ``deepseek-reasoner`` model on
+DeepSeek and a Gemini 3 model on Gemini's OpenAI endpoint get those variants.
 
 =======================================  =========  ========================================
 ``base_url`` host                        provider   service

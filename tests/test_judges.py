@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 
 import judges
 import toolmend
+
 from histories import damaged_conversations, valid_conversations
 
 EXAMPLES = 40 if not os.environ.get("TOOLMEND_FUZZ") else None
@@ -172,8 +173,11 @@ ISSUE_EXAMPLES: dict[str, list[dict[str, Any]]] = {
         {"role": "assistant", "content": "Hello", "tool_calls": []},
         {"role": "user", "content": "Bye"},
     ],
-    "null user content": [{"role": "system", "content": "Be brief."}, *_turn(_call())]
-    + [{"role": "user", "content": None}],
+    "null user content": [
+        {"role": "system", "content": "Be brief."},
+        *_turn(_call()),
+        {"role": "user", "content": None},
+    ],
     "empty user content": [{**_turn(_call())[0], "content": ""}, *_turn(_call())[1:]],
     "null tool content": [
         *_turn(_call())[:2],

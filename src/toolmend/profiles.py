@@ -506,8 +506,7 @@ MISTRAL = Profile(
             "Conversation must start with a user message or system message",
             _MISTRAL_VALIDATOR + " (a one-message conversation; a call at message 0 is never "
             "paired: 'Unexpected tool call id ... in tool results'); Mistral's chat templates "
-            "(tests/data/chat_templates) want user first after the system message; "
-            + _ISSUE_20,
+            "(tests/data/chat_templates) want user first after the system message; " + _ISSUE_20,
         ),
         empty_history=Check(
             "MI-EMPTY-CONVERSATION",
@@ -1099,7 +1098,8 @@ _GM_OPENAI_SHAPED = {
         Check(
             "gemini.openai_tool_call_shape",
             "Missing corresponding tool call for tool response message.",
-            _LITELLM_FACTORY + " (a call without its 'function' wrapper is not converted); "
+            _LITELLM_FACTORY
+            + " (a call without its 'function' wrapper is not converted); "
             + _ISSUE_20,
         ),
         Check(
