@@ -266,3 +266,52 @@ def test_finding_8_a_chat_profile_refuses_a_responses_history(provider: str) -> 
         toolmend.repair(_responses_parallel(), provider=provider)
     with pytest.raises(toolmend.InvalidHistoryError, match="openai-responses"):
         toolmend.check(_responses_parallel(), provider=provider)
+
+
+def _thinking(text: str = "Paris first.") -> dict[str, Any]:
+    return {"type": "thinking", "thinking": text, "signature": "sig=="}
+
+
+def test_finding_7_final_assistant_thinking_with_thinking_off() -> None:
+    history = [
+        {"role": "user", "content": "Weather?"},
+        {"role": "assistant", "content": [_thinking(), {"type": "text", "text": "Sunny"}]},
+    ]
+    problems = toolmend.check(history, provider="anthropic")
+    assert [p.provider_error for p in problems] == [
+        "messages.1.content.0: When thinking is disabled, an `assistant` message in the final "
+        "position cannot contain `thinking`. To use thinking blocks, enable `thinking` in your "
+        "request."
+    ]
+    fixed = toolmend.repair(history, provider="anthropic")
+    assert fixed.messages[1]["content"] == [{"type": "text", "text": "Sunny"}]
+    assert [c.code for c in fixed.changes] == ["dropped_thinking_block"]
+    assert toolmend.check(fixed.messages, provider="anthropic") == []
+    # thinking on, or not the final message: nothing to do
+    assert toolmend.check(history, provider="anthropic-thinking") == []
+    assert toolmend.check([*history, {"role": "user", "content": "ok"}], provider="anthropic") == []
+
+
+def test_finding_7_anthropic_thinking_write_out_keeps_the_thinking_text() -> None:
+    history = [
+        {"role": "user", "content": "Weather?"},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "text", "text": "Let me look."},
+                {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {}},
+            ],
+        },
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "21 C"}],
+        },
+    ]
+    unthought = toolmend.repair(history, provider="anthropic-thinking")
+    assert "flattened_tool_traffic" in {c.code for c in unthought.changes}
+    # a thinking block that is not first is written out with the text, not dropped
+    history[1]["content"].insert(1, _thinking("Check Paris."))
+    fixed = toolmend.repair(history, provider="anthropic-thinking")
+    written = str(fixed.messages)
+    assert "Check Paris." in written
+    assert toolmend.check(fixed.messages, provider="anthropic-thinking") == []

@@ -860,8 +860,8 @@ _AN_STRICT = {
         "messages.{index}.content.{slot}: When thinking is disabled, an `assistant` message in "
         "the final position cannot contain `thinking`. To use thinking blocks, enable "
         "`thinking` in your request.",
-        "https://github.com/tailcallhq/forgecode/issues/1853 (needs the request's thinking "
-        "setting, which a history does not show)",
+        "https://github.com/tailcallhq/forgecode/issues/1853 (enforced under the ``anthropic`` "
+        "profile, the request with thinking off)",
     ),
     "tools_undefined": Check(
         "anthropic.tools_undefined",
@@ -916,16 +916,25 @@ _AN_OPENAI_SHAPED = {
     ),
 }
 
+_AN_THINKING_OFF = {
+    # the ``anthropic`` profile is the request with thinking off (``anthropic-thinking`` has
+    # it on), so the request's setting is known from the profile
+    "thinking_final_assistant_disabled": _AN_STRICT["thinking_final_assistant_disabled"],
+}
+
 ANTHROPIC = Profile(
     name="anthropic",
     aliases=("claude", "anthropic-messages"),
-    checks=_checks(**_AN_CHECKS, **_AN_OPENAI_SHAPED),
+    checks=_checks(**_AN_CHECKS, **_AN_OPENAI_SHAPED, **_AN_THINKING_OFF),
     system_apart=True,
     block_pairing="turns",
     call_id_pattern=r"[a-zA-Z0-9_-]+",
     function_name_pattern=r"(?s:.{1,200})",
     call_id_scope="request",
-    strict_checks=_checks(**_AN_STRICT, thinking_required=_AN_THINKING_REQUIRED),
+    strict_checks=_checks(
+        **{k: v for k, v in _AN_STRICT.items() if k not in _AN_THINKING_OFF},
+        thinking_required=_AN_THINKING_REQUIRED,
+    ),
 )
 """Anthropic Messages API.
 
