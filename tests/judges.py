@@ -253,7 +253,13 @@ def identical_calls(messages: list[Any]) -> bool:
             function = call.get("function") if isinstance(call, dict) else None
             if not isinstance(function, dict):
                 continue
-            key = (function.get("name"), json.dumps(function.get("arguments"), sort_keys=True))
+            arguments = function.get("arguments")
+            if isinstance(arguments, str):
+                try:
+                    arguments = json.loads(arguments)
+                except ValueError:
+                    pass
+            key = (function.get("name"), json.dumps(arguments, sort_keys=True, default=str))
             if key in seen:
                 return True
             seen.add(key)

@@ -161,9 +161,13 @@ def test_finding_4_nothing_to_send_is_a_problem_left(
 
 
 def test_finding_4_a_repair_that_drops_everything_says_so() -> None:
-    fixed = toolmend.repair([assistant(None)], provider="anthropic")
+    fixed = toolmend.repair([assistant(None)], provider="mistral")
     assert fixed.messages == []
+    assert [c.code for c in fixed.changes] == ["dropped_empty_message"]
     assert [p.code for p in fixed.problems_left] == ["empty_history"]
+    # LiteLLM drops an assistant message without text for Anthropic: nothing left to send
+    history = [system(), assistant(None)]
+    assert [p.code for p in toolmend.check(history, provider="anthropic")] == ["empty_history"]
 
 
 def test_finding_5_mistral_system_after_the_start_is_sent_as_user() -> None:

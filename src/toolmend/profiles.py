@@ -103,7 +103,8 @@ class Profile:
     system_apart: bool = False
     """OpenAI-shaped histories: system messages are sent apart from the conversation (LiteLLM
     for Anthropic and Bedrock), or the conversation needs a user message (chat templates that
-    put the tools into it), so a history of system messages only is ``empty_history``."""
+    put the tools into it), so a history of system messages only (and assistant messages
+    without text or calls, which LiteLLM drops) is ``empty_history``."""
     thinking: bool = False
     """Anthropic extended thinking is on: the assistant turn answered by the final tool results
     must start with a thinking block."""
@@ -681,6 +682,7 @@ HF_TEMPLATE = Profile(
         null_content=_HF_CONTENT_NULL,
         **_HF_SHAPE,
     ),
+    # every kind: gpt-oss's template also tests ``"..." in message.content`` beside calls
     content_string_kinds=_HF_ALL_KINDS,
     # Llama 3.1 / 3.2 put the tools into the first user message and raise without one
     system_apart=True,
@@ -717,7 +719,8 @@ HF_TEMPLATE_STRICT = Profile(
         content_null=_HF_CONTENT_TYPE,
         null_content=_HF_CONTENT_TYPE,
     ),
-    content_string_kinds=_HF_ALL_KINDS,
+    # an assistant message with calls is written out as text, null content and all
+    content_string_kinds=frozenset({"user", "system", "tool"}),
 )
 """Chat templates with no tool role and strict alternation (Gemma 2 and 3): tool traffic is
 written out as text, same-role neighbours merge, and a system message is folded into the
@@ -902,11 +905,6 @@ _AN_OPENAI_SHAPED = {
             _LITELLM_FACTORY + " (convert_to_anthropic_tool_invoke); " + _ISSUE_20,
         ),
     ),
-    # an assistant message without text or calls is dropped by LiteLLM's converter (and
-    # refused by the API anywhere but last): dropped here too, so a history of nothing else
-    # is reported empty rather than sent as no message
-    "null_content": _AN_CHECKS["empty_content"],
-    "empty_assistant": _AN_CHECKS["empty_content"],
     "empty_history": Check(
         "anthropic.messages_empty",
         "messages: at least one message is required",

@@ -100,6 +100,11 @@ def plan_repair(
 ) -> tuple[Plan, list[Change]]:
     """The plan that makes ``skeleton`` pass ``profile``, and the changes it makes."""
     state = _State(skeleton, profile, policy, result_text)
+    if "empty_history" in problem_codes:
+        # nothing to send (system messages only): nothing a repair could add would be real,
+        # so the history stays as it is and the problem stays in ``problems_left``
+        state.plan.items.extend(Keep(index) for index in range(len(skeleton.kinds)))
+        return state.plan, state.changes
     if skeleton.layout == BLOCKS:
         from .block_repair import plan_blocks  # block layouts: a module of their own
 

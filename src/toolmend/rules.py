@@ -103,10 +103,7 @@ def judge(skeleton: Skeleton, profile: Profile) -> list[Problem]:
     report = _Report(profile, skeleton.base)
     blocks = skeleton.layout == BLOCKS
     if not skeleton.kinds or (
-        profile.system_apart
-        and not blocks
-        and skeleton.whole
-        and all(kind == SYSTEM for kind in skeleton.kinds)
+        profile.system_apart and not blocks and skeleton.whole and _nothing_to_send(skeleton)
     ):
         report.add("empty_history", 0, "no message to send")
         return report.problems
@@ -143,6 +140,16 @@ def judge(skeleton: Skeleton, profile: Profile) -> list[Problem]:
         _check_alternation(skeleton, profile.alternation, report)
     report.problems.sort(key=lambda problem: problem.index)
     return report.problems
+
+
+def _nothing_to_send(skeleton: Skeleton) -> bool:
+    """Only system messages, and assistant messages without text or calls: a conversation
+    sent without its system prompt, and without what LiteLLM drops, is empty."""
+    empty = {defect.at for defect in skeleton.defects if defect.code == "empty_assistant"}
+    return all(
+        kind == SYSTEM or (kind == ASSISTANT and index in empty)
+        for index, kind in enumerate(skeleton.kinds)
+    )
 
 
 def _check_roles(skeleton: Skeleton, known: frozenset[str], report: _Report) -> None:
