@@ -19,6 +19,7 @@ Each returns None when the judge accepts the history, else its error text.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import os
@@ -255,10 +256,8 @@ def identical_calls(messages: list[Any]) -> bool:
                 continue
             arguments = function.get("arguments")
             if isinstance(arguments, str):
-                try:
+                with contextlib.suppress(ValueError):
                     arguments = json.loads(arguments)
-                except ValueError:
-                    pass
             key = (function.get("name"), json.dumps(arguments, sort_keys=True, default=str))
             if key in seen:
                 return True
