@@ -542,6 +542,9 @@ MISTRAL = Profile(
     call_id_pattern=r"[a-zA-Z0-9]{9}",
     call_id_length=9,
     function_name_pattern=r"[a-zA-Z0-9_-]{1,64}",
+    # Consecutive user (or assistant) messages stay: mistral-common accepts them and Mistral's
+    # API merges them. Mistral's chat templates (vLLM, Nemo) want strict alternation instead;
+    # that is the template's rule, not the API's, and the judges leave such histories out
     role_successors=MappingProxyType(
         {
             "system": frozenset({"user", "assistant", "system"}),

@@ -15,8 +15,11 @@ function over the skeleton and the plan:
 3. :func:`rewrite_ids` gives calls the provider would refuse (missing, duplicated, too long,
    outside the pattern) a deterministic new id, on the call and its results alike.
 4. :func:`fix_shapes` mends what the reader saw malformed, where the profile rejects it.
-5. Profile steps: :func:`add_reasoning`, :func:`bridge_role_order`, :func:`mark_prefix`,
-   :func:`restore_alternation`.
+5. Profile steps: :func:`add_reasoning`, :func:`demote_system` and :func:`bridge_role_order`,
+   :func:`open_with_user`, :func:`mark_prefix`, :func:`restore_alternation`.
+
+A history with nothing to send (``empty_history``) is left as it is: nothing a repair could
+add would be real.
 
 Change codes (``Change.code``): ``moved_result``, ``moved_message``, ``dropped_orphan_result``,
 ``orphan_result_to_text``, ``dropped_duplicate_result``, ``answered_missing_call``,
