@@ -722,8 +722,9 @@ HF_TEMPLATE_STRICT = Profile(
         content_null=_HF_CONTENT_TYPE,
         null_content=_HF_CONTENT_TYPE,
     ),
-    # an assistant message with calls is written out as text, null content and all
-    content_string_kinds=frozenset({"user", "system", "tool"}),
+    # every kind: a message with calls that stays one (no result to write out with it) is
+    # rendered as plain assistant text, and Gemma 3 refuses a null content
+    content_string_kinds=_HF_ALL_KINDS,
 )
 """Chat templates with no tool role and strict alternation (Gemma 2 and 3): tool traffic is
 written out as text, same-role neighbours merge, and a system message is folded into the

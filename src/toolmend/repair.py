@@ -580,6 +580,8 @@ def _fill_content(state: _State, index: int, code: str) -> None:
     part), a user message without text gets the fixed user bridge text, anything else that
     must be a string gets ``""``."""
     kind = state.skeleton.kinds[index]
+    if state.profile.alternation == "strict" and index in state.skeleton.calls:
+        return  # written out as text with its calls (restore_alternation)
     edit = state.plan.edit(index)
     if "content" in edit.set_fields:
         return
