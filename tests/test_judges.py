@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import os
+import random
 from collections import Counter
 from typing import Any
 
@@ -25,7 +26,7 @@ from hypothesis import strategies as st
 import judges
 import toolmend
 
-from histories import damaged_conversations, valid_conversations
+from histories import OP_NAMES, apply_damage, damaged_conversations, valid_conversations
 
 EXAMPLES = 40 if not os.environ.get("TOOLMEND_FUZZ") else None
 """Examples per judge test in the normal suite (the fuzz profile's count under
@@ -51,10 +52,31 @@ def _with_damage(history: list[dict[str, Any]], rnd: st.DrawFn) -> list[dict[str
     return out
 
 
+def _one_call_each(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``history`` with only the first call of each message (and its result): what the Llama
+    3.x templates, which take one call per message, can be judged on."""
+    out: list[dict[str, Any]] = []
+    dropped: set[str] = set()
+    for message in history:
+        if message.get("tool_calls"):
+            first, *rest = message["tool_calls"]
+            dropped.update(call["id"] for call in rest)
+            message = {**message, "tool_calls": [first]}
+        elif message["role"] == "tool" and message.get("tool_call_id") in dropped:
+            continue
+        out.append(message)
+    return out
+
+
 @st.composite
 def _histories(draw: st.DrawFn) -> list[dict[str, Any]]:
     if draw(st.integers(0, 4)) == 0:
         return draw(valid_conversations(id_style="any"))
+    if draw(st.integers(0, 2)) == 0:  # one call per message, then damaged
+        valid = _one_call_each(draw(valid_conversations(id_style="any")))
+        names = draw(st.lists(st.sampled_from(OP_NAMES), min_size=1, max_size=3))
+        damaged, _ = apply_damage(valid, names, random.Random(draw(st.integers(0, 2**32 - 1))))
+        return _with_damage(damaged, draw)
     _, damaged, _ = draw(damaged_conversations(id_style="any"))
     return _with_damage(damaged, draw)
 
