@@ -45,9 +45,9 @@ Which provider's rules
 anthropic rows use ``anthropic`` (``anthropic-thinking`` when the request turns thinking on),
 google-genai rows ``gemini`` (``gemini-3`` for a Gemini 3 model). An OpenAI client is often
 pointed elsewhere, so openai rows take, first to last: ``patch(provider=...)``; the host of the
-client's ``base_url`` looked up in :data:`HOSTS`; ``openai``. On the Responses rows, ``openai``
-and ``azure`` mean ``openai-responses``. A ``deepseek-reasoner`` model on DeepSeek and a
-Gemini 3 model on Gemini's OpenAI endpoint get those variants.
+client's ``base_url`` looked up in :data:`HOSTS`; ``openai``. The Responses rows always use
+``openai-responses`` (a chat profile refuses Responses input). A ``deepseek-reasoner`` model on
+DeepSeek and a Gemini 3 model on Gemini's OpenAI endpoint get those variants.
 
 =======================================  =========  ========================================
 ``base_url`` host                        provider   service
@@ -617,6 +617,9 @@ def _heal_chat(row: Target, instance: Any, kwargs: dict[str, Any]) -> dict[str, 
 def _provider(row: Target, instance: Any) -> str:
     """The provider for a request of ``row`` made through the resource ``instance``."""
     if row.sdk != "openai":
+        return row.format
+    if row.format == "openai-responses":
+        # Responses input is judged by the Responses rules: a chat profile refuses it
         return row.format
     chosen = _registry.options.provider
     if chosen is None:

@@ -21,8 +21,15 @@ settings.load_profile("fuzz" if os.environ.get("TOOLMEND_FUZZ") else "default")
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
-    """How many fuzz cases ran (tests/test_fuzz.py, tests/test_hostile.py), so a run shows what
-    it covered."""
+    """How many fuzz cases ran (tests/test_fuzz.py, tests/test_hostile.py) and how many
+    repairs the outside judges accepted (tests/test_judges.py), so a run shows what it
+    covered."""
+    judged = getattr(sys.modules.get("test_judges"), "JUDGED", None)
+    if judged:
+        terminalreporter.write_line(
+            "toolmend judges: "
+            + ", ".join(f"{name} accepted {count}" for name, count in sorted(judged.items()))
+        )
     cases = sys.modules.get("fuzz_cases")
     if cases is None:
         return

@@ -87,6 +87,8 @@ def pairs() -> list[tuple[str, str]]:
         for name, profile in PROFILES.items()
         if (format, name) not in NOT_SENT
         and (format not in BLOCK_FORMATS or profile.block_pairing == _BLOCK_PAIRING[format])
+        # a Responses input goes to a Responses profile; a chat profile refuses it
+        and (format != "openai-responses" or profile.pairing == "ordered")
     ]
 
 
@@ -269,7 +271,8 @@ def expected_valid(case: Case, provider: str) -> bool:
     return {
         "openai": case.format in ("openai", "langchain"),
         "openai-responses": case.format == "openai-responses",
-        "anthropic": case.format == "anthropic" and not _reused(case),
+        # with thinking off, the final assistant message may hold no thinking block
+        "anthropic": case.format == "anthropic" and not _reused(case) and not _thinks_last(case),
         "anthropic-thinking": case.format == "anthropic"
         and convert.get("thinking", False)
         and not _reused(case),
@@ -278,6 +281,21 @@ def expected_valid(case: Case, provider: str) -> bool:
         "gemini-no-ids": case.format == "gemini" and not convert.get("ids", False),
         "bedrock": case.format == "bedrock",
     }.get(provider, False)
+
+
+def _thinks_last(case: Case) -> bool:
+    """The history ends on an assistant message holding a thinking block (Anthropic)."""
+    last = case.valid[-1] if case.valid else None
+    content = last.get("content") if isinstance(last, dict) else None
+    return (
+        isinstance(last, dict)
+        and last.get("role") == "assistant"
+        and isinstance(content, list)
+        and any(
+            isinstance(block, dict) and block.get("type") in ("thinking", "redacted_thinking")
+            for block in content
+        )
+    )
 
 
 def _reused(case: Case) -> bool:

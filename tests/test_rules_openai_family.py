@@ -20,6 +20,165 @@ from histories import OPENAI_FAMILY
 MISTRAL_ID = "abcDEF123"
 MISTRAL_ID2 = "xyzXYZ789"
 
+
+def _flat(message: dict[str, Any]) -> dict[str, Any]:
+    """``message`` with its first call flattened to ``{"id", "name", "arguments"}``."""
+    call = message["tool_calls"][0]
+    flat = {"id": call["id"], **call["function"]}
+    return {**message, "tool_calls": [flat, *message["tool_calls"][1:]]}
+
+
+def _object_arguments(message: dict[str, Any]) -> dict[str, Any]:
+    call = message["tool_calls"][0]
+    changed = {**call, "function": {**call["function"], "arguments": {"city": "Paris"}}}
+    return {**message, "tool_calls": [changed, *message["tool_calls"][1:]]}
+
+
+def _shape_rows(
+    provider: str, call_id: str, shape: str, arguments: str, empty: str, text: str | None = None
+) -> list[tuple[str, str, list[Any], str, list[Any]]]:
+    """Issue 20, finding 1: the call-shape rules of a profile taking OpenAI-shaped messages."""
+    good = calls(call_id, text=text)
+    tail = [result(call_id), assistant("21 C"), user()]
+    return [
+        (provider, "call_shape", [user(), _flat(good), *tail], shape, [user(), good, *tail]),
+        (
+            provider,
+            "arguments_not_string",
+            [user(), _object_arguments(good), *tail],
+            arguments,
+            [user(), good, *tail],
+        ),
+        (
+            provider,
+            "empty_tool_calls",
+            [user(), assistant("hi", tool_calls=[]), user()],
+            empty,
+            [user(), assistant("hi"), user()],
+        ),
+    ]
+
+
+_DS_SHAPE = "Failed to deserialize the JSON body into the target type: messages[1]: tool_calls[0]: missing field `{}`"
+_GQ_SHAPE = "'messages.1' : for 'role:assistant' the following must be satisfied[('messages.1.tool_calls.0.{0}' : property '{0}' is missing)]"
+_MI_SHAPE = "messages.1.assistant.tool_calls.0.function: Field required"
+_HF_SHAPE = "'dict object' has no attribute 'function'"
+
+ISSUE_20_ROWS: list[tuple[str, str, list[Any], str, list[Any]]] = [
+    *_shape_rows(
+        "deepseek",
+        "c1",
+        _DS_SHAPE.format("type"),
+        "Failed to deserialize the JSON body into the target type: messages[1]: tool_calls[0].function.arguments: invalid type: map, expected a string",
+        "Invalid 'messages[1].tool_calls': empty array. Expected an array with minimum length 1, but got an empty array instead.",
+    ),
+    *_shape_rows(
+        "groq",
+        "c1",
+        _GQ_SHAPE.format("type"),
+        "'messages.1' : for 'role:assistant' the following must be satisfied[('messages.1.tool_calls.0.function.arguments' : value must be a string)]",
+        "'messages.1' : for 'role:assistant' the following must be satisfied[('messages.1.tool_calls' : minimum number of items is 1)]",
+    ),
+    *[
+        row
+        for row in _shape_rows(
+            "mistral",
+            MISTRAL_ID,
+            _MI_SHAPE,
+            "",
+            "After the optional system message, conversation roles must alternate "
+            "user/assistant/user/assistant/...",
+        )
+        if row[1] != "arguments_not_string"  # mistral-common serializes object arguments
+    ],
+    *_shape_rows("hf-template", "c1", _HF_SHAPE, _HF_SHAPE, _HF_SHAPE, text=""),
+    # finding 2: null content where the provider wants a string
+    (
+        "mistral",
+        "content_null",
+        [user(), calls(MISTRAL_ID), result(MISTRAL_ID, text=None), assistant("ok"), user()],  # type: ignore[arg-type]
+        "messages.2.tool.content.str: Input should be a valid string",
+        [user(), calls(MISTRAL_ID), result(MISTRAL_ID, text=""), assistant("ok"), user()],
+    ),
+    (
+        "groq",
+        "content_null",
+        [user(), calls("c1"), result("c1", text=None)],  # type: ignore[arg-type]
+        "'messages.2' : for 'role:tool' the following must be satisfied[('messages.2.content' : "
+        "value must be a string)]",
+        [user(), calls("c1"), result("c1", text="")],
+    ),
+    (
+        "hf-template",
+        "content_null",
+        [user(None), assistant("hi"), user()],
+        'can only concatenate str (not "NoneType") to str',
+        [user(""), assistant("hi"), user()],
+    ),
+    (
+        "hf-template",
+        "null_content",
+        [user(), assistant(None), user()],
+        'can only concatenate str (not "NoneType") to str',
+        [user(), assistant(""), user()],
+    ),
+    (
+        "hf-template-strict",
+        "content_null",
+        [user(None), assistant("hi"), user()],
+        "Invalid content type",
+        [user(""), assistant("hi"), user()],
+    ),
+    (
+        "hf-template-strict",
+        "null_content",
+        [user(), assistant(None), user()],
+        "Invalid content type",
+        [user(), assistant(""), user()],
+    ),
+    # finding 3: a conversation opening with an assistant call (Mistral: the first-user rule)
+    (
+        "mistral",
+        "first_not_user",
+        [calls(MISTRAL_ID), result(MISTRAL_ID), assistant("ok"), user()],
+        "Conversation must start with a user message or system message",
+        [user(), calls(MISTRAL_ID), result(MISTRAL_ID), assistant("ok"), user()],
+    ),
+    # finding 4: nothing to send
+    ("mistral", "empty_history", [], "Conversation must have at least one message", [user()]),
+    ("hf-template", "empty_history", [], "list object has no element 0", [user()]),
+    ("hf-template-strict", "empty_history", [], "list object has no element 0", [user()]),
+    # finding 6: templates
+    (
+        "hf-template-strict",
+        "system_unsupported",
+        [system(), user(), assistant("hi"), user()],
+        "System role not supported",
+        [user(), assistant("hi"), user()],
+    ),
+    (
+        "hf-template",
+        "orphan_result",
+        [user(), result("c1"), assistant("hi"), user()],
+        "Message has tool role, but there was no previous assistant message with a tool call!",
+        [user(), calls("c1", text=""), result("c1"), assistant("hi"), user()],
+    ),
+    (
+        "hf-template",
+        "unknown_result_id",
+        [user(), calls("c1", text=""), result("c2"), assistant("hi"), user()],
+        "Message has tool role, but there was no previous assistant message with a tool call!",
+        [user(), calls("c1", text=""), result("c1"), assistant("hi"), user()],
+    ),
+    (
+        "hf-template",
+        "result_without_id",
+        [user(), calls("c1", text=""), result(None), assistant("hi"), user()],
+        "Tool call IDs should be alphanumeric strings with length >= 9! (2)",
+        [user(), calls("c1", text=""), result("c1"), assistant("hi"), user()],
+    ),
+]
+
 # (provider, code, breaking history, exact provider error, passing history)
 ROWS: list[tuple[str, str, list[Any], str, list[Any]]] = [
     (
@@ -328,15 +487,16 @@ ROWS: list[tuple[str, str, list[Any], str, list[Any]]] = [
         [user(), calls("c1"), result("c1"), user()],
         "After the optional system message, conversation roles must alternate "
         "user/assistant/user/assistant/...",
-        [system(), user(), calls("c1"), result("c1"), assistant("21 C"), user()],
+        [system(), user(), calls("c1", text=""), result("c1"), assistant("21 C"), user()],
     ),
     (
         "hf-template-strict",
         "roles_not_alternating",
         [user(), calls("c1"), result("c1")],
         "Conversation roles must alternate user/assistant/user/assistant/...",
-        [system(), user(), assistant("21 C"), user()],
+        [user(), assistant("21 C"), user()],
     ),
+    *ISSUE_20_ROWS,
 ]
 
 

@@ -16,7 +16,7 @@ from types import ModuleType
 from typing import Any
 
 from .edits import Plan
-from .formats import detect, feature, module_for
+from .formats import detect, feature, module_for, native_provider
 from .history import Skeleton
 from .jsontext import UnwritableValueError, locate
 from .policy import Mode, Policy, as_policy
@@ -41,6 +41,7 @@ __all__ = [
     "find_damage",
     "format_of",
     "mend_damage",
+    "profile_for",
     "read_history",
     "repair",
     "result_reader",
@@ -71,6 +72,24 @@ def format_of(messages: Any, format: str | None = None) -> ModuleType:
             ) from None
         return found
     return module_for(format) if format is not None else detect(messages)
+
+
+def profile_for(provider: str | Profile | None, module: ModuleType) -> Profile:
+    """The profile that judges a history of ``module``'s format for ``provider``.
+
+    Left out, the provider is the format's own (a Responses ``input`` goes to
+    ``openai-responses``): Chat Completions rules would pair a Responses history's parallel
+    calls and outputs by adjacency and reorder a valid history. For the same reason a profile
+    with chat pairing given a Responses history is an error, not a silent reorder."""
+    if provider is None:
+        return get_profile(native_provider(module.NAME))
+    profile = get_profile(provider)
+    if module.NAME == "openai-responses" and profile.pairing != "ordered":
+        raise InvalidHistoryError(
+            f"the {profile.name!r} profile judges Chat Completions messages, not an "
+            "'openai-responses' input: pick provider='openai-responses' (or leave it out)"
+        )
+    return profile
 
 
 def sequence_of(module: ModuleType, messages: Any) -> Sequence[Any]:
@@ -125,14 +144,15 @@ def _read_range(module: ModuleType, messages: Sequence[Any], low: int, high: int
 
 
 def check(
-    messages: Sequence[Any], *, provider: str | Profile = "openai", format: str | None = None
+    messages: Sequence[Any], *, provider: str | Profile | None = None, format: str | None = None
 ) -> list[Problem]:
     """Every way ``messages`` breaks ``provider``'s tool-call rules, in message order.
 
     **Parameters:**
 
     * **messages** - the history, in any supported format.
-    * **provider** - *(optional)* a provider name such as ``"deepseek"`` (default ``"openai"``).
+    * **provider** - *(optional)* a provider name such as ``"deepseek"`` (default: the
+      history format's own provider, ``"openai"`` for chat messages).
     * **format** - *(optional)* the format name; detected when left out.
 
     **Returns:** a list of :class:`toolmend.Problem`, empty when the provider accepts it.
@@ -143,8 +163,8 @@ def check(
     >>> [problem.code for problem in toolmend.check(history, provider="deepseek")]
     ['orphan_result']
     """
-    profile = get_profile(provider)
     module = format_of(messages, format)
+    profile = profile_for(provider, module)
     messages = sequence_of(module, messages)
     problems: list[Problem] = []
     for low, high in _ranges(module, messages, profile):
@@ -155,7 +175,7 @@ def check(
 def repair(
     messages: Sequence[Any],
     *,
-    provider: str | Profile = "openai",
+    provider: str | Profile | None = None,
     format: str | None = None,
     policy: Policy | Mode | str | None = None,
 ) -> Repair:
@@ -164,7 +184,8 @@ def repair(
     **Parameters:**
 
     * **messages** - the history, in any supported format. Never mutated.
-    * **provider** - *(optional)* a provider name (default ``"openai"``).
+    * **provider** - *(optional)* a provider name (default: the history format's own
+      provider, ``"openai"`` for chat messages).
     * **format** - *(optional)* the format name; detected when left out.
     * **policy** - *(optional)* a :class:`toolmend.Policy` or ``"repair"`` (default),
       ``"strict"`` (raise :class:`toolmend.ToolChainError`) or ``"report"`` (change nothing).
@@ -179,9 +200,9 @@ def repair(
     >>> [change.code for change in fixed.changes], len(fixed.messages)
     (['dropped_orphan_result'], 1)
     """
-    profile = get_profile(provider)
     chosen = as_policy(policy)
     module = format_of(messages, format)
+    profile = profile_for(provider, module)
     original, messages = messages, sequence_of(module, messages)
     damaged = damage_in(module, messages, profile, chosen)
     if damaged is None:
@@ -333,7 +354,7 @@ def result_reader(module: ModuleType, part: Sequence[Any]) -> Callable[[int, int
 def sanitize(
     messages: Sequence[Any],
     *,
-    provider: str | Profile = "openai",
+    provider: str | Profile | None = None,
     format: str | None = None,
     policy: Policy | Mode | str | None = None,
 ) -> Any:

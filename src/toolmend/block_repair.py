@@ -324,6 +324,8 @@ def fix_blocks(state: PlanState, problem_codes: set[str]) -> None:
             continue
         if code == "final_whitespace" and "trailing_whitespace" in problem_codes:
             code = "trailing_whitespace"
+        elif code == "final_thinking" and "thinking_final_assistant_disabled" in problem_codes:
+            code = "thinking_final_assistant_disabled"
         elif code == "final_empty" and not skeleton.whole:
             code = "empty_content"
         if code not in problem_codes:
@@ -342,6 +344,11 @@ def fix_blocks(state: PlanState, problem_codes: set[str]) -> None:
             edit.drop_blocks.add(defect.slot)
             state.change(
                 "dropped_thinking_block", index, f"incomplete thinking block ({defect.detail})"
+            )
+        elif code == "thinking_final_assistant_disabled":
+            edit.drop_blocks.add(defect.slot)
+            state.change(
+                "dropped_thinking_block", index, "thinking block of the final message, thinking off"
             )
         elif code == "trailing_whitespace":
             edit.rstrip_text.add(defect.slot)

@@ -412,6 +412,13 @@ def _check_final_message(skeleton: Skeleton, report: Report) -> None:
     empty final assistant message is allowed (reported when the skeleton is a slice), trailing
     whitespace is not (reported only on the whole history)."""
     for defect in skeleton.defects:
+        if defect.code == "final_thinking" and skeleton.whole:
+            report.add(
+                "thinking_final_assistant_disabled",
+                defect.at,
+                "thinking block in the final assistant message, thinking off",
+                slot=defect.slot,
+            )
         if defect.code == "final_whitespace" and skeleton.whole:
             report.add(
                 "trailing_whitespace",

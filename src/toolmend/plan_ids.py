@@ -41,7 +41,7 @@ def _fresh_id(seed: str, profile: Profile, taken: set[str]) -> str:
 
 
 def _acceptable(call_id: str | None, profile: Profile) -> bool:
-    if not call_id:
+    if not call_id:  # missing or "": rewritten on the call and its results alike
         return False
     if profile.call_id_max_length is not None and len(call_id) > profile.call_id_max_length:
         return False
@@ -75,7 +75,7 @@ def rewrite_ids(state: PlanState) -> None:
                 # the position in the caller's whole history: two ranges repaired on their own
                 # must not make one id for two calls
                 position = index + skeleton.base
-                seed = call.id if call.id is not None else f"{position}:{call.slot}:{call.name}"
+                seed = call.id or f"{position}:{call.slot}:{call.name}"
                 new_id = _fresh_id(seed, profile, taken)
                 code, detail = "rewrote_call_id", "call id the provider would refuse"
             seen.add(new_id)

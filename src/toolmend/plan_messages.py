@@ -13,8 +13,9 @@ its call, in steps, each a small function over the shared :class:`~toolmend.plan
    duplicated, too long, outside the pattern) the id their result carried or a deterministic
    new one, on the call and its results alike.
 3. :func:`fix_shapes` mends what the reader saw malformed, where the profile rejects it.
-4. Profile steps: :func:`add_reasoning`, :func:`bridge_role_order`, :func:`mark_prefix`,
-   :func:`restore_alternation`, and the cross-target steps of :mod:`toolmend.block_repair`.
+4. Profile steps: :func:`add_reasoning`, :func:`demote_system` and :func:`bridge_role_order`,
+   :func:`open_with_user`, :func:`mark_prefix`, :func:`restore_alternation`, and the
+   cross-target steps of :mod:`toolmend.block_repair`.
 
 Change codes (``Change.code``): ``moved_result``, ``moved_message``, ``dropped_orphan_result``,
 ``orphan_result_to_text``, ``dropped_duplicate_result``, ``answered_missing_call``,
@@ -76,7 +77,10 @@ def plan_messages(state: PlanState, problem_codes: set[str]) -> None:
     if profile.reasoning_in_tool_turns:
         add_reasoning(state)
     if profile.role_successors is not None:
+        demote_system(state)
         bridge_role_order(state)
+    if profile.call_after_user and skeleton.whole:
+        open_with_user(state)
     if profile.last_kinds is not None:
         mark_prefix(state)
     if profile.alternation is not None:
@@ -226,6 +230,8 @@ def fix_shapes(state: PlanState, problem_codes: set[str]) -> None:
             elif "content" not in plan.edit(index).set_fields:
                 plan.edit(index).set_fields["content"] = ""
                 state.change("filled_content", index, "null content set to an empty string")
+        elif code in ("content_null", "content_empty"):
+            _fill_content(state, index, code)
         elif code == "tool_content_not_string":
             plan.edit(index).stringify_content = True
             state.change("stringified_content", index, "content parts joined into one string")
@@ -239,6 +245,28 @@ def fix_shapes(state: PlanState, problem_codes: set[str]) -> None:
         "role_order" in problem_codes and OTHER in skeleton.kinds
     ):
         _rename_roles(state, kept)
+
+
+def _fill_content(state: PlanState, index: int, code: str) -> None:
+    """Text where the profile needs it: an empty text beside calls goes (null is no text
+    part), a user message without text gets the fixed user bridge text, anything else that
+    must be a string gets ``""``."""
+    kind = state.skeleton.kinds[index]
+    if state.profile.alternation == "strict" and index in state.skeleton.calls:
+        return  # written out as text with its calls (restore_alternation)
+    edit = state.plan.edit(index)
+    if "content" in edit.set_fields:
+        return
+    if kind in state.profile.content_text_kinds:
+        if kind == ASSISTANT:
+            edit.set_fields["content"] = None
+            state.change("filled_content", index, "empty text beside the calls set to null")
+            return
+        edit.set_fields["content"] = USER_BRIDGE_TEXT
+        state.change("filled_content", index, f"{kind} message without text given the bridge text")
+        return
+    edit.set_fields["content"] = ""
+    state.change("filled_content", index, "null content set to an empty string")
 
 
 _ROLE_ALIASES = {
@@ -332,6 +360,37 @@ def bridge_role_order(state: PlanState) -> None:
     state.plan.items = items
 
 
+def demote_system(state: PlanState) -> None:
+    """A system message where the profile forbids one (Mistral: after an assistant message or
+    a result) is sent as a user message: the instructions stay, in the role every turn
+    accepts."""
+    successors = state.profile.role_successors
+    assert successors is not None
+    items = state.plan.items
+    previous = ""
+    for position, item in enumerate(items):
+        kind = _kind(state, item)
+        if kind == SYSTEM and previous and SYSTEM not in successors.get(previous, {SYSTEM}):
+            assert isinstance(item, Keep)
+            items[position] = _as_user(state, item)
+            kind = USER
+        previous = kind
+
+
+def open_with_user(state: PlanState) -> None:
+    """An OpenAI-shaped conversation may not open with an assistant call (Gemini, Mistral):
+    the fixed user bridge goes before it, as for Bedrock's first-user rule."""
+    items = state.plan.items
+    for position, item in enumerate(items):
+        kind = _kind(state, item)
+        if kind == SYSTEM:
+            continue
+        if kind == ASSISTANT and _is_caller(state, item):
+            items.insert(position, Bridge(USER, USER_BRIDGE_TEXT))
+            state.change("inserted_message", _source_index(item), "user message before the call")
+        return
+
+
 def _source_index(item: Item) -> int:
     if isinstance(item, Keep):
         return item.index
@@ -369,6 +428,7 @@ def mark_prefix(state: PlanState) -> None:
 def restore_alternation(state: PlanState) -> None:
     """Chat templates: flatten tool traffic (strict), merge same-role runs, bridge the gaps."""
     strict = state.profile.alternation == "strict"
+    fold_system = "system_unsupported" in state.profile.checks
     flowing: list[Item] = []
     for position, item in enumerate(state.plan.items):
         kind = _kind(state, item)
@@ -379,7 +439,12 @@ def restore_alternation(state: PlanState) -> None:
             state.change(
                 "flattened_tool_traffic", _source_index(item), "tool traffic written as text"
             )
-        elif (kind == SYSTEM and position > 0) or kind not in (USER, ASSISTANT, SYSTEM, TOOL):
+        elif (kind == SYSTEM and (position > 0 or fold_system)) or kind not in (
+            USER,
+            ASSISTANT,
+            SYSTEM,
+            TOOL,
+        ):
             assert isinstance(item, (Keep, Placeholder))
             flowing.append(
                 AsText(item, USER) if not isinstance(item, Keep) else _as_user(state, item)

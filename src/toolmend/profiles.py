@@ -95,6 +95,16 @@ class Profile:
     message's ``name``)."""
     first_user: bool = False
     """The first message after any system message must come from the user (Bedrock)."""
+    call_after_user: bool = False
+    """OpenAI-shaped histories: an assistant message with calls may not open the conversation
+    (Gemini's function-call turn position; Mistral's validator never pairs a call at message
+    0). Reported as ``call_turn_position``; the fixed user bridge goes before it, as for
+    ``first_user``."""
+    system_apart: bool = False
+    """OpenAI-shaped histories: system messages are sent apart from the conversation (LiteLLM
+    for Anthropic and Bedrock), or the conversation needs a user message (chat templates that
+    put the tools into it), so a history of system messages only (and assistant messages
+    without text or calls, which LiteLLM drops) is ``empty_history``."""
     thinking: bool = False
     """Anthropic extended thinking is on: the assistant turn answered by the final tool results
     must start with a thinking block."""
@@ -103,6 +113,15 @@ class Profile:
     carry a thought signature."""
     reject_function_ids: bool = False
     """The Gemini endpoint does not know ``functionCall.id`` / ``functionResponse.id``."""
+    content_string_kinds: frozenset[str] = frozenset()
+    """Kinds of OpenAI-shaped messages whose ``content`` must be a string, not null (checked on
+    user, system and tool messages and on assistant messages with calls; an assistant message
+    without calls has ``null_content``). Reported as ``content_null``, repaired with ``""``."""
+    content_text_kinds: frozenset[str] = frozenset()
+    """Kinds of OpenAI-shaped messages whose ``content`` must hold text: neither null nor empty
+    (Gemini through LiteLLM turns ``""`` into an empty text part; Bedrock through LiteLLM loses a
+    user message without text). Reported as ``content_null`` / ``content_empty``; a user message
+    gets the fixed user bridge text, an assistant message with calls loses the empty text."""
     strict_checks: Mapping[str, Check] = field(default_factory=dict)
     """Rules with weak evidence, recorded but not run."""
     aliases: tuple[str, ...] = ()
@@ -114,6 +133,22 @@ def _checks(**by_code: Check) -> Mapping[str, Check]:
 
 
 _OA_ISSUES = "https://github.com/smarter-sh/smarter/issues/264"
+
+_ISSUE_20 = "toolmend issue 20 (the judges in tests/judges.py)"
+
+
+def _shape_checks(
+    call_shape: Check, arguments: Check | None = None, empty: Check | None = None
+) -> dict[str, Check]:
+    """The call-shape rules of a profile that takes OpenAI-shaped messages: a call without its
+    ``function`` wrapper or ``type``, object ``arguments`` and ``tool_calls: []`` are put in
+    the canonical shape (``normalized_tool_call``), which every such provider accepts."""
+    return {
+        "call_shape": call_shape,
+        "arguments_not_string": arguments or call_shape,
+        "empty_tool_calls": empty or call_shape,
+    }
+
 
 # --- OpenAI Chat Completions (openai-family.md section 1) -------------------------------------
 
@@ -332,11 +367,42 @@ _DEEPSEEK_STRICT = _checks(
     ),
 )
 
+_DEEPSEEK_SERDE = (
+    _ISSUE_20 + ": DeepSeek answers 400 to a call without the 'function' wrapper or 'type' (a "
+    "public report); the wording is DeepSeek's JSON-body error form"
+)
+_DEEPSEEK_SHAPE = _shape_checks(
+    Check(
+        "DS-TOOL-CALL-SHAPE",
+        "Failed to deserialize the JSON body into the target type: messages[{index}]: "
+        "tool_calls[{slot}]: missing field `{property}`",
+        _DEEPSEEK_SERDE,
+        status="inferred",
+    ),
+    Check(
+        "DS-TOOL-CALL-ARGUMENTS",
+        "Failed to deserialize the JSON body into the target type: messages[{index}]: "
+        "tool_calls[{slot}].function.arguments: invalid type: map, expected a string",
+        _DEEPSEEK_SERDE,
+        status="inferred",
+    ),
+    Check(
+        "DS-EMPTY-TOOL-CALLS",
+        "Invalid 'messages[{index}].tool_calls': empty array. Expected an array with minimum "
+        "length 1, but got an empty array instead.",
+        "OpenAI's wording (OA-EMPTY-TOOL-CALLS), which DeepSeek's compatible API follows; "
+        + _ISSUE_20,
+        status="inferred",
+    ),
+)
+
 DEEPSEEK = Profile(
     name="deepseek",
     aliases=("deepseek-chat",),
     pairing="count",
-    checks=_checks(orphan_result=_DEEPSEEK_ORPHAN, missing_result=_DEEPSEEK_INSUFFICIENT),
+    checks=_checks(
+        orphan_result=_DEEPSEEK_ORPHAN, missing_result=_DEEPSEEK_INSUFFICIENT, **_DEEPSEEK_SHAPE
+    ),
     strict_checks=_DEEPSEEK_STRICT,
 )
 
@@ -356,6 +422,7 @@ DEEPSEEK_REASONER = Profile(
         orphan_result=_DEEPSEEK_ORPHAN,
         missing_result=_DEEPSEEK_INSUFFICIENT,
         missing_reasoning=_DEEPSEEK_REASONING,
+        **_DEEPSEEK_SHAPE,
     ),
     reasoning_in_tool_turns=True,
     strict_checks=_checks(
@@ -442,10 +509,49 @@ MISTRAL = Profile(
             _MISTRAL_VALIDATOR,
             status="documented",
         ),
+        first_not_user=Check(
+            "MI-FIRST-NOT-USER",
+            "Conversation must start with a user message or system message",
+            _MISTRAL_VALIDATOR + " (a one-message conversation; a call at message 0 is never "
+            "paired: 'Unexpected tool call id ... in tool results'); Mistral's chat templates "
+            "(tests/data/chat_templates) want user first after the system message; " + _ISSUE_20,
+        ),
+        empty_history=Check(
+            "MI-EMPTY-CONVERSATION",
+            "Conversation must have at least one message",
+            _MISTRAL_VALIDATOR + "; " + _ISSUE_20,
+        ),
+        content_null=Check(
+            "MI-CONTENT-NOT-STRING",
+            "messages.{index}.{role}.content.str: Input should be a valid string",
+            "mistral_common protocol/instruct/messages.py (pydantic); " + _ISSUE_20,
+        ),
+        # mistral-common takes object arguments (it serializes them) and a call without
+        # ``type`` (a default); not a call without its ``function`` wrapper, which is put in
+        # the canonical shape with the rest of the call
+        call_shape=Check(
+            "MI-TOOL-CALL-SHAPE",
+            "messages.{index}.assistant.tool_calls.{slot}.function: Field required",
+            "mistral_common protocol/instruct/tool_calls.py (pydantic); " + _ISSUE_20,
+        ),
+        # ``tool_calls: []`` passes mistral-common, but Mistral's chat templates count the
+        # message as a call turn and no longer see user and assistant alternate
+        empty_tool_calls=Check(
+            "MI-EMPTY-TOOL-CALLS",
+            "After the optional system message, conversation roles must alternate "
+            "user/assistant/user/assistant/...",
+            "Mistral's chat templates (tests/data/chat_templates), rendered by the judge in "
+            "tests/judges.py; " + _ISSUE_20,
+        ),
     ),
+    content_string_kinds=frozenset({"user", "system", "tool"}),
+    first_user=True,
     call_id_pattern=r"[a-zA-Z0-9]{9}",
     call_id_length=9,
     function_name_pattern=r"[a-zA-Z0-9_-]{1,64}",
+    # Consecutive user (or assistant) messages stay: mistral-common accepts them and Mistral's
+    # API merges them. Mistral's chat templates (vLLM, Nemo) want strict alternation instead;
+    # that is the template's rule, not the API's, and the judges leave such histories out
     role_successors=MappingProxyType(
         {
             "system": frozenset({"user", "assistant", "system"}),
@@ -473,6 +579,14 @@ _GROQ_UNSUPPORTED = Check(
     "https://github.com/tashfeenahmed/freellmapi/issues/1070",
 )
 
+_GROQ_SCHEMA = "Groq's per-role schema (openai-family.md section 5); " + _ISSUE_20
+_GROQ_TOOL_CONTENT = Check(
+    "GQ-TOOL-CONTENT-NOT-STRING",
+    "'messages.{index}' : for 'role:tool' the following must be satisfied"
+    "[('messages.{index}.content' : value must be a string)]",
+    "https://github.com/CherryHQ/cherry-studio/issues/3307",
+)
+
 GROQ = Profile(
     name="groq",
     pairing="none",
@@ -491,22 +605,70 @@ GROQ = Profile(
             "[('messages.{index}.tool_call_id' : property 'tool_call_id' is missing)]",
             "https://github.com/hackclub/ai/issues/22",
         ),
-        tool_content_not_string=Check(
-            "GQ-TOOL-CONTENT-NOT-STRING",
-            "'messages.{index}' : for 'role:tool' the following must be satisfied"
-            "[('messages.{index}.content' : value must be a string)]",
-            "https://github.com/CherryHQ/cherry-studio/issues/3307",
+        tool_content_not_string=_GROQ_TOOL_CONTENT,
+        content_null=_GROQ_TOOL_CONTENT,
+        **_shape_checks(
+            Check(
+                "GQ-TOOL-CALL-SHAPE",
+                "'messages.{index}' : for 'role:assistant' the following must be satisfied"
+                "[('messages.{index}.tool_calls.{slot}.{property}' : property '{property}' is "
+                "missing)]",
+                _GROQ_SCHEMA,
+                status="inferred",
+            ),
+            Check(
+                "GQ-TOOL-CALL-ARGUMENTS",
+                "'messages.{index}' : for 'role:assistant' the following must be satisfied"
+                "[('messages.{index}.tool_calls.{slot}.function.arguments' : value must be a "
+                "string)]",
+                _GROQ_SCHEMA,
+                status="inferred",
+            ),
+            Check(
+                "GQ-EMPTY-TOOL-CALLS",
+                "'messages.{index}' : for 'role:assistant' the following must be satisfied"
+                "[('messages.{index}.tool_calls' : minimum number of items is 1)]",
+                _GROQ_SCHEMA,
+                status="inferred",
+            ),
         ),
     ),
+    content_string_kinds=frozenset({"tool"}),
     strict_checks=_checks(orphan_result=_OPENAI_ORPHAN, missing_result=_OPENAI_MISSING),
 )
 
 # --- Open-model servers: HF chat templates (section 6) ----------------------------------------
 
+_HF_JUDGE = "rendered by the judge in tests/judges.py, as transformers renders it"
+_HF_CONTENT_NULL = Check(
+    "HF-CONTENT-NOT-STRING",
+    'can only concatenate str (not "NoneType") to str',
+    "Mistral, Llama 3.1 and gpt-oss chat templates (tests/data/chat_templates), " + _HF_JUDGE,
+)
+_HF_EMPTY = Check(
+    "HF-EMPTY-CONVERSATION",
+    "list object has no element 0",
+    "templates that read messages[0] (tests/data/chat_templates), " + _HF_JUDGE,
+)
+_HF_SHAPE = _shape_checks(
+    Check(
+        "HF-TOOL-CALL-SHAPE",
+        "'dict object' has no attribute 'function'",
+        "Llama 3.1 / 3.2 chat templates (tests/data/chat_templates), " + _HF_JUDGE + "; vLLM "
+        "takes only tool_calls of type 'function'",
+    )
+)
+_HF_ORPHAN = Check(
+    "HF-TOOL-ORPHAN",
+    "Message has tool role, but there was no previous assistant message with a tool call!",
+    "gpt-oss chat template (tests/data/chat_templates), " + _HF_JUDGE,
+)
+_HF_ALL_KINDS = frozenset({"user", "system", "tool", "assistant"})
+
 HF_TEMPLATE = Profile(
     name="hf-template",
     aliases=("vllm", "tgi", "llama.cpp"),
-    pairing="none",
+    pairing="adjacent",
     alternation="tool-aware",
     checks=_checks(
         roles_not_alternating=Check(
@@ -516,7 +678,34 @@ HF_TEMPLATE = Profile(
             "Mistral-7B-Instruct-v0.3 chat template; https://github.com/microsoft/autogen/issues/1037",
             status="documented",
         ),
+        # templates read a result's call from the message before it (gpt-oss names the
+        # function of the latest call), so results sit right after their call, by id
+        orphan_result=_HF_ORPHAN,
+        unknown_result_id=_HF_ORPHAN,
+        result_without_id=Check(
+            "HF-TOOL-NO-ID",
+            "Tool call IDs should be alphanumeric strings with length >= 9! (2)",
+            "vLLM's Mistral tool template (tests/data/chat_templates), " + _HF_JUDGE,
+        ),
+        empty_history=_HF_EMPTY,
+        content_null=_HF_CONTENT_NULL,
+        null_content=_HF_CONTENT_NULL,
+        **_HF_SHAPE,
     ),
+    # every kind: gpt-oss's template also tests ``"..." in message.content`` beside calls
+    content_string_kinds=_HF_ALL_KINDS,
+    # Llama 3.1 / 3.2 put the tools into the first user message and raise without one
+    system_apart=True,
+)
+"""Open-model servers (vLLM, TGI, llama.cpp) rendering a Hugging Face chat template with a tool
+role: tool traffic stays, user and assistant text alternate around it, results follow their
+call, every ``content`` is a string (templates concatenate it). Templates that need Mistral's
+9-character call ids are served by the ``mistral`` profile."""
+
+_HF_CONTENT_TYPE = Check(
+    "HF-CONTENT-TYPE",
+    "Invalid content type",
+    "Gemma 3 chat template (tests/data/chat_templates), " + _HF_JUDGE,
 )
 
 HF_TEMPLATE_STRICT = Profile(
@@ -530,8 +719,23 @@ HF_TEMPLATE_STRICT = Profile(
             "Conversation roles must alternate user/assistant/user/assistant/...",
             "https://github.com/huggingface/text-generation-inference/issues/3198",
         ),
+        system_unsupported=Check(
+            "HF-SYSTEM-UNSUPPORTED",
+            "System role not supported",
+            "Gemma 2 chat template (tests/data/chat_templates); Gemma 3's template folds the "
+            "system message into the first user turn itself, as the repair does",
+        ),
+        empty_history=_HF_EMPTY,
+        content_null=_HF_CONTENT_TYPE,
+        null_content=_HF_CONTENT_TYPE,
     ),
+    # every kind: a message with calls that stays one (no result to write out with it) is
+    # rendered as plain assistant text, and Gemma 3 refuses a null content
+    content_string_kinds=_HF_ALL_KINDS,
 )
+"""Chat templates with no tool role and strict alternation (Gemma 2 and 3): tool traffic is
+written out as text, same-role neighbours merge, and a system message is folded into the
+first user turn."""
 
 # --- Anthropic Messages API (anthropic-gemini.md section 1) ----------------------------------
 
@@ -670,8 +874,8 @@ _AN_STRICT = {
         "messages.{index}.content.{slot}: When thinking is disabled, an `assistant` message in "
         "the final position cannot contain `thinking`. To use thinking blocks, enable "
         "`thinking` in your request.",
-        "https://github.com/tailcallhq/forgecode/issues/1853 (needs the request's thinking "
-        "setting, which a history does not show)",
+        "https://github.com/tailcallhq/forgecode/issues/1853 (enforced under the ``anthropic`` "
+        "profile, the request with thinking off)",
     ),
     "tools_undefined": Check(
         "anthropic.tools_undefined",
@@ -693,15 +897,53 @@ _AN_THINKING_REQUIRED = Check(
     status="documented",
 )
 
+_LITELLM_FACTORY = "LiteLLM litellm_core_utils/prompt_templates/factory.py"
+_AN_OPENAI_SHAPED = {
+    # OpenAI-shaped histories only: LiteLLM's converter drops a call without ``type`` (its
+    # result then answers nothing) and fails on object arguments
+    **_shape_checks(
+        Check(
+            "anthropic.openai_tool_call_shape",
+            "messages.{index}.content.{slot}: unexpected `tool_use_id` found in `tool_result` "
+            "blocks. Each `tool_result` block must have a corresponding `tool_use` block in the "
+            "previous message.",
+            _LITELLM_FACTORY + " (convert_to_anthropic_tool_invoke keeps type 'function' "
+            "calls only); " + _ISSUE_20,
+        ),
+        Check(
+            "anthropic.openai_arguments_not_string",
+            "'dict' object has no attribute 'strip'",
+            _LITELLM_FACTORY + " (convert_to_anthropic_tool_invoke); " + _ISSUE_20,
+        ),
+    ),
+    "empty_history": Check(
+        "anthropic.messages_empty",
+        "messages: at least one message is required",
+        "https://docs.anthropic.com/en/api/messages (messages: minItems 1); a history of "
+        "system messages only is sent as `system` and no message (LiteLLM); " + _ISSUE_20,
+        status="documented",
+    ),
+}
+
+_AN_THINKING_OFF = {
+    # the ``anthropic`` profile is the request with thinking off (``anthropic-thinking`` has
+    # it on), so the request's setting is known from the profile
+    "thinking_final_assistant_disabled": _AN_STRICT["thinking_final_assistant_disabled"],
+}
+
 ANTHROPIC = Profile(
     name="anthropic",
     aliases=("claude", "anthropic-messages"),
-    checks=_checks(**_AN_CHECKS),
+    checks=_checks(**_AN_CHECKS, **_AN_OPENAI_SHAPED, **_AN_THINKING_OFF),
+    system_apart=True,
     block_pairing="turns",
     call_id_pattern=r"[a-zA-Z0-9_-]+",
     function_name_pattern=r"(?s:.{1,200})",
     call_id_scope="request",
-    strict_checks=_checks(**_AN_STRICT, thinking_required=_AN_THINKING_REQUIRED),
+    strict_checks=_checks(
+        **{k: v for k, v in _AN_STRICT.items() if k not in _AN_THINKING_OFF},
+        thinking_required=_AN_THINKING_REQUIRED,
+    ),
 )
 """Anthropic Messages API.
 
@@ -722,7 +964,7 @@ ANTHROPIC_THINKING = replace(
     ANTHROPIC,
     name="anthropic-thinking",
     aliases=("claude-thinking",),
-    checks=_checks(**_AN_CHECKS, thinking_required=_AN_THINKING_REQUIRED),
+    checks=_checks(**_AN_CHECKS, **_AN_OPENAI_SHAPED, thinking_required=_AN_THINKING_REQUIRED),
     thinking=True,
     strict_checks=_checks(**_AN_STRICT),
 )
@@ -871,12 +1113,37 @@ _GM_SIGNATURE = Check(
     status="documented",
 )
 
+_GM_OPENAI_SHAPED = {
+    **_shape_checks(
+        Check(
+            "gemini.openai_tool_call_shape",
+            "Missing corresponding tool call for tool response message.",
+            _LITELLM_FACTORY
+            + " (a call without its 'function' wrapper is not converted); "
+            + _ISSUE_20,
+        ),
+        Check(
+            "gemini.openai_arguments_not_string",
+            "Unable to convert openai tool calls to gemini tool calls. Received error=the JSON "
+            "object must be str, bytes or bytearray, not dict",
+            _LITELLM_FACTORY + " (convert_to_gemini_tool_call_invoke); " + _ISSUE_20,
+        ),
+    ),
+    # LiteLLM writes an empty or null user text as an empty text part and drops it beside
+    # calls only when null: the text_empty error
+    "content_null": _GM_CHECKS["text_empty"],
+    "content_empty": _GM_CHECKS["text_empty"],
+    "empty_assistant": _GM_CHECKS["text_empty"],
+}
+
 GEMINI = Profile(
     name="gemini",
     aliases=("vertex", "vertex_ai", "vertex-ai", "google", "google-genai", "gemini-2"),
-    checks=_checks(**_GM_CHECKS),
+    checks=_checks(**_GM_CHECKS, **_GM_OPENAI_SHAPED),
     block_pairing="contents",
     results_need_name=True,
+    call_after_user=True,
+    content_text_kinds=frozenset({"user", "assistant"}),
     strict_checks=_checks(**_GM_STRICT, thought_signature_missing=_GM_SIGNATURE),
 )
 """Gemini ``generateContent`` (Gemini API and Vertex AI; texts in the Gemini API wording).
@@ -903,7 +1170,7 @@ GEMINI_3 = replace(
     GEMINI,
     name="gemini-3",
     aliases=("gemini3", "vertex-gemini-3"),
-    checks=_checks(**_GM_CHECKS, thought_signature_missing=_GM_SIGNATURE),
+    checks=_checks(**_GM_CHECKS, **_GM_OPENAI_SHAPED, thought_signature_missing=_GM_SIGNATURE),
     thought_signatures=True,
     strict_checks=_checks(**_GM_STRICT),
 )
@@ -918,7 +1185,7 @@ GEMINI_NO_IDS = replace(
     GEMINI,
     name="gemini-no-ids",
     aliases=("gemini-legacy",),
-    checks=_checks(**_GM_CHECKS, unknown_field=_GM_UNKNOWN_FIELD),
+    checks=_checks(**_GM_CHECKS, **_GM_OPENAI_SHAPED, unknown_field=_GM_UNKNOWN_FIELD),
     reject_function_ids=True,
     strict_checks=_checks(**{k: v for k, v in _GM_STRICT.items() if k != "unknown_field"}),
 )
@@ -961,23 +1228,28 @@ _BR_RESULT_WITH_TEXT = Check(
     "https://github.com/langchain-ai/langchain-aws/issues/141",
 )
 
+_BR_FIRST_NOT_USER = Check(
+    "BR-FIRST-NOT-USER",
+    "A conversation must start with a user message. Try again with a conversation that "
+    "starts with a user message.",
+    _BR_PUBLIC_CODE,
+)
+
+_BR_NOT_ALTERNATING = Check(
+    "BR-ROLES-NOT-ALTERNATING",
+    "A conversation must alternate between user and assistant roles. Make sure the "
+    "conversation alternates between user and assistant roles and try again.",
+    "https://github.com/langgenius/dify/issues/9294 ; "
+    "https://github.com/langchain-ai/langchain-aws/issues/192 ; an OpenAI-shaped assistant "
+    "message without text is dropped by LiteLLM's converter (" + _ISSUE_20 + ")",
+)
+
 BEDROCK = Profile(
     name="bedrock",
     aliases=("bedrock-converse", "converse", "aws-bedrock"),
     checks=_checks(
-        first_not_user=Check(
-            "BR-FIRST-NOT-USER",
-            "A conversation must start with a user message. Try again with a conversation that "
-            "starts with a user message.",
-            _BR_PUBLIC_CODE,
-        ),
-        roles_not_alternating=Check(
-            "BR-ROLES-NOT-ALTERNATING",
-            "A conversation must alternate between user and assistant roles. Make sure the "
-            "conversation alternates between user and assistant roles and try again.",
-            "https://github.com/langgenius/dify/issues/9294 ; "
-            "https://github.com/langchain-ai/langchain-aws/issues/192",
-        ),
+        first_not_user=_BR_FIRST_NOT_USER,
+        roles_not_alternating=_BR_NOT_ALTERNATING,
         orphan_result=_BR_EXCESS,
         unknown_result_id=_BR_EXCESS,
         duplicate_result=_BR_EXCESS,
@@ -996,7 +1268,23 @@ BEDROCK = Profile(
         # an OpenAI-shaped tool message without ``tool_call_id``: converted, a toolResult
         # without toolUseId, and one more result than the turn has calls
         result_without_id=_BR_RESULT_ID,
+        # OpenAI-shaped histories through LiteLLM: a malformed call fails the conversion, a
+        # user message without text is lost (and the roles then no longer alternate)
+        **_shape_checks(
+            Check(
+                "BR-OPENAI-TOOL-CALL-SHAPE",
+                "Unable to convert openai tool calls with ids={ids} to bedrock tool calls.",
+                _LITELLM_FACTORY + " (_convert_to_bedrock_tool_call_invoke); " + _ISSUE_20,
+            )
+        ),
+        content_null=_BR_FIRST_NOT_USER,
+        content_empty=_BR_FIRST_NOT_USER,
+        null_content=_BR_NOT_ALTERNATING,
+        empty_assistant=_BR_NOT_ALTERNATING,
+        empty_history=_BR_FIRST_NOT_USER,
     ),
+    system_apart=True,
+    content_text_kinds=frozenset({"user"}),
     block_pairing="converse",
     call_id_pattern=r"[a-zA-Z0-9_.:-]{1,64}",
     first_user=True,

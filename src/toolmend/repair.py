@@ -9,6 +9,8 @@ skeleton's layout:
 * :mod:`toolmend.block_repair`: Anthropic, Gemini and Bedrock, calls and results as blocks.
 
 Both share :mod:`toolmend.planstate` (the state) and :mod:`toolmend.plan_ids` (ids and names).
+A history with nothing to send (``empty_history``) is left as it is: nothing a repair could
+add would be real.
 :func:`pair_results` gives the pairing alone, for :mod:`toolmend.trim` and ``toolmend show``.
 """
 
@@ -18,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .block_repair import plan_blocks
-from .edits import Plan
+from .edits import Keep, Plan
 from .history import BLOCKS, Skeleton
 from .pairing import match
 from .plan_messages import plan_messages
@@ -39,6 +41,11 @@ def plan_repair(
 ) -> tuple[Plan, list[Change]]:
     """The plan that makes ``skeleton`` pass ``profile``, and the changes it makes."""
     state = PlanState(skeleton, profile, policy, result_text)
+    if "empty_history" in problem_codes:
+        # nothing to send (system messages only): nothing a repair could add would be real,
+        # so the history stays as it is and the problem stays in ``problems_left``
+        state.plan.items.extend(Keep(index) for index in range(len(skeleton.kinds)))
+        return state.plan, state.changes
     if skeleton.layout == BLOCKS:
         plan_blocks(state, problem_codes)
     else:

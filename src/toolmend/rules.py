@@ -24,6 +24,10 @@ Problem codes (the ``code`` of :class:`toolmend.Problem`, the same for every pro
 ``function_name_format``   a function name outside the provider's pattern
 ``empty_tool_calls``       ``tool_calls: []``
 ``null_content``           an assistant message with neither content nor calls (content null)
+``content_null``           null ``content`` where the profile wants a string (see the profile)
+``content_empty``          empty ``content`` where the profile wants text (see the profile)
+``call_turn_position``     a conversation that opens with an assistant call
+``system_unsupported``     a system message for a chat template with no system role
 ``empty_assistant``        an assistant message with neither content nor calls
 ``missing_reasoning``      DeepSeek thinking mode: ``reasoning_content`` missing in a tool turn
 ``role_order``             a role the provider does not accept after the previous one
@@ -61,10 +65,12 @@ __all__ = ["judge"]
 def judge(skeleton: Skeleton, profile: Profile) -> list[Problem]:
     """Every problem ``skeleton`` has under ``profile``, in message order."""
     report = Report(profile, skeleton.base)
-    if not skeleton.kinds:
-        report.add("empty_history", 0, "the history is empty")
-        return report.problems
     blocks = skeleton.layout == BLOCKS
+    if not skeleton.kinds or (
+        profile.system_apart and not blocks and skeleton.whole and _nothing_to_send(skeleton)
+    ):
+        report.add("empty_history", 0, "no message to send")
+        return report.problems
     if profile.known_roles is not None and not blocks:
         _check_roles(skeleton, profile.known_roles, report)
     if report.wants("result_without_id") and not blocks:
@@ -79,7 +85,13 @@ def judge(skeleton: Skeleton, profile: Profile) -> list[Problem]:
     if skeleton.calls:
         _check_calls(skeleton, profile, report)
     if skeleton.defects:
-        _check_defects(skeleton, report)
+        _check_defects(skeleton, profile, report)
+    if profile.call_after_user and not blocks:
+        _check_leading_call(skeleton, report)
+    if report.wants("system_unsupported"):
+        for index, kind in enumerate(skeleton.kinds):
+            if kind == SYSTEM:
+                report.add("system_unsupported", index, "the template has no system role")
     if report.wants("unsupported_property"):
         _check_reasoning_field(skeleton, report)
     if profile.reasoning_in_tool_turns:
@@ -94,6 +106,16 @@ def judge(skeleton: Skeleton, profile: Profile) -> list[Problem]:
     return report.problems
 
 
+def _nothing_to_send(skeleton: Skeleton) -> bool:
+    """Only system messages, and assistant messages without text or calls: a conversation
+    sent without its system prompt, and without what LiteLLM drops, is empty."""
+    empty = {defect.at for defect in skeleton.defects if defect.code == "empty_assistant"}
+    return all(
+        kind == SYSTEM or (kind == ASSISTANT and index in empty)
+        for index, kind in enumerate(skeleton.kinds)
+    )
+
+
 def _check_roles(skeleton: Skeleton, known: frozenset[str], report: Report) -> None:
     for index, kind in enumerate(skeleton.kinds):
         if kind == OTHER and skeleton.roles[index] not in known:
@@ -103,7 +125,7 @@ def _check_roles(skeleton: Skeleton, known: frozenset[str], report: Report) -> N
 
 def _check_result_ids(skeleton: Skeleton, report: Report) -> None:
     for index, carried in skeleton.results.items():
-        if skeleton.kinds[index] == TOOL and any(result.id is None for result in carried):
+        if skeleton.kinds[index] == TOOL and any(not result.id for result in carried):
             report.add("result_without_id", index, "tool result without tool_call_id")
 
 
@@ -326,7 +348,7 @@ def _check_calls(skeleton: Skeleton, profile: Profile, report: Report) -> None:
             seen = set()
         for call in found:
             call_id = call.id
-            if call_id is None:
+            if not call_id:  # missing or "": the provider refuses both
                 report.add("call_without_id", index, "tool call without an id", slot=call.slot)
                 continue
             if call_id in seen:
@@ -389,10 +411,20 @@ def _check_calls(skeleton: Skeleton, profile: Profile, report: Report) -> None:
                     )
 
 
-def _check_defects(skeleton: Skeleton, report: Report) -> None:
-    """Shape problems the format reader saw, reported where the provider rejects them."""
-    roles = skeleton.roles
+def _check_defects(skeleton: Skeleton, profile: Profile, report: Report) -> None:
+    """Shape problems the format reader saw, reported where the provider rejects them (a
+    null or empty ``content`` where the profile wants text of that message's kind)."""
+    roles, kinds = skeleton.roles, skeleton.kinds
     for defect in skeleton.defects:
+        code = defect.code
+        if code == "content_null" and not (
+            kinds[defect.at] in profile.content_string_kinds
+            # null text beside calls is no text part at all
+            or (kinds[defect.at] in profile.content_text_kinds and kinds[defect.at] != ASSISTANT)
+        ):
+            continue
+        if code == "content_empty" and kinds[defect.at] not in profile.content_text_kinds:
+            continue
         report.add(
             defect.code,
             defect.at,
@@ -403,6 +435,24 @@ def _check_defects(skeleton: Skeleton, report: Report) -> None:
             id=defect.id,
             ids=(defect.id,) if defect.id else (),
         )
+
+
+def _check_leading_call(skeleton: Skeleton, report: Report) -> None:
+    """A conversation that opens (after its system messages) with an assistant call."""
+    for index, kind in enumerate(skeleton.kinds):
+        if kind == SYSTEM:
+            continue
+        if kind == ASSISTANT and index in skeleton.calls and skeleton.whole:
+            found = skeleton.calls[index]
+            first = found[0].id or ""
+            report.add(
+                "call_turn_position",
+                index,
+                "the conversation opens with a tool call",
+                id=first,
+                ids=tuple(call.id for call in found if call.id),
+            )
+        return
 
 
 def _check_reasoning_field(skeleton: Skeleton, report: Report) -> None:

@@ -266,6 +266,13 @@ def _scan(
                 spans.dirty = True
     if in_user and (expect or (thinking and answers and results and not thinks)):
         spans.dirty = True  # calls left unanswered, or thinking required and missing
+    if (
+        not in_user
+        and "thinking_final_assistant_disabled" in profile.checks
+        and type(content) is list
+        and any(type(block) is dict and block.get("type") in _THINKING for block in content)
+    ):
+        return None  # a rule on the whole request's final message: the full path decides
     if first_only and "duplicate_call_id" in profile.checks and len(set(ids)) != len(ids):
         # A reused call id breaks only ``duplicate_call_id``; trim's pairing profile leaves it
         # to the provider's own (the ranges, for the planner, still treat it as a tie).
@@ -416,6 +423,8 @@ def _read_blocks(
             skeleton.mark("thinking", index)
             if slot == 0:
                 skeleton.mark("thinking_first", index)
+            if last and role == "assistant":  # refused there with thinking off
+                defects.append(Defect(index, "final_thinking", slot, kind))
             missing = _missing_thinking_field(kind, get)
             if missing:
                 defects.append(Defect(index, "thinking_fields", slot, missing))
@@ -674,7 +683,9 @@ def _taken(messages: Sequence[Any], edits: dict[int, MessageEdit], part: Any) ->
 def _render(
     messages: Sequence[Any], edits: dict[int, MessageEdit], item: Keep | Placeholder
 ) -> str:
-    """A message's blocks written out as plain text (thinking left out), for text-only turns."""
+    """A message's blocks written out as plain text, for text-only turns. A thinking block's
+    text is kept (marked as such): written out, the exchange must still show what the model
+    thought; a redacted block has no readable text."""
     if isinstance(item, Placeholder):
         return f"[tool result {item.call_id} ({item.name or 'tool'})]\n{item.text}"
     message = messages[item.index]
@@ -685,6 +696,8 @@ def _render(
         kind = _field(block, "type")
         if kind == "text":
             lines.append(str(_field(block, "text") or ""))
+        elif kind == "thinking" and _field(block, "thinking"):
+            lines.append(f"[thinking]\n{_field(block, 'thinking')}")
         elif kind == "tool_use":
             arguments = jsontext.dumps(_field(block, "input"), ensure_ascii=False, default=str)
             lines.append(f"[tool call {_field(block, 'id')}: {_field(block, 'name')}({arguments})]")

@@ -81,6 +81,21 @@ def claims(message: Any) -> bool:
 
 # --- the one-pass scan -------------------------------------------------------------------------
 
+_OPENAI_SHAPED_CODES = frozenset(
+    {
+        "call_shape",
+        "arguments_not_string",
+        "empty_tool_calls",
+        "content_null",
+        "content_empty",
+        "null_content",
+        "empty_assistant",
+        "empty_history",
+    }
+)
+"""Codes of the profile's rules for OpenAI-shaped histories, which a Converse history never
+has (its reader reports none of them; an empty history is left to the full path)."""
+
 _SCANNED_CODES = frozenset(
     {
         "first_not_user",
@@ -146,7 +161,7 @@ def _scan(
     pairing count-based, so they return None (as do results without an id). A stray result
     reaches back to the first range that called its id, which holds every call the repair of
     the whole history could pair it with; one whose id is called only later returns None."""
-    codes = profile.checks.keys() - {"role_order"}
+    codes = profile.checks.keys() - {"role_order"} - _OPENAI_SHAPED_CODES
     if (
         profile.block_pairing != "converse"
         # quick_valid also rules for a profile with only some of these rules (trim's

@@ -84,6 +84,7 @@ _QUICK_CODES = frozenset(
         "unsupported_property",
         "function_call_null",
         "tool_content_not_string",
+        "content_null",
     }
 )
 """The problem codes :func:`quick_valid` vouches for. A profile enforcing any other code, or
@@ -207,7 +208,7 @@ def _plain_valid(
         role = message["role"]
         if role == "tool":
             call_id = message["tool_call_id"]
-            if pending is None or type(call_id) is not str:
+            if pending is None or type(call_id) is not str or not call_id:
                 return None
             try:
                 pending.remove(call_id)
@@ -241,6 +242,7 @@ def _plain_valid(
                 function = call["function"]
                 if (
                     type(call_id) is not str
+                    or not call_id
                     or len(call_id) > max_length
                     or call_id in pending
                     or type(function) is not dict
@@ -291,6 +293,12 @@ def _scannable_profile(profile: Profile) -> bool:
         or profile.function_name_pattern is not None
         or profile.last_kinds is not None
         or not profile.checks.keys() <= _QUICK_CODES
+        # a string content is looked at on tool messages only, under a rule on it (Groq)
+        or profile.content_text_kinds
+        or not (
+            profile.content_string_kinds <= {TOOL}
+            and ("tool_content_not_string" in profile.checks or not profile.content_string_kinds)
+        )
     )
 
 
@@ -322,6 +330,7 @@ def _scan(
             if (
                 pending is not None
                 and type(call_id) is str
+                and call_id
                 and (call_id in pending or (repeats_pass and _called_in(tool_calls, call_id)))
             ):
                 if call_id in pending:
@@ -370,6 +379,7 @@ def _scan(
                     if (
                         call.get("type") is None  # (still a call with an id: the repair fills it)
                         or type(call_id) is not str
+                        or not call_id
                         or len(call_id) > max_length
                         or call_id in pending
                         or type(function) is not dict
@@ -509,13 +519,31 @@ def read(messages: Sequence[Any]) -> Skeleton:
             results[index] = (
                 _new_tuple(Result, (call_id, name if type(name) is str else None, 0)),
             )
-            if type(get("content")) is list:
+            content = get("content")
+            if type(content) is list:
                 defects.append(Defect(index, "tool_content_not_string", -1, "content"))
+            elif not content:
+                _empty_content(defects, index, content)
         elif kind == ASSISTANT:
             _read_assistant(skeleton, index, message, get)
-        elif get("tool_calls"):
-            defects.append(Defect(index, "unsupported_property", -1, "tool_calls"))
+        else:
+            if get("tool_calls"):
+                defects.append(Defect(index, "unsupported_property", -1, "tool_calls"))
+            if kind != OTHER:
+                content = get("content")
+                if not content:
+                    _empty_content(defects, index, content)
     return skeleton
+
+
+def _empty_content(defects: list[Defect], index: int, content: Any) -> None:
+    """A user, system or tool message (or an assistant message with calls) without text:
+    ``content_null`` when null or absent, ``content_empty`` when ``""`` or ``[]``; the profile
+    decides whether that kind needs text."""
+    if content is None:
+        defects.append(Defect(index, "content_null", -1, "content"))
+    elif isinstance(content, (str, list)):
+        defects.append(Defect(index, "content_empty", -1, "content"))
 
 
 _new_tuple = tuple.__new__
@@ -548,8 +576,10 @@ def _read_assistant(
             raise InvalidMessageError(index, "tool_calls", "a list", tool_calls)
         if tool_calls:
             skeleton.calls[index] = _read_calls(skeleton, index, tool_calls)
-            if not get("content"):
+            content = get("content")
+            if not content:
                 skeleton.mark("no_text", index)
+                _empty_content(defects, index, content)
         else:
             defects.append(Defect(index, "empty_tool_calls", -1, "tool_calls"))
     if not tool_calls and get("function_call") is None:
@@ -580,8 +610,9 @@ def _read_calls(skeleton: Skeleton, index: int, tool_calls: Sequence[Any]) -> tu
         if type(tool_call) is dict or isinstance(tool_call, Mapping):
             call_id = tool_call.get("id")
             function = tool_call.get("function")
+            tag = call_id if type(call_id) is str else ""
             if function is None:
-                defects.append(Defect(index, "call_shape", slot, "function"))
+                defects.append(Defect(index, "call_shape", slot, "function", tag))
                 name, arguments = tool_call.get("name"), tool_call.get("arguments")
             elif type(function) is dict or isinstance(function, Mapping):
                 name, arguments = function.get("name"), function.get("arguments")
@@ -592,7 +623,7 @@ def _read_calls(skeleton: Skeleton, index: int, tool_calls: Sequence[Any]) -> tu
                 field = f"tool_calls[{slot}].function"
                 raise InvalidMessageError(index, field, "an object with a name", function)
             if tool_call.get("type") is None:
-                defects.append(Defect(index, "call_shape", slot, "type"))
+                defects.append(Defect(index, "call_shape", slot, "type", tag))
         elif hasattr(tool_call, "id"):
             call_id = getattr(tool_call, "id", None)
             function = getattr(tool_call, "function", None)
@@ -605,7 +636,7 @@ def _read_calls(skeleton: Skeleton, index: int, tool_calls: Sequence[Any]) -> tu
         if name is not None and type(name) is not str and not isinstance(name, str):
             raise InvalidMessageError(index, f"tool_calls[{slot}].function.name", "a string", name)
         if arguments is not None and type(arguments) is not str:
-            defects.append(Defect(index, "arguments_not_string", slot, "arguments"))
+            defects.append(Defect(index, "arguments_not_string", slot, "arguments", call_id or ""))
         found.append(_new_tuple(Call, (call_id, name, slot)))
     return tuple(found)
 

@@ -197,6 +197,7 @@ def quick_valid(messages: Sequence[Any] | str, profile: Profile) -> bool:
             call_id = get("call_id")
             if (
                 type(call_id) is not str
+                or not call_id
                 or len(call_id) > max_length
                 or type(get("name")) is not str
                 or type(get("arguments")) is not str
@@ -212,6 +213,7 @@ def quick_valid(messages: Sequence[Any] | str, profile: Profile) -> bool:
             if (
                 after_reasoning
                 or type(call_id) is not str
+                or not call_id
                 or call_id not in called
                 or get("output") is None
             ):
@@ -316,7 +318,7 @@ def _damaged_spans(messages: list[Any], profile: Profile) -> list[tuple[int, int
         follows = True
         if item_type == "function_call":
             call_id = get("call_id")
-            if type(call_id) is not str or type(get("name")) is not str:
+            if type(call_id) is not str or not call_id or type(get("name")) is not str:
                 return None
             if len(call_id) > max_length or type(get("arguments")) is not str:
                 dirty.add(index)
@@ -330,7 +332,7 @@ def _damaged_spans(messages: list[Any], profile: Profile) -> list[tuple[int, int
                 found.append(index)
         elif item_type == "function_call_output":
             call_id = get("call_id")
-            if type(call_id) is not str:
+            if type(call_id) is not str or not call_id:
                 return None
             follows = False
             caller = latest_call.get(call_id)

@@ -1,0 +1,265 @@
+"""Judges nobody in this project wrote: what a repaired history must get past outside toolmend.
+
+Every test elsewhere judges a repair with toolmend's own rules, so a rule toolmend lacks can
+never fail one. These judges are real components, run locally with no network:
+
+* :func:`mistral_error`: ``mistral-common``'s request validator in serving mode, the check
+  Mistral's own servers and vLLM's Mistral tokenizer run on every request.
+* :func:`template_error`: real chat templates (``tests/data/chat_templates``, sources and
+  licenses in ``SOURCES.txt`` there) rendered the way ``transformers.apply_chat_template``
+  renders them: a sandboxed jinja2 environment with ``trim_blocks`` and ``lstrip_blocks``, the
+  loop-controls extension, ``raise_exception``, ``tojson`` and ``strftime_now``,
+  ``add_generation_prompt=True`` and the tools passed.
+* :func:`litellm_error`: LiteLLM's own converters from OpenAI-shaped messages to Anthropic
+  Messages, Bedrock Converse and Gemini contents; the converted history must then pass
+  toolmend's native profile for that provider.
+
+Each returns None when the judge accepts the history, else its error text.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import json
+import os
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no network at import
+
+import toolmend
+
+TEMPLATE_DIR = Path(__file__).parent / "data" / "chat_templates"
+
+TEMPLATES: dict[str, str] = {
+    "vllm__tool_chat_template_llama3.1_json.jinja": "hf-template",
+    "llamacpp__meta-llama-Llama-3.1-8B-Instruct.jinja": "hf-template",
+    "llamacpp__meta-llama-Llama-3.2-3B-Instruct.jinja": "hf-template",
+    "llamacpp__openai-gpt-oss-120b.jinja": "hf-template",
+    "llamacpp__google-gemma-2-2b-it.jinja": "hf-template-strict",
+    "hf__google-gemma-3-it.jinja": "hf-template-strict",
+    # Mistral's templates want 9-character alphanumeric call ids: the ``mistral`` profile
+    "vllm__tool_chat_template_mistral.jinja": "mistral",
+    "llamacpp__mistralai-Mistral-Nemo-Instruct-2407.jinja": "mistral",
+}
+"""Each template shipped as test data -> the profile whose repairs it must render."""
+
+SINGLE_CALL_TEMPLATES = frozenset(
+    {
+        "vllm__tool_chat_template_llama3.1_json.jinja",
+        "llamacpp__meta-llama-Llama-3.1-8B-Instruct.jinja",
+        "llamacpp__meta-llama-Llama-3.2-3B-Instruct.jinja",
+    }
+)
+"""Templates that refuse parallel calls ("This model only supports single tool-calls at
+once!"): a limit of the model, which no history repair can lift without splitting the
+model's own turn; their judge sees histories with at most one call per message."""
+
+_SPECIAL_TOKENS = {"bos_token": "<s>", "eos_token": "</s>", "pad_token": "<pad>"}
+
+_environment: Any = None
+
+
+def _jinja() -> Any:
+    """The environment ``transformers`` compiles chat templates in (``_compile_jinja_template``
+    in ``transformers/utils/chat_template_utils.py``), built once."""
+    global _environment
+    if _environment is None:
+        from jinja2.exceptions import TemplateError
+        from jinja2.ext import loopcontrols
+        from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+        def raise_exception(message: str) -> None:
+            raise TemplateError(message)
+
+        def tojson(
+            value: Any,
+            ensure_ascii: bool = False,
+            indent: int | None = None,
+            separators: Any = None,
+            sort_keys: bool = False,
+        ) -> str:
+            return json.dumps(
+                value,
+                ensure_ascii=ensure_ascii,
+                indent=indent,
+                separators=separators,
+                sort_keys=sort_keys,
+            )
+
+        def strftime_now(format: str) -> str:
+            return datetime.now().strftime(format)
+
+        env = ImmutableSandboxedEnvironment(
+            trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols]
+        )
+        env.filters["tojson"] = tojson
+        env.globals["raise_exception"] = raise_exception
+        env.globals["strftime_now"] = strftime_now
+        _environment = env
+    return _environment
+
+
+_compiled: dict[str, Any] = {}
+
+
+def render(name: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> str:
+    """``messages`` rendered by template ``name`` as ``apply_chat_template`` would, with
+    ``add_generation_prompt=True``; raises what the template raises."""
+    template = _compiled.get(name)
+    if template is None:
+        template = _compiled[name] = _jinja().from_string(
+            (TEMPLATE_DIR / name).read_text(encoding="utf-8")
+        )
+    text: str = template.render(
+        messages=copy.deepcopy(messages),
+        tools=tools,
+        documents=None,
+        add_generation_prompt=True,
+        **_SPECIAL_TOKENS,
+    )
+    return text
+
+
+def tools_for(messages: list[Any]) -> list[dict[str, Any]]:
+    """A tool definition for every function the history calls (the request's ``tools``)."""
+    names: list[str] = []
+    for message in messages:
+        if not isinstance(message, dict):
+            continue
+        for call in message.get("tool_calls") or ():
+            if not isinstance(call, dict):
+                continue
+            function = call.get("function")
+            name = function.get("name") if isinstance(function, dict) else call.get("name")
+            if isinstance(name, str) and name and name not in names:
+                names.append(name)
+    return [
+        {
+            "type": "function",
+            "function": {
+                "name": name,
+                "description": f"the {name} tool",
+                "parameters": {"type": "object", "properties": {}},
+            },
+        }
+        for name in names or ["lookup"]
+    ]
+
+
+def template_error(name: str, messages: list[dict[str, Any]]) -> str | None:
+    """None when template ``name`` renders ``messages`` (tools passed), else its error."""
+    try:
+        render(name, messages, tools_for(messages))
+    except Exception as error:  # the judge's verdict, whatever it raised
+        return f"{type(error).__name__}: {error}"
+    return None
+
+
+def parallel_calls(messages: list[Any]) -> bool:
+    """Whether any message of ``messages`` makes more than one call."""
+    return any(
+        isinstance(message, dict) and len(message.get("tool_calls") or ()) > 1
+        for message in messages
+    )
+
+
+def mistral_error(messages: list[Any]) -> str | None:
+    """None when mistral-common's validator (serving mode) accepts ``messages``."""
+    from mistral_common.protocol.instruct.request import ChatCompletionRequest
+    from mistral_common.protocol.instruct.validator import (
+        MistralRequestValidatorV13,
+        ValidationMode,
+    )
+
+    try:
+        request = ChatCompletionRequest(
+            messages=copy.deepcopy(messages), tools=tools_for(messages), model="mistral-large"
+        )
+        MistralRequestValidatorV13(ValidationMode.serving).validate_request(request)
+    except Exception as error:  # the judge's verdict, whatever it raised
+        return f"{type(error).__name__}: {error}"
+    return None
+
+
+LITELLM_TARGETS = ("anthropic", "bedrock", "gemini")
+"""The providers LiteLLM converts OpenAI-shaped messages for, judged here."""
+
+
+def litellm_convert(provider: str, messages: list[Any]) -> list[Any]:
+    """``messages`` as LiteLLM sends them to ``provider`` (its native history); raises what
+    LiteLLM's converter raises."""
+    messages = copy.deepcopy(messages)
+    tools = tools_for(messages)
+    if provider == "anthropic":
+        from litellm.llms.anthropic.chat.transformation import AnthropicConfig
+
+        body = AnthropicConfig().transform_request(
+            "claude-sonnet-4-5", messages, {"tools": tools, "max_tokens": 64}, {}, {}
+        )
+        converted: list[Any] = body["messages"]
+        return converted
+    if provider == "bedrock":
+        from litellm.llms.bedrock.chat.converse_transformation import AmazonConverseConfig
+
+        body = AmazonConverseConfig().transform_request(
+            "anthropic.claude-3-5-sonnet-20240620-v1:0", messages, {"tools": tools}, {}, {}
+        )
+        converted = body["messages"]
+        return converted
+    if provider == "gemini":
+        from litellm.llms.vertex_ai.gemini import transformation
+
+        _, rest = transformation.transform_system_message(True, messages)
+        converted = transformation.gemini_convert_messages_with_history(
+            messages=rest, model="gemini-2.5-flash", custom_llm_provider="gemini"
+        )
+        return converted
+    raise ValueError(provider)
+
+
+def litellm_error(provider: str, messages: list[Any]) -> str | None:
+    """None when LiteLLM converts ``messages`` for ``provider`` and toolmend's native profile
+    for that provider finds nothing in the result; else the conversion error or the problems.
+    """
+    try:
+        converted = litellm_convert(provider, messages)
+    except Exception as error:  # the judge's verdict, whatever it raised
+        return f"LiteLLM conversion: {type(error).__name__}: {error}"
+    try:
+        problems = toolmend.check(converted, provider=provider, format=provider)
+    except Exception as error:
+        return f"native {provider} history unreadable: {type(error).__name__}: {error}"
+    if problems:
+        return "; ".join(f"{p.index}: {p.code}: {p.provider_error}" for p in problems)
+    return None
+
+
+def identical_calls(messages: list[Any]) -> bool:
+    """Whether one assistant turn (consecutive assistant messages, which LiteLLM merges) makes
+    two calls with the same name and arguments.
+
+    LiteLLM's Gemini converter keeps only the first of those (``check_if_part_exists_in_parts``
+    in ``litellm/llms/vertex_ai/gemini/transformation.py``), so the converted history has fewer
+    calls than responses. Gemini itself takes repeated calls: that is LiteLLM's rule, not the
+    provider's, and the Gemini judge leaves such histories out."""
+    seen: set[tuple[Any, str]] = set()
+    for message in messages:
+        if not isinstance(message, dict) or message.get("role") != "assistant":
+            seen = set()
+            continue
+        for call in message.get("tool_calls") or ():
+            function = call.get("function") if isinstance(call, dict) else None
+            if not isinstance(function, dict):
+                continue
+            arguments = function.get("arguments")
+            if isinstance(arguments, str):
+                with contextlib.suppress(ValueError):
+                    arguments = json.loads(arguments)
+            key = (function.get("name"), json.dumps(arguments, sort_keys=True, default=str))
+            if key in seen:
+                return True
+            seen.add(key)
+    return False
