@@ -677,7 +677,7 @@ def damaged(draw: st.DrawFn) -> History:
 _FUZZ = bool(os.environ.get("TOOLMEND_FUZZ"))
 _EXAMPLES = 20_000 if _FUZZ else 150
 """Per OpenAI-shaped profile: six of them, so the long mode runs 120,000 OpenAI histories."""
-_BLOCK_EXAMPLES = 100_000 if _FUZZ else 300
+_BLOCK_EXAMPLES = int(os.environ.get("TOOLMEND_FUZZ_EXAMPLES") or 100_000) if _FUZZ else 300
 """Per native format (Anthropic, Bedrock, Gemini, Responses)."""
 _OTHER_EXAMPLES = 5_000 if _FUZZ else 60
 """Per further profile of a format (thinking, Gemini 3, templates, ...)."""
