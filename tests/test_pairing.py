@@ -778,3 +778,26 @@ def test_the_planner_modules_import_no_cycle_and_no_private_name() -> None:
 _LAZY_IMPORTS = {"cli"}
 """Modules whose function-level imports load heavy parts on demand (the CLI's ``show`` and
 ``demo`` subcommands), not to dodge a cycle."""
+
+
+def test_anthropic_a_message_left_last_by_the_repair_sheds_its_thinking_block() -> None:
+    """Found by the suite after the merge with issue 20: dropping a trailing copy of a result
+    left an assistant message with a thinking block last (thinking off), which a second
+    repair then changed again."""
+    thinking = {"type": "thinking", "thinking": "t", "signature": "c2ln"}
+    history = [
+        {"role": "user", "content": "hi"},
+        {
+            "role": "assistant",
+            "content": [thinking, {"type": "tool_use", "id": "c0", "name": "f", "input": {}}],
+        },
+        {"role": "user", "content": [{"type": "tool_result", "content": "R", "tool_use_id": "c0"}]},
+        {"role": "assistant", "content": [thinking, {"type": "text", "text": "done"}]},
+        {"role": "user", "content": [{"type": "tool_result", "content": "R", "tool_use_id": "c0"}]},
+    ]
+    repaired = assert_faithful(history, "anthropic", "anthropic")
+    assert repaired.messages[-1] == {
+        "role": "assistant",
+        "content": [{"type": "text", "text": "done"}],
+    }
+    assert not repaired.problems_left

@@ -95,6 +95,8 @@ def plan_blocks(state: PlanState, problem_codes: set[str]) -> None:
         alternate(state)
     if profile.thinking:
         flatten_unthought(state)
+    if "thinking_final_assistant_disabled" in profile.checks and state.skeleton.whole:
+        unthink_new_final(state)
 
 
 def _lay_out(state: PlanState, problem_codes: set[str]) -> None:
@@ -306,6 +308,27 @@ def _emptied(state: PlanState, index: int) -> bool:
     if edit is None or not edit.drop_blocks or index not in state.skeleton.extras:
         return False
     return len(edit.drop_blocks) >= _total(state.skeleton, index)
+
+
+def unthink_new_final(state: PlanState) -> None:
+    """Anthropic with thinking off: an assistant message that the repair leaves last (what
+    followed it was a dropped copy or orphan) must not open with a thinking block either. The
+    reader marks only the input's final message; a message whose first block is thinking is
+    marked ``thinking_first``, and that block goes."""
+    items, skeleton = state.plan.items, state.skeleton
+    last = items[-1] if items else None
+    if not isinstance(last, Keep) or skeleton.kinds[last.index] != ASSISTANT:
+        return
+    index = last.index
+    if index == len(skeleton.kinds) - 1 or index not in skeleton.marked("thinking_first"):
+        return
+    edit = state.plan.edit(index)
+    if 0 in edit.drop_blocks:
+        return
+    edit.drop_blocks.add(0)
+    state.change(
+        "dropped_thinking_block", index, "thinking block of the final message, thinking off"
+    )
 
 
 # --- 4. shapes --------------------------------------------------------------------------------

@@ -100,9 +100,16 @@ def dirty_spans(messages: Sequence[Any], profile: Profile) -> list[tuple[int, in
     and the full path decides.
     """
     try:
-        return _scan(messages, profile, first_only=False)
+        spans = _scan(messages, profile, first_only=False)
     except KeyError:  # a required field is missing: the full path names it
         return None
+    if (
+        spans
+        and spans[-1][1] == len(messages)
+        and "thinking_final_assistant_disabled" in profile.checks
+    ):
+        return None  # mending the tail may leave a thinking message last: the whole decides
+    return spans
 
 
 def _scan(
