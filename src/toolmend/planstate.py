@@ -120,10 +120,6 @@ class PlanState:
             return STUB
         return REAL
 
-    def is_stub(self, ref: ResultRef) -> bool:
-        """Whether a result is no real answer (empty or a stub)."""
-        return self.strength(ref) < REAL
-
 
 def result_at(skeleton: Skeleton, ref: ResultRef) -> Result:
     """The result at ``(message, slot)``; in the block layout a slot is a block position."""
