@@ -27,7 +27,7 @@ from block_histories import (
     pair_ids,
     valid_block_histories,
 )
-from toolmend.formats import module_for
+from toolmend.formats import get as module_for
 from toolmend.profiles import get_profile
 from toolmend.rules import judge
 from toolmend.trim import _pairing_profile

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 import toolmend
 from block_histories import PAIRS as BLOCK_PAIRS
 from block_histories import convert, damaged_block_histories, pair_ids, valid_block_histories
-from toolmend.formats import module_for
+from toolmend.formats import get as module_for
 from toolmend.profiles import PROFILES, Profile, get_profile
 from toolmend.rules import judge
 from toolmend.trim import _pairing_profile

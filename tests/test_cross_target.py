@@ -323,7 +323,7 @@ def test_a_valid_openai_history_passes_every_target(provider: str) -> None:
 def test_each_format_is_detected(history: list[Any], name: str) -> None:
     from toolmend.formats import detect
 
-    assert name == detect(history).NAME
+    assert name == detect(history).name
 
 
 @given(
@@ -333,10 +333,11 @@ def test_each_format_is_detected(history: list[Any], name: str) -> None:
 )
 def test_a_plain_text_message_tells_no_format(role: str, content: str, name: str | None) -> None:
     """What lets ``detect`` pass over plain messages without asking each format."""
-    from toolmend.formats import MODULES, module_for
+    from toolmend.formats import get as module_for
+    from toolmend.formats import names
 
     message = {"role": role, "content": content, **({} if name is None else {"name": name})}
-    assert [n for n in MODULES if module_for(n).claims(message)] == []
+    assert [n for n in names() if module_for(n).claims(message)] == []
 
 
 def test_a_plain_chat_is_detected_without_asking_each_format(
@@ -344,10 +345,11 @@ def test_a_plain_chat_is_detected_without_asking_each_format(
 ) -> None:
     """A chat with no tool call yet: one cheap look per message (it used to ask all six
     formats about every message, 5x ``json.dumps`` at a million messages, and in every hook)."""
-    from toolmend.formats import MODULES, detect, module_for
+    from toolmend.formats import detect, names
+    from toolmend.formats import get as module_for
 
     asked: list[str] = []
-    for format_name in MODULES:
+    for format_name in names():
         module = module_for(format_name)
         claims = module.claims
         monkeypatch.setattr(
@@ -358,10 +360,10 @@ def test_a_plain_chat_is_detected_without_asking_each_format(
         user("Hi"),
         {"role": "assistant", "content": "Hello"},
     ]
-    assert detect(chat).NAME == "openai"
+    assert detect(chat).name == "openai"
     assert asked == []
     parts = {"role": "user", "parts": [{"text": "Hi"}]}
-    assert detect([*chat, parts]).NAME == "gemini"  # the first telling message still decides
+    assert detect([*chat, parts]).name == "gemini"  # the first telling message still decides
     assert asked
 
 

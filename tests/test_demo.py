@@ -15,11 +15,11 @@ import pytest
 
 from toolmend import Change
 from toolmend.demo import SCENARIOS, Scenario, render, run
-from toolmend.formats import MODULES
+from toolmend.formats import names as format_names
 from toolmend.profiles import PROFILES
 
 MISSING = sorted(
-    {f"format {s.format!r}" for s in SCENARIOS if s.format not in MODULES}
+    {f"format {s.format!r}" for s in SCENARIOS if s.format not in format_names()}
     | {f"profile {s.provider!r}" for s in SCENARIOS if s.provider not in PROFILES}
 )
 SCRIPT = Path(sys.executable).with_name("toolmend")

@@ -527,7 +527,7 @@ def test_sdk_blocks_in_dict_messages_are_read_and_kept() -> None:
         {"role": "assistant", "content": [TextBlock(type="text", text="Checking."), call]},
         user([result("toolu_1")]),
     ]
-    assert detect(history).NAME == "anthropic"
+    assert detect(history).name == "anthropic"
     assert toolmend.check(history, provider=PROVIDER) == []
     assert toolmend.sanitize(history, provider=PROVIDER) is history
 

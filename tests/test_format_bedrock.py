@@ -209,7 +209,7 @@ def test_each_rule_breaks_and_is_repaired(
 
 
 def test_detected_by_its_blocks() -> None:
-    assert detect([user(text("Hi"))]).NAME == "bedrock"
+    assert detect([user(text("Hi"))]).name == "bedrock"
 
 
 def test_text_beside_results_goes_behind_the_fixed_bridge() -> None:

@@ -451,7 +451,7 @@ def sdk_history() -> list[types.Content]:
 
 def test_sdk_contents_are_detected_checked_and_repaired() -> None:
     broken = sdk_history()
-    assert detect(broken).NAME == "gemini"
+    assert detect(broken).name == "gemini"
     assert [p.code for p in toolmend.check(broken, provider=PROVIDER)] == ["result_name_mismatch"]
     fixed = toolmend.repair(broken, provider=PROVIDER)
     assert [c.code for c in fixed.changes] == ["filled_result_name", "filled_result_id"]

@@ -179,8 +179,8 @@ def test_detection_picks_langchain_over_look_alikes() -> None:
         tool_calls=[{"name": "get_weather", "args": {}, "id": "toolu_1"}],
     )
     for history in ([human()], [ai("", "call_1")], [anthropic_style], [tool("call_1")]):
-        assert detect(history).NAME == "langchain"
-    assert detect([{"role": "user", "content": "hi"}]).NAME == "openai"
+        assert detect(history).name == "langchain"
+    assert detect([{"role": "user", "content": "hi"}]).name == "openai"
 
 
 def test_calls_are_what_the_chat_models_send() -> None:

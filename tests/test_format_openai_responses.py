@@ -388,7 +388,7 @@ def test_other_item_types_pass_through_untouched() -> None:
         {"id": "msg_10"},
         msg("assistant", "done"),
     ]
-    assert detect(items).NAME == PROVIDER
+    assert detect(items).name == PROVIDER
     assert toolmend.check(items, provider=PROVIDER) == []
     assert toolmend.sanitize(items, provider=PROVIDER) is items
     damaged = [*items, out("call_gone")]
@@ -472,7 +472,7 @@ def test_unreadable_items_name_index_and_field() -> None:
     ],
 )
 def test_detection(items: list[Any], name: str) -> None:
-    assert name == detect(items).NAME
+    assert name == detect(items).name
 
 
 # --- SDK objects ------------------------------------------------------------------------------
@@ -505,7 +505,7 @@ def sdk_turn() -> list[Any]:
 
 def test_sdk_objects_valid_come_back_as_the_same_object() -> None:
     items = sdk_turn()
-    assert detect(items).NAME == PROVIDER
+    assert detect(items).name == PROVIDER
     assert toolmend.check(items, provider=PROVIDER) == []
     assert toolmend.sanitize(items, provider=PROVIDER) is items
 

@@ -44,13 +44,13 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 import toolmend
 from fuzz_cases import FORMATS, HOSTILE_RUNS, Case, cases, pairs
 from toolmend import cli
-from toolmend.formats import NATIVE_PROVIDER
+from toolmend.formats import names, native_provider
 
 # LangChain messages built with model_construct hold wrong types on purpose: pydantic warns
 pytestmark = pytest.mark.filterwarnings("ignore:Pydantic serializer warnings:UserWarning")
 
 FUZZ = bool(os.environ.get("TOOLMEND_FUZZ"))
-NATIVE = NATIVE_PROVIDER
+NATIVE = {name: native_provider(name) for name in names()}
 """The profile each format's hostile input is judged by, its own provider's (as ``trim`` picks
 it; the property test uses every pair)."""
 

@@ -24,7 +24,7 @@ from google.genai import errors as genai_errors
 from google.genai import types as genai_types
 
 import toolmend
-from toolmend.formats import MODULES
+from toolmend.formats import names as format_names
 from toolmend.profiles import PROFILES
 from toolmend.testing import RecordedRequest, Reply, StrictProviderServer, ToolCall
 
@@ -40,7 +40,7 @@ def _needs(format_name: str, provider: str) -> pytest.MarkDecorator:
     missing = [
         what
         for what, present in (
-            (f"format {format_name!r}", format_name in MODULES),
+            (f"format {format_name!r}", format_name in format_names()),
             (f"profile {provider!r}", provider in PROFILES),
         )
         if not present

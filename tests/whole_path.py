@@ -3,17 +3,17 @@ whole, without the one-pass scans or their ranges."""
 
 from __future__ import annotations
 
-from types import ModuleType
 from typing import Any
 
 import toolmend
+from toolmend.formats import Format
 from toolmend.profiles import Profile
 from toolmend.repair import plan_repair
 from toolmend.rules import judge
 
 
 def whole_repair(
-    module: ModuleType, history: Any, profile: Profile, policy: toolmend.Policy
+    module: Format, history: Any, profile: Profile, policy: toolmend.Policy
 ) -> tuple[Any, list[toolmend.Change]]:
     """The repaired history (``history`` itself when nothing is wrong) and its changes."""
     skeleton = module.read(history)

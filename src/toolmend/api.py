@@ -12,11 +12,10 @@ import logging
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from types import ModuleType
 from typing import Any
 
 from .edits import Plan
-from .formats import detect, feature, module_for, native_provider
+from .formats import Format, detect, get
 from .history import Skeleton
 from .jsontext import UnwritableValueError, locate
 from .policy import Mode, Policy, as_policy
@@ -49,32 +48,32 @@ __all__ = [
 ]
 
 
-def format_of(messages: Any, format: str | None = None) -> ModuleType:
+def format_of(messages: Any, format: str | None = None) -> Format:
     """The format module for ``messages``: the named one, or the one detected.
 
     Raises :class:`toolmend.InvalidHistoryError` for something that is not a list of messages.
     """
     if isinstance(messages, str):
-        module = module_for(format) if format is not None else detect(messages)
-        if not getattr(module, "TEXT_INPUT", False) and not hasattr(module, "normalize"):
-            raise InvalidHistoryError(f"a bare string is not a {module.NAME!r} history")
+        module = get(format) if format is not None else detect(messages)
+        if not module.text_input and not module.other_shapes:
+            raise InvalidHistoryError(f"a bare string is not a {module.name!r} history")
         return module
     if not isinstance(messages, (list, tuple)):
         # Gemini also takes one Content or Part as ``contents``: a format with ``normalize``.
-        found: ModuleType | None
+        found: Format | None
         try:
-            found = module_for(format) if format is not None else detect([messages])
+            found = get(format) if format is not None else detect([messages])
         except InvalidMessageError:  # not even one message: say what the argument should be
             found = None
-        if found is None or not hasattr(found, "normalize"):
+        if found is None or not found.other_shapes:
             raise InvalidHistoryError(
                 f"messages must be a list of messages, got {type(messages).__name__}"
             ) from None
         return found
-    return module_for(format) if format is not None else detect(messages)
+    return get(format) if format is not None else detect(messages)
 
 
-def profile_for(provider: str | Profile | None, module: ModuleType) -> Profile:
+def profile_for(provider: str | Profile | None, module: Format) -> Profile:
     """The profile that judges a history of ``module``'s format for ``provider``.
 
     Left out, the provider is the format's own (a Responses ``input`` goes to
@@ -82,27 +81,26 @@ def profile_for(provider: str | Profile | None, module: ModuleType) -> Profile:
     calls and outputs by adjacency and reorder a valid history. For the same reason a profile
     with chat pairing given a Responses history is an error, not a silent reorder."""
     if provider is None:
-        return get_profile(native_provider(module.NAME))
+        return get_profile(module.native_provider)
     profile = get_profile(provider)
-    if module.NAME == "openai-responses" and profile.pairing != "ordered":
+    required = module.required_pairing
+    if required is not None and profile.pairing != required:
         raise InvalidHistoryError(
             f"the {profile.name!r} profile judges Chat Completions messages, not an "
-            "'openai-responses' input: pick provider='openai-responses' (or leave it out)"
+            f"{module.name!r} input: pick provider={module.native_provider!r} (or leave it out)"
         )
     return profile
 
 
-def sequence_of(module: ModuleType, messages: Any) -> Sequence[Any]:
+def sequence_of(module: Format, messages: Any) -> Sequence[Any]:
     """The list the format reads: ``messages`` itself, or the format's ``normalize``-d view of
     it (Gemini's other ``contents`` shapes; a list of Contents comes back as it is)."""
-    normalize = feature(module, "normalize")
-    if normalize is None:
+    if not module.other_shapes:
         return messages  # type: ignore[no-any-return]
-    items: Sequence[Any] = normalize(messages)
-    return items
+    return module.normalize(messages)
 
 
-def read_history(messages: Any, format: str | None = None) -> tuple[ModuleType, Skeleton]:
+def read_history(messages: Any, format: str | None = None) -> tuple[Format, Skeleton]:
     """The format module for ``messages`` and the skeleton it read.
 
     Raises :class:`toolmend.InvalidHistoryError` for something that is not a list of messages,
@@ -113,23 +111,21 @@ def read_history(messages: Any, format: str | None = None) -> tuple[ModuleType, 
 
 
 def _ranges(
-    module: ModuleType, messages: Sequence[Any], profile: Profile, policy: Policy | None = None
+    module: Format, messages: Sequence[Any], profile: Profile, policy: Policy | None = None
 ) -> list[tuple[int, int]]:
     """The ranges of ``messages`` to read and judge: none when the format's one-pass test
     vouches for the whole history, the damaged ranges when it can tell them (see
     ``formats.openai_chat.dirty_spans``), else the whole history."""
-    quick_valid = feature(module, "quick_valid")
-    if quick_valid is not None and quick_valid(messages, profile):
+    if module.quick_valid(messages, profile):
         return []  # the common case: one tight pass that builds nothing
-    spans_of = feature(module, "dirty_spans")
-    if spans_of is not None and (policy is None or policy.frontier != "keep"):
-        spans: list[tuple[int, int]] | None = spans_of(messages, profile)
+    if policy is None or policy.frontier != "keep":
+        spans = module.dirty_spans(messages, profile)
         if spans is not None:
             return spans
     return [(0, len(messages))]
 
 
-def _read_range(module: ModuleType, messages: Sequence[Any], low: int, high: int) -> Skeleton:
+def _read_range(module: Format, messages: Sequence[Any], low: int, high: int) -> Skeleton:
     """The skeleton of ``messages[low:high]``, its indexes (and errors) those of ``messages``."""
     if (low, high) == (0, len(messages)):
         whole: Skeleton = module.read(messages)
@@ -251,14 +247,14 @@ class Mended:
 
 
 def find_damage(
-    module: ModuleType, messages: Sequence[Any], profile: Profile, policy: Policy | None = None
+    module: Format, messages: Sequence[Any], profile: Profile, policy: Policy | None = None
 ) -> list[Damage]:
     """The damaged ranges of ``messages`` under ``profile`` (none when it is valid)."""
     return list(damage_in(module, messages, profile, policy) or ())
 
 
 def damage_in(
-    module: ModuleType, messages: Sequence[Any], profile: Profile, policy: Policy | None = None
+    module: Format, messages: Sequence[Any], profile: Profile, policy: Policy | None = None
 ) -> Iterator[Damage] | None:
     """:func:`find_damage` one range at a time, for :func:`mend_damage`; None when ``messages``
     is valid.
@@ -273,7 +269,7 @@ def damage_in(
 
 
 def _damage_in(
-    module: ModuleType, messages: Sequence[Any], profile: Profile, policy: Policy | None
+    module: Format, messages: Sequence[Any], profile: Profile, policy: Policy | None
 ) -> Iterator[Damage]:
     for low, high in _ranges(module, messages, profile, policy):
         skeleton = _read_range(module, messages, low, high)
@@ -283,7 +279,7 @@ def _damage_in(
 
 
 def mend_damage(
-    module: ModuleType,
+    module: Format,
     messages: Sequence[Any],
     profile: Profile,
     policy: Policy,
@@ -341,7 +337,7 @@ def _unwritable(error: UnwritableValueError, part: Sequence[Any], low: int) -> I
     return InvalidMessageError(low + index, field, f"JSON data ({error.reason})", error.value)
 
 
-def result_reader(module: ModuleType, part: Sequence[Any]) -> Callable[[int, int], str | None]:
+def result_reader(module: Format, part: Sequence[Any]) -> Callable[[int, int], str | None]:
     """How the planner reads a result's text (to tell a stub from a real result)."""
 
     def result_text(index: int, slot: int) -> str | None:

@@ -32,6 +32,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 
 from .edits import AsText, Blocks, Bridge, Item, Keep, Merge, Placeholder, Plan
+from .formats import get
 from .history import ASSISTANT, MESSAGES, SYSTEM, TOOL, USER, Call, Skeleton
 from .pairing import NEAREST, match
 from .plan_ids import rename_functions, rewrite_ids
@@ -333,8 +334,6 @@ def unthink_new_final(state: PlanState) -> None:
 
 # --- 4. shapes --------------------------------------------------------------------------------
 
-_NATIVE_ROLES = {"gemini": {ASSISTANT: "model"}}
-
 
 def fix_blocks(state: PlanState, problem_codes: set[str]) -> None:
     """Mend the shape defects the reader saw, where the profile rejects them (step 4)."""
@@ -395,14 +394,14 @@ def fix_blocks(state: PlanState, problem_codes: set[str]) -> None:
 
 def _fix_roles(state: PlanState, kept: Iterable[int]) -> None:
     skeleton = state.skeleton
-    native = _NATIVE_ROLES.get(skeleton.format, {})
-    valid = {"user", native.get(ASSISTANT, "assistant")}
+    assistant_role = get(skeleton.format).assistant_role
+    valid = {"user", assistant_role}
     for index in sorted(kept):
         role = skeleton.roles[index]
         if role in valid:
             continue
         kind = skeleton.kinds[index]
-        new_role = native.get(ASSISTANT, "assistant") if kind == ASSISTANT else "user"
+        new_role = assistant_role if kind == ASSISTANT else "user"
         state.plan.edit(index).set_fields["role"] = new_role
         if kind == SYSTEM:
             state.change("system_to_user", index, "system message sent as user text")

@@ -58,6 +58,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from .formats import get
 from .history import ASSISTANT, OTHER, SYSTEM, TOOL, USER, Call, Result, Skeleton
 from .report import shown_name
 
@@ -74,9 +75,6 @@ __all__ = [
     "pair_turns",
     "prompt_boundary",
 ]
-
-_VALID_ROLES = {"gemini": frozenset({"user", "model"})}
-_DEFAULT_ROLES = frozenset({"user", "assistant"})
 
 
 def flat_order(skeleton: Skeleton, index: int) -> list[tuple[int, str]]:
@@ -378,7 +376,7 @@ def check_blocks(skeleton: Skeleton, profile: Profile, report: Report) -> None:
     """The block-layout rules beyond pairing: roles, alternation, thinking, signatures, ids."""
     kinds, roles = skeleton.kinds, skeleton.roles
     if report.wants("invalid_role") or report.wants("system_role"):
-        valid = _VALID_ROLES.get(skeleton.format, _DEFAULT_ROLES)
+        valid = ("user", get(skeleton.format).assistant_role)
         for index, role in enumerate(roles):
             if role in valid:
                 continue

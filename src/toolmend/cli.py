@@ -33,7 +33,6 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from .api import check, format_of, repair
-from .formats import native_provider
 from .profiles import profile_names
 from .report import Problem, ToolmendError
 
@@ -103,7 +102,7 @@ def _history(args: argparse.Namespace) -> tuple[Any, Any, str | None]:
     document = _load(args.file)
     history, key = _split(document)
     if args.provider is None:
-        args.provider = native_provider(format_of(history, args.format).NAME)
+        args.provider = format_of(history, args.format).native_provider
     return document, history, key
 
 

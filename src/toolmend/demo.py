@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from .api import repair
-from .formats import MODULES
+from .formats import names as format_names
 from .profiles import PROFILES
 from .report import Change
 from .testing import Reply, StrictProviderServer
@@ -436,7 +436,7 @@ def _missing(scenario: Scenario) -> str:
     """Why ``scenario`` cannot run here ("" when it can)."""
     if not _importable(SDK_MODULES[scenario.sdk]):
         return f"needs {scenario.sdk}"
-    if scenario.format not in MODULES:
+    if scenario.format not in format_names():
         return f"format {scenario.format!r} not in this toolmend"
     if scenario.provider not in PROFILES:
         return f"profile {scenario.provider!r} not in this toolmend"

@@ -21,7 +21,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .api import format_of
-from .formats import feature
 from .profiles import Profile, get_profile
 
 __all__ = ["LiveRun", "vouch"]
@@ -71,7 +70,6 @@ def _resolve(
     reads other shapes than the list it is given: ``normalize``)."""
     profile = get_profile(provider)
     module = format_of(messages, format)
-    if feature(module, "normalize") is not None:
+    if module.other_shapes:
         return profile, None
-    quick_live: QuickLive | None = feature(module, "quick_live")
-    return profile, quick_live
+    return profile, module.quick_live

@@ -19,9 +19,7 @@ Problems name the tool, the count and the message index, never the arguments. Wi
 ``raise_=True``, :class:`toolmend.ToolLoopError` is raised for problems in the live run (the
 one the history ends in); earlier runs were ended by a user message and are only reported.
 
-Arguments are read through the format module's optional ``call_arguments(message, slot)``
-when it has one; otherwise from the call found by its id in the message's dicts (or its
-``model_dump()``), which covers the OpenAI, Anthropic, Bedrock, Gemini and LangChain shapes.
+Arguments are read through the format's ``call_arguments(message, slot)``.
 """
 
 from __future__ import annotations
@@ -30,11 +28,10 @@ import functools
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from types import ModuleType
 from typing import Any
 
 from .api import format_of, read_history, sequence_of
-from .formats import feature
+from .formats import Format
 from .history import ASSISTANT, USER, Call, Skeleton
 from .report import InvalidMessageError, Problem, ToolLoopError
 
@@ -118,8 +115,7 @@ def detect_loops(
     if live_only:
         module = format_of(messages, format)
         messages = sequence_of(module, messages)
-        fast = feature(module, "live_rounds")
-        live = fast(messages) if fast is not None else None
+        live = module.live_rounds(messages)
         if live is not None:  # the run read straight off plain dicts, indexes as they are
             live_from, rounds = live
         else:
@@ -135,7 +131,7 @@ def detect_loops(
         key = (index, call.slot)
         text = read.get(key)
         if text is None:
-            text = read[key] = _canonical(_arguments(module, skeleton, messages, index, call))
+            text = read[key] = _canonical(_arguments(module, messages, index, call))
         return text
 
     if rounds is not None:
@@ -198,7 +194,7 @@ def quiet_live_run(rounds: int, calls: Sequence[tuple[str, Any]]) -> bool:
     return True
 
 
-def _read_shifted(module: ModuleType, items: Sequence[Any], start: int) -> Skeleton:
+def _read_shifted(module: Format, items: Sequence[Any], start: int) -> Skeleton:
     """The skeleton of the live run ``items`` (which begins at ``start`` in the history); a
     message it cannot read is reported at its index in the whole history."""
     try:
@@ -214,16 +210,14 @@ def _raise_live(live: list[Problem]) -> None:
         raise ToolLoopError(f"tool loop: {listed}", problems=live)
 
 
-def _live_start(module: ModuleType, items: Sequence[Any]) -> int:
+def _live_start(module: Format, items: Sequence[Any]) -> int:
     """The index after the last user message, read one message at a time from the end, so
     the runs before it cost nothing; 0 when there is none (or a message cannot be read alone,
     and the full read will report it)."""
-    kind_of = feature(module, "kind_of")
     for index in range(len(items) - 1, -1, -1):
         try:
-            if kind_of is not None:
-                kind = kind_of(items[index])
-            else:
+            kind = module.kind_of(items[index])
+            if kind is None:
                 kind = module.read(items[index : index + 1]).kinds[0]
         except Exception:
             return 0
@@ -392,21 +386,9 @@ def _short_run(
 # --- arguments --------------------------------------------------------------------------------
 
 
-def _arguments(
-    module: ModuleType,
-    skeleton: Skeleton | None,
-    messages: Sequence[Any],
-    index: int,
-    call: Call,
-) -> Any:
-    """The call's arguments as the message holds them: JSON text or an object. (The skeleton
-    is only needed by formats without ``call_arguments``; ``live_rounds`` comes with both.)"""
-    reader = feature(module, "call_arguments")
-    if callable(reader):
-        return reader(messages[index], call.slot)
-    assert skeleton is not None, "a format with live_rounds has call_arguments"
-    siblings = [c for c in skeleton.calls.get(index, ()) if c.name == call.name]
-    return _find_arguments(messages[index], call, siblings.index(call))
+def _arguments(module: Format, messages: Sequence[Any], index: int, call: Call) -> Any:
+    """The call's arguments as the message holds them: JSON text or an object."""
+    return module.call_arguments(messages[index], call.slot)
 
 
 def _canonical(arguments: Any) -> str:
@@ -448,58 +430,3 @@ def _dumps(arguments: Any) -> str:
         return json.dumps(arguments, sort_keys=True, separators=(",", ":"), default=str)
     except (TypeError, ValueError, RecursionError):  # unsortable keys, a cycle, too deep
         return object.__repr__(arguments)  # equal to no other call's arguments
-
-
-_ID_KEYS = ("id", "toolUseId", "call_id")
-_ARGUMENT_KEYS = ("arguments", "input", "args")
-
-
-def _find_arguments(message: Any, call: Call, nth_of_name: int) -> Any:
-    """Find a call in a message's nested dicts: by its id, or, for calls without ids
-    (Gemini), as the ``nth_of_name``-th call of that name."""
-    if not isinstance(message, Mapping):
-        dump = getattr(message, "model_dump", None)
-        message = dump() if callable(dump) else getattr(message, "__dict__", {})
-    found: list[Mapping[str, Any]] = []
-    _call_like(message, found, 0)
-    if call.id is not None:
-        for candidate in found:
-            if any(candidate.get(key) == call.id for key in _ID_KEYS):
-                return _arguments_of(candidate)
-    named = [candidate for candidate in found if _name_of(candidate) == call.name]
-    if nth_of_name < len(named):
-        return _arguments_of(named[nth_of_name])
-    return None
-
-
-def _call_like(value: Any, found: list[Mapping[str, Any]], depth: int) -> None:
-    if depth > 6:
-        return
-    if isinstance(value, Mapping):
-        if any(key in value for key in _ARGUMENT_KEYS) or isinstance(
-            value.get("function"), Mapping
-        ):
-            found.append(value)
-        for item in value.values():
-            if isinstance(item, (Mapping, list, tuple)):
-                _call_like(item, found, depth + 1)
-    elif isinstance(value, (list, tuple)):
-        for item in value:
-            _call_like(item, found, depth + 1)
-
-
-def _arguments_of(candidate: Mapping[str, Any]) -> Any:
-    function = candidate.get("function")
-    if isinstance(function, Mapping) and "arguments" in function:
-        return function["arguments"]
-    for key in _ARGUMENT_KEYS:
-        if key in candidate:
-            return candidate[key]
-    return None
-
-
-def _name_of(candidate: Mapping[str, Any]) -> Any:
-    function = candidate.get("function")
-    if isinstance(function, Mapping):
-        return function.get("name")
-    return candidate.get("name")

@@ -36,6 +36,7 @@ import re
 from bisect import bisect_left
 from collections import deque
 
+from .formats import get
 from .history import ASSISTANT, TOOL, Call, Result
 from .planstate import CallRef, PlanState, ResultRef, result_at
 
@@ -71,7 +72,7 @@ class _Engine:
         self.ordered = mode == ORDERED
         skeleton = state.skeleton
         kinds = skeleton.kinds
-        self.positional = skeleton.format == "gemini"
+        self.positional = get(skeleton.format).positional_results
         """Native Gemini contents: a Content of any role may call, and responses answer the
         open calls in order."""
         self.callers = [

@@ -55,6 +55,7 @@ from collections.abc import Callable, Collection
 
 from .block_rules import check_blocks, check_cross_target, pair_contents, pair_converse, pair_turns
 from .findings import Report
+from .formats import get
 from .history import ASSISTANT, BLOCKS, OTHER, SYSTEM, TOOL, USER, Skeleton
 from .profiles import PROFILES, Profile, compiled
 from .report import InvalidHistoryError, Problem, shown_name
@@ -309,15 +310,12 @@ _PAIRINGS: dict[str, Callable[[Skeleton, Report], None]] = {
 }
 
 
-_BLOCK_FORMATS = {"turns": "anthropic", "contents": "gemini", "converse": "bedrock"}
-"""The block format each block pairing judges: a provider takes its own block format only, so
-an Anthropic history judged by the Gemini rules would get repairs no request could use."""
-
-
 def _block_pairing(skeleton: Skeleton, profile: Profile) -> Callable[[Skeleton, Report], None]:
     """The pairing of a block-layout history under ``profile`` (its ``block_pairing``)."""
     pairing = _PAIRINGS.get(profile.block_pairing or "")
-    if pairing is None or _BLOCK_FORMATS.get(profile.block_pairing or "") != skeleton.format:
+    # a provider takes its own block format only: an Anthropic history judged by the Gemini
+    # rules would get repairs no request could use
+    if pairing is None or get(skeleton.format).block_pairing != profile.block_pairing:
         raise InvalidHistoryError(
             f"the {profile.name!r} profile has no rules for {skeleton.format!r} histories; "
             f"pick one of its providers: {', '.join(_providers_of(skeleton.format))}"
@@ -327,11 +325,8 @@ def _block_pairing(skeleton: Skeleton, profile: Profile) -> Callable[[Skeleton, 
 
 def _providers_of(format_name: str) -> list[str]:
     """The profiles whose block pairing judges ``format_name`` histories."""
-    return [
-        name
-        for name, profile in PROFILES.items()
-        if _BLOCK_FORMATS.get(profile.block_pairing or "") == format_name
-    ]
+    block_pairing = get(format_name).block_pairing
+    return [name for name, profile in PROFILES.items() if profile.block_pairing == block_pairing]
 
 
 def _check_calls(skeleton: Skeleton, profile: Profile, report: Report) -> None:

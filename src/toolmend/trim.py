@@ -48,7 +48,7 @@ from typing import Any
 from . import api
 from .api import read_history
 from .edits import AsText, Item, Keep, Merge, Placeholder
-from .formats import MODULES, detect, feature, module_for, native_provider
+from .formats import Format, detect, get, message_dict, names
 from .history import ASSISTANT, TOOL, Skeleton
 from .policy import Policy
 from .profiles import Profile, get_profile
@@ -90,24 +90,27 @@ PAIRING_CODES = frozenset(
 """The problem codes of the pairing rules: the ones :func:`trim` guarantees its output is free
 of (under the profile of the format's own provider)."""
 
-_PROFILE_STEPS_OFF: dict[str, Any] = {
-    "call_id_max_length": None,
-    "call_id_pattern": None,
-    "call_id_length": None,
-    "function_name_pattern": None,
-    "role_successors": None,
-    "last_kinds": None,
-    "reasoning_in_tool_turns": False,
-    "alternation": None,
-    "known_roles": None,
-    "call_id_scope": "message",
-    "results_need_name": False,
-    "first_user": False,
-    "thinking": False,
-    "thought_signatures": False,
-    "reject_function_ids": False,
-}
-"""Profile fields that switch on repairs beyond pairing; :func:`trim` turns them off."""
+_STEP_FIELDS = frozenset(
+    {
+        "call_id_max_length",
+        "call_id_pattern",
+        "call_id_length",
+        "function_name_pattern",
+        "role_successors",
+        "last_kinds",
+        "reasoning_in_tool_turns",
+        "alternation",
+        "known_roles",
+        "call_id_scope",
+        "results_need_name",
+        "first_user",
+        "thinking",
+        "thought_signatures",
+        "reject_function_ids",
+    }
+)
+"""Profile fields that switch on repairs beyond pairing; :func:`trim` sets them back to
+:class:`~toolmend.profiles.Profile`'s defaults."""
 
 
 # --- groups -----------------------------------------------------------------------------------
@@ -333,10 +336,9 @@ def trim(
     if isinstance(messages, str) or (isinstance(messages, (list, tuple)) and not messages):
         return messages  # nothing to cut (a bare string is one Responses user message)
     module = api.format_of(messages, format)
-    normalize = feature(module, "normalize")
-    if normalize is not None and not isinstance(messages, (list, tuple)):
-        messages = normalize(messages)  # one Gemini Content or Part: the list it stands for
-    profile = _pairing_profile(module.NAME)
+    if module.other_shapes and not isinstance(messages, (list, tuple)):
+        messages = module.normalize(messages)  # one Gemini Content or Part: the list it stands for
+    profile = _pairing_profile(module.native_provider)
     working, keep = _mend(module, messages, profile, min(keep_first, len(messages)))
     if max_messages is None and max_tokens is None:
         return working
@@ -357,7 +359,7 @@ def trim(
         raise budget.too_small(
             f"the newest message (with the tool-call group it belongs to) at {len(working) - 1}"
         )
-    position = _position_profile(module.NAME)
+    position = _position_profile(module.native_provider)
     if position is not None and start < len(working):
         start = _fit_start(module, working, prefix_end, start, position)
         if start >= len(working):
@@ -442,25 +444,22 @@ _WINDOW = 64
 """How many messages past the protected prefix :func:`_boundary_after` reads at first."""
 
 
-_RESULTS_FOLLOW_CALLS = frozenset({"openai", "anthropic", "gemini", "bedrock"})
-"""Formats whose mended history puts all the results of a message's calls right after it (in
-OpenAI chat one message per result; in the block formats one message holding them all): the
-adjacency rules :func:`trim` keeps. There every message that carries no result starts a group.
-Not Responses items: a turn's calls are items of their own, followed by all their outputs."""
-
-
 _SHORTCUTS = True
 """Whether :func:`trim` may take the formats' one-pass shortcuts to its boundaries (the tests
 turn them off to get the reference: reading everything)."""
 
 
-def _whole_spans(module: ModuleType, working: Sequence[Any]) -> list[tuple[int, int]] | None:
+def _adjacent(module: Format) -> bool:
+    """Whether the format puts results right after their calls and the shortcuts that rest on
+    it may be taken."""
+    return _SHORTCUTS and module.results_follow_calls
+
+
+def _whole_spans(module: Format, working: Sequence[Any]) -> list[tuple[int, int]] | None:
     """The format's ranges that must stay whole, from its one-pass ``group_spans`` (Responses:
     where results may lie anywhere after their calls, the boundaries need the whole input, and
     a read with a pairing costs several times the pass); None to read instead."""
-    group_spans = feature(module, "group_spans") if _SHORTCUTS else None
-    found: list[tuple[int, int]] | None = group_spans(working) if group_spans else None
-    return found
+    return module.group_spans(working) if _SHORTCUTS else None
 
 
 def _past_spans(spans: list[tuple[int, int]], index: int, total: int) -> int:
@@ -473,7 +472,7 @@ def _past_spans(spans: list[tuple[int, int]], index: int, total: int) -> int:
     return index
 
 
-def _boundary_after(module: ModuleType, working: Sequence[Any], index: int) -> int:
+def _boundary_after(module: Format, working: Sequence[Any], index: int) -> int:
     """The first group boundary at or after ``index``, read from a window at the start.
 
     A window ``[0, end)`` shows every group that starts in it; a boundary inside it counts
@@ -484,7 +483,7 @@ def _boundary_after(module: ModuleType, working: Sequence[Any], index: int) -> i
         return min(max(index, 0), total)
     # Responses items may put a later output of a call before the window's end out of sight
     # (hypothesis found one): the window is only for formats whose results follow their calls
-    end = min(total, index + _WINDOW) if module.NAME in _RESULTS_FOLLOW_CALLS else total
+    end = min(total, index + _WINDOW) if _adjacent(module) else total
     while True:
         window = working[:end]
         skeleton = module.read(window)
@@ -504,19 +503,20 @@ def _boundary_after(module: ModuleType, working: Sequence[Any], index: int) -> i
         end = min(total, 2 * end)
 
 
-def _boundary_from(module: ModuleType, working: Sequence[Any], index: int) -> int:
+def _boundary_from(module: Format, working: Sequence[Any], index: int) -> int:
     """The first group boundary at or after ``index``.
 
-    In the formats of :data:`_RESULTS_FOLLOW_CALLS` that is the first message from ``index``
-    on that carries no tool result, found by reading a message or two. Elsewhere it reads
-    everything from ``index`` on: a result whose call lies before ``index`` may sit anywhere
-    after it, so no window short of the end is sure to show the last such result."""
-    if module.NAME not in _RESULTS_FOLLOW_CALLS:
+    Where results follow their calls (``Format.results_follow_calls``) that is the first
+    message from ``index`` on that carries no tool result, found by reading a message or two.
+    Elsewhere it reads everything from ``index`` on: a result whose call lies before ``index``
+    may sit anywhere after it, so no window short of the end is sure to show the last such
+    result."""
+    if not _adjacent(module):
         return _boundaries_from(module, working, index)[0]
-    kind_of = feature(module, "kind_of")
     for position in range(index, len(working)):
-        if kind_of is not None:
-            if kind_of(working[position]) != TOOL:
+        kind = module.kind_of(working[position])
+        if kind is not None:
+            if kind != TOOL:
                 return position
         elif not module.read(working[position : position + 1]).results and not _calls_wait(
             module, working, position
@@ -525,7 +525,7 @@ def _boundary_from(module: ModuleType, working: Sequence[Any], index: int) -> in
     return len(working)
 
 
-def _calls_wait(module: ModuleType, working: Sequence[Any], position: int) -> bool:
+def _calls_wait(module: Format, working: Sequence[Any], position: int) -> bool:
     """Whether a call before ``position`` is answered only after it: in the block formats a
     call turn may run over several assistant messages (Anthropic merges them), answered after
     the last. In a mended history nothing but calls follows a call in its turn, so reading back
@@ -540,7 +540,7 @@ def _calls_wait(module: ModuleType, working: Sequence[Any], position: int) -> bo
     return False
 
 
-def _boundaries_from(module: ModuleType, working: Sequence[Any], index: int) -> list[int]:
+def _boundaries_from(module: Format, working: Sequence[Any], index: int) -> list[int]:
     """The group boundaries at or after ``index``, ending with ``len(working)``, read from the
     window ``[index, end)``.
 
@@ -560,11 +560,11 @@ def _boundaries_from(module: ModuleType, working: Sequence[Any], index: int) -> 
     return [index + group.start for group in groups if group.start >= need] + [total]
 
 
-def _candidates(module: ModuleType, working: Sequence[Any], start: int) -> Iterator[int]:
+def _candidates(module: Format, working: Sequence[Any], start: int) -> Iterator[int]:
     """The group boundaries from ``start`` on, one at a time: where results follow their calls
     each is found by reading a message or two past the last (the first usually fits, and the
     tail is never read whole); elsewhere from one read of everything after ``start``."""
-    if module.NAME not in _RESULTS_FOLLOW_CALLS:
+    if not _adjacent(module):
         yield from _boundaries_from(module, working, start)
         return
     total = len(working)
@@ -575,7 +575,7 @@ def _candidates(module: ModuleType, working: Sequence[Any], start: int) -> Itera
 
 
 def _fit_start(
-    module: ModuleType, working: Sequence[Any], prefix_end: int, start: int, profile: Profile
+    module: Format, working: Sequence[Any], prefix_end: int, start: int, profile: Profile
 ) -> int:
     """The first boundary at or after ``start`` where the kept tail may begin under the
     provider's rules about how a conversation or a call turn starts (Gemini: a call turn right
@@ -591,7 +591,7 @@ def _fit_start(
 
 
 def _mend(
-    module: ModuleType, messages: Sequence[Any], profile: Profile, keep_first: int
+    module: Format, messages: Sequence[Any], profile: Profile, keep_first: int
 ) -> tuple[Sequence[Any], int]:
     """The history mended for the pairing rules, and where the protected prefix now ends.
 
@@ -652,9 +652,9 @@ def _origin(item: Item) -> int:
 
 
 @functools.lru_cache(maxsize=16)
-def _pairing_profile(format_name: str) -> Profile:
-    """The format's own provider profile with only the pairing rules left on."""
-    native = _native_profile(format_name)
+def _pairing_profile(provider: str) -> Profile:
+    """The provider's profile with only the pairing rules left on."""
+    native = get_profile(provider)
     checks = {code: check for code, check in native.checks.items() if code in PAIRING_CODES}
     return replace(
         native, name=f"{native.name} (pairing)", checks=MappingProxyType(checks), **_steps_off()
@@ -667,10 +667,10 @@ between whole groups: :func:`trim` moves its cut on until they hold."""
 
 
 @functools.lru_cache(maxsize=16)
-def _position_profile(format_name: str) -> Profile | None:
-    """The format's own provider profile with only the start-position rules left on, or None
-    when it has none."""
-    native = _native_profile(format_name)
+def _position_profile(provider: str) -> Profile | None:
+    """The provider's profile with only the start-position rules left on, or None when it has
+    none."""
+    native = get_profile(provider)
     checks = {code: check for code, check in native.checks.items() if code in _POSITION_CODES}
     if not checks:
         return None
@@ -681,13 +681,8 @@ def _position_profile(format_name: str) -> Profile | None:
     )
 
 
-def _native_profile(format_name: str) -> Profile:
-    return get_profile(native_provider(format_name))
-
-
 def _steps_off() -> dict[str, Any]:
-    known = {field.name for field in fields(Profile)}
-    return {key: value for key, value in _PROFILE_STEPS_OFF.items() if key in known}
+    return {field.name: field.default for field in fields(Profile) if field.name in _STEP_FIELDS}
 
 
 # --- token counting ---------------------------------------------------------------------------
@@ -799,7 +794,7 @@ def _litellm_counter(model: str | None) -> TokenCounter:
     options = {"model": model} if model else {}
 
     def count(message: Any) -> int:
-        plain = message if isinstance(message, Mapping) else _as_dict(message)
+        plain = message if isinstance(message, Mapping) else message_dict(message)
         return int(litellm.token_counter(messages=[plain], **options))
 
     return count
@@ -819,114 +814,11 @@ def _tiktoken_counter(encoding_name: str) -> TokenCounter:
 # --- merging ----------------------------------------------------------------------------------
 
 
-def _as_dict(message: Any) -> dict[str, Any]:
-    if isinstance(message, Mapping):
-        return dict(message)
-    dump = getattr(message, "model_dump", None)
-    if callable(dump):
-        dumped = dump(exclude_none=True)
-        if isinstance(dumped, dict):
-            return dumped
-    attributes = getattr(message, "__dict__", None)
-    if isinstance(attributes, dict):
-        return {key: value for key, value in attributes.items() if not key.startswith("_")}
-    raise InvalidHistoryError(f"cannot read a {type(message).__name__} as a message")
-
-
 def _role(message: Any, index: int) -> str:
     role = message.get("role") if isinstance(message, Mapping) else getattr(message, "role", None)
     if isinstance(role, str):
         return str(role.value) if hasattr(role, "value") else str(role)
     raise InvalidMessageError(index, "role", "a string", role)
-
-
-class _BlockShape:
-    """A format whose messages hold a list of blocks: which key, which blocks are results
-    (they open a merged turn) and which are calls (they close one)."""
-
-    def __init__(
-        self,
-        key: str,
-        is_result: Callable[[Mapping[str, Any]], bool],
-        is_call: Callable[[Mapping[str, Any]], bool],
-        text_blocks: bool,
-    ) -> None:
-        self.key = key
-        self.is_result = is_result
-        self.is_call = is_call
-        self.text_blocks = text_blocks
-        """Whether content may be a plain string (written as a text block when merged)."""
-
-    def merge(self, run: Sequence[Any]) -> dict[str, Any]:
-        first = _as_dict(run[0])
-        contents = [_as_dict(message).get(self.key) for message in run]
-        if self.text_blocks and all(isinstance(c, str) or c is None for c in contents):
-            texts = [c for c in contents if c]
-            first[self.key] = "\n\n".join(texts) if texts else contents[0]
-            return first
-        blocks: list[Any] = []
-        for content in contents:
-            if isinstance(content, str):
-                if content:
-                    blocks.append({"type": "text", "text": content})
-            elif isinstance(content, (list, tuple)):
-                blocks.extend(content)
-        results = [b for b in blocks if isinstance(b, Mapping) and self.is_result(b)]
-        calls = [b for b in blocks if isinstance(b, Mapping) and self.is_call(b)]
-        moved = {id(b) for b in results} | {id(b) for b in calls}
-        rest = [b for b in blocks if id(b) not in moved]
-        first[self.key] = [*results, *rest, *calls]
-        return first
-
-
-def _typed(*names: str) -> Callable[[Mapping[str, Any]], bool]:
-    return lambda block: block.get("type") in names
-
-
-def _keyed(*names: str) -> Callable[[Mapping[str, Any]], bool]:
-    return lambda block: any(name in block for name in names)
-
-
-_BLOCK_SHAPES = {
-    "anthropic": _BlockShape(
-        "content", _typed("tool_result"), _typed("tool_use", "server_tool_use"), True
-    ),
-    "bedrock": _BlockShape("content", _keyed("toolResult"), _keyed("toolUse"), False),
-    "gemini": _BlockShape(
-        "parts",
-        _keyed("functionResponse", "function_response"),
-        _keyed("functionCall", "function_call"),
-        False,
-    ),
-}
-
-_OPENAI_NEVER_MERGED = frozenset({"tool", "function"})
-
-
-def _merge_openai(run: Sequence[Any]) -> dict[str, Any]:
-    """One OpenAI message from a same-role run: contents joined, calls and reasoning kept."""
-    parts = [_as_dict(message) for message in run]
-    first = dict(parts[0])
-    pieces: list[Any] = []
-    for part in parts:
-        content = part.get("content")
-        if isinstance(content, list):
-            pieces.extend(content)
-        elif content:
-            pieces.append(content)
-    if all(isinstance(piece, str) for piece in pieces):
-        first["content"] = "\n\n".join(pieces) if pieces else parts[0].get("content")
-    else:
-        first["content"] = [
-            {"type": "text", "text": piece} if isinstance(piece, str) else piece for piece in pieces
-        ]
-    calls = [call for part in parts for call in part.get("tool_calls") or ()]
-    if calls:
-        first["tool_calls"] = calls
-    reasoning = [part["reasoning_content"] for part in parts if part.get("reasoning_content")]
-    if reasoning:
-        first["reasoning_content"] = "\n\n".join(str(text) for text in reasoning)
-    return first
 
 
 def merge_consecutive(messages: Sequence[Any], *, format: str | None = None) -> Any:
@@ -970,14 +862,10 @@ def merge_consecutive(messages: Sequence[Any], *, format: str | None = None) -> 
     if not isinstance(messages, (list, tuple)):
         read_history(messages, format)  # not a history at all: a clear error
         return messages  # one Gemini Content or Part: nothing to merge
-    name = _merge_format(messages, format)
+    module = _merge_format(messages, format)
     roles = [_role(message, index) for index, message in enumerate(messages)]
-    if name == "openai":
-        mergeable = [role not in _OPENAI_NEVER_MERGED for role in roles]
-        merge: Callable[[Sequence[Any]], dict[str, Any]] = _merge_openai
-    else:
-        mergeable = [True] * len(roles)
-        merge = _BLOCK_SHAPES[name].merge
+    mergeable = [not module.keeps_apart(role) for role in roles]
+    merge = module.merge_run
     out: list[Any] = []
     start = 0
     changed = False
@@ -998,37 +886,12 @@ def merge_consecutive(messages: Sequence[Any], *, format: str | None = None) -> 
     return out if changed else messages
 
 
-def _merge_format(messages: Sequence[Any], format: str | None) -> str:
-    known = ("openai", *_BLOCK_SHAPES)
-    if format is not None:
-        name = format if format in known else module_for(format).NAME
-    else:
-        name = _sniff(messages) or detect(messages).NAME
-    if name not in known:
+def _merge_format(messages: Sequence[Any], format: str | None) -> Format:
+    module = get(format) if format is not None else detect(messages)
+    if not module.merges:
+        handled = [name for name in names() if get(name).merges]
         raise InvalidHistoryError(
-            f"merge_consecutive does not handle the {name!r} format; it handles " + ", ".join(known)
+            f"merge_consecutive does not handle the {module.name!r} format; it handles "
+            + ", ".join(handled)
         )
-    return name
-
-
-def _sniff(messages: Sequence[Any]) -> str | None:
-    """Recognise block-shaped dicts whose format module is not registered (yet)."""
-    unregistered = [name for name in _BLOCK_SHAPES if name not in MODULES]
-    if not unregistered:
-        return None
-    for message in messages:
-        if not isinstance(message, Mapping):
-            return None
-        if "parts" in message and "gemini" in unregistered:
-            return "gemini"
-        content = message.get("content")
-        if not isinstance(content, list):
-            continue
-        for block in content:
-            if not isinstance(block, Mapping):
-                continue
-            if block.get("type") in ("tool_use", "tool_result") and "anthropic" in unregistered:
-                return "anthropic"
-            if ("toolUse" in block or "toolResult" in block) and "bedrock" in unregistered:
-                return "bedrock"
-    return None
+    return module

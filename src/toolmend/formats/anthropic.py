@@ -18,11 +18,14 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .. import jsontext
-from ..edits import AsText, Blocks, Bridge, Keep, Merge, MessageEdit, Placeholder, Plan
+from ..edits import MessageEdit, Placeholder, Plan
 from ..history import ASSISTANT, BLOCKS, OTHER, SYSTEM, TOOL, USER, Call, Defect, Result, Skeleton
 from ..profiles import compiled
 from ..report import InvalidMessageError
 from ..spans import DirtyError, FirstOnly, Spans, all_match
+from . import register
+from ._base import Format
+from ._blocks import BlockWriter, merge_block_run
 
 if TYPE_CHECKING:
     from ..profiles import Profile
@@ -541,40 +544,59 @@ def _payload_text(payload: Any) -> str | None:
 
 
 def apply(messages: Sequence[Any], plan: Plan) -> list[Any]:
-    """Build the repaired list (see :mod:`toolmend.formats`)."""
-    edits = plan.edits
-    out: list[Any] = []
-    for item in plan.items:
-        if isinstance(item, Keep):
-            edit = edits.get(item.index)
-            message = messages[item.index]
-            out.append(message if edit is None else _edited(message, edit))
-        elif isinstance(item, Blocks):
-            blocks = [_taken(messages, edits, part) for part in item.parts]
-            out.append({"role": _ROLES[item.role], "content": blocks})
-        elif isinstance(item, Placeholder):
-            out.append({"role": "user", "content": [_placeholder(item)]})
-        elif isinstance(item, Bridge):
-            out.append({"role": _ROLES[item.role], "content": item.text})
-        elif isinstance(item, AsText):
-            text = _render(messages, edits, item.item)
-            out.append({"role": _ROLES[item.role], "content": [_text(text)]})
-        else:
-            out.append(_merged(messages, edits, item))
-    return out
+    """Build the repaired list (see :class:`toolmend.formats.Format`)."""
+    return _Writer(messages).apply(plan)
+
+
+class _Writer(BlockWriter):
+    """Anthropic blocks for the shared block writer."""
+
+    roles = _ROLES
+
+    def blocks(self, message: Any) -> list[Any]:
+        return _blocks(_field(message, "content"))
+
+    def edited(self, message: Any, edit: MessageEdit) -> dict[str, Any]:
+        return _edited(message, edit)
+
+    def edit_block(self, block: Any, slot: int, edit: MessageEdit) -> Any:
+        return _edit_block(block, slot, edit)
+
+    def placeholder(self, item: Placeholder) -> dict[str, Any]:
+        return {
+            "type": "tool_result",
+            "tool_use_id": item.call_id,
+            "content": item.text,
+            "is_error": True,
+        }
+
+    def text(self, text: str) -> dict[str, Any]:
+        return _text(text)
+
+    def message(self, role: str, blocks: list[Any]) -> dict[str, Any]:
+        return {"role": role, "content": blocks}
+
+    def bridge(self, role: str, text: str) -> dict[str, Any]:
+        return {"role": role, "content": text}
+
+    def line(self, block: Any) -> str | None:
+        """A thinking block's text is kept (marked as such): written out, the exchange must
+        still show what the model thought; a redacted block has no readable text."""
+        kind = _field(block, "type")
+        if kind == "text":
+            return str(_field(block, "text") or "")
+        if kind == "thinking" and _field(block, "thinking"):
+            return f"[thinking]\n{_field(block, 'thinking')}"
+        if kind == "tool_use":
+            arguments = jsontext.dumps(_field(block, "input"), ensure_ascii=False, default=str)
+            return f"[tool call {_field(block, 'id')}: {_field(block, 'name')}({arguments})]"
+        if kind == "tool_result":
+            return _result_as_text(block)
+        return None
 
 
 def _text(text: str) -> dict[str, Any]:
     return {"type": "text", "text": text}
-
-
-def _placeholder(item: Placeholder) -> dict[str, Any]:
-    return {
-        "type": "tool_result",
-        "tool_use_id": item.call_id,
-        "content": item.text,
-        "is_error": True,
-    }
 
 
 def _as_dict(message: Any) -> dict[str, Any]:
@@ -678,52 +700,35 @@ def _result_as_text(block: Any) -> str:
     return f"{head}\n{text}" if text else head
 
 
-def _taken(messages: Sequence[Any], edits: dict[int, MessageEdit], part: Any) -> Any:
-    if isinstance(part, Placeholder):
-        return _placeholder(part)
-    index, slot = part
-    block = _blocks(_field(messages[index], "content"))[slot]
-    edit = edits.get(index)
-    return block if edit is None else _edit_block(block, slot, edit)
+def _is_result(block: Mapping[str, Any]) -> bool:
+    return block.get("type") == "tool_result"
 
 
-def _render(
-    messages: Sequence[Any], edits: dict[int, MessageEdit], item: Keep | Placeholder
-) -> str:
-    """A message's blocks written out as plain text, for text-only turns. A thinking block's
-    text is kept (marked as such): written out, the exchange must still show what the model
-    thought; a redacted block has no readable text."""
-    if isinstance(item, Placeholder):
-        return f"[tool result {item.call_id} ({item.name or 'tool'})]\n{item.text}"
-    message = messages[item.index]
-    edit = edits.get(item.index)
-    data = _edited(message, edit) if edit is not None else _as_dict(message)
-    lines: list[str] = []
-    for block in _blocks(data.get("content")):
-        kind = _field(block, "type")
-        if kind == "text":
-            lines.append(str(_field(block, "text") or ""))
-        elif kind == "thinking" and _field(block, "thinking"):
-            lines.append(f"[thinking]\n{_field(block, 'thinking')}")
-        elif kind == "tool_use":
-            arguments = jsontext.dumps(_field(block, "input"), ensure_ascii=False, default=str)
-            lines.append(f"[tool call {_field(block, 'id')}: {_field(block, 'name')}({arguments})]")
-        elif kind == "tool_result":
-            lines.append(_result_as_text(block))
-    return "\n".join(line for line in lines if line)
+def _is_call(block: Mapping[str, Any]) -> bool:
+    return block.get("type") in ("tool_use", "server_tool_use")
 
 
-def _merged(messages: Sequence[Any], edits: dict[int, MessageEdit], item: Merge) -> dict[str, Any]:
-    """One message holding every part's blocks in order."""
-    blocks: list[Any] = []
-    for part in item.parts:
-        if isinstance(part, Keep):
-            edit = edits.get(part.index)
-            message = messages[part.index]
-            data = _edited(message, edit) if edit is not None else _as_dict(message)
-            blocks.extend(_blocks(data.get("content")))
-        elif isinstance(part, AsText):
-            blocks.append(_text(_render(messages, edits, part.item)))
-        else:
-            blocks.append(_text(part.text))
-    return {"role": _ROLES.get(item.role, "user"), "content": blocks}
+class Anthropic(Format):
+    """Anthropic Messages: ``user`` and ``assistant`` messages whose content is a string or a
+    list of typed blocks (``tool_use`` in the assistant turn, ``tool_result`` in the next user
+    turn)."""
+
+    name = NAME
+    native_provider = "anthropic"
+    block_pairing = "turns"
+
+    read = staticmethod(read)
+    apply = staticmethod(apply)
+    claims = staticmethod(claims)
+    result_text = staticmethod(result_text)
+    call_arguments = staticmethod(call_arguments)
+    quick_valid = staticmethod(quick_valid)
+    dirty_spans = staticmethod(dirty_spans)
+
+    merges = True
+
+    def merge_run(self, run: Sequence[Any]) -> dict[str, Any]:
+        return merge_block_run(run, "content", _is_result, _is_call, text_blocks=True)
+
+
+FORMAT = register(Anthropic())

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .. import jsontext
-from ..edits import AsText, Blocks, Bridge, Keep, Merge, MessageEdit, Placeholder, Plan
+from ..edits import MessageEdit, Placeholder, Plan
 from ..history import (
     ASSISTANT,
     BLOCKS,
@@ -32,6 +32,9 @@ from ..history import (
 from ..profiles import compiled
 from ..report import InvalidMessageError
 from ..spans import DirtyError, FirstOnly, Spans, all_match
+from . import register
+from ._base import Format
+from ._blocks import BlockWriter, merge_block_run
 
 if TYPE_CHECKING:
     from ..profiles import Profile
@@ -390,37 +393,49 @@ def _payload_text(payload: Any) -> str:
 
 
 def apply(messages: Sequence[Any], plan: Plan) -> list[Any]:
-    """Build the repaired list (see :mod:`toolmend.formats`)."""
-    edits = plan.edits
-    out: list[Any] = []
-    for item in plan.items:
-        if isinstance(item, Keep):
-            edit = edits.get(item.index)
-            message = messages[item.index]
-            out.append(message if edit is None else _edited(message, edit))
-        elif isinstance(item, Blocks):
-            blocks = [_taken(messages, edits, part) for part in item.parts]
-            out.append({"role": _ROLES[item.role], "content": blocks})
-        elif isinstance(item, Placeholder):
-            out.append({"role": "user", "content": [_placeholder(item)]})
-        elif isinstance(item, Bridge):
-            out.append({"role": _ROLES[item.role], "content": [{"text": item.text}]})
-        elif isinstance(item, AsText):
-            text = _render(messages, edits, item.item)
-            out.append({"role": _ROLES[item.role], "content": [{"text": text}]})
-        else:
-            out.append(_merged(messages, edits, item))
-    return out
+    """Build the repaired list (see :class:`toolmend.formats.Format`)."""
+    return _Writer(messages).apply(plan)
 
 
-def _placeholder(item: Placeholder) -> dict[str, Any]:
-    return {
-        "toolResult": {
-            "toolUseId": item.call_id,
-            "content": [{"text": item.text}],
-            "status": "error",
+class _Writer(BlockWriter):
+    """Converse blocks (keyed by their kind) for the shared block writer."""
+
+    roles = _ROLES
+
+    def blocks(self, message: Any) -> list[Any]:
+        return list(message.get("content") or ())
+
+    def edited(self, message: Any, edit: MessageEdit) -> dict[str, Any]:
+        return _edited(message, edit)
+
+    def edit_block(self, block: Any, slot: int, edit: MessageEdit) -> Any:
+        return _edit_block(block, slot, edit)
+
+    def placeholder(self, item: Placeholder) -> dict[str, Any]:
+        return {
+            "toolResult": {
+                "toolUseId": item.call_id,
+                "content": [{"text": item.text}],
+                "status": "error",
+            }
         }
-    }
+
+    def text(self, text: str) -> dict[str, Any]:
+        return {"text": text}
+
+    def message(self, role: str, blocks: list[Any]) -> dict[str, Any]:
+        return {"role": role, "content": blocks}
+
+    def line(self, block: Any) -> str | None:
+        if "text" in block:
+            return str(block["text"])
+        if "toolUse" in block:
+            use = block["toolUse"]
+            arguments = jsontext.dumps(use.get("input"), ensure_ascii=False, default=str)
+            return f"[tool call {use.get('toolUseId')}: {use.get('name')}({arguments})]"
+        if "toolResult" in block:
+            return _result_as_text(block)
+        return None
 
 
 def _edited(message: Mapping[str, Any], edit: MessageEdit) -> dict[str, Any]:
@@ -462,46 +477,34 @@ def _result_as_text(block: Mapping[str, Any]) -> str:
     return f"{head}\n{text}" if text else head
 
 
-def _taken(messages: Sequence[Any], edits: dict[int, MessageEdit], part: Any) -> Any:
-    if isinstance(part, Placeholder):
-        return _placeholder(part)
-    index, slot = part
-    block = messages[index]["content"][slot]
-    edit = edits.get(index)
-    return block if edit is None else _edit_block(block, slot, edit)
+def _is_result(block: Mapping[str, Any]) -> bool:
+    return "toolResult" in block
 
 
-def _render(
-    messages: Sequence[Any], edits: dict[int, MessageEdit], item: Keep | Placeholder
-) -> str:
-    if isinstance(item, Placeholder):
-        return f"[tool result {item.call_id} ({item.name or 'tool'})]\n{item.text}"
-    edit = edits.get(item.index)
-    message = messages[item.index]
-    data = _edited(message, edit) if edit is not None else message
-    lines: list[str] = []
-    for block in data.get("content") or ():
-        if "text" in block:
-            lines.append(str(block["text"]))
-        elif "toolUse" in block:
-            use = block["toolUse"]
-            arguments = jsontext.dumps(use.get("input"), ensure_ascii=False, default=str)
-            lines.append(f"[tool call {use.get('toolUseId')}: {use.get('name')}({arguments})]")
-        elif "toolResult" in block:
-            lines.append(_result_as_text(block))
-    return "\n".join(line for line in lines if line)
+def _is_call(block: Mapping[str, Any]) -> bool:
+    return "toolUse" in block
 
 
-def _merged(messages: Sequence[Any], edits: dict[int, MessageEdit], item: Merge) -> dict[str, Any]:
-    blocks: list[Any] = []
-    for part in item.parts:
-        if isinstance(part, Keep):
-            edit = edits.get(part.index)
-            message = messages[part.index]
-            data = _edited(message, edit) if edit is not None else message
-            blocks.extend(data.get("content") or ())
-        elif isinstance(part, AsText):
-            blocks.append({"text": _render(messages, edits, part.item)})
-        else:
-            blocks.append({"text": part.text})
-    return {"role": _ROLES.get(item.role, "user"), "content": blocks}
+class Bedrock(Format):
+    """Bedrock Converse: ``user`` and ``assistant`` messages whose content is a list of blocks
+    keyed by their kind (``toolUse``, ``toolResult``, ``text``), with no ``type`` field."""
+
+    name = NAME
+    native_provider = "bedrock"
+    block_pairing = "converse"
+
+    read = staticmethod(read)
+    apply = staticmethod(apply)
+    claims = staticmethod(claims)
+    result_text = staticmethod(result_text)
+    call_arguments = staticmethod(call_arguments)
+    quick_valid = staticmethod(quick_valid)
+    dirty_spans = staticmethod(dirty_spans)
+
+    merges = True
+
+    def merge_run(self, run: Sequence[Any]) -> dict[str, Any]:
+        return merge_block_run(run, "content", _is_result, _is_call, text_blocks=False)
+
+
+FORMAT = register(Bedrock())

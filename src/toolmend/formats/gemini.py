@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .. import jsontext
-from ..edits import AsText, Blocks, Bridge, Keep, Merge, MessageEdit, Placeholder, Plan
+from ..edits import MessageEdit, Placeholder, Plan
 from ..history import (
     ASSISTANT,
     BLOCKS,
@@ -41,6 +41,9 @@ from ..history import (
 )
 from ..report import InvalidMessageError
 from ..spans import DirtyError, FirstOnly, Spans
+from . import register
+from ._base import Format
+from ._blocks import BlockWriter, merge_block_run
 
 if TYPE_CHECKING:
     from ..profiles import Profile
@@ -794,35 +797,51 @@ class _Style:
 
 
 def apply(contents: Sequence[Any], plan: Plan) -> list[Any]:
-    """Build the repaired list (see :mod:`toolmend.formats`)."""
-    edits = plan.edits
-    style = _Style(contents)
-    out: list[Any] = []
-    for item in plan.items:
-        if isinstance(item, Keep):
-            edit = edits.get(item.index)
-            content = contents[item.index]
-            out.append(content if edit is None else _edited(content, edit, style))
-        elif isinstance(item, Blocks):
-            parts = [_taken(contents, edits, part, style) for part in item.parts]
-            out.append(style.content(_ROLES[item.role], parts))
-        elif isinstance(item, Placeholder):
-            out.append(style.content("user", [_placeholder(item, style)]))
-        elif isinstance(item, Bridge):
-            out.append(style.content(_ROLES[item.role], [{"text": item.text}]))
-        elif isinstance(item, AsText):
-            text = _render(contents, edits, item.item, style)
-            out.append(style.content(_ROLES[item.role], [{"text": text}]))
-        else:
-            out.append(_merged(contents, edits, item, style))
-    return out
+    """Build the repaired list (see :class:`toolmend.formats.Format`)."""
+    return _Writer(contents).apply(plan)
 
 
-def _placeholder(item: Placeholder, style: _Style) -> dict[str, Any]:
-    response: dict[str, Any] = {"name": item.name or "", "response": {"error": item.text}}
-    if item.call_id:
-        response["id"] = item.call_id
-    return {style.key("function_response"): response}
+class _Writer(BlockWriter):
+    """Gemini parts for the shared block writer, new ones in the history's own style."""
+
+    roles = _ROLES
+
+    def __init__(self, contents: Sequence[Any]) -> None:
+        super().__init__(contents)
+        self.style = _Style(contents)
+
+    def blocks(self, message: Any) -> list[Any]:
+        return _parts(message)
+
+    def edited(self, message: Any, edit: MessageEdit) -> Any:
+        return _edited(message, edit, self.style)
+
+    def edit_block(self, block: Any, slot: int, edit: MessageEdit) -> Any:
+        return _edit_part(block, slot, edit)
+
+    def placeholder(self, item: Placeholder) -> dict[str, Any]:
+        response: dict[str, Any] = {"name": item.name or "", "response": {"error": item.text}}
+        if item.call_id:
+            response["id"] = item.call_id
+        return {self.style.key("function_response"): response}
+
+    def text(self, text: str) -> dict[str, Any]:
+        return {"text": text}
+
+    def message(self, role: str, blocks: list[Any]) -> Any:
+        return self.style.content(role, blocks)
+
+    def line(self, block: Any) -> str | None:
+        call = _field(block, "function_call")
+        if call is not None:
+            args = jsontext.dumps(_field(call, "args"), ensure_ascii=False, default=str)
+            return f"[tool call {_field(call, 'name')}({args})]"
+        if _field(block, "function_response") is not None:
+            return _response_as_text(block)
+        text = _field(block, "text")
+        if isinstance(text, str) and text and not _field(block, "thought"):
+            return text
+        return None
 
 
 def _parts(content: Any) -> list[Any]:
@@ -933,48 +952,39 @@ def _response_as_text(part: Any) -> str:
     return f"[tool result ({name})]\n{body}" if body else f"[tool result ({name})]"
 
 
-def _taken(contents: Sequence[Any], edits: dict[int, MessageEdit], part: Any, style: _Style) -> Any:
-    if isinstance(part, Placeholder):
-        return _placeholder(part, style)
-    index, slot = part
-    found = _parts(contents[index])[slot]
-    edit = edits.get(index)
-    return found if edit is None else _edit_part(found, slot, edit)
+def _is_result(block: Mapping[str, Any]) -> bool:
+    return "functionResponse" in block or "function_response" in block
 
 
-def _render(
-    contents: Sequence[Any], edits: dict[int, MessageEdit], item: Keep | Placeholder, style: _Style
-) -> str:
-    if isinstance(item, Placeholder):
-        return f"[tool result {item.call_id} ({item.name or 'tool'})]\n{item.text}"
-    content = contents[item.index]
-    edit = edits.get(item.index)
-    parts = _parts(_edited(content, edit, style) if edit is not None else content)
-    lines: list[str] = []
-    for part in parts:
-        call = _field(part, "function_call")
-        text = _field(part, "text")
-        if call is not None:
-            args = jsontext.dumps(_field(call, "args"), ensure_ascii=False, default=str)
-            lines.append(f"[tool call {_field(call, 'name')}({args})]")
-        elif _field(part, "function_response") is not None:
-            lines.append(_response_as_text(part))
-        elif isinstance(text, str) and text and not _field(part, "thought"):
-            lines.append(text)
-    return "\n".join(lines)
+def _is_call(block: Mapping[str, Any]) -> bool:
+    return "functionCall" in block or "function_call" in block
 
 
-def _merged(
-    contents: Sequence[Any], edits: dict[int, MessageEdit], item: Merge, style: _Style
-) -> Any:
-    parts: list[Any] = []
-    for piece in item.parts:
-        if isinstance(piece, Keep):
-            edit = edits.get(piece.index)
-            content = contents[piece.index]
-            parts.extend(_parts(_edited(content, edit, style) if edit is not None else content))
-        elif isinstance(piece, AsText):
-            parts.append({"text": _render(contents, edits, piece.item, style)})
-        else:
-            parts.append({"text": piece.text})
-    return style.content(_ROLES.get(item.role, "user"), parts)
+class Gemini(Format):
+    """Gemini ``contents``: ``user`` and ``model`` Contents of parts (``function_call`` in the
+    model turn, ``function_response`` in the next user turn, matched by position when they
+    carry no ids), as dicts in either key style or as google-genai objects."""
+
+    name = NAME
+    native_provider = "gemini"
+    block_pairing = "contents"
+    other_shapes = True
+    positional_results = True
+    assistant_role = "model"
+
+    read = staticmethod(read)
+    apply = staticmethod(apply)
+    claims = staticmethod(claims)
+    result_text = staticmethod(result_text)
+    call_arguments = staticmethod(call_arguments)
+    normalize = staticmethod(normalize)
+    quick_valid = staticmethod(quick_valid)
+    dirty_spans = staticmethod(dirty_spans)
+
+    merges = True
+
+    def merge_run(self, run: Sequence[Any]) -> dict[str, Any]:
+        return merge_block_run(run, "parts", _is_result, _is_call, text_blocks=False)
+
+
+FORMAT = register(Gemini())

@@ -40,12 +40,13 @@ from .. import jsontext
 from ..edits import AsText, Bridge, Item, Keep, Merge, MessageEdit, Placeholder, Plan
 from ..history import ASSISTANT, OTHER, SYSTEM, TOOL, USER, Call, Defect, Result, Skeleton
 from ..report import InvalidHistoryError, InvalidMessageError
+from . import register
+from ._base import Format
 
 if TYPE_CHECKING:
     from ..profiles import Profile
 
 __all__ = [
-    "EXCLUSIVE",
     "NAME",
     "apply",
     "call_arguments",
@@ -57,7 +58,6 @@ __all__ = [
 
 NAME = "langchain"
 
-EXCLUSIVE = True
 """Detection: a message this module claims is a LangChain message whatever else it looks like
 (an ``AIMessage`` has ``tool_calls`` like an OpenAI message object, and ``ChatAnthropic``'s
 carry ``tool_use`` blocks like an Anthropic one), because the claim rests on its class."""
@@ -664,3 +664,23 @@ def _merged(
         return maker.new(item.role, content="\n\n".join(pieces))
     blocks = [{"type": "text", "text": p} if isinstance(p, str) else p for p in pieces]
     return maker.new(item.role, content=blocks)
+
+
+class LangChain(Format):
+    """LangChain message objects (``AIMessage.tool_calls``, ``ToolMessage.tool_call_id``), as
+    the LangChain integrations hand them over; they go to many providers, and OpenAI's rules
+    are the strictest about adjacency."""
+
+    name = NAME
+    native_provider = "openai"
+    exclusive = True
+
+    read = staticmethod(read)
+    apply = staticmethod(apply)
+    claims = staticmethod(claims)
+    result_text = staticmethod(result_text)
+    call_arguments = staticmethod(call_arguments)
+    dirty_spans = staticmethod(dirty_spans)
+
+
+FORMAT = register(LangChain())

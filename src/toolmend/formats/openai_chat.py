@@ -17,6 +17,8 @@ from .. import jsontext
 from ..edits import AsText, Bridge, Item, Keep, Merge, MessageEdit, Placeholder, Plan
 from ..history import ASSISTANT, OTHER, SYSTEM, TOOL, USER, Call, Defect, Result, Skeleton
 from ..report import InvalidMessageError
+from . import register
+from ._base import Format, message_dict
 
 if TYPE_CHECKING:
     from ..profiles import Profile
@@ -882,3 +884,61 @@ def _merged(messages: Sequence[Any], item: Merge, edits: dict[int, MessageEdit])
         return {"role": item.role, "content": "\n\n".join(pieces)}
     parts = [{"type": "text", "text": p} if isinstance(p, str) else p for p in pieces]
     return {"role": item.role, "content": parts}
+
+
+_NEVER_MERGED = frozenset({"tool", "function"})
+
+
+def merge_run(run: Sequence[Any]) -> dict[str, Any]:
+    """One message from a same-role run: contents joined, calls and reasoning kept."""
+    parts = [message_dict(message) for message in run]
+    first = dict(parts[0])
+    pieces: list[Any] = []
+    for part in parts:
+        content = part.get("content")
+        if isinstance(content, list):
+            pieces.extend(content)
+        elif content:
+            pieces.append(content)
+    if all(isinstance(piece, str) for piece in pieces):
+        first["content"] = "\n\n".join(pieces) if pieces else parts[0].get("content")
+    else:
+        first["content"] = [
+            {"type": "text", "text": piece} if isinstance(piece, str) else piece for piece in pieces
+        ]
+    calls = [call for part in parts for call in part.get("tool_calls") or ()]
+    if calls:
+        first["tool_calls"] = calls
+    reasoning = [part["reasoning_content"] for part in parts if part.get("reasoning_content")]
+    if reasoning:
+        first["reasoning_content"] = "\n\n".join(str(text) for text in reasoning)
+    return first
+
+
+class OpenAIChat(Format):
+    """OpenAI Chat Completions messages (and the many APIs that copy them): an assistant
+    message's ``tool_calls``, each answered by one ``tool`` message with its
+    ``tool_call_id``."""
+
+    name = NAME
+    native_provider = "openai"
+
+    read = staticmethod(read)
+    apply = staticmethod(apply)
+    claims = staticmethod(claims)
+    result_text = staticmethod(result_text)
+    call_arguments = staticmethod(call_arguments)
+    merges = True
+    merge_run = staticmethod(merge_run)
+    kind_of = staticmethod(kind_of)
+    live_rounds = staticmethod(live_rounds)
+    quick_valid = staticmethod(quick_valid)
+    quick_live = staticmethod(quick_live)
+    dirty_spans = staticmethod(dirty_spans)
+
+    def keeps_apart(self, role: Any) -> bool:
+        """Tool (and legacy function) messages each answer one call id."""
+        return role in _NEVER_MERGED
+
+
+FORMAT = register(OpenAIChat())

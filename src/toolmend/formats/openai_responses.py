@@ -31,13 +31,14 @@ from .. import jsontext
 from ..edits import AsText, Bridge, Item, Keep, Merge, MessageEdit, Placeholder, Plan
 from ..history import ASSISTANT, OTHER, SYSTEM, TOOL, USER, Call, Defect, Result, Skeleton
 from ..report import InvalidMessageError
+from . import register
+from ._base import Format
 
 if TYPE_CHECKING:
     from ..profiles import Profile
 
 __all__ = [
     "NAME",
-    "TEXT_INPUT",
     "apply",
     "claims",
     "dirty_spans",
@@ -49,7 +50,6 @@ __all__ = [
 
 NAME = "openai-responses"
 
-TEXT_INPUT = True
 """A bare string is a complete ``input``: one user message."""
 
 _MESSAGE_KINDS = {"user": USER, "assistant": ASSISTANT, "system": SYSTEM, "developer": SYSTEM}
@@ -750,3 +750,35 @@ def _merged(messages: Sequence[Any], item: Merge, edits: dict[int, MessageEdit])
         if text:
             pieces.append(text)
     return {"role": item.role, "content": "\n\n".join(pieces)}
+
+
+def call_arguments(message: Any, slot: int) -> Any:
+    """The arguments of a ``function_call`` item (JSON text), or a custom tool call's
+    ``input`` (never logged)."""
+    get = _getter(message, 0)
+    arguments = get("arguments")
+    return get("input") if arguments is None else arguments
+
+
+class OpenAIResponses(Format):
+    """OpenAI Responses ``input`` items: ``message`` items, ``function_call`` items and the
+    ``function_call_output`` items that answer them by ``call_id``, anywhere after the call;
+    ``reasoning`` items that must keep their follower. A bare string is one user message."""
+
+    name = NAME
+    native_provider = "openai-responses"
+    text_input = True
+    results_follow_calls = False
+    required_pairing = "ordered"
+
+    read = staticmethod(read)
+    apply = staticmethod(apply)
+    claims = staticmethod(claims)
+    result_text = staticmethod(result_text)
+    call_arguments = staticmethod(call_arguments)
+    group_spans = staticmethod(group_spans)
+    quick_valid = staticmethod(quick_valid)
+    dirty_spans = staticmethod(dirty_spans)
+
+
+FORMAT = register(OpenAIResponses())

@@ -20,11 +20,11 @@ from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from types import ModuleType
 from typing import Any
 
 from ..api import check, find_damage, format_of, mend_damage, repair, result_reader
 from ..edits import AsText, Blocks, Bridge, Item, Keep, Merge, MessageEdit, Placeholder
+from ..formats import Format
 from ..history import Result
 from ..policy import Policy, as_policy
 from ..profiles import get_profile
@@ -266,11 +266,11 @@ def build(
     items = _items(module, history)
     labels = _Labels()
     if not fix:
-        problems = check(history, provider=provider, format=module.NAME)
+        problems = check(history, provider=provider, format=module.name)
         before = _timeline(module, items, problems, labels)
         return View(provider, before)
     chosen = policy or Policy()
-    result = repair(history, provider=provider, format=module.NAME, policy=chosen)
+    result = repair(history, provider=provider, format=module.name, policy=chosen)
     before = _timeline(module, items, result.problems, labels)
     if not result.changes:
         return View(provider, before, fixed=True)
@@ -290,7 +290,7 @@ def build(
     return View(provider, before, after, result.changes, lines, shown_at, related, fixed=True)
 
 
-def _items(module: ModuleType, history: Any) -> Sequence[Any]:
+def _items(module: Format, history: Any) -> Sequence[Any]:
     """The list of messages the format reads (a Responses ``input`` string is one user
     message; Gemini's other ``contents`` shapes are normalized as its SDK does)."""
     if isinstance(history, str):
@@ -344,7 +344,7 @@ class _Origin:
 
 
 def _timeline(
-    module: ModuleType,
+    module: Format,
     items: Sequence[Any],
     problems: Iterable[Problem],
     labels: _Labels,
@@ -424,10 +424,10 @@ def _timeline(
                 said[:_KEPT],
             )
         )
-    return Timeline(module.NAME, tuple(rows), tuple(general))
+    return Timeline(module.name, tuple(rows), tuple(general))
 
 
-def _text(module: ModuleType, message: Any, results: Sequence[Result]) -> str:
+def _text(module: Format, message: Any, results: Sequence[Result]) -> str:
     """The message's text; for a result with no text of its own (Gemini's
     ``functionResponse``, Bedrock's ``toolResult``), the result as the format reads it."""
     text = text_of(message)
@@ -441,7 +441,7 @@ def _text(module: ModuleType, message: Any, results: Sequence[Result]) -> str:
 
 
 def _origins(
-    module: ModuleType, items: Sequence[Any], provider: str, policy: Policy, length: int
+    module: Format, items: Sequence[Any], provider: str, policy: Policy, length: int
 ) -> list[_Origin] | None:
     """Per repaired message, the input messages it came from, read from the repair plan;
     None when the plan and the output do not line up (then no row claims a source)."""

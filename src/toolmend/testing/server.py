@@ -72,7 +72,7 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from ..api import check
-from ..formats import MODULES
+from ..formats import names as format_names
 from ..profiles import get_profile
 from ..report import InvalidHistoryError, Problem, UnknownNameError
 from ..routing import provider_for_model, request_profile
@@ -515,7 +515,7 @@ class StrictProviderServer:
                     return self._finish(record, 400, message, _json(400, payload))
                 history = [*earlier, *history] if isinstance(history, list) else history
         problems: list[Problem] = []
-        judged = route.format in MODULES and _first_known((provider,)) is not None
+        judged = route.format in format_names() and _first_known((provider,)) is not None
         if judged:
             try:
                 problems = check(history, provider=provider, format=route.format)
