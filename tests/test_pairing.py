@@ -21,6 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import toolmend
+import toy_format
 from block_histories import convert
 from toolmend.policy import Policy
 
@@ -64,6 +65,10 @@ OTHER_OPENAI_PROVIDERS = (
     "gemini-no-ids",
 )
 BLOCK_FORMATS = (("anthropic", {}), ("bedrock", {}), ("gemini", {"ids": True}))
+OTHER_FORMATS: dict[str, Any] = {toy_format.NAME: toy_format}
+"""Formats registered from outside toolmend, each a test module with ``from_openai`` (the
+suite's histories in its shape) and ``calls_and_results`` (its tracker, read without
+toolmend): the cross-format properties run on each."""
 BLOCK_PROFILES = (
     ("anthropic", {"thinking": True}, "anthropic-thinking"),
     ("gemini", {"ids": True, "signed": True}, "gemini-3"),
@@ -92,6 +97,8 @@ def calls_and_results(
     history: list[Any], format: str
 ) -> tuple[list[tuple[int, str | None]], list[tuple[int, str | None, str | None]]]:
     """``([(message, call id)], [(message, result id, content)])``, read without toolmend."""
+    if format in OTHER_FORMATS:
+        return OTHER_FORMATS[format].calls_and_results(history)  # type: ignore[no-any-return]
     calls: list[tuple[int, str | None]] = []
     results: list[tuple[int, str | None, str | None]] = []
     for index, message in enumerate(history):
@@ -715,6 +722,15 @@ def test_block_repairs_keep_every_real_result_under_every_profile(
     format: str, options: dict[str, Any], provider: str, history: History
 ) -> None:
     assert_faithful(convert(history, format, **options), format, provider)
+
+
+@pytest.mark.parametrize("format", list(OTHER_FORMATS))
+@settings(max_examples=_BLOCK_EXAMPLES)
+@given(history=damaged())
+def test_repairs_of_a_format_registered_from_outside_keep_every_real_result(
+    format: str, history: History
+) -> None:
+    assert_faithful(OTHER_FORMATS[format].from_openai(history), format, "openai")
 
 
 @settings(max_examples=_BLOCK_EXAMPLES)

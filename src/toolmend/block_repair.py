@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 
-from .edits import AsText, Blocks, Bridge, Item, Keep, Merge, Placeholder, Plan
+from .edits import AsText, Blocks, Bridge, Item, Keep, Merge, Placeholder, Plan, source_index
 from .formats import get
 from .history import ASSISTANT, MESSAGES, SYSTEM, TOOL, USER, Call, Skeleton
 from .pairing import NEAREST, match
@@ -511,23 +511,6 @@ def _results_left(state: PlanState, item: Item) -> bool:
     return any(result.slot not in gone for result in carried)
 
 
-def _source(item: Item) -> int:
-    if isinstance(item, Keep):
-        return item.index
-    if isinstance(item, Blocks):
-        first = item.parts[0] if item.parts else None
-        if isinstance(first, Placeholder):
-            return first.call_index
-        return first[0] if first is not None else -1
-    if isinstance(item, Placeholder):
-        return item.call_index
-    if isinstance(item, Merge):
-        return _source(item.parts[0]) if item.parts else -1
-    if isinstance(item, AsText):
-        return _source(item.item)
-    return -1
-
-
 def place_call_turns(state: PlanState) -> None:
     """Gemini: a function-call turn comes right after a user turn. A call turn after a model
     Content is merged into it; one that opens the history gets the fixed user bridge."""
@@ -536,7 +519,9 @@ def place_call_turns(state: PlanState) -> None:
         if _calls_left(state, item) and (not out or _side(state, out[-1]) == ASSISTANT):
             if not out:
                 out.append(Bridge(USER, USER_BRIDGE_TEXT))
-                state.change("inserted_message", _source(item), "user message before the calls")
+                state.change(
+                    "inserted_message", source_index(item), "user message before the calls"
+                )
             elif isinstance(item, Keep) and isinstance(out[-1], (Keep, Merge)):
                 out[-1] = _joined(out[-1], item, ASSISTANT)
                 state.change(
@@ -545,7 +530,9 @@ def place_call_turns(state: PlanState) -> None:
                 continue
             else:
                 out.append(Bridge(USER, USER_BRIDGE_TEXT))
-                state.change("inserted_message", _source(item), "user message before the calls")
+                state.change(
+                    "inserted_message", source_index(item), "user message before the calls"
+                )
         out.append(item)
     state.plan.items = out
 
@@ -614,7 +601,7 @@ def alternate(state: PlanState) -> None:
         if not out:
             if side == ASSISTANT:
                 out.append(Bridge(USER, USER_BRIDGE_TEXT))
-                state.change("inserted_message", _source(item), "user message at the start")
+                state.change("inserted_message", source_index(item), "user message at the start")
             out.append(item)
             continue
         previous = out[-1]
@@ -623,19 +610,21 @@ def alternate(state: PlanState) -> None:
             continue
         if side == USER and (_results_left(state, previous) or _results_left(state, item)):
             out.append(Bridge(ASSISTANT, ASSISTANT_BRIDGE_TEXT))
-            state.change("inserted_message", _source(item), "assistant message after tool results")
+            state.change(
+                "inserted_message", source_index(item), "assistant message after tool results"
+            )
             out.append(item)
         elif isinstance(previous, (Keep, Merge, Bridge)) and isinstance(item, (Keep, Bridge)):
             parts = (*previous.parts, item) if isinstance(previous, Merge) else (previous, item)
             out[-1] = Merge(side, parts)
             state.change(
-                "merged_messages", _source(item), f"joined with the {side} message before it"
+                "merged_messages", source_index(item), f"joined with the {side} message before it"
             )
         else:
             bridge = USER if side == ASSISTANT else ASSISTANT
             text = USER_BRIDGE_TEXT if bridge == USER else ASSISTANT_BRIDGE_TEXT
             out.append(Bridge(bridge, text))
-            state.change("inserted_message", _source(item), f"{bridge} message inserted")
+            state.change("inserted_message", source_index(item), f"{bridge} message inserted")
             out.append(item)
     state.plan.items = out
 
@@ -649,7 +638,7 @@ def lead_with_user(state: PlanState) -> None:
             continue
         if _side(state, item) == ASSISTANT:
             items.insert(position, Bridge(USER, USER_BRIDGE_TEXT))
-            state.change("inserted_message", _source(item), "user message at the start")
+            state.change("inserted_message", source_index(item), "user message at the start")
         return
 
 
@@ -696,7 +685,9 @@ def flatten_unthought(state: PlanState) -> None:
             if refs:
                 out.append(Blocks(USER, tuple(refs)))
             out.extend(AsText(p, USER) for p in item.parts if isinstance(p, Placeholder))
-            state.change("flattened_tool_traffic", _source(item), "tool results written as text")
+            state.change(
+                "flattened_tool_traffic", source_index(item), "tool results written as text"
+            )
         else:
             out.append(item)
     state.plan.items = items[:first] + out

@@ -143,3 +143,23 @@ class Plan:
         if found is None:
             found = self.edits[index] = MessageEdit()
         return found
+
+
+def source_index(item: Item) -> int:
+    """The index of the input message an item stands for: a kept message's own, the call's
+    for a placeholder, the first part's for a merge or a gathered block message; -1 for an
+    invented item (a bridge)."""
+    if isinstance(item, Keep):
+        return item.index
+    if isinstance(item, Placeholder):
+        return item.call_index
+    if isinstance(item, AsText):
+        return source_index(item.item)
+    if isinstance(item, Merge):
+        return source_index(item.parts[0]) if item.parts else -1
+    if isinstance(item, Blocks):
+        first = item.parts[0] if item.parts else None
+        if isinstance(first, Placeholder):
+            return first.call_index
+        return first[0] if first is not None else -1
+    return -1

@@ -29,7 +29,7 @@ Change codes (``Change.code``): ``moved_result``, ``moved_message``, ``dropped_o
 from __future__ import annotations
 
 from .block_repair import lead_with_user, name_results
-from .edits import AsText, Blocks, Bridge, Item, Keep, Merge, Placeholder
+from .edits import AsText, Blocks, Bridge, Item, Keep, Merge, Placeholder, source_index
 from .history import ASSISTANT, OTHER, SYSTEM, TOOL, USER, Call, Skeleton
 from .pairing import NEAREST, match
 from .plan_ids import rename_functions, rewrite_ids
@@ -352,7 +352,7 @@ def bridge_role_order(state: PlanState) -> None:
             items.append(Bridge(ASSISTANT, ASSISTANT_BRIDGE_TEXT))
             state.change(
                 "inserted_message",
-                _source_index(item),
+                source_index(item),
                 "assistant message inserted after tool results",
             )
         items.append(item)
@@ -387,20 +387,8 @@ def open_with_user(state: PlanState) -> None:
             continue
         if kind == ASSISTANT and _is_caller(state, item):
             items.insert(position, Bridge(USER, USER_BRIDGE_TEXT))
-            state.change("inserted_message", _source_index(item), "user message before the call")
+            state.change("inserted_message", source_index(item), "user message before the call")
         return
-
-
-def _source_index(item: Item) -> int:
-    if isinstance(item, Keep):
-        return item.index
-    if isinstance(item, Placeholder):
-        return item.call_index
-    if isinstance(item, AsText):
-        return _source_index(item.item)
-    if isinstance(item, Merge):
-        return _source_index(item.parts[0]) if item.parts else -1
-    return -1
 
 
 def mark_prefix(state: PlanState) -> None:
@@ -422,7 +410,7 @@ def mark_prefix(state: PlanState) -> None:
             state.change("marked_prefix", last.index, "final assistant message sent as a prefix")
     elif kind != ASSISTANT:
         items.append(Bridge(USER, USER_BRIDGE_TEXT))
-        state.change("inserted_message", _source_index(last), "user message inserted at the end")
+        state.change("inserted_message", source_index(last), "user message inserted at the end")
 
 
 def restore_alternation(state: PlanState) -> None:
@@ -437,7 +425,7 @@ def restore_alternation(state: PlanState) -> None:
             role = ASSISTANT if kind == ASSISTANT else USER
             flowing.append(AsText(item, role))
             state.change(
-                "flattened_tool_traffic", _source_index(item), "tool traffic written as text"
+                "flattened_tool_traffic", source_index(item), "tool traffic written as text"
             )
         elif (kind == SYSTEM and (position > 0 or fold_system)) or kind not in (
             USER,
@@ -482,7 +470,7 @@ def _alternate(state: PlanState, items: list[Item], strict: bool) -> list[Item]:
                 expected, USER_BRIDGE_TEXT if expected == USER else ASSISTANT_BRIDGE_TEXT
             )
             out.append(bridge)
-            state.change("inserted_message", _source_index(item), f"{expected} message inserted")
+            state.change("inserted_message", source_index(item), f"{expected} message inserted")
         out.append(item)
         expected = USER if kind == ASSISTANT else ASSISTANT
     return out
@@ -499,6 +487,6 @@ def _join(state: PlanState, first: Item, second: Item, role: str) -> Merge:
             assert not isinstance(item, Blocks), "Blocks items are planned for block layouts only"
             parts.append(item)
     state.change(
-        "merged_messages", _source_index(second), f"joined with the {role} message before it"
+        "merged_messages", source_index(second), f"joined with the {role} message before it"
     )
     return Merge(role, tuple(parts))

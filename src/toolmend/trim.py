@@ -47,7 +47,7 @@ from typing import Any
 
 from . import api
 from .api import read_history
-from .edits import AsText, Item, Keep, Merge, Placeholder
+from .edits import Blocks, Item, Merge, source_index
 from .formats import Format, detect, get, message_dict, names
 from .history import ASSISTANT, TOOL, Skeleton
 from .policy import Policy
@@ -640,15 +640,11 @@ def _mended_prefix(
 
 
 def _origin(item: Item) -> int:
-    if isinstance(item, Keep):
-        return item.index
-    if isinstance(item, Placeholder):
-        return item.call_index
-    if isinstance(item, AsText):
-        return _origin(item.item)
+    """The input message an item comes from, for the prefix count: a merge counts only when
+    every part comes from the input (its earliest), a gathered block message never."""
     if isinstance(item, Merge):
         return min((_origin(part) for part in item.parts), default=-1)
-    return -1
+    return -1 if isinstance(item, Blocks) else source_index(item)
 
 
 @functools.lru_cache(maxsize=16)

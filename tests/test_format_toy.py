@@ -1,0 +1,117 @@
+"""A format registered from outside toolmend (``toy_format.py``: one class, one ``register``
+line) works through every entry point, and nothing outside ``toolmend.formats`` names a format.
+
+The cross-format fidelity property runs on it in ``test_pairing.py`` (``OTHER_FORMATS``)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+import toolmend
+import toy_format
+from toolmend import formats
+
+CORE = Path(toolmend.__file__).parent
+FORMAT_NAMES = {"openai", "openai-responses", "anthropic", "gemini", "bedrock", "langchain"}
+
+BROKEN = [
+    {"from": "user", "body": "Weather in Paris?"},
+    {"from": "assistant", "body": "", "calls": [{"ref": "c1", "fn": "weather", "args": {}}]},
+    {"from": "user", "body": "Are you there?"},
+    {"from": "tool", "ref": "c1", "body": "21 C"},
+    {"from": "tool", "ref": "c9", "body": "orphan"},
+]
+
+
+def test_the_registry_knows_the_format_and_detection_finds_it() -> None:
+    assert toy_format.NAME in formats.names()
+    assert formats.get(toy_format.NAME).name == toy_format.NAME
+    assert formats.detect(BROKEN).name == toy_format.NAME
+
+
+def test_check_and_repair_work_on_it_with_the_default_full_path() -> None:
+    codes = {problem.code for problem in toolmend.check(BROKEN)}
+    assert {"missing_result", "orphan_result"} <= codes
+    repaired = toolmend.repair(BROKEN)
+    assert toolmend.check(repaired.messages) == []
+    answer = [m for m in repaired.messages if m.get("from") == "tool" and m.get("ref") == "c1"]
+    assert answer == [{"from": "tool", "ref": "c1", "body": "21 C"}]  # the real result, kept
+    assert not toolmend.repair(repaired.messages).changes  # idempotent
+    valid = repaired.messages
+    assert toolmend.sanitize(valid) is valid  # valid input comes back as the same object
+
+
+def test_trim_and_atomic_groups_keep_its_groups_whole() -> None:
+    history = toolmend.sanitize(BROKEN)
+    groups = toolmend.atomic_groups(history)
+    assert any(len(group) > 1 for group in groups)
+    kept = toolmend.trim(history, max_messages=3)
+    assert toolmend.check(kept) == []
+
+
+def test_the_loop_guard_reads_its_arguments() -> None:
+    call = {"from": "assistant", "body": "", "calls": [{"ref": "x", "fn": "ls", "args": {"a": 1}}]}
+    history = [{"from": "user", "body": "go"}]
+    for n in range(3):
+        history += [
+            {**call, "calls": [{**call["calls"][0], "ref": f"x{n}"}]},
+            {"from": "tool", "ref": f"x{n}", "body": "same"},
+        ]
+    problems = toolmend.detect_loops(history)
+    assert [problem.code for problem in problems] == ["repeated_call"]
+
+
+def test_merge_consecutive_says_it_does_not_handle_the_format() -> None:
+    with pytest.raises(toolmend.InvalidHistoryError, match="does not handle the 'toychat'"):
+        toolmend.merge_consecutive([*BROKEN, {"from": "user", "body": "again"}])
+
+
+def _format_name_comparisons(source: str, label: str) -> list[str]:
+    """Places in one module that compare something with a format's name, or test membership
+    in a literal collection of format names: code that asks which format a history is in."""
+    found = []
+    tree = ast.parse(source, label)
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Compare):
+            continue
+        for side in (node.left, *node.comparators):
+            literals: list[ast.expr] = [side]
+            if isinstance(side, (ast.Set, ast.Tuple, ast.List)):
+                literals = list(side.elts)
+            elif isinstance(side, ast.Call) and side.args:
+                literals = list(getattr(side.args[0], "elts", []))
+            named = [
+                lit.value
+                for lit in literals
+                if isinstance(lit, ast.Constant) and lit.value in FORMAT_NAMES
+            ]
+            subjects = ast.unparse(node)
+            if named and ("format" in subjects or ".name" in subjects or "NAME" in subjects):
+                found.append(f"{label}:{node.lineno}: {subjects}")
+    return found
+
+
+def test_nothing_outside_formats_asks_which_format_a_history_is_in() -> None:
+    modules = [p for p in CORE.rglob("*.py") if "formats" not in p.relative_to(CORE).parts]
+    assert len(modules) > 20
+    found = [
+        hit
+        for path in modules
+        for hit in _format_name_comparisons(path.read_text(), str(path.relative_to(CORE)))
+    ]
+    assert found == []
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        'skeleton.format == "gemini"',
+        'module.NAME not in {"openai", "anthropic"}',
+        'fmt.name in frozenset({"bedrock"})',
+    ],
+)
+def test_the_format_name_check_finds_such_a_comparison(line: str) -> None:
+    assert _format_name_comparisons(f"x = {line}\n", "probe.py") != []
