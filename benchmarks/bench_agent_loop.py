@@ -4,7 +4,7 @@ An agent calls the model with the same history plus a few new messages on every 
 assistant message with three parallel tool calls, their three results, and now and then a user
 message. Each turn, a hook (the LiteLLM callback, the SDK patch, the LangChain middleware) hands
 the whole history to ``toolmend.integrations.hooks.mend``, which reads it once
-(``toolmend.fastpath``): the repair check, and the live run (the tool rounds since the last user
+(``toolmend._fastpath``): the repair check, and the live run (the tool rounds since the last user
 message) handed from the same pass to the loop guard.
 
 This prints, for a history of 1,000, 10,000 and 100,000 messages, the median cost of one turn's

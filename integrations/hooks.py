@@ -19,9 +19,10 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import toolmend
-from toolmend import fastpath, profiles
-from toolmend import policy as policies
-from toolmend.loops import quiet_live_run
+from toolmend import _fastpath as fastpath
+from toolmend import _policy as policies
+from toolmend import _profiles as profiles
+from toolmend._loops import quiet_live_run
 
 __all__ = ["HookOptions", "Mended", "check_names", "mend"]
 
@@ -110,7 +111,7 @@ def mend(
     """
     try:
         # nearly every request: one pass vouches for the history and hands over the live run
-        # (see toolmend.fastpath), and the loop guard reads it only when it looks like a loop
+        # (see toolmend._fastpath), and the loop guard reads it only when it looks like a loop
         live = fastpath.vouch(messages, provider=provider, format=format)
         loops: tuple[toolmend.Problem, ...] = ()
         if options.on_loop != "off" and (live is None or not quiet_live_run(*live)):

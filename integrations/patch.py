@@ -120,7 +120,7 @@ from types import ModuleType
 from typing import Any
 
 import toolmend
-from toolmend.routing import HOSTS, provider_for_host
+from toolmend._routing import HOSTS, provider_for_host
 
 from .hooks import HookOptions, OnLoop, check_names, mend
 

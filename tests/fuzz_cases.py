@@ -30,7 +30,7 @@ from block_histories import BLOCK_DAMAGE, convert
 from test_format_langchain import to_langchain
 from test_format_openai_responses import DAMAGE as RESPONSES_DAMAGE
 from test_format_openai_responses import to_items
-from toolmend.profiles import PROFILES
+from toolmend._profiles import PROFILES
 
 from histories import OP_NAMES, STUB_CONTENT, apply_damage, valid_conversations
 

@@ -52,9 +52,9 @@ def test_repair_holds_one_damaged_range_at_a_time(monkeypatch: pytest.MonkeyPatc
     """Each range's skeleton is freed once the range is mended. Kept to the end, a long damaged
     history's skeletons and plans outlived the garbage collector's young generations, and the
     full collections they set off (of the caller's whole heap) cost a third of the repair."""
-    from toolmend.history import Skeleton
+    from toolmend._skeleton import Skeleton
 
-    plan_repair = toolmend.api.plan_repair
+    plan_repair = toolmend._api.plan_repair
     planned: list[int] = []  # for each range planned, the skeletons alive at the last one
 
     def counting(skeleton: Skeleton, *args: Any) -> Any:
@@ -63,7 +63,7 @@ def test_repair_holds_one_damaged_range_at_a_time(monkeypatch: pytest.MonkeyPatc
             planned[-1] = sum(type(o) is Skeleton for o in gc.get_objects())
         return plan_repair(skeleton, *args)
 
-    monkeypatch.setattr(toolmend.api, "plan_repair", counting)
+    monkeypatch.setattr(toolmend._api, "plan_repair", counting)
     history = []
     for n in range(40):  # a user message between each call and its result: 40 damaged ranges
         history += [user(), calls(f"call_{n}"), user("Still there?"), result(f"call_{n}")]

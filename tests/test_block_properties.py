@@ -27,10 +27,10 @@ from block_histories import (
     pair_ids,
     valid_block_histories,
 )
+from toolmend._profiles import get_profile
+from toolmend._rules import judge
+from toolmend._trim import _pairing_profile
 from toolmend.formats import get as module_for
-from toolmend.profiles import get_profile
-from toolmend.rules import judge
-from toolmend.trim import _pairing_profile
 
 KEEP_EVERYTHING = toolmend.Policy(orphan_result="text")
 FEW = settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))

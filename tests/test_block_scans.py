@@ -22,10 +22,10 @@ from hypothesis import strategies as st
 import toolmend
 from block_histories import PAIRS as BLOCK_PAIRS
 from block_histories import convert, damaged_block_histories, pair_ids, valid_block_histories
+from toolmend._profiles import PROFILES, Profile, get_profile
+from toolmend._rules import judge
+from toolmend._trim import _pairing_profile
 from toolmend.formats import get as module_for
-from toolmend.profiles import PROFILES, Profile, get_profile
-from toolmend.rules import judge
-from toolmend.trim import _pairing_profile
 from whole_path import whole_repair
 
 FEW = settings(

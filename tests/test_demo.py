@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from toolmend import Change
-from toolmend.demo import SCENARIOS, Scenario, render, run
+from toolmend._demo import SCENARIOS, Scenario, render, run
+from toolmend._profiles import PROFILES
 from toolmend.formats import names as format_names
-from toolmend.profiles import PROFILES
 
 MISSING = sorted(
     {f"format {s.format!r}" for s in SCENARIOS if s.format not in format_names()}
@@ -99,7 +99,7 @@ def test_a_hook_replaces_sanitize_per_scenario() -> None:
 def test_missing_sdk_gives_the_install_hint_not_a_traceback() -> None:
     code = (
         "import sys; sys.modules['anthropic'] = None\n"
-        "from toolmend.cli import main\n"
+        "from toolmend._cli import main\n"
         "raise SystemExit(main(['demo']))\n"
     )
     done = _run_script(code=code)
@@ -111,7 +111,7 @@ def test_missing_sdk_gives_the_install_hint_not_a_traceback() -> None:
 
 def test_the_core_does_not_import_the_sdks_for_the_demo_module() -> None:
     code = (
-        "import sys, toolmend, toolmend.cli, toolmend.demo\n"
+        "import sys, toolmend, toolmend._cli, toolmend._demo\n"
         "print(sorted(m for m in ('openai', 'anthropic', 'google.genai') if m in sys.modules))\n"
     )
     done = _run_script(code=code)

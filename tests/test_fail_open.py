@@ -30,11 +30,11 @@ import pytest
 
 import litellm_proxy
 import toolmend
-import toolmend.api
-import toolmend.fastpath
-import toolmend.formats.openai_chat
-import toolmend.policy
-import toolmend.profiles
+import toolmend._api
+import toolmend._fastpath
+import toolmend._policy
+import toolmend._profiles
+import toolmend.formats._openai_chat
 from event_loops import close_loop
 from hook_entries import (
     HOOKS,
@@ -98,8 +98,8 @@ def _fault(owner: Any, name: str) -> Callable[[pytest.MonkeyPatch], None]:
 
 FAULTS: dict[str, Callable[[pytest.MonkeyPatch], None]] = {
     # the core, as every hook reaches it through hooks.mend
-    "vouch": _fault(toolmend.fastpath, "vouch"),  # the fast path, first on every request
-    "damage_in": _fault(toolmend.api, "damage_in"),  # deep inside toolmend.repair
+    "vouch": _fault(toolmend._fastpath, "vouch"),  # the fast path, first on every request
+    "damage_in": _fault(toolmend._api, "damage_in"),  # deep inside toolmend.repair
     "detect_loops": _fault(toolmend, "detect_loops"),  # the loop guard, before repair
     "log_line": _bad_log_line,  # building the "repaired" log line
     # each hook's own code around mend
@@ -133,7 +133,7 @@ def faults_for(hook: Hook) -> list[str]:
 
 _FULL_PATH_ONLY = frozenset({"damage_in", "detect_loops", "log_line"})
 """Faults only the full path reaches: a valid request with no loop in it is vouched for by
-``toolmend.fastpath`` and never gets there (in the formats with a one-pass reader)."""
+``toolmend._fastpath`` and never gets there (in the formats with a one-pass reader)."""
 
 CASES = [
     pytest.param(hook, fault, state, id=f"{hook}-{fault}-{state}")
@@ -418,10 +418,10 @@ _PROXY_HANDLER = '''"""Test-only: toolmend's proxy handler, with a fault inside 
 import logging
 import os
 
-import toolmend.fastpath
-import toolmend.formats.openai_chat
-import toolmend.policy
-import toolmend.profiles
+import toolmend._fastpath
+import toolmend.formats._openai_chat
+import toolmend._policy
+import toolmend._profiles
 from toolmend.integrations.litellm import proxy_handler as handler  # noqa: F401
 
 
@@ -434,7 +434,7 @@ def _raise(*args, **kwargs):
 
 
 if os.environ.get("TOOLMEND_TEST_FAULT") == "vouch":
-    toolmend.fastpath.vouch = _raise
+    toolmend._fastpath.vouch = _raise
 _log = logging.FileHandler(os.environ["TOOLMEND_TEST_LOG"])
 _log.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
 logging.getLogger("toolmend").addHandler(_log)
@@ -562,10 +562,10 @@ BUILDERS: dict[str, Callable[..., Any]] = {
 """Every hook constructor, and ``patch()``, given the names of ``names``."""
 
 BUILD_FAULTS: dict[str, Callable[[pytest.MonkeyPatch], None]] = {
-    "openai_chat.read": _fault(toolmend.formats.openai_chat, "read"),  # what issue 24 tried
+    "openai_chat.read": _fault(toolmend.formats._openai_chat, "read"),  # what issue 24 tried
     "check": _fault(toolmend, "check"),
-    "get_profile": _fault(toolmend.profiles, "get_profile"),  # the static table's lookup
-    "as_policy": _fault(toolmend.policy, "as_policy"),  # the policy names' lookup
+    "get_profile": _fault(toolmend._profiles, "get_profile"),  # the static table's lookup
+    "as_policy": _fault(toolmend._policy, "as_policy"),  # the policy names' lookup
 }
 BUILD_NAMES = {
     "history": "ToolMendHistory",

@@ -1,4 +1,4 @@
-"""The hooks' fast path (``toolmend.fastpath.vouch``, ``toolmend.loops.quiet_live_run``): a
+"""The hooks' fast path (``toolmend._fastpath.vouch``, ``toolmend._loops.quiet_live_run``): a
 promise that the full path would change nothing and find nothing, never a verdict of its own.
 
 Where ``vouch`` answers, ``repair`` must return the very input with no problem; where
@@ -21,9 +21,9 @@ from hypothesis import strategies as st
 import toolmend
 from agent_runs import agent_runs
 from cases import assistant, result, user
-from toolmend.fastpath import vouch
+from toolmend._fastpath import vouch
+from toolmend._loops import quiet_live_run
 from toolmend.integrations.hooks import HookOptions, mend
-from toolmend.loops import quiet_live_run
 
 from histories import OPENAI_FAMILY, damaged_conversations, valid_conversations
 

@@ -26,10 +26,10 @@ from langchain_core.messages import (
 from langchain_openai.chat_models.base import _convert_message_to_dict
 
 import toolmend
+from toolmend._profiles import get_profile
+from toolmend._rules import judge
 from toolmend.formats import detect
 from toolmend.formats import langchain as lc_format
-from toolmend.profiles import get_profile
-from toolmend.rules import judge
 
 from histories import (
     OPENAI_FAMILY,

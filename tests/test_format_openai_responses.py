@@ -34,10 +34,10 @@ from openai.types.responses.response_input_item import FunctionCallOutput
 from openai.types.responses.response_reasoning_item import Summary
 
 import toolmend
+from toolmend._profiles import PROFILES
+from toolmend._rules import judge
 from toolmend.formats import detect
 from toolmend.formats import openai_responses as responses
-from toolmend.profiles import PROFILES
-from toolmend.rules import judge
 from toolmend.testing import StrictProviderServer
 from whole_path import whole_repair
 

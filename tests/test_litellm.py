@@ -37,7 +37,7 @@ from litellm.integrations.custom_logger import CustomLogger
 
 import litellm_proxy
 import toolmend
-import toolmend.fastpath
+import toolmend._fastpath
 from event_loops import close_loop
 from litellm_proxy import free_port
 from toolmend.integrations import litellm as hook
@@ -505,7 +505,7 @@ def test_a_toolmend_bug_never_aborts_the_call(
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("toolmend bug")
 
-    monkeypatch.setattr(toolmend.fastpath, "vouch", broken)  # the first step of every request
+    monkeypatch.setattr(toolmend._fastpath, "vouch", broken)  # the first step of every request
     messages = [_user(), _asks(_call("call_1")), _result("call_1"), _user("Thanks")]
     litellm.callbacks = [ToolMend()]
     with caplog.at_level(logging.ERROR, logger="toolmend"):

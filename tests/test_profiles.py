@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from toolmend import profiles
-from toolmend.profiles import PROFILES, Profile, get_profile
+from toolmend import _profiles as profiles
+from toolmend._profiles import PROFILES, Profile, get_profile
 
 
 @pytest.mark.parametrize("profile", PROFILES.values(), ids=list(PROFILES))

@@ -16,10 +16,10 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import toolmend
-from toolmend.api import _read_range
-from toolmend.formats import openai_chat
-from toolmend.profiles import get_profile
-from toolmend.rules import judge
+from toolmend._api import _read_range
+from toolmend._profiles import get_profile
+from toolmend._rules import judge
+from toolmend.formats import _openai_chat as openai_chat
 from whole_path import whole_repair
 
 from histories import (

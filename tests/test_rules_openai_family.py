@@ -13,7 +13,7 @@ import pytest
 
 import toolmend
 from cases import assistant, calls, result, system, tool_call, user
-from toolmend.profiles import PROFILES
+from toolmend._profiles import PROFILES
 
 from histories import OPENAI_FAMILY
 

@@ -27,7 +27,7 @@ import pytest
 
 import toolmend
 from show_cases import EXAMPLES, ROOT, Case, cases, history_of, long_history
-from toolmend.cli import main
+from toolmend._cli import main
 
 
 def _screenshot_example() -> Any:

@@ -23,8 +23,8 @@ import pytest
 
 import toolmend
 from show_cases import EXAMPLE_PROVIDERS, EXAMPLES, ROOT, Case, cases, history_of
-from toolmend.cli import main
-from toolmend.show import html, text, timeline
+from toolmend._cli import main
+from toolmend._show import html, text, timeline
 
 GOLDEN = ROOT / "tests" / "golden" / "show"
 UPDATE = os.environ.get("TOOLMEND_UPDATE_GOLDEN", "") not in ("", "0")

@@ -29,7 +29,7 @@ from cases import assistant, result, system, user
 
 from histories import content_strings, damaged_conversations, valid_conversations
 
-trim_module = importlib.import_module("toolmend.trim")
+trim_module = importlib.import_module("toolmend._trim")
 estimate_tokens = trim_module.estimate_tokens
 PAIRING_CODES = trim_module.PAIRING_CODES
 
@@ -570,7 +570,7 @@ def test_trim_of_damaged_histories(case: Any, options: dict[str, Any], keep_firs
 def _mended_prefix_length(damaged: list[Any], keep: int) -> int:
     """Where the prefix ends in the mended history, as ``trim(..., keep_first=keep)`` sees it."""
     _, position = trim_module._mend(
-        toolmend.api.format_of(damaged), damaged, trim_module._pairing_profile("openai"), keep
+        toolmend._api.format_of(damaged), damaged, trim_module._pairing_profile("openai"), keep
     )
     return int(position)
 
@@ -1036,7 +1036,7 @@ def test_windowed_boundary_search_finds_the_same_cut_as_reading_everything(
 def test_debug_logs_the_structure_before_and_after_without_content(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    monkeypatch.setattr(toolmend.api, "_DEBUG", True)
+    monkeypatch.setattr(toolmend._api, "_DEBUG", True)
     secret = "SECRET-CONTENT"
     history = [
         user(f"{secret} question"),
@@ -1118,7 +1118,7 @@ def test_responses_group_spans_are_the_atomic_groups(items: list[Any]) -> None:
     """``trim`` finds its Responses boundaries with the one-pass ``group_spans``; wherever it
     answers, its ranges must be exactly the groups that reading and pairing give (reused ids
     and copied outputs included)."""
-    module = importlib.import_module("toolmend.formats.openai_responses")
+    module = importlib.import_module("toolmend.formats._openai_responses")
     spans = module.group_spans(items)
     if spans is None:
         assert any(

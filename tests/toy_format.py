@@ -14,10 +14,10 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from toolmend.edits import AsText, Bridge, Keep, Merge, MessageEdit, Placeholder, Plan
+from toolmend._edits import AsText, Bridge, Keep, Merge, MessageEdit, Placeholder, Plan
+from toolmend._report import InvalidMessageError
+from toolmend._skeleton import ASSISTANT, OTHER, SYSTEM, TOOL, USER, Call, Result, Skeleton
 from toolmend.formats import Format, register
-from toolmend.history import ASSISTANT, OTHER, SYSTEM, TOOL, USER, Call, Result, Skeleton
-from toolmend.report import InvalidMessageError
 
 NAME = "toychat"
 _KINDS = {"user": USER, "assistant": ASSISTANT, "tool": TOOL, "system": SYSTEM}

@@ -13,10 +13,10 @@ provider accepts.
 ['user', 'assistant', 'tool', 'user']
 """
 
-from .api import check, repair, sanitize
-from .loops import detect_loops
-from .policy import PLACEHOLDER_TEXT, Mode, Policy
-from .report import (
+from ._api import check, repair, sanitize
+from ._loops import detect_loops
+from ._policy import PLACEHOLDER_TEXT, Mode, Policy
+from ._report import (
     Change,
     InvalidHistoryError,
     InvalidMessageError,
@@ -28,8 +28,8 @@ from .report import (
     TrimError,
     UnknownNameError,
 )
-from .routing import provider_for_host, provider_for_model, request_profile
-from .trim import align_cut, atomic_groups, merge_consecutive, trim
+from ._routing import provider_for_host, provider_for_model, request_profile
+from ._trim import align_cut, atomic_groups, merge_consecutive, trim
 
 __all__ = [
     "PLACEHOLDER_TEXT",

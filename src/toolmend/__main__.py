@@ -1,5 +1,5 @@
 """``python -m toolmend`` runs the command line."""
 
-from .cli import main
+from ._cli import main
 
 raise SystemExit(main())

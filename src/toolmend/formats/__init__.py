@@ -16,18 +16,18 @@ import importlib
 from collections.abc import Sequence
 from typing import Any
 
-from ..report import InvalidHistoryError, InvalidMessageError, UnknownNameError
+from .._report import InvalidHistoryError, InvalidMessageError, UnknownNameError
 from ._base import Format, LiveRounds, message_dict
 
 __all__ = ["Format", "LiveRounds", "detect", "get", "message_dict", "names", "register"]
 
 _BUILT_IN: dict[str, str] = {
-    "openai": "toolmend.formats.openai_chat",
-    "openai-responses": "toolmend.formats.openai_responses",
-    "anthropic": "toolmend.formats.anthropic",
-    "gemini": "toolmend.formats.gemini",
-    "bedrock": "toolmend.formats.bedrock",
-    "langchain": "toolmend.formats.langchain",
+    "openai": "toolmend.formats._openai_chat",
+    "openai-responses": "toolmend.formats._openai_responses",
+    "anthropic": "toolmend.formats._anthropic",
+    "gemini": "toolmend.formats._gemini",
+    "bedrock": "toolmend.formats._bedrock",
+    "langchain": "toolmend.formats._langchain",
 }
 """The built-in formats by name -> the module that defines and registers each (imported on
 first use, so a process that only sends OpenAI chat never imports the others)."""

@@ -1,6 +1,6 @@
 """The format contract: everything toolmend knows about one wire shape of a history.
 
-A format reads its native list into the format-neutral :class:`~toolmend.history.Skeleton`
+A format reads its native list into the format-neutral :class:`~toolmend._skeleton.Skeleton`
 the rules and planners work on, writes a plan back in its own shape, and states the facts about
 its shape that the rest of toolmend asks for (where results may lie, which provider takes it
 natively, which role its assistant messages carry). Nothing outside ``toolmend.formats`` asks
@@ -19,10 +19,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from ..edits import Plan
-from ..history import Call, Skeleton
-from ..profiles import Profile
-from ..report import InvalidHistoryError
+from .._edits import Plan
+from .._profiles import Profile
+from .._report import InvalidHistoryError
+from .._skeleton import Call, Skeleton
 
 __all__ = ["Format", "LiveRounds", "message_dict"]
 
@@ -125,7 +125,7 @@ class Format:
     # --- one-pass shortcuts (defaults: "cannot tell", the full path decides) ----------------
 
     def kind_of(self, message: Any, /) -> str | None:
-        """The kind of one message from the message alone (``toolmend.history`` kinds); None
+        """The kind of one message from the message alone (``toolmend._skeleton`` kinds); None
         when the format cannot tell without reading its neighbours."""
         return None
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
-from ..edits import AsText, Blocks, Bridge, Keep, Merge, MessageEdit, Placeholder, Plan
+from .._edits import AsText, Blocks, Bridge, Keep, Merge, MessageEdit, Placeholder, Plan
 from ._base import message_dict
 
 __all__ = ["BlockWriter", "merge_block_run"]
@@ -23,7 +23,7 @@ class BlockWriter:
     format may keep what it learns about the history's style on it)."""
 
     roles: ClassVar[Mapping[str, str]]
-    """Message kind (``toolmend.history`` kinds) -> the native role of a new message."""
+    """Message kind (``toolmend._skeleton`` kinds) -> the native role of a new message."""
 
     def __init__(self, messages: Sequence[Any]) -> None:
         self.messages = messages

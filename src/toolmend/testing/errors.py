@@ -29,7 +29,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from ..report import Problem
+from .._report import Problem
 
 __all__ = ["error_body", "problem_body"]
 

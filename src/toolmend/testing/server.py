@@ -71,11 +71,11 @@ from types import TracebackType
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from ..api import check
+from .._api import check
+from .._profiles import get_profile
+from .._report import InvalidHistoryError, Problem, UnknownNameError
+from .._routing import provider_for_model, request_profile
 from ..formats import names as format_names
-from ..profiles import get_profile
-from ..report import InvalidHistoryError, Problem, UnknownNameError
-from ..routing import provider_for_model, request_profile
 from . import errors, wire
 from .replies import IdMaker, Reply, as_replies, as_reply
 

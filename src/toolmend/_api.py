@@ -1,0 +1,394 @@
+"""The public functions: thin shells over read -> judge -> plan -> apply.
+
+``check`` reads and judges; ``repair`` also plans and applies when something is wrong;
+``sanitize`` is ``repair(...).messages``. A valid history costs one read and one judging pass,
+and comes back as the very same object.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ._edits import Plan
+from ._jsontext import UnwritableValueError, locate
+from ._policy import Mode, Policy, as_policy
+from ._profiles import Profile, get_profile
+from ._repair import plan_repair
+from ._report import (
+    Change,
+    InvalidHistoryError,
+    InvalidMessageError,
+    Problem,
+    Repair,
+    ToolChainError,
+    logger,
+)
+from ._rules import judge
+from ._skeleton import Skeleton
+from .formats import Format, detect, get
+
+__all__ = [
+    "Damage",
+    "Mended",
+    "check",
+    "damage_in",
+    "find_damage",
+    "format_of",
+    "mend_damage",
+    "profile_for",
+    "read_history",
+    "repair",
+    "result_reader",
+    "sanitize",
+]
+
+
+def format_of(messages: Any, format: str | None = None) -> Format:
+    """The format module for ``messages``: the named one, or the one detected.
+
+    Raises :class:`toolmend.InvalidHistoryError` for something that is not a list of messages.
+    """
+    if isinstance(messages, str):
+        module = get(format) if format is not None else detect(messages)
+        if not module.text_input and not module.other_shapes:
+            raise InvalidHistoryError(f"a bare string is not a {module.name!r} history")
+        return module
+    if not isinstance(messages, (list, tuple)):
+        # Gemini also takes one Content or Part as ``contents``: a format with ``normalize``.
+        found: Format | None
+        try:
+            found = get(format) if format is not None else detect([messages])
+        except InvalidMessageError:  # not even one message: say what the argument should be
+            found = None
+        if found is None or not found.other_shapes:
+            raise InvalidHistoryError(
+                f"messages must be a list of messages, got {type(messages).__name__}"
+            ) from None
+        return found
+    return get(format) if format is not None else detect(messages)
+
+
+def profile_for(provider: str | Profile | None, module: Format) -> Profile:
+    """The profile that judges a history of ``module``'s format for ``provider``.
+
+    Left out, the provider is the format's own (a Responses ``input`` goes to
+    ``openai-responses``): Chat Completions rules would pair a Responses history's parallel
+    calls and outputs by adjacency and reorder a valid history. For the same reason a profile
+    with chat pairing given a Responses history is an error, not a silent reorder."""
+    if provider is None:
+        return get_profile(module.native_provider)
+    profile = get_profile(provider)
+    required = module.required_pairing
+    if required is not None and profile.pairing != required:
+        raise InvalidHistoryError(
+            f"the {profile.name!r} profile judges Chat Completions messages, not an "
+            f"{module.name!r} input: pick provider={module.native_provider!r} (or leave it out)"
+        )
+    return profile
+
+
+def sequence_of(module: Format, messages: Any) -> Sequence[Any]:
+    """The list the format reads: ``messages`` itself, or the format's ``normalize``-d view of
+    it (Gemini's other ``contents`` shapes; a list of Contents comes back as it is)."""
+    if not module.other_shapes:
+        return messages  # type: ignore[no-any-return]
+    return module.normalize(messages)
+
+
+def read_history(messages: Any, format: str | None = None) -> tuple[Format, Skeleton]:
+    """The format module for ``messages`` and the skeleton it read.
+
+    Raises :class:`toolmend.InvalidHistoryError` for something that is not a list of messages,
+    and :class:`toolmend.InvalidMessageError` naming the index of a message it cannot read.
+    """
+    module = format_of(messages, format)
+    return module, module.read(sequence_of(module, messages))
+
+
+def _ranges(
+    module: Format, messages: Sequence[Any], profile: Profile, policy: Policy | None = None
+) -> list[tuple[int, int]]:
+    """The ranges of ``messages`` to read and judge: none when the format's one-pass test
+    vouches for the whole history, the damaged ranges when it can tell them (see
+    ``formats.openai_chat.dirty_spans``), else the whole history."""
+    if module.quick_valid(messages, profile):
+        return []  # the common case: one tight pass that builds nothing
+    if policy is None or policy.frontier != "keep":
+        spans = module.dirty_spans(messages, profile)
+        if spans is not None:
+            return spans
+    return [(0, len(messages))]
+
+
+def _read_range(module: Format, messages: Sequence[Any], low: int, high: int) -> Skeleton:
+    """The skeleton of ``messages[low:high]``, its indexes (and errors) those of ``messages``."""
+    if (low, high) == (0, len(messages)):
+        whole: Skeleton = module.read(messages)
+        return whole
+    try:
+        skeleton: Skeleton = module.read(messages[low:high])
+    except InvalidMessageError as error:
+        raise error.shifted(low) from None
+    skeleton.base = low
+    skeleton.whole = False
+    return skeleton
+
+
+def check(
+    messages: Sequence[Any], *, provider: str | Profile | None = None, format: str | None = None
+) -> list[Problem]:
+    """Every way ``messages`` breaks ``provider``'s tool-call rules, in message order.
+
+    **Parameters:**
+
+    * **messages** - the history, in any supported format.
+    * **provider** - *(optional)* a provider name such as ``"deepseek"`` (default: the
+      history format's own provider, ``"openai"`` for chat messages).
+    * **format** - *(optional)* the format name; detected when left out.
+
+    **Returns:** a list of :class:`toolmend.Problem`, empty when the provider accepts it.
+
+    >>> import toolmend
+    >>> history = [{"role": "system", "content": "Be brief."},
+    ...            {"role": "tool", "tool_call_id": "call_1", "content": "21 C"}]
+    >>> [problem.code for problem in toolmend.check(history, provider="deepseek")]
+    ['orphan_result']
+    """
+    module = format_of(messages, format)
+    profile = profile_for(provider, module)
+    messages = sequence_of(module, messages)
+    problems: list[Problem] = []
+    for low, high in _ranges(module, messages, profile):
+        problems.extend(judge(_read_range(module, messages, low, high), profile))
+    return problems
+
+
+def repair(
+    messages: Sequence[Any],
+    *,
+    provider: str | Profile | None = None,
+    format: str | None = None,
+    policy: Policy | Mode | str | None = None,
+) -> Repair:
+    """Repair ``messages`` for ``provider`` and report every change.
+
+    **Parameters:**
+
+    * **messages** - the history, in any supported format. Never mutated.
+    * **provider** - *(optional)* a provider name (default: the history format's own
+      provider, ``"openai"`` for chat messages).
+    * **format** - *(optional)* the format name; detected when left out.
+    * **policy** - *(optional)* a :class:`toolmend.Policy` or ``"repair"`` (default),
+      ``"strict"`` (raise :class:`toolmend.ToolChainError`) or ``"report"`` (change nothing).
+
+    **Returns:** a :class:`toolmend.Repair`; ``.messages`` is ``messages`` itself when nothing
+    needed changing.
+
+    >>> import toolmend
+    >>> history = [{"role": "user", "content": "Weather in Paris?"},
+    ...            {"role": "tool", "tool_call_id": "call_1", "content": "21 C"}]
+    >>> fixed = toolmend.repair(history, provider="deepseek")
+    >>> [change.code for change in fixed.changes], len(fixed.messages)
+    (['dropped_orphan_result'], 1)
+    """
+    chosen = as_policy(policy)
+    module = format_of(messages, format)
+    profile = profile_for(provider, module)
+    original, messages = messages, sequence_of(module, messages)
+    damaged = damage_in(module, messages, profile, chosen)
+    if damaged is None:
+        return Repair(original)
+    if chosen.mode is not Mode.REPAIR:
+        problems = tuple(problem for damage in damaged for problem in damage.problems)
+        if chosen.mode is Mode.STRICT:
+            raise ToolChainError(problems=problems)
+        return Repair(original, (), problems, problems)
+    mended = mend_damage(module, messages, profile, chosen, damaged, parts_before=0)
+    problems = tuple(mended.problems)
+    # no change made (nothing can mend an empty history): the input itself, as for a valid one
+    repaired = mended.messages if mended.changes else messages
+    if _DEBUG and logger.isEnabledFor(logging.DEBUG):
+        logger.debug("toolmend before: %s", _structure(module.read(messages)))
+        logger.debug("toolmend after: %s", _structure(module.read(repaired)))
+
+    def still_broken() -> tuple[Problem, ...]:
+        return tuple(judge(module.read(repaired), profile))
+
+    return Repair(
+        repaired if mended.changes else original, tuple(mended.changes), problems, still_broken
+    )
+
+
+@dataclass(frozen=True)
+class Damage:
+    """One damaged range ``[low, high)`` of a history, read on its own, and its problems."""
+
+    low: int
+    high: int
+    skeleton: Skeleton
+    problems: list[Problem]
+
+
+@dataclass(frozen=True)
+class Mended:
+    """A history with its damaged ranges repaired, the changes, and each range's plan and new
+    messages (in range order), for callers that must follow where a message went (trim)."""
+
+    messages: list[Any]
+    changes: list[Change]
+    parts: list[tuple[Damage, Plan, list[Any]]]
+    problems: list[Problem]
+    """The problems of the ranges mended, in order."""
+
+
+def find_damage(
+    module: Format, messages: Sequence[Any], profile: Profile, policy: Policy | None = None
+) -> list[Damage]:
+    """The damaged ranges of ``messages`` under ``profile`` (none when it is valid)."""
+    return list(damage_in(module, messages, profile, policy) or ())
+
+
+def damage_in(
+    module: Format, messages: Sequence[Any], profile: Profile, policy: Policy | None = None
+) -> Iterator[Damage] | None:
+    """:func:`find_damage` one range at a time, for :func:`mend_damage`; None when ``messages``
+    is valid.
+
+    A caller that mends each range as it comes and keeps no range's plan (``parts_before``)
+    frees each range's skeleton and plan before the next. Held to the end of a long damaged
+    history, they were most of what the garbage collector's young generations promoted, and a
+    full collection of the caller's whole heap followed every other repair."""
+    damaged = _damage_in(module, messages, profile, policy)
+    first = next(damaged, None)
+    return None if first is None else itertools.chain((first,), damaged)
+
+
+def _damage_in(
+    module: Format, messages: Sequence[Any], profile: Profile, policy: Policy | None
+) -> Iterator[Damage]:
+    for low, high in _ranges(module, messages, profile, policy):
+        skeleton = _read_range(module, messages, low, high)
+        found = judge(skeleton, profile)
+        if found:
+            yield Damage(low, high, skeleton, found)
+
+
+def mend_damage(
+    module: Format,
+    messages: Sequence[Any],
+    profile: Profile,
+    policy: Policy,
+    damaged: Iterable[Damage],
+    *,
+    parts_before: int | None = None,
+) -> Mended:
+    """Plan and apply a repair of every damaged range; the rest is copied by slices.
+    ``parts_before`` limits ``Mended.parts`` to the ranges that start before that index (None:
+    every range)."""
+    repaired: list[Any] = []
+    changes: list[Change] = []
+    problems: list[Problem] = []
+    parts = []
+    position = 0
+    for damage in damaged:
+        part = messages[damage.low : damage.high]
+        try:
+            plan, made = plan_repair(
+                damage.skeleton,
+                profile,
+                policy,
+                result_reader(module, part),
+                {problem.code for problem in damage.problems},
+            )
+            applied: list[Any] = module.apply(part, plan)
+        except UnwritableValueError as error:
+            raise _unwritable(error, part, damage.low) from None
+        if not damage.skeleton.whole and any(c.code == "restored_call_id" for c in made):
+            # a call took the id of its result: a range cannot see whether the history uses
+            # that id elsewhere, so the whole history decides
+            whole = _read_range(module, messages, 0, len(messages))
+            everything = Damage(0, len(messages), whole, judge(whole, profile))
+            return mend_damage(
+                module, messages, profile, policy, [everything], parts_before=parts_before
+            )
+        repaired.extend(messages[position : damage.low])
+        repaired.extend(applied)
+        changes.extend(made)
+        problems.extend(damage.problems)
+        if parts_before is None or damage.low < parts_before:
+            parts.append((damage, plan, applied))
+        position = damage.high
+    repaired.extend(messages[position:])
+    return Mended(repaired, changes, parts, problems)
+
+
+def _unwritable(error: UnwritableValueError, part: Sequence[Any], low: int) -> InvalidHistoryError:
+    """The public error for a value a repair had to write as JSON and could not (a cycle,
+    nesting too deep), naming the message and field that hold it."""
+    found = locate(part, error.value)
+    if found is None:
+        return InvalidHistoryError(f"a value in the history cannot be used: {error.reason}")
+    index, field = found
+    return InvalidMessageError(low + index, field, f"JSON data ({error.reason})", error.value)
+
+
+def result_reader(module: Format, part: Sequence[Any]) -> Callable[[int, int], str | None]:
+    """How the planner reads a result's text (to tell a stub from a real result)."""
+
+    def result_text(index: int, slot: int) -> str | None:
+        text: str | None = module.result_text(part[index], slot)
+        return text
+
+    return result_text
+
+
+def sanitize(
+    messages: Sequence[Any],
+    *,
+    provider: str | Profile | None = None,
+    format: str | None = None,
+    policy: Policy | Mode | str | None = None,
+) -> Any:
+    """``repair(...).messages``: the history ``provider`` accepts, or the input itself if valid.
+
+    >>> import toolmend
+    >>> history = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
+    >>> toolmend.sanitize(history, provider="openai") is history
+    True
+    """
+    return repair(messages, provider=provider, format=format, policy=policy).messages
+
+
+_DEBUG = os.environ.get("TOOLMEND_DEBUG", "") not in ("", "0", "false", "no")
+
+
+def _structure(skeleton: Skeleton) -> str:
+    """The shape of a history on one line, never its content (like seed 002's
+    DEBUG_MESSAGE_CONVERSION dump): the format and counts, then per message its index, role
+    (``role/kind`` where they differ), the calls it makes (``name:id``) and the results it
+    carries (``<id``, ``:name`` when the result states one)."""
+    kinds, roles = skeleton.kinds, skeleton.roles
+    tally: dict[str, int] = {}
+    for kind in kinds:
+        tally[kind] = tally.get(kind, 0) + 1
+    calls_made = sum(len(found) for found in skeleton.calls.values())
+    results_carried = sum(len(found) for found in skeleton.results.values())
+    by_kind = ", ".join(f"{kind} {count}" for kind, count in tally.items())
+    parts = [
+        f"{skeleton.format}, {len(kinds)} messages ({by_kind}), {calls_made} calls, "
+        f"{results_carried} results:"
+    ]
+    for index, kind in enumerate(kinds):
+        role = roles[index] if index < len(roles) else kind
+        label = role if role == kind else f"{role}/{kind}"
+        details = [f"{c.name}:{c.id}" for c in skeleton.calls.get(index, ())]
+        details += [
+            f"<{r.id}" + (f":{r.name}" if r.name else "") for r in skeleton.results.get(index, ())
+        ]
+        parts.append(f"{index}:{label}" + (f"[{','.join(details)}]" if details else ""))
+    return " ".join(parts)

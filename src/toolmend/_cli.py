@@ -1,0 +1,232 @@
+"""The ``toolmend`` command: ``check`` and ``repair`` a history saved as JSON.
+
+``toolmend check FILE [--provider P] [--format F]``
+    Lists the problems, one per line with the provider's error text. Exit 0 when the provider
+    accepts the history, 1 when it has problems, 2 when the file cannot be read.
+``toolmend repair FILE [--provider P] [--format F] [-o OUT]``
+    Writes the repaired history as JSON to OUT (or standard output) and the changes to standard
+    error. Exit 0, or 2 when the file cannot be read.
+``toolmend show FILE [--provider P] [--format F] [--fix] [--html OUT.html]``
+    Prints the history as a timeline, one line per message: its index, role and a short
+    preview, the calls it makes and the results it carries (a call and its result share a
+    label), and each problem under its message with the provider's error text. ``--fix`` adds
+    the repaired timeline below, each change marked on the message it made. Colour only when
+    standard output is a terminal and ``NO_COLOR`` is unset. ``--html OUT.html`` writes the same,
+    input and repair side by side, as one self-contained page instead. Exit codes as ``check``.
+    This is the one command that shows message content, because the user asks to see it.
+
+FILE holds a JSON list of messages, or a logged request body with a ``messages``, ``contents``
+or ``input`` key (the repaired output keeps the body around the history). ``-`` reads standard
+input. Errors are one line naming the file and, where it applies, the message index. Without
+``--provider`` the history is judged by its own format's provider (``openai`` for chat
+messages, ``openai-responses``, ``anthropic``, ``gemini``, ``bedrock``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+from collections.abc import Sequence
+from typing import Any, NoReturn
+
+from ._api import check, format_of, repair
+from ._profiles import profile_names
+from ._report import Problem, ToolmendError
+
+__all__ = ["main"]
+
+_HISTORY_KEYS = ("messages", "contents", "input")
+
+
+class _UnreadableError(Exception):
+    """The file cannot be used; the message says why, in one line."""
+
+
+def _load(path: str) -> Any:
+    try:
+        if path == "-":
+            raw = sys.stdin.buffer.read()
+        else:
+            with open(path, "rb") as handle:
+                raw = handle.read()
+    except OSError as error:
+        raise _UnreadableError(error.strerror or str(error)) from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise _UnreadableError(f"not UTF-8 text (byte {error.start})") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise _UnreadableError(
+            f"not JSON: {error.msg} at line {error.lineno} column {error.colno}"
+        ) from None
+    except RecursionError:
+        raise _UnreadableError("not JSON this program can read: nested too deeply") from None
+
+
+def _split(document: Any) -> tuple[Any, str | None]:
+    """The history inside ``document`` and the key it sat under (None for a bare list)."""
+    if isinstance(document, list):
+        return document, None
+    if isinstance(document, dict):
+        for key in _HISTORY_KEYS:
+            if key in document:
+                return document[key], key
+        raise _UnreadableError("a JSON object without a 'messages', 'contents' or 'input' key")
+    raise _UnreadableError(
+        f"expected a JSON list of messages or a request body, got {type(document).__name__}"
+    )
+
+
+def _fail(path: str, reason: str) -> NoReturn:
+    print(f"toolmend: {path}: {reason}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def _print_problems(problems: Sequence[Problem], stream: Any) -> None:
+    for problem in problems:
+        rule = f" [{problem.rule}]" if problem.rule else ""
+        print(
+            f"message {problem.index}: {problem.code}{rule}: {problem.provider_error}", file=stream
+        )
+
+
+def _history(args: argparse.Namespace) -> tuple[Any, Any, str | None]:
+    """The document, the history in it and its key; ``args.provider`` set to the history's own
+    provider when ``--provider`` was left out (a Responses body is judged by the Responses
+    rules, a Gemini body by Gemini's, rather than all by OpenAI chat's)."""
+    document = _load(args.file)
+    history, key = _split(document)
+    if args.provider is None:
+        args.provider = format_of(history, args.format).native_provider
+    return document, history, key
+
+
+def _run_check(args: argparse.Namespace) -> int:
+    _, history, _ = _history(args)
+    problems = check(history, provider=args.provider, format=args.format)
+    if not problems:
+        print(f"{args.file}: the {args.provider} profile accepts this history")
+        return 0
+    print(f"{args.file}: {len(problems)} problem(s) for {args.provider}")
+    _print_problems(problems, sys.stdout)
+    return 1
+
+
+def _run_repair(args: argparse.Namespace) -> int:
+    document, history, key = _history(args)
+    result = repair(history, provider=args.provider, format=args.format)
+    if result.problems:
+        print(f"{len(result.problems)} problem(s) found for {args.provider}:", file=sys.stderr)
+        _print_problems(result.problems, sys.stderr)
+    print(f"{len(result.changes)} change(s):", file=sys.stderr)
+    for change in result.changes:
+        ids = f" ({', '.join(change.ids)})" if change.ids else ""
+        print(f"  message {change.index}: {change.code}{ids}: {change.detail}", file=sys.stderr)
+    if result.problems_left:
+        print("still broken after repair:", file=sys.stderr)
+        _print_problems(result.problems_left, sys.stderr)
+    output = result.messages if key is None else {**document, key: result.messages}
+    text = json.dumps(output, indent=2, ensure_ascii=False, default=str) + "\n"
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as handle:
+            handle.write(text)
+    else:
+        sys.stdout.write(text)
+    return 0 if not result.problems_left else 1
+
+
+def _use_color(stream: Any) -> bool:
+    """Colour for a terminal, unless ``NO_COLOR`` is set (https://no-color.org) or TERM=dumb."""
+    if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
+        return False
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty())
+
+
+def _run_show(args: argparse.Namespace) -> int:
+    from ._show import html, text, timeline
+
+    _, history, _ = _history(args)
+    fix = args.fix or args.html is not None
+    view = timeline.build(history, provider=args.provider, format=args.format, fix=fix)
+    if args.html is not None:
+        page = html.render(view, source=args.file)
+        try:
+            with open(args.html, "w", encoding="utf-8") as handle:
+                handle.write(page)
+        except OSError as error:
+            _fail(args.html, error.strerror or str(error))
+        changes = f", {len(view.changes)} change(s)" if view.fixed else ""
+        print(
+            f"{args.html}: {len(view.before.rows)} messages, "
+            f"{len(view.before.problems)} problem(s) for {args.provider}{changes}"
+        )
+    else:
+        color = _use_color(sys.stdout)
+        width = shutil.get_terminal_size().columns if color else 100
+        reconfigure = getattr(sys.stdout, "reconfigure", None)
+        if reconfigure is not None:  # a terminal that cannot show a character gets an escape
+            reconfigure(errors="backslashreplace")
+        sys.stdout.write(text.render(view, source=args.file, color=color, width=width))
+    return 1 if view.before.problems else 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="toolmend",
+        description="Check and repair the tool calls of an LLM chat history for a provider.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    for name, summary in (
+        ("check", "list what the provider would reject"),
+        ("repair", "write the history the provider accepts"),
+        ("show", "show the history as a timeline, problems and changes marked"),
+    ):
+        command = commands.add_parser(name, help=summary, description=summary)
+        command.add_argument("file", help="JSON list of messages or request body; - for stdin")
+        command.add_argument(
+            "--provider",
+            "-p",
+            default=None,
+            help="provider profile (default: the history format's own, openai for chat): "
+            + ", ".join(profile_names()),
+        )
+        command.add_argument("--format", "-f", default=None, help="history format (detected)")
+        if name == "repair":
+            command.add_argument("-o", "--output", help="write the repaired JSON here")
+        if name == "show":
+            command.add_argument(
+                "--fix", action="store_true", help="also show the repaired history, changes marked"
+            )
+            command.add_argument(
+                "--html", metavar="OUT.html", help="write a self-contained HTML page instead"
+            )
+    summary = "send broken histories through the real SDKs to a local strict provider"
+    demo = commands.add_parser("demo", help=summary, description=summary)
+    demo.add_argument("-v", "--verbose", action="store_true", help="full errors and changes")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``toolmend`` console script."""
+    args = _parser().parse_args(argv)
+    if args.command == "demo":
+        from ._demo import main as demo_main
+
+        return demo_main(verbose=args.verbose)
+    runner = {"check": _run_check, "repair": _run_repair, "show": _run_show}[args.command]
+    try:
+        return runner(args)
+    except _UnreadableError as error:
+        _fail(args.file, str(error))
+    except ToolmendError as error:
+        _fail(args.file, str(error))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

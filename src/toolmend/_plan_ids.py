@@ -1,0 +1,132 @@
+"""Planner step shared by every layout: call ids and function names the provider would refuse.
+
+:func:`rewrite_ids` gives a call without an id, with a duplicated one, or with one outside the
+profile's form a deterministic new id (or the id its result carried, when the pairing found the
+call adopted one), and carries it over to the call's results and placeholders.
+:func:`rename_functions` does the same for function names.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+from ._edits import Blocks, Item, Placeholder
+from ._planstate import PlanState, call_at, result_at
+from ._profiles import Profile, compiled
+
+__all__ = ["rename_functions", "rewrite_ids"]
+
+_ALNUM = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def _fresh_id(seed: str, profile: Profile, taken: set[str]) -> str:
+    """A deterministic id for ``seed`` in the provider's form, unused in the history."""
+    counter = 0
+    while True:
+        digest = int.from_bytes(hashlib.sha256(f"{seed}#{counter}".encode()).digest()[:16], "big")
+        chars: list[str] = []
+        while digest and len(chars) < 24:
+            digest, rest = divmod(digest, 62)
+            chars.append(_ALNUM[rest])
+        text = "".join(chars)
+        if profile.call_id_length is not None:
+            candidate = text[: profile.call_id_length]
+        else:
+            candidate = "call_" + text[:24]
+        if candidate not in taken:
+            taken.add(candidate)
+            return candidate
+        counter += 1
+
+
+def _acceptable(call_id: str | None, profile: Profile) -> bool:
+    if not call_id:  # missing or "": rewritten on the call and its results alike
+        return False
+    if profile.call_id_max_length is not None and len(call_id) > profile.call_id_max_length:
+        return False
+    if profile.call_id_length is not None and len(call_id) != profile.call_id_length:
+        return False
+    pattern = compiled(profile.call_id_pattern)
+    return pattern is None or pattern.fullmatch(call_id) is not None
+
+
+def rewrite_ids(state: PlanState) -> None:
+    """New ids for calls the provider would refuse, carried over to their results."""
+    skeleton, profile, plan = state.skeleton, state.profile, state.plan
+    taken = {call.id for found in skeleton.calls.values() for call in found if call.id}
+    request_wide = profile.call_id_scope == "request"
+    seen: set[str] = set()
+    for index in sorted(skeleton.calls):
+        found = skeleton.calls[index]
+        if not request_wide:
+            seen = set()
+        for call in found:
+            call_ref = (index, call.slot)
+            if _acceptable(call.id, profile) and call.id not in seen:
+                seen.add(call.id or "")
+                continue
+            adopted = state.adopted_ids.get(call_ref) if call.id is None else None
+            if adopted is not None and _acceptable(adopted, profile) and adopted not in taken:
+                taken.add(adopted)
+                new_id = adopted
+                code, detail = "restored_call_id", "call id taken from its result"
+            else:
+                # the position in the caller's whole history: two ranges repaired on their own
+                # must not make one id for two calls
+                position = index + skeleton.base
+                seed = call.id or f"{position}:{call.slot}:{call.name}"
+                new_id = _fresh_id(seed, profile, taken)
+                code, detail = "rewrote_call_id", "call id the provider would refuse"
+            seen.add(new_id)
+            state.final_ids[call_ref] = new_id
+            plan.edit(index).call_ids[call.slot] = new_id
+            state.change(code, index, detail, call.id, new_id)
+    for ref, call_ref in state.answered_by.items():
+        result = result_at(skeleton, ref)
+        wanted = state.final_ids.get(call_ref) or call_at(skeleton, call_ref).id
+        if wanted is not None and result.id != wanted:
+            plan.edit(ref[0]).result_ids[ref[1]] = wanted
+    if state.final_ids:
+        plan.items = [_renumbered(state, item) for item in plan.items]
+
+
+def _renumbered(state: PlanState, item: Item) -> Item:
+    """A plan item with its placeholders carrying their call's final id."""
+    if isinstance(item, Placeholder):
+        return _final(state, item)
+    if isinstance(item, Blocks) and any(isinstance(part, Placeholder) for part in item.parts):
+        parts = tuple(
+            _final(state, part) if isinstance(part, Placeholder) else part for part in item.parts
+        )
+        return Blocks(item.role, parts)
+    return item
+
+
+def _final(state: PlanState, item: Placeholder) -> Placeholder:
+    slot = item.call_slot
+    if slot < 0:
+        slot = next(
+            call.slot
+            for call in state.skeleton.calls[item.call_index]
+            if (call.id or "") == item.call_id
+        )
+    new_id = state.final_ids.get((item.call_index, slot))
+    if new_id is None or new_id == item.call_id:
+        return item
+    return Placeholder(item.call_index, new_id, item.name, item.text, item.named, slot)
+
+
+def rename_functions(state: PlanState) -> None:
+    """Function names the provider would refuse, made safe (``renamed_function``)."""
+    pattern = compiled(state.profile.function_name_pattern)
+    for index, found in state.skeleton.calls.items():
+        for call in found:
+            name = call.name or ""
+            if name and (pattern is None or pattern.fullmatch(name)):
+                continue
+            new_name = re.sub(r"[^a-zA-Z0-9_-]", "_", name)[:64] or "unknown_function"
+            state.plan.edit(index).call_names[call.slot] = new_name
+            state.change(
+                "renamed_function", index, "function name the provider would refuse", call.id
+            )

@@ -1,0 +1,492 @@
+"""The planner of the messages layout (OpenAI chat; Responses items through
+:mod:`toolmend._repair_items`): every result a message of its own.
+
+:func:`plan_messages` runs after :func:`toolmend._pairing.match` has paired every result with
+its call, in steps, each a small function over the shared :class:`~toolmend._planstate.PlanState`:
+
+1. :func:`order_messages` lays the messages out again: each calling message, then its results
+   (moved next to it from wherever they were), then placeholders for calls with no result;
+   every other message keeps its order, so a message that had landed between a call and its
+   results ends up after them. Orphans and duplicates are dropped or turned into text, per
+   policy.
+2. :func:`toolmend._plan_ids.rewrite_ids` gives calls the provider would refuse (missing,
+   duplicated, too long, outside the pattern) the id their result carried or a deterministic
+   new one, on the call and its results alike.
+3. :func:`fix_shapes` mends what the reader saw malformed, where the profile rejects it.
+4. Profile steps: :func:`add_reasoning`, :func:`demote_system` and :func:`bridge_role_order`,
+   :func:`open_with_user`, :func:`mark_prefix`, :func:`restore_alternation`, and the
+   cross-target steps of :mod:`toolmend._block_repair`.
+
+Change codes (``Change.code``): ``moved_result``, ``moved_message``, ``dropped_orphan_result``,
+``orphan_result_to_text``, ``dropped_duplicate_result``, ``answered_missing_call``,
+``removed_call``, ``dropped_empty_message``, ``filled_result_id``, ``rewrote_call_id``,
+``restored_call_id``, ``renamed_function``, ``normalized_tool_call``, ``removed_field``,
+``filled_content``, ``stringified_content``, ``added_reasoning_content``,
+``inserted_message``, ``marked_prefix``, ``flattened_tool_traffic``, ``merged_messages``,
+``system_to_user``, ``renamed_role``.
+"""
+
+from __future__ import annotations
+
+from ._block_repair import lead_with_user, name_results
+from ._edits import AsText, Blocks, Bridge, Item, Keep, Merge, Placeholder, source_index
+from ._pairing import NEAREST, match
+from ._plan_ids import rename_functions, rewrite_ids
+from ._planstate import (
+    ASSISTANT_BRIDGE_TEXT,
+    USER_BRIDGE_TEXT,
+    PlanState,
+    ResultRef,
+    call_at,
+    result_at,
+)
+from ._repair_items import mend_items, order_items
+from ._report import shown_name
+from ._skeleton import ASSISTANT, OTHER, SYSTEM, TOOL, USER, Call, Skeleton
+
+__all__ = [
+    "add_reasoning",
+    "bridge_role_order",
+    "fix_shapes",
+    "mark_prefix",
+    "order_messages",
+    "plan_messages",
+    "restore_alternation",
+]
+
+
+def plan_messages(state: PlanState, problem_codes: set[str]) -> None:
+    """Plan the repair of a messages-layout history (see the module docstring)."""
+    skeleton, profile = state.skeleton, state.profile
+    if profile.pairing == "ordered":
+        order_items(state, problem_codes)
+    else:
+        match(state, NEAREST)
+        order_messages(state)
+    if (
+        not state.plan.items
+        and state.orphans
+        and skeleton.whole
+        and "empty_history" in profile.checks
+    ):
+        keep_orphans_as_text(state)
+    rewrite_ids(state)
+    fix_shapes(state, problem_codes)
+    if profile.pairing == "ordered":
+        mend_items(state, problem_codes)
+    if profile.reasoning_in_tool_turns:
+        add_reasoning(state)
+    if profile.role_successors is not None:
+        demote_system(state)
+        bridge_role_order(state)
+    if profile.call_after_user and skeleton.whole:
+        open_with_user(state)
+    if profile.last_kinds is not None:
+        mark_prefix(state)
+    if profile.alternation is not None:
+        restore_alternation(state)
+    if profile.results_need_name:
+        name_results(state)
+    if profile.first_user:
+        lead_with_user(state)
+
+
+# --- 2. layout --------------------------------------------------------------------------------
+
+
+def order_messages(state: PlanState) -> None:
+    """Lay the history out again with every call's results right after it (step 2)."""
+    skeleton, policy, plan = state.skeleton, state.policy, state.plan
+    items = plan.items
+    kinds, calls, results = skeleton.kinds, skeleton.calls, skeleton.results
+    orphans = set(state.orphans)
+    results_of: dict[int, list[ResultRef]] = {}
+    for call_ref, ref in state.answer.items():
+        results_of.setdefault(call_ref[0], []).append(ref)
+    frontier = _frontier(skeleton) if policy.frontier == "keep" and skeleton.whole else -1
+    moved_aside: set[int] = set()
+    for index in range(len(kinds)):
+        carried = results.get(index)
+        if carried and kinds[index] == TOOL:
+            ref = (index, carried[0].slot)
+            if ref in state.answered_by:
+                continue
+            if ref in state.duplicates:
+                state.change(
+                    "dropped_duplicate_result", index, "second result for one call", carried[0].id
+                )
+                continue
+            if ref in orphans:
+                state.orphan_message(index, carried[0].id)
+                continue
+        items.append(Keep(index))
+        found = calls.get(index) if kinds[index] == ASSISTANT else None
+        if not found:
+            continue
+        refs = sorted(results_of.get(index, ()))
+        block_end = index + 1
+        while block_end < len(kinds) and kinds[block_end] == TOOL:
+            block_end += 1
+        for ref in refs:
+            items.append(Keep(ref[0]))
+            if not index < ref[0] < block_end:
+                state.change(
+                    "moved_result",
+                    ref[0],
+                    f"moved next to its call in message {index + skeleton.base}",
+                    result_at(skeleton, ref).id,
+                )
+            if ref in state.filled_ids:
+                state.change(
+                    "filled_result_id",
+                    ref[0],
+                    "tool_call_id taken from the only open call",
+                    call_at(skeleton, state.answered_by[ref]).id,
+                )
+        if refs:
+            for between in range(index + 1, refs[-1][0]):
+                if (between, 0) not in state.answered_by and between not in moved_aside:
+                    moved_aside.add(between)
+        _answer_missing(state, index, found, frontier)
+    if moved_aside:
+        kept = {item.index for item in items if isinstance(item, Keep)}
+        for between in sorted(moved_aside & kept):
+            state.change("moved_message", between, "moved after the tool results it interrupted")
+
+
+def keep_orphans_as_text(state: PlanState) -> None:
+    """A history of nothing but orphans would come out empty, which no request may be: keep
+    the orphans as user text instead of dropping them."""
+    state.changes = [c for c in state.changes if c.code != "dropped_orphan_result"]
+    for index, slot in state.orphans:
+        state.plan.items.append(AsText(Keep(index), USER))
+        result_id = state.skeleton.results[index][slot].id
+        state.change(
+            "orphan_result_to_text", index, "kept as text: nothing else is left", result_id
+        )
+
+
+def _frontier(skeleton: Skeleton) -> int:
+    """The last calling message if only results follow it (tools may still be running)."""
+    last = max((i for i in skeleton.calls if skeleton.kinds[i] == ASSISTANT), default=-1)
+    if last < 0:
+        return -1
+    tail = skeleton.kinds[last + 1 :]
+    return last if all(kind == TOOL for kind in tail) else -1
+
+
+def _answer_missing(state: PlanState, index: int, found: tuple[Call, ...], frontier: int) -> None:
+    """Answer (or remove) the calls of message ``index`` that have no result."""
+    missing = [call for call in found if (index, call.slot) not in state.answer]
+    if not missing or index == frontier:
+        return
+    plan = state.plan
+    if state.policy.missing_result == "remove_call":
+        edit = plan.edit(index)
+        for call in missing:
+            edit.drop_calls.add(call.slot)
+            state.change("removed_call", index, "call without a result removed", call.id)
+        if len(edit.drop_calls) == len(found) and index in state.skeleton.marked("no_text"):
+            plan.items.remove(Keep(index))
+            state.change("dropped_empty_message", index, "nothing left after removing its calls")
+        return
+    for call in missing:
+        plan.items.append(
+            Placeholder(
+                index, call.id or "", call.name, state.policy.placeholder, call_slot=call.slot
+            )
+        )
+        state.change("answered_missing_call", index, "call answered with the placeholder", call.id)
+
+
+# --- 4. shapes --------------------------------------------------------------------------------
+
+
+def fix_shapes(state: PlanState, problem_codes: set[str]) -> None:
+    """Mend the malformed shapes the reader saw, where the profile rejects them (step 4)."""
+    skeleton, plan, profile = state.skeleton, state.plan, state.profile
+    kept = {item.index for item in plan.items if isinstance(item, Keep)}
+    drop_empty = "empty_assistant" in profile.checks
+    for defect in skeleton.defects:
+        index, code = defect.at, defect.code
+        if code not in problem_codes or index not in kept:
+            continue
+        if code in ("call_shape", "arguments_not_string", "empty_tool_calls"):
+            if not plan.edit(index).normalize_calls:
+                plan.edit(index).normalize_calls = True
+                state.change(
+                    "normalized_tool_call", index, f"tool_calls put in canonical shape ({code})"
+                )
+        elif code in ("function_call_null", "unsupported_property"):
+            plan.edit(index).drop_fields.add(defect.detail)
+            state.change("removed_field", index, f"removed {defect.detail!r}")
+        elif code in ("null_content", "empty_assistant"):
+            if drop_empty:
+                if Keep(index) in plan.items:
+                    plan.items.remove(Keep(index))
+                    state.change(
+                        "dropped_empty_message", index, "assistant message with no content"
+                    )
+            elif "content" not in plan.edit(index).set_fields:
+                plan.edit(index).set_fields["content"] = ""
+                state.change("filled_content", index, "null content set to an empty string")
+        elif code in ("content_null", "content_empty"):
+            _fill_content(state, index, code)
+        elif code == "tool_content_not_string":
+            plan.edit(index).stringify_content = True
+            state.change("stringified_content", index, "content parts joined into one string")
+    if "unsupported_property" in problem_codes:
+        for index in skeleton.marked("reasoning_field") & kept:
+            plan.edit(index).drop_fields.add("reasoning_content")
+            state.change("removed_field", index, "removed 'reasoning_content'")
+    if {"function_name_format", "call_name_empty"} & problem_codes:
+        rename_functions(state)
+    if "invalid_role" in problem_codes or (
+        "role_order" in problem_codes and OTHER in skeleton.kinds
+    ):
+        _rename_roles(state, kept)
+
+
+def _fill_content(state: PlanState, index: int, code: str) -> None:
+    """Text where the profile needs it: an empty text beside calls goes (null is no text
+    part), a user message without text gets the fixed user bridge text, anything else that
+    must be a string gets ``""``."""
+    kind = state.skeleton.kinds[index]
+    if state.profile.alternation == "strict" and index in state.skeleton.calls:
+        return  # written out as text with its calls (restore_alternation)
+    edit = state.plan.edit(index)
+    if "content" in edit.set_fields:
+        return
+    if kind in state.profile.content_text_kinds:
+        if kind == ASSISTANT:
+            edit.set_fields["content"] = None
+            state.change("filled_content", index, "empty text beside the calls set to null")
+            return
+        edit.set_fields["content"] = USER_BRIDGE_TEXT
+        state.change("filled_content", index, f"{kind} message without text given the bridge text")
+        return
+    edit.set_fields["content"] = ""
+    state.change("filled_content", index, "null content set to an empty string")
+
+
+_ROLE_ALIASES = {
+    "human": USER,
+    "ai": ASSISTANT,
+    "bot": ASSISTANT,
+    "model": ASSISTANT,
+    "chatbot": ASSISTANT,
+}
+"""Roles other libraries write, and the role they mean. Anything else becomes a user message:
+its content is kept, and the user role is the one every provider accepts anywhere."""
+
+
+def _rename_roles(state: PlanState, kept: set[int]) -> None:
+    """Send unknown roles as a role the provider knows: those outside ``known_roles``, or, for a
+    profile that only rules on role order (Mistral), the roles of no known kind."""
+    known = state.profile.known_roles
+    kinds = state.skeleton.kinds
+    for index, role in enumerate(state.skeleton.roles):
+        if index in kept and (role not in known if known is not None else kinds[index] == OTHER):
+            new_role = _ROLE_ALIASES.get(role.lower(), USER)
+            state.plan.edit(index).set_fields["role"] = new_role
+            state.change(
+                "renamed_role", index, f"unknown role {shown_name(role)} sent as {new_role!r}"
+            )
+
+
+# --- 5. profile steps -------------------------------------------------------------------------
+
+
+def _kind(state: PlanState, item: Item) -> str:
+    if isinstance(item, Keep):
+        return state.skeleton.kinds[item.index]
+    if isinstance(item, Placeholder):
+        return TOOL
+    return item.role
+
+
+def _is_caller(state: PlanState, item: Item) -> bool:
+    if not isinstance(item, Keep):
+        return False
+    found = state.skeleton.calls.get(item.index)
+    if not found or state.skeleton.kinds[item.index] != ASSISTANT:
+        return False
+    edit = state.plan.edits.get(item.index)
+    return edit is None or len(edit.drop_calls) < len(found)
+
+
+def add_reasoning(state: PlanState) -> None:
+    """DeepSeek thinking mode: ``reasoning_content`` on every assistant of a tool-using turn."""
+    reasoning = state.skeleton.marked("reasoning")
+    turn: list[Item] = []
+    for item in [*state.plan.items, None]:
+        if item is not None and _kind(state, item) != USER:
+            turn.append(item)
+            continue
+        if any(_is_caller(state, member) for member in turn):
+            for member in turn:
+                if (
+                    isinstance(member, Keep)
+                    and state.skeleton.kinds[member.index] == ASSISTANT
+                    and member.index not in reasoning
+                ):
+                    state.plan.edit(member.index).set_fields["reasoning_content"] = ""
+                    state.change(
+                        "added_reasoning_content",
+                        member.index,
+                        "empty reasoning_content added (thinking mode)",
+                    )
+        turn = []
+
+
+def bridge_role_order(state: PlanState) -> None:
+    """Insert the fixed assistant bridge wherever the profile forbids what follows a result."""
+    successors = state.profile.role_successors
+    assert successors is not None
+    allowed_after_tool = successors.get(TOOL, frozenset())
+    items: list[Item] = []
+    previous = ""
+    for item in state.plan.items:
+        kind = _kind(state, item)
+        if previous == TOOL and kind not in allowed_after_tool:
+            items.append(Bridge(ASSISTANT, ASSISTANT_BRIDGE_TEXT))
+            state.change(
+                "inserted_message",
+                source_index(item),
+                "assistant message inserted after tool results",
+            )
+        items.append(item)
+        previous = kind
+    state.plan.items = items
+
+
+def demote_system(state: PlanState) -> None:
+    """A system message where the profile forbids one (Mistral: after an assistant message or
+    a result) is sent as a user message: the instructions stay, in the role every turn
+    accepts."""
+    successors = state.profile.role_successors
+    assert successors is not None
+    items = state.plan.items
+    previous = ""
+    for position, item in enumerate(items):
+        kind = _kind(state, item)
+        if kind == SYSTEM and previous and SYSTEM not in successors.get(previous, {SYSTEM}):
+            assert isinstance(item, Keep)
+            items[position] = _as_user(state, item)
+            kind = USER
+        previous = kind
+
+
+def open_with_user(state: PlanState) -> None:
+    """An OpenAI-shaped conversation may not open with an assistant call (Gemini, Mistral):
+    the fixed user bridge goes before it, as for Bedrock's first-user rule."""
+    items = state.plan.items
+    for position, item in enumerate(items):
+        kind = _kind(state, item)
+        if kind == SYSTEM:
+            continue
+        if kind == ASSISTANT and _is_caller(state, item):
+            items.insert(position, Bridge(USER, USER_BRIDGE_TEXT))
+            state.change("inserted_message", source_index(item), "user message before the call")
+        return
+
+
+def mark_prefix(state: PlanState) -> None:
+    """A request must end on a role the provider serves: a final assistant message becomes a
+    prefix; a request left ending on anything else (a system message, once an empty assistant
+    message is gone) gets the fixed user bridge, the least that can be invented."""
+    last_kinds = state.profile.last_kinds
+    assert last_kinds is not None
+    items = state.plan.items
+    if not items or not state.skeleton.whole:
+        return
+    last = items[-1]
+    kind = _kind(state, last)
+    if kind in last_kinds:
+        return
+    if kind == ASSISTANT and isinstance(last, Keep):
+        if last.index not in state.skeleton.marked("prefix"):
+            state.plan.edit(last.index).set_fields["prefix"] = True
+            state.change("marked_prefix", last.index, "final assistant message sent as a prefix")
+    elif kind != ASSISTANT:
+        items.append(Bridge(USER, USER_BRIDGE_TEXT))
+        state.change("inserted_message", source_index(last), "user message inserted at the end")
+
+
+def restore_alternation(state: PlanState) -> None:
+    """Chat templates: flatten tool traffic (strict), merge same-role runs, bridge the gaps."""
+    strict = state.profile.alternation == "strict"
+    fold_system = "system_unsupported" in state.profile.checks
+    flowing: list[Item] = []
+    for position, item in enumerate(state.plan.items):
+        kind = _kind(state, item)
+        if strict and (kind == TOOL or _is_caller(state, item)):
+            assert isinstance(item, (Keep, Placeholder))
+            role = ASSISTANT if kind == ASSISTANT else USER
+            flowing.append(AsText(item, role))
+            state.change(
+                "flattened_tool_traffic", source_index(item), "tool traffic written as text"
+            )
+        elif (kind == SYSTEM and (position > 0 or fold_system)) or kind not in (
+            USER,
+            ASSISTANT,
+            SYSTEM,
+            TOOL,
+        ):
+            assert isinstance(item, (Keep, Placeholder))
+            flowing.append(
+                AsText(item, USER) if not isinstance(item, Keep) else _as_user(state, item)
+            )
+        else:
+            flowing.append(item)
+    state.plan.items = _alternate(state, flowing, strict)
+
+
+def _as_user(state: PlanState, item: Keep) -> Item:
+    state.change("system_to_user", item.index, "mid-conversation instructions sent as user text")
+    return Merge(USER, (item,))
+
+
+def _alternate(state: PlanState, items: list[Item], strict: bool) -> list[Item]:
+    def counts(item: Item) -> bool:
+        return strict or not (_kind(state, item) == TOOL or _is_caller(state, item))
+
+    out: list[Item] = []
+    expected = USER
+    for position, item in enumerate(items):
+        kind = _kind(state, item)
+        if position == 0 and kind == SYSTEM:
+            out.append(item)
+            continue
+        if not counts(item):
+            out.append(item)
+            continue
+        if kind != expected:
+            previous = out[-1] if out else None
+            if previous is not None and counts(previous) and _kind(state, previous) == kind:
+                out[-1] = _join(state, previous, item, kind)
+                continue
+            bridge = Bridge(
+                expected, USER_BRIDGE_TEXT if expected == USER else ASSISTANT_BRIDGE_TEXT
+            )
+            out.append(bridge)
+            state.change("inserted_message", source_index(item), f"{expected} message inserted")
+        out.append(item)
+        expected = USER if kind == ASSISTANT else ASSISTANT
+    return out
+
+
+def _join(state: PlanState, first: Item, second: Item, role: str) -> Merge:
+    parts: list[Keep | AsText | Bridge] = []
+    for item in (first, second):
+        if isinstance(item, Merge):
+            parts.extend(item.parts)
+        elif isinstance(item, Placeholder):
+            parts.append(AsText(item, role))
+        else:
+            assert not isinstance(item, Blocks), "Blocks items are planned for block layouts only"
+            parts.append(item)
+    state.change(
+        "merged_messages", source_index(second), f"joined with the {role} message before it"
+    )
+    return Merge(role, tuple(parts))

@@ -1,0 +1,343 @@
+"""Planner steps for item lists whose results may sit anywhere after their call: the OpenAI
+Responses ``input`` (profiles with ``pairing="ordered"``).
+
+:func:`order_items` pairs through :func:`toolmend._pairing.match` in its ``ordered`` mode and
+replaces the message planner's layout step (:func:`toolmend._plan_messages.order_messages`),
+because the Responses API needs no adjacency: an output only has to come after a call with its
+``call_id``.
+:func:`mend_items` runs after the shared steps and mends what only item lists have.
+
+What a repair does (the provider rules say what is rejected; these are toolmend's choices):
+
+* An output already after its call stays where it is, however far away: nothing moves that the
+  API accepts. Two outputs after one call both stay (the API does not reject that), and a call
+  whose id an output after it carries counts as answered even when ids are reused across turns
+  and that output answers a later call too: the API matches by id, so does the repair.
+* An output with no call before it moves right after its call when the call comes later and
+  its id is used by no other call (``moved_result``); a stub or exact copy of an output the call
+  already has is dropped (``dropped_duplicate_result``); anything else is an orphan.
+* An orphan output is dropped (``dropped_orphan_result``) or, under
+  ``Policy(orphan_result="text")``, kept as a user message (``orphan_result_to_text``) whose
+  content keeps the output's parts, images included.
+* An output without ``call_id`` answers the only earlier call left without an output
+  (``filled_result_id``), else it is an orphan. A call without ``call_id`` takes the id of the
+  one unclaimed output of its turn (``restored_call_id``).
+* A call without an output is answered right after it by an output holding the placeholder
+  text (``answered_missing_call``), or removed under ``Policy(missing_result="remove_call")``
+  (``removed_call``) together with the reasoning items right before it, which belong to it.
+* A reasoning item left without an item it can belong to (the next item is missing, a user
+  message, an output or another reasoning item) is dropped (``dropped_reasoning``): one the
+  input shows so before anything else, because whatever ends up after it is not its item; one
+  stranded by another step after every other step. It holds no user or assistant text and no
+  tool result, and the API refuses it.
+* Item ids: a later exact copy of an item is dropped (``dropped_duplicate_item``). Otherwise a
+  duplicate, unprefixed or malformed id is removed where the API lets the id out (messages,
+  ``function_call``, ``function_call_output``, ...: ``removed_item_id``; the API matches calls
+  by ``call_id``), rewritten deterministically where it requires one (``web_search_call``, ...:
+  ``rewrote_item_id``); a reasoning item with such an id is dropped (``dropped_reasoning``):
+  its id names server-side state, so a new one would name nothing; an ``item_reference`` with
+  such an id references nothing and is dropped (``dropped_reference``).
+* A reasoning item without ``summary`` gets ``"summary": []`` (``filled_summary``); an output
+  without ``output`` gets the placeholder text (``filled_output``): nothing was recorded.
+* A message with null content gets ``""`` (the shared step, ``filled_content``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+from ._edits import AsText, Bridge, Item, Keep, Merge, Placeholder
+from ._pairing import ORDERED, match
+from ._planstate import CallRef, PlanState, ResultRef, call_at
+from ._profiles import compiled
+from ._skeleton import ASSISTANT, TOOL, USER, Call, Defect
+
+__all__ = ["mend_items", "order_items"]
+
+
+_ID_CODES = frozenset({"item_id_prefix", "item_id_charset", "duplicate_item_id"})
+_MENDED_CODES = _ID_CODES | {"reasoning_without_summary", "result_without_output"}
+
+
+# --- pairing and layout -----------------------------------------------------------------------
+
+
+def order_items(state: PlanState, problem_codes: set[str]) -> None:
+    """Pair results with calls by order and lay the items out, moving as little as possible."""
+    gone = _drop_unusable_items(state, problem_codes)
+    moved_after = _pair_in_order(state, gone)
+    _lay_out(state, gone, moved_after, _answered_later(state))
+
+
+def _drop_unusable_items(state: PlanState, problem_codes: set[str]) -> set[int]:
+    """Items that leave before pairing: exact duplicates, reasoning items the input already
+    shows without their item, and reasoning items and references whose id the API refuses
+    (see the module docstring)."""
+    skeleton = state.skeleton
+    gone: set[int] = set()
+    for defect in skeleton.defects:
+        index, code = defect.at, defect.code
+        if code not in problem_codes or index in gone:
+            continue
+        if code == "duplicate_item":
+            gone.add(index)
+            state.change(
+                "dropped_duplicate_item", index, "exact copy of an earlier item", defect.id
+            )
+        elif code == "reasoning_without_follower":
+            gone.add(index)
+            state.change("dropped_reasoning", index, "reasoning item without its item", defect.id)
+        elif code in _ID_CODES and index in skeleton.marked("reasoning_item"):
+            gone.add(index)
+            state.change(
+                "dropped_reasoning", index, f"reasoning item id refused ({code})", defect.id
+            )
+        elif code == "item_id_charset" and index in skeleton.marked("reference"):
+            gone.add(index)
+            state.change(
+                "dropped_reference", index, "reference to an id no item can have", defect.id
+            )
+    return gone
+
+
+def _pair_in_order(state: PlanState, gone: set[int]) -> dict[int, list[ResultRef]]:
+    """Pair through the engine (:func:`toolmend._pairing.match`, ``ordered``); return the
+    results to move right after their calling item (those before it), by that item's index."""
+    match(state, ORDERED, skip=frozenset(gone))
+    moved_after: dict[int, list[ResultRef]] = {}
+    for call_ref, ref in sorted(state.answer.items()):
+        if ref[0] < call_ref[0]:
+            moved_after.setdefault(call_ref[0], []).append(ref)
+    return moved_after
+
+
+def _answered_later(state: PlanState) -> set[CallRef]:
+    """Calls the pairing left without a result of their own that the API still counts as
+    answered: an output with their ``call_id`` comes later (ids reused across turns). They get
+    no placeholder, unless their id is rewritten (too long, repeated in their message), which
+    would part them from that output."""
+    skeleton = state.skeleton
+    results = skeleton.results
+    later: dict[str, int] = {}  # call id -> the last output after its call
+    for ref, call_ref in state.answered_by.items():
+        result_id = results[ref[0]][ref[1]].id
+        if result_id is not None and ref[0] > call_ref[0]:
+            later[result_id] = max(later.get(result_id, -1), ref[0])
+    found: set[CallRef] = set()
+    max_length = state.profile.call_id_max_length
+    pattern = compiled(state.profile.call_id_pattern)
+    for index, calls in skeleton.calls.items():
+        ids = [call.id for call in calls]
+        for call in calls:
+            call_id = call.id
+            if (
+                call_id is None
+                or (index, call.slot) in state.answer
+                or later.get(call_id, -1) <= index
+                or ids.count(call_id) > 1
+                or (max_length is not None and len(call_id) > max_length)
+                or (pattern is not None and pattern.fullmatch(call_id) is None)
+            ):
+                continue
+            found.add((index, call.slot))
+    return found
+
+
+def _lay_out(
+    state: PlanState,
+    gone: set[int],
+    moved_after: dict[int, list[ResultRef]],
+    answered_later: set[CallRef],
+) -> None:
+    """Every item in its place, minus what leaves, plus moved results and placeholders right
+    after their calls."""
+    skeleton, items = state.skeleton, state.plan.items
+    kinds, calls, results = skeleton.kinds, skeleton.calls, skeleton.results
+    moving = {ref for refs in moved_after.values() for ref in refs}
+    orphans = set(state.orphans)
+    keep = state.policy.frontier == "keep" and skeleton.whole
+    frontier = _frontier_start(state) if keep else len(kinds)
+    for index in range(len(kinds)):
+        if index in gone:
+            continue
+        carried = results.get(index)
+        if carried and kinds[index] == TOOL:
+            ref = (index, carried[0].slot)
+            result_id = carried[0].id
+            if ref in moving:
+                continue
+            if ref in state.duplicates:
+                state.change(
+                    "dropped_duplicate_result", index, "second result for one call", result_id
+                )
+                continue
+            if ref in orphans:
+                state.orphan_message(index, result_id)
+                continue
+            if ref in state.filled_ids:
+                call = call_at(state.skeleton, state.filled_ids[ref])
+                state.change(
+                    "filled_result_id", index, "call_id taken from the only open call", call.id
+                )
+        items.append(Keep(index))
+        found = calls.get(index) if kinds[index] == ASSISTANT else None
+        if found:
+            for ref in moved_after.get(index, ()):
+                items.append(Keep(ref[0]))
+                state.change(
+                    "moved_result",
+                    ref[0],
+                    f"moved right after its call in item {index + skeleton.base}",
+                    results[ref[0]][ref[1]].id,
+                )
+            if index < frontier and any(
+                (index, call.slot) not in state.answer and (index, call.slot) not in answered_later
+                for call in found
+            ):
+                _answer_missing(state, index, found, answered_later)
+
+
+def _frontier_start(state: PlanState) -> int:
+    """Where the trailing run of calls, outputs and reasoning items starts, if it holds a call
+    (tools may still be running for those calls); the length of the history otherwise."""
+    skeleton = state.skeleton
+    kinds, calls, results = skeleton.kinds, skeleton.calls, skeleton.results
+    reasoning = skeleton.marked("reasoning_item")
+    start = len(kinds)
+    has_call = False
+    while start > 0:
+        index = start - 1
+        if kinds[index] == ASSISTANT and index in calls:
+            has_call = True
+        elif not (index in reasoning or (kinds[index] == TOOL and index in results)):
+            break
+        start = index
+    return start if has_call else len(kinds)
+
+
+def _answer_missing(
+    state: PlanState, index: int, found: tuple[Call, ...], answered_later: set[CallRef]
+) -> None:
+    """Answer the calls of item ``index`` that have no result after it, or remove them."""
+    missing = [
+        call
+        for call in found
+        if (index, call.slot) not in state.answer and (index, call.slot) not in answered_later
+    ]
+    if not missing:
+        return
+    items, skeleton = state.plan.items, state.skeleton
+    if state.policy.missing_result == "remove_call":
+        for call in missing:
+            state.change("removed_call", index, "call without a result removed", call.id)
+        if len(missing) < len(found) or index not in skeleton.marked("no_text"):
+            state.plan.edit(index).drop_calls.update(call.slot for call in missing)
+            return
+        items.pop()
+        reasoning = skeleton.marked("reasoning_item")
+        while items and isinstance(items[-1], Keep) and items[-1].index in reasoning:
+            dropped = items.pop()
+            assert isinstance(dropped, Keep)
+            state.change("dropped_reasoning", dropped.index, "reasoning item of a removed call")
+        return
+    for call in missing:
+        items.append(Placeholder(index, call.id or "", call.name, state.policy.placeholder))
+        state.change("answered_missing_call", index, "call answered with the placeholder", call.id)
+
+
+# --- item-level repairs -----------------------------------------------------------------------
+
+
+def mend_items(state: PlanState, problem_codes: set[str]) -> None:
+    """Stranded reasoning items, missing summaries and refused item ids (module docstring)."""
+    if "reasoning_without_follower" in state.profile.checks:
+        drop_stranded_reasoning(state)
+    wanted = problem_codes & _MENDED_CODES
+    if not wanted:
+        return
+    kept = {item.index for item in state.plan.items if isinstance(item, Keep)}
+    mended: set[int] = set()
+    for defect in state.skeleton.defects:
+        index = defect.at
+        if defect.code not in wanted or index not in kept:
+            continue
+        if defect.code == "reasoning_without_summary":
+            state.plan.edit(index).set_fields["summary"] = []
+            state.change("filled_summary", index, "empty summary added to a reasoning item")
+        elif defect.code == "result_without_output":
+            state.plan.edit(index).set_fields["output"] = state.policy.placeholder
+            state.change("filled_output", index, "missing output set to the placeholder")
+        elif index not in mended:
+            mended.add(index)
+            _mend_item_id(state, defect)
+
+
+def _mend_item_id(state: PlanState, defect: Defect) -> None:
+    index = defect.at
+    edit = state.plan.edit(index)
+    if index in state.skeleton.marked("id_required"):
+        new_id = _fresh_item_id(defect.id, index + state.skeleton.base)
+        edit.set_fields["id"] = new_id
+        state.change(
+            "rewrote_item_id", index, f"item id refused ({defect.code})", defect.id, new_id
+        )
+    else:
+        edit.drop_fields.add("id")
+        state.change(
+            "removed_item_id", index, f"optional item id refused ({defect.code})", defect.id
+        )
+
+
+_ALNUM = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+_PREFIX = re.compile(r"[A-Za-z0-9]+(?=_)")
+
+
+def _fresh_item_id(old: str, index: int) -> str:
+    """A deterministic id for the item at ``index`` of the caller's input (the same whether
+    the whole input or a damaged range of it is repaired), keeping the type prefix of ``old``."""
+    found = _PREFIX.match(old)
+    prefix = found.group(0) if found else "item"
+    digest = int.from_bytes(hashlib.sha256(f"{old}#{index}".encode()).digest()[:16], "big")
+    chars: list[str] = []
+    while len(chars) < 24:
+        digest, rest = divmod(digest, 62)
+        chars.append(_ALNUM[rest])
+    return f"{prefix}_{''.join(chars)}"
+
+
+def drop_stranded_reasoning(state: PlanState) -> None:
+    """Drop every reasoning item whose next item cannot be the one it belongs to.
+
+    Walks the planned items backwards, so a run of reasoning items before a user message goes
+    as a whole, and so does a reasoning item whose follower an earlier step removed.
+    """
+    reasoning = state.skeleton.marked("reasoning_item")
+    if not reasoning:
+        return
+    kept: list[Item] = []
+    follower_ok = False
+    for item in reversed(state.plan.items):
+        if isinstance(item, Keep) and item.index in reasoning:
+            if not follower_ok:
+                state.change("dropped_reasoning", item.index, "reasoning item without its item")
+                continue
+            follower_ok = False
+        else:
+            follower_ok = _can_follow_reasoning(state, item)
+        kept.append(item)
+    kept.reverse()
+    state.plan.items = kept
+
+
+def _can_follow_reasoning(state: PlanState, item: Item) -> bool:
+    """Not a user message, not an output, not reasoning (openai-family.md OR-REASONING-...)."""
+    if isinstance(item, Keep):
+        skeleton = state.skeleton
+        index = item.index
+        return not (
+            skeleton.kinds[index] in (USER, TOOL) or index in skeleton.marked("output_item")
+        )
+    if isinstance(item, (Bridge, Merge, AsText)):
+        return item.role != USER
+    return False

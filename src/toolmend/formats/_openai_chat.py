@@ -1,0 +1,944 @@
+"""OpenAI Chat Completions messages: plain dicts, the openai SDK's pydantic message objects and
+``litellm.Message``-like objects with attributes.
+
+Reading touches each message once through ``dict.get`` (or ``getattr`` for objects). Applying
+a plan returns the original object for every message it does not change; a changed message
+comes back as a shallow-copied dict (objects through ``model_dump``), which every SDK accepts
+in ``messages``.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from .. import _jsontext as jsontext
+from .._edits import AsText, Bridge, Item, Keep, Merge, MessageEdit, Placeholder, Plan
+from .._report import InvalidMessageError
+from .._skeleton import ASSISTANT, OTHER, SYSTEM, TOOL, USER, Call, Defect, Result, Skeleton
+from . import register
+from ._base import Format, message_dict
+
+if TYPE_CHECKING:
+    from .._profiles import Profile
+
+__all__ = [
+    "NAME",
+    "apply",
+    "call_arguments",
+    "claims",
+    "dirty_spans",
+    "kind_of",
+    "live_rounds",
+    "quick_live",
+    "quick_valid",
+    "read",
+    "result_text",
+]
+
+NAME = "openai"
+
+_KINDS = {
+    "user": USER,
+    "assistant": ASSISTANT,
+    "tool": TOOL,
+    "system": SYSTEM,
+    "developer": SYSTEM,
+}
+_TELLING_ROLES = frozenset({"tool", "function"})
+"""Roles only chat messages have. ``system`` and ``developer`` are not among them: Responses
+``input`` has them too, and a plain history of such messages is read as chat anyway."""
+
+
+def claims(message: Any) -> bool:
+    """OpenAI-only features: tool/function roles, ``tool_calls``, ``tool_call_id``."""
+    if isinstance(message, dict):
+        role = message.get("role")
+        return (
+            (isinstance(role, str) and role in _TELLING_ROLES)
+            or "tool_calls" in message
+            or "tool_call_id" in message
+        )
+    role = getattr(message, "role", None)
+    return (isinstance(role, str) and role in _TELLING_ROLES) or getattr(
+        message, "tool_calls", None
+    ) is not None
+
+
+_QUICK_CODES = frozenset(
+    {
+        "empty_history",
+        "invalid_role",
+        "orphan_result",
+        "unknown_result_id",
+        "missing_result",
+        "duplicate_result",
+        "result_without_id",
+        "call_without_id",
+        "call_id_too_long",
+        "call_shape",
+        "arguments_not_string",
+        "call_name_empty",
+        "empty_tool_calls",
+        "null_content",
+        "missing_reasoning",
+        "unsupported_property",
+        "function_call_null",
+        "tool_content_not_string",
+        "content_null",
+    }
+)
+"""The problem codes :func:`quick_valid` vouches for. A profile enforcing any other code, or
+needing role order, alternation or an id pattern, takes the full read-and-judge path."""
+
+
+def quick_valid(messages: Sequence[Any], profile: Profile) -> bool:
+    """True only when the full ``judge(read(messages), profile)`` would find nothing.
+
+    The valid history is the common case, and it must cost far less than the ``json.dumps``
+    every SDK does anyway, so it gets one tight pass over plain dicts that builds nothing. The
+    test is conservative: anything unusual (objects, legacy roles, an empty content, a profile
+    with rules it does not know) answers False, and the full path decides. A property test
+    asserts that True always agrees with the full path.
+    """
+    params = _plain_params(profile) if messages else None
+    if params is _SCAN_TURNS:  # a rule per turn: the scan that tracks turns
+        return _scan(messages, profile, first_only=True) == []
+    return params is not None and _live_run(messages, params) is not None
+
+
+def quick_live(
+    messages: Sequence[Any], profile: Profile
+) -> tuple[int, list[tuple[str, Any]]] | None:
+    """:func:`quick_valid` and the loop guard's live run from the same pass: None when the pass
+    cannot vouch for ``messages``; else the number of tool rounds after the last user message
+    and each of their calls as (name, arguments), the name a non-empty string.
+
+    For the hooks' fast path (:func:`toolmend._fastpath.vouch`): the guard's own walk over the
+    live run cost a LiteLLM call more than the whole check of the history once it had pushed
+    toolmend's code out of the CPU caches."""
+    params = _plain_params(profile) if messages else None
+    live = None if params is None or params is _SCAN_TURNS else _live_run(messages, params)
+    if live is None:
+        return None
+    calls: list[tuple[str, Any]] = []
+    for tool_calls in live:
+        for call in tool_calls:
+            function = call["function"]
+            calls.append((function["name"], function["arguments"]))
+    return len(live), calls
+
+
+def _live_run(messages: Sequence[Any], params: _PlainParams) -> list[Any] | None:
+    """:func:`_plain_valid` with ``params``; None also where a field is missing or of the wrong
+    kind (the full path decides, and names it)."""
+    try:
+        return _plain_valid(messages, *params)
+    except (KeyError, TypeError):
+        return None
+
+
+_PlainParams = tuple[int, bool, bool, bool]
+_SCAN_TURNS: _PlainParams = (0, False, False, False)
+"""The stand-in for "the profile has per-turn rules": :func:`_scan` decides, not the plain pass."""
+
+_PARAMS_BY_PROFILE: dict[int, tuple[Profile, _PlainParams | None]] = {}
+"""``id(profile)`` -> (the profile, its :func:`_plain_valid` arguments); the profile is kept so
+its id cannot be reused while the entry lives. Profiles are frozen: one whose ``checks`` mapping
+is changed in place after use keeps the arguments worked out before."""
+
+
+def _plain_params(profile: Profile) -> _PlainParams | None:
+    """:func:`_plain_valid`'s arguments for ``profile`` (None when the one-pass scans do not
+    model its rules), worked out once per profile: on a hook's path every function the check
+    runs is one more thing to load into a cold cache."""
+    entry = _PARAMS_BY_PROFILE.get(id(profile))
+    if entry is not None and entry[0] is profile:
+        return entry[1]
+    params: _PlainParams | None = None
+    if _scannable_profile(profile):
+        params = _SCAN_TURNS
+        if not profile.reasoning_in_tool_turns:
+            params = (
+                profile.call_id_max_length or 1 << 30,
+                "unsupported_property" not in profile.checks,
+                _repeats_pass(profile),
+                "tool_content_not_string" in profile.checks,
+            )
+    if len(_PARAMS_BY_PROFILE) >= 256:  # profiles built per call: keep the cache small
+        _PARAMS_BY_PROFILE.clear()
+    _PARAMS_BY_PROFILE[id(profile)] = (profile, params)
+    return params
+
+
+def _repeats_pass(profile: Profile) -> bool:
+    """Whether a second result for one of a turn's calls, among the turn's results, passes the
+    profile's rules: it does where results pair with calls by id and a repeat is no rule of its
+    own (OpenAI takes it); counting pairing (DeepSeek) sees one result too many."""
+    return profile.pairing != "count" and "duplicate_result" not in profile.checks
+
+
+def _called_in(tool_calls: Any, call_id: str) -> bool:
+    """Whether the turn's ``tool_calls`` made a call with ``call_id`` (asked only when no call
+    waits for a result with that id: a repeat of one of the turn's results, or a stray)."""
+    return any(type(call) is dict and call.get("id") == call_id for call in tool_calls)
+
+
+def _plain_valid(
+    messages: Sequence[Any],
+    max_length: int,
+    reasoning_field_ok: bool,
+    repeats_pass: bool,
+    content_rule: bool,
+) -> list[Any] | None:
+    """:func:`_scan` with ``first_only``, for a profile without per-turn rules, made as cheap
+    as Python allows: the fields a valid message must have are read by subscript (a missing one
+    raises ``KeyError``, which :func:`quick_valid` takes as "not sure"), nothing is counted, and
+    a tool result's content is looked at only under a profile with a rule on it (Groq): on a
+    hook's path every object touched costs a cache miss.
+
+    None when it cannot vouch for ``messages``; else the ``tool_calls`` lists of the assistant
+    messages after the last user message (the live run, for :func:`quick_live`), each call a
+    dict with a ``function`` dict whose ``name`` is a non-empty string."""
+    pending: set[str] | None = None  # the turn's calls still waiting for their results
+    tool_calls: Any = ()  # the calls of the turn whose results come now
+    live: list[Any] = []  # the tool_calls lists since the last user message
+    for message in messages:
+        if type(message) is not dict:
+            return None
+        role = message["role"]
+        if role == "tool":
+            call_id = message["tool_call_id"]
+            if pending is None or type(call_id) is not str or not call_id:
+                return None
+            try:
+                pending.remove(call_id)
+            except KeyError:  # no call waits for it: a repeat of a result of this turn, or none
+                if not repeats_pass or not _called_in(tool_calls, call_id):
+                    return None
+            if content_rule and type(message["content"]) is not str:
+                return None
+            continue
+        if pending:
+            return None
+        pending = None
+        if role == "assistant":
+            if "function_call" in message or (
+                not reasoning_field_ok and "reasoning_content" in message
+            ):
+                return None
+            tool_calls = message.get("tool_calls")
+            if tool_calls is None:
+                if not message["content"]:
+                    return None
+                continue
+            if type(tool_calls) is not list or not tool_calls:
+                return None
+            live.append(tool_calls)
+            pending = set()
+            for call in tool_calls:
+                if type(call) is not dict or call["type"] is None:
+                    return None
+                call_id = call["id"]
+                function = call["function"]
+                if (
+                    type(call_id) is not str
+                    or not call_id
+                    or len(call_id) > max_length
+                    or call_id in pending
+                    or type(function) is not dict
+                ):
+                    return None
+                name = function["name"]
+                if type(function["arguments"]) is not str or type(name) is not str or not name:
+                    return None
+                pending.add(call_id)
+        elif role == "user":
+            if "tool_calls" in message:
+                return None
+            live = []
+        elif role == "system" or role == "developer":
+            if "tool_calls" in message:
+                return None
+        else:
+            return None
+    return None if pending else live
+
+
+def dirty_spans(messages: Sequence[Any], profile: Profile) -> list[tuple[int, int]] | None:
+    """The ranges ``[start, stop)`` of ``messages`` that need repair, or None if unknown.
+
+    A damaged history is mostly sound, so the repair reads, judges and plans only the ranges
+    around its problems. A range starts and ends where no call is waiting for results (and, for
+    a profile with per-turn rules, at a user message), so each one is judged and repaired on its
+    own exactly as in the whole history; a stray result also pulls in the nearest earlier and
+    later range calling its id, where the planner may find its call. Empty when the history is
+    valid; None when the one-pass test cannot tell (the full path then decides).
+    """
+    return _scan(messages, profile, first_only=False)
+
+
+def _scannable(messages: Sequence[Any], profile: Profile) -> bool:
+    """Whether the one-pass scans can judge ``messages`` under ``profile`` (else the full
+    path)."""
+    return bool(messages) and _scannable_profile(profile)
+
+
+def _scannable_profile(profile: Profile) -> bool:
+    """Whether the one-pass scans model every rule of ``profile``."""
+    return not (
+        profile.pairing not in ("adjacent", "count", "none")
+        or profile.role_successors is not None
+        or profile.alternation is not None
+        or profile.call_id_pattern is not None
+        or profile.function_name_pattern is not None
+        or profile.last_kinds is not None
+        or not profile.checks.keys() <= _QUICK_CODES
+        # a string content is looked at on tool messages only, under a rule on it (Groq)
+        or profile.content_text_kinds
+        or not (
+            profile.content_string_kinds <= {TOOL}
+            and ("tool_content_not_string" in profile.checks or not profile.content_string_kinds)
+        )
+    )
+
+
+def _scan(
+    messages: Sequence[Any], profile: Profile, *, first_only: bool
+) -> list[tuple[int, int]] | None:
+    if not _scannable(messages, profile):
+        return None
+    max_length = profile.call_id_max_length or 1 << 30
+    reasoning_rule = profile.reasoning_in_tool_turns
+    reasoning_field_ok = "unsupported_property" not in profile.checks
+    repeats_pass = _repeats_pass(profile)
+    content_rule = "tool_content_not_string" in profile.checks
+    tool_calls: Any = ()  # the calls of the turn whose results come now
+    spans: list[tuple[int, int]] = []
+    starts: list[int] = [0]  # where each range of the history begins
+    called: list[str] = []  # every call id in order, and the start of the range calling it
+    called_from: list[int] = []  # (kept flat: only the ids of stray results are looked up)
+    strays: list[tuple[int, str]] = []  # (range start, id) of results with no waiting call
+    repeats: list[tuple[int, str]] = []  # (range start, id) of a second result for a call
+    pending: set[str] | None = None
+    turn_calls = turn_unreasoned = dirty = False
+    for index, message in enumerate(messages):
+        if type(message) is not dict:
+            return None
+        role = message.get("role")
+        if role == "tool":
+            call_id = message.get("tool_call_id")
+            if (
+                pending is not None
+                and type(call_id) is str
+                and call_id
+                and (call_id in pending or (repeats_pass and _called_in(tool_calls, call_id)))
+            ):
+                if call_id in pending:
+                    pending.discard(call_id)
+                elif not first_only:  # a repeat, which the provider takes; but see below
+                    repeats.append((starts[-1], call_id))
+                if not content_rule or type(message.get("content")) is str:
+                    continue
+            elif not first_only:
+                if type(call_id) is not str:
+                    return None  # no id: the whole history's planner may give it to any call
+                strays.append((starts[-1], call_id))
+            if first_only:
+                return None
+            dirty = True
+            continue
+        if role == "user" and reasoning_rule:
+            if turn_calls and turn_unreasoned:  # the turn this user message closes is bad
+                if first_only:
+                    return None
+                dirty = True
+            turn_calls = turn_unreasoned = False
+        if pending:
+            if first_only:
+                return None
+            dirty = True
+        elif not first_only and index and (not reasoning_rule or role == "user"):
+            if dirty:
+                spans.append((starts[-1], index))
+                dirty = False
+            starts.append(index)
+        ok = True
+        if role == "assistant":
+            tool_calls = message.get("tool_calls")
+            if tool_calls is not None:
+                pending = set()
+                if type(tool_calls) is not list or not tool_calls:
+                    ok = False
+                    tool_calls = ()
+                for call in tool_calls:
+                    if type(call) is not dict:
+                        ok = False
+                        continue
+                    call_id = call.get("id")
+                    function = call.get("function")
+                    if (
+                        call.get("type") is None  # (still a call with an id: the repair fills it)
+                        or type(call_id) is not str
+                        or not call_id
+                        or len(call_id) > max_length
+                        or call_id in pending
+                        or type(function) is not dict
+                        or type(function.get("arguments")) is not str
+                        or type(function.get("name")) is not str
+                        or not function["name"]
+                    ):
+                        ok = False
+                    if type(call_id) is str:
+                        pending.add(call_id)
+                        if not first_only:
+                            called.append(call_id)
+                            called_from.append(starts[-1])
+                turn_calls = True
+            else:
+                pending = None
+                ok = bool(message.get("content"))
+            if "function_call" in message:
+                ok = False
+            if "reasoning_content" in message:
+                ok = ok and reasoning_field_ok
+                if message["reasoning_content"] is None:
+                    turn_unreasoned = True
+            else:
+                turn_unreasoned = True
+        else:
+            pending = None
+            if role == "user" or role == "system" or role == "developer":
+                ok = "tool_calls" not in message
+            else:
+                ok = False
+        if not ok:
+            if first_only:
+                return None
+            dirty = True
+    if pending or (reasoning_rule and turn_calls and turn_unreasoned):
+        if first_only:
+            return None
+        dirty = True
+    if dirty:
+        spans.append((starts[-1], len(messages)))
+    if strays or (repeats and spans):
+        callers = _callers(called, called_from, [*strays, *repeats])
+        spans = _widen_for_strays(spans, starts, callers, strays, repeats, len(messages))
+    return spans
+
+
+def _callers(
+    called: list[str], called_from: list[int], strays: list[tuple[int, str]]
+) -> dict[str, list[int]]:
+    """Call id -> the starts of the ranges calling it, for the ids of stray results only (a
+    list per call of a long history was most of the scan's allocations)."""
+    wanted = {call_id for _, call_id in strays}
+    callers: dict[str, list[int]] = {}
+    for call_id, start in zip(called, called_from, strict=True):
+        if call_id in wanted:
+            callers.setdefault(call_id, []).append(start)
+    return callers
+
+
+def _widen_for_strays(
+    spans: list[tuple[int, int]],
+    starts: list[int],
+    callers: dict[str, list[int]],
+    strays: list[tuple[int, str]],
+    repeats: list[tuple[int, str]],
+    size: int,
+) -> list[tuple[int, int]]:
+    """Widen each stray result's range over every range calling its id, then merge.
+
+    Every one, not only the nearest: with an id used by several turns, the whole history's
+    planner gives the stray to an earlier call still waiting for its result, which may lie
+    before the nearest caller (the nearest answering only, it was dropped there as a duplicate
+    while the waiting call got a placeholder). Ids are unique in nearly every history, so this
+    is one more range, rarely a long one.
+
+    A repeated result passes the rules, but the whole history's planner also gives it to an
+    earlier call with its id that still waits (whose range is then dirty): its range is widened
+    over the dirty ranges calling its id."""
+
+    def stop_of(start: int) -> int:
+        position = bisect.bisect_right(starts, start)
+        return starts[position] if position < len(starts) else size
+
+    def dirty(start: int) -> bool:
+        position = bisect.bisect_right(spans, (start, size + 1)) - 1
+        return position >= 0 and spans[position][0] <= start < spans[position][1]
+
+    wanted = list(spans)
+    for start, call_id in strays:
+        found = callers.get(call_id)
+        if found:  # range starts in history order
+            wanted.append((min(found[0], start), stop_of(max(found[-1], start))))
+    for start, call_id in repeats:
+        found = [caller for caller in callers.get(call_id, ()) if caller != start and dirty(caller)]
+        if found:
+            wanted.append((min(found[0], start), stop_of(max(found[-1], start))))
+    wanted.sort()
+    merged: list[tuple[int, int]] = []
+    for low, high in wanted:
+        if merged and low <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], high))
+        else:
+            merged.append((low, high))
+    return merged
+
+
+def _getter(message: Any, index: int) -> Callable[[str], Any]:
+    if type(message) is dict:
+        return message.get
+    if isinstance(message, Mapping):
+        return message.get
+    if hasattr(message, "role"):
+        return lambda name: getattr(message, name, None)
+    raise InvalidMessageError(index, "", "a message dict or object with a role", message)
+
+
+def read(messages: Sequence[Any]) -> Skeleton:
+    """Read an OpenAI chat history into a skeleton (see :mod:`toolmend.formats`)."""
+    skeleton = Skeleton(NAME)
+    kinds, roles, results = skeleton.kinds, skeleton.roles, skeleton.results
+    defects = skeleton.defects
+    kind_of = _KINDS.get
+    for index, message in enumerate(messages):
+        get = message.get if type(message) is dict else _getter(message, index)
+        role = get("role")
+        if type(role) is not str:
+            role = _role_text(index, role)
+        kind = kind_of(role, OTHER)
+        kinds.append(kind)
+        roles.append(role)
+        if kind == TOOL:
+            call_id = get("tool_call_id")
+            if call_id is not None and type(call_id) is not str:
+                raise InvalidMessageError(index, "tool_call_id", "a string", call_id)
+            name = get("name")
+            results[index] = (
+                _new_tuple(Result, (call_id, name if type(name) is str else None, 0)),
+            )
+            content = get("content")
+            if type(content) is list:
+                defects.append(Defect(index, "tool_content_not_string", -1, "content"))
+            elif not content:
+                _empty_content(defects, index, content)
+        elif kind == ASSISTANT:
+            _read_assistant(skeleton, index, message, get)
+        else:
+            if get("tool_calls"):
+                defects.append(Defect(index, "unsupported_property", -1, "tool_calls"))
+            if kind != OTHER:
+                content = get("content")
+                if not content:
+                    _empty_content(defects, index, content)
+    return skeleton
+
+
+def _empty_content(defects: list[Defect], index: int, content: Any) -> None:
+    """A user, system or tool message (or an assistant message with calls) without text:
+    ``content_null`` when null or absent, ``content_empty`` when ``""`` or ``[]``; the profile
+    decides whether that kind needs text."""
+    if content is None:
+        defects.append(Defect(index, "content_null", -1, "content"))
+    elif isinstance(content, (str, list)):
+        defects.append(Defect(index, "content_empty", -1, "content"))
+
+
+_new_tuple = tuple.__new__
+"""Builds a NamedTuple without the Python-level ``__new__`` it generates (a hot path)."""
+
+
+def kind_of(message: Any) -> str:
+    """The kind of one message, cheaply (the loop guard walks back to the last user message
+    with it on every request)."""
+    if type(message) is dict:
+        role = message.get("role")
+        if type(role) is str:
+            return _KINDS.get(role, OTHER)
+    return read([message]).kinds[0]
+
+
+def _role_text(index: int, role: Any) -> str:
+    if isinstance(role, str):  # a str subclass, like an enum member
+        return str(role.value) if hasattr(role, "value") else str(role)
+    raise InvalidMessageError(index, "role", "a string", role)
+
+
+def _read_assistant(
+    skeleton: Skeleton, index: int, message: Any, get: Callable[[str], Any]
+) -> None:
+    tool_calls = get("tool_calls")
+    defects = skeleton.defects
+    if tool_calls is not None:
+        if not isinstance(tool_calls, (list, tuple)):
+            raise InvalidMessageError(index, "tool_calls", "a list", tool_calls)
+        if tool_calls:
+            skeleton.calls[index] = _read_calls(skeleton, index, tool_calls)
+            content = get("content")
+            if not content:
+                skeleton.mark("no_text", index)
+                _empty_content(defects, index, content)
+        else:
+            defects.append(Defect(index, "empty_tool_calls", -1, "tool_calls"))
+    if not tool_calls and get("function_call") is None:
+        content = get("content")
+        if content is None:
+            defects.append(Defect(index, "null_content", -1, "content"))
+            defects.append(Defect(index, "empty_assistant", -1, "content"))
+        elif not content:
+            defects.append(Defect(index, "empty_assistant", -1, "content"))
+    if type(message) is dict:
+        if "reasoning_content" in message:
+            skeleton.mark("reasoning_field", index)
+            if message["reasoning_content"] is not None:
+                skeleton.mark("reasoning", index)
+        if "function_call" in message and message["function_call"] is None:
+            defects.append(Defect(index, "function_call_null", -1, "function_call"))
+        if message.get("prefix") is True:
+            skeleton.mark("prefix", index)
+    elif get("reasoning_content") is not None:
+        skeleton.mark("reasoning_field", index)
+        skeleton.mark("reasoning", index)
+
+
+def _read_calls(skeleton: Skeleton, index: int, tool_calls: Sequence[Any]) -> tuple[Call, ...]:
+    found = []
+    defects = skeleton.defects
+    for slot, tool_call in enumerate(tool_calls):
+        if type(tool_call) is dict or isinstance(tool_call, Mapping):
+            call_id = tool_call.get("id")
+            function = tool_call.get("function")
+            tag = call_id if type(call_id) is str else ""
+            if function is None:
+                defects.append(Defect(index, "call_shape", slot, "function", tag))
+                name, arguments = tool_call.get("name"), tool_call.get("arguments")
+            elif type(function) is dict or isinstance(function, Mapping):
+                name, arguments = function.get("name"), function.get("arguments")
+            elif hasattr(function, "name"):  # an SDK Function object
+                name = function.name
+                arguments = getattr(function, "arguments", None)
+            else:
+                field = f"tool_calls[{slot}].function"
+                raise InvalidMessageError(index, field, "an object with a name", function)
+            if tool_call.get("type") is None:
+                defects.append(Defect(index, "call_shape", slot, "type", tag))
+        elif hasattr(tool_call, "id"):
+            call_id = getattr(tool_call, "id", None)
+            function = getattr(tool_call, "function", None)
+            name = getattr(function, "name", None)
+            arguments = getattr(function, "arguments", None)
+        else:
+            raise InvalidMessageError(index, f"tool_calls[{slot}]", "a tool call", tool_call)
+        if call_id is not None and type(call_id) is not str:
+            raise InvalidMessageError(index, f"tool_calls[{slot}].id", "a string", call_id)
+        if name is not None and type(name) is not str and not isinstance(name, str):
+            raise InvalidMessageError(index, f"tool_calls[{slot}].function.name", "a string", name)
+        if arguments is not None and type(arguments) is not str:
+            defects.append(Defect(index, "arguments_not_string", slot, "arguments", call_id or ""))
+        found.append(_new_tuple(Call, (call_id, name, slot)))
+    return tuple(found)
+
+
+def live_rounds(messages: Sequence[Any]) -> tuple[int, list[tuple[int, tuple[Call, ...]]]] | None:
+    """The live run for the loop guard, read from the end straight off plain dicts: the index
+    after the last user message, and each tool round after it as (message index, its calls).
+
+    Hooks run the guard on every request, and a skeleton of the run costs more than the guard
+    itself. ``None`` when a message in the run is anything but the usual plain dict (an object,
+    a role that is not text, a call without a ``function`` dict): the guard then reads the run
+    in full, which also reports what it cannot read. A property test holds it to the full read.
+    """
+    rounds: list[tuple[int, tuple[Call, ...]]] = []
+    index = len(messages)
+    while index:
+        index -= 1
+        message = messages[index]
+        if type(message) is not dict:
+            return None
+        role = message.get("role")
+        if type(role) is not str:
+            return None
+        if role == "user":
+            rounds.reverse()
+            return index + 1, rounds
+        if role == "assistant":
+            tool_calls = message.get("tool_calls")
+            if not tool_calls:
+                continue
+            if type(tool_calls) is not list:
+                return None
+            calls = []
+            for slot, tool_call in enumerate(tool_calls):
+                if type(tool_call) is not dict:
+                    return None
+                function = tool_call.get("function")
+                if type(function) is not dict:
+                    return None
+                call_id = tool_call.get("id")
+                name = function.get("name")
+                if (call_id is not None and type(call_id) is not str) or (
+                    name is not None and type(name) is not str
+                ):
+                    return None
+                calls.append(_new_tuple(Call, (call_id, name, slot)))
+            rounds.append((index, tuple(calls)))
+    rounds.reverse()
+    return 0, rounds
+
+
+def call_arguments(message: Any, slot: int) -> Any:
+    """The ``function.arguments`` of ``tool_calls[slot]`` (for the loop guard, which otherwise
+    searches the message for the call)."""
+    if type(message) is dict:  # the common case, without the ABC checks below
+        calls = message.get("tool_calls")
+        if type(calls) is list and slot < len(calls):
+            call = calls[slot]
+            if type(call) is dict:
+                function = call.get("function", call)
+                if type(function) is dict:
+                    return function.get("arguments")
+    calls = message.get("tool_calls") if isinstance(message, Mapping) else None
+    if calls is None:
+        calls = getattr(message, "tool_calls", None)
+    if not isinstance(calls, (list, tuple)) or slot >= len(calls):
+        return None
+    call = calls[slot]
+    function = (
+        call.get("function", call) if isinstance(call, Mapping) else getattr(call, "function", None)
+    )
+    if isinstance(function, Mapping):
+        return function.get("arguments")
+    return getattr(function, "arguments", None)
+
+
+def result_text(message: Any, slot: int) -> str | None:
+    """The content of a tool message as text (``slot`` is always 0 here)."""
+    content = (
+        message.get("content")
+        if isinstance(message, Mapping)
+        else getattr(message, "content", None)
+    )
+    return _text_of(content)
+
+
+def _text_of(content: Any) -> str | None:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = [part.get("text") for part in content if isinstance(part, Mapping)]
+        return "\n".join(text for text in texts if isinstance(text, str))
+    return None
+
+
+# --- applying a plan --------------------------------------------------------------------------
+
+
+def apply(messages: Sequence[Any], plan: Plan) -> list[Any]:
+    """Build the repaired list (see :mod:`toolmend.formats`)."""
+    edits = plan.edits
+    return [_build(messages, item, edits) for item in plan.items]
+
+
+def _build(messages: Sequence[Any], item: Item, edits: dict[int, MessageEdit]) -> Any:
+    if isinstance(item, Keep):
+        edit = edits.get(item.index)
+        message = messages[item.index]
+        return message if edit is None else _edited(message, edit)
+    if isinstance(item, Placeholder):
+        placeholder = {"role": "tool", "tool_call_id": item.call_id, "content": item.text}
+        if item.named and item.name:
+            placeholder["name"] = item.name
+        return placeholder
+    if isinstance(item, Bridge):
+        return {"role": item.role, "content": item.text}
+    if isinstance(item, AsText):
+        return {"role": item.role, "content": _render(messages, item.item, edits)}
+    assert isinstance(item, Merge), "Blocks items are planned for block layouts only"
+    return _merged(messages, item, edits)
+
+
+def _as_dict(message: Any) -> dict[str, Any]:
+    if isinstance(message, Mapping):
+        return dict(message)
+    dump = getattr(message, "model_dump", None)
+    if callable(dump):
+        dumped = dump(exclude_none=True)
+        if isinstance(dumped, dict):
+            return dumped
+    return {key: value for key, value in vars(message).items() if not key.startswith("_")}
+
+
+def _edited(message: Any, edit: MessageEdit) -> dict[str, Any]:
+    """A shallow copy of ``message`` with ``edit`` applied; nested parts copied where changed."""
+    copy = _as_dict(message)
+    if edit.result_ids:
+        copy["tool_call_id"] = edit.result_ids[0]
+    if edit.result_names:
+        copy["name"] = edit.result_names[0]
+    if edit.call_ids or edit.call_names or edit.drop_calls or edit.normalize_calls:
+        calls = _edited_calls(copy.get("tool_calls") or [], edit)
+        if calls:
+            copy["tool_calls"] = calls
+        else:
+            copy.pop("tool_calls", None)
+            if copy.get("content") is None:
+                copy["content"] = ""
+    for key in edit.drop_fields:
+        copy.pop(key, None)
+    copy.update(edit.set_fields)
+    if edit.stringify_content:
+        copy["content"] = _text_of(copy.get("content")) or ""
+    return copy
+
+
+def _edited_calls(tool_calls: Sequence[Any], edit: MessageEdit) -> list[Any]:
+    out = []
+    for slot, tool_call in enumerate(tool_calls):
+        if slot in edit.drop_calls:
+            continue
+        changed = edit.normalize_calls or slot in edit.call_ids or slot in edit.call_names
+        if not changed:
+            out.append(tool_call)
+            continue
+        call = _as_dict(tool_call)
+        if edit.normalize_calls:
+            call = _canonical_call(call)
+        if slot in edit.call_ids:
+            call["id"] = edit.call_ids[slot]
+        if slot in edit.call_names:
+            call["function"] = {**call.get("function", {}), "name": edit.call_names[slot]}
+        out.append(call)
+    return out
+
+
+def _canonical_call(call: dict[str, Any]) -> dict[str, Any]:
+    """``{"id", "type": "function", "function": {"name", "arguments": <JSON text>}}``."""
+    function = call.get("function")
+    if not isinstance(function, Mapping):
+        function = {"name": call.pop("name", None), "arguments": call.pop("arguments", None)}
+    function = dict(function)
+    arguments = function.get("arguments")
+    if arguments is None:
+        function["arguments"] = "{}"
+    elif not isinstance(arguments, str):
+        function["arguments"] = jsontext.dumps(arguments, ensure_ascii=False)
+    call["function"] = function
+    call.setdefault("type", "function")
+    if call.get("type") is None:
+        call["type"] = "function"
+    return call
+
+
+def _render(
+    messages: Sequence[Any], item: Keep | Placeholder, edits: dict[int, MessageEdit]
+) -> str:
+    """A message's calls and results written out as plain text, content first."""
+    if isinstance(item, Placeholder):
+        return f"[tool result {item.call_id} ({item.name or 'tool'})]\n{item.text}"
+    message = messages[item.index]
+    edit = edits.get(item.index)
+    data = _edited(message, edit) if edit is not None else _as_dict(message)
+    lines = []
+    text = _text_of(data.get("content"))
+    if data.get("role") == "tool":
+        name = data.get("name") or "tool"
+        lines.append(f"[tool result {data.get('tool_call_id')} ({name})]")
+        if text:
+            lines.append(text)
+        return "\n".join(lines)
+    if text:
+        lines.append(text)
+    for call in data.get("tool_calls") or []:
+        call = _canonical_call(_as_dict(call))
+        function = call["function"]
+        lines.append(
+            f"[tool call {call.get('id')}: {function.get('name')}({function.get('arguments')})]"
+        )
+    return "\n".join(lines)
+
+
+def _merged(messages: Sequence[Any], item: Merge, edits: dict[int, MessageEdit]) -> dict[str, Any]:
+    """One message holding every part's content in order; text parts joined, media kept."""
+    pieces: list[Any] = []
+    for part in item.parts:
+        if isinstance(part, Keep):
+            edit = edits.get(part.index)
+            message = messages[part.index]
+            data = _edited(message, edit) if edit is not None else _as_dict(message)
+            content = data.get("content")
+            if content is None and data.get("tool_calls"):
+                content = _render(messages, part, edits)
+        elif isinstance(part, AsText):
+            content = _render(messages, part.item, edits)
+        else:
+            content = part.text
+        if isinstance(content, list):
+            pieces.extend(content)
+        elif content:
+            pieces.append(content)
+    if all(isinstance(piece, str) for piece in pieces):
+        return {"role": item.role, "content": "\n\n".join(pieces)}
+    parts = [{"type": "text", "text": p} if isinstance(p, str) else p for p in pieces]
+    return {"role": item.role, "content": parts}
+
+
+_NEVER_MERGED = frozenset({"tool", "function"})
+
+
+def merge_run(run: Sequence[Any]) -> dict[str, Any]:
+    """One message from a same-role run: contents joined, calls and reasoning kept."""
+    parts = [message_dict(message) for message in run]
+    first = dict(parts[0])
+    pieces: list[Any] = []
+    for part in parts:
+        content = part.get("content")
+        if isinstance(content, list):
+            pieces.extend(content)
+        elif content:
+            pieces.append(content)
+    if all(isinstance(piece, str) for piece in pieces):
+        first["content"] = "\n\n".join(pieces) if pieces else parts[0].get("content")
+    else:
+        first["content"] = [
+            {"type": "text", "text": piece} if isinstance(piece, str) else piece for piece in pieces
+        ]
+    calls = [call for part in parts for call in part.get("tool_calls") or ()]
+    if calls:
+        first["tool_calls"] = calls
+    reasoning = [part["reasoning_content"] for part in parts if part.get("reasoning_content")]
+    if reasoning:
+        first["reasoning_content"] = "\n\n".join(str(text) for text in reasoning)
+    return first
+
+
+class OpenAIChat(Format):
+    """OpenAI Chat Completions messages (and the many APIs that copy them): an assistant
+    message's ``tool_calls``, each answered by one ``tool`` message with its
+    ``tool_call_id``."""
+
+    name = NAME
+    native_provider = "openai"
+
+    read = staticmethod(read)
+    apply = staticmethod(apply)
+    claims = staticmethod(claims)
+    result_text = staticmethod(result_text)
+    call_arguments = staticmethod(call_arguments)
+    merges = True
+    merge_run = staticmethod(merge_run)
+    kind_of = staticmethod(kind_of)
+    live_rounds = staticmethod(live_rounds)
+    quick_valid = staticmethod(quick_valid)
+    quick_live = staticmethod(quick_live)
+    dirty_spans = staticmethod(dirty_spans)
+
+    def keeps_apart(self, role: Any) -> bool:
+        """Tool (and legacy function) messages each answer one call id."""
+        return role in _NEVER_MERGED
+
+
+FORMAT = register(OpenAIChat())
