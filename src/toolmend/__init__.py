@@ -11,11 +11,17 @@ provider accepts.
 ['missing_result', 'orphan_result']
 >>> [message["role"] for message in toolmend.sanitize(history)]
 ['user', 'assistant', 'tool', 'user']
+
+The public API is what this package exports, plus :mod:`toolmend.formats` (the format registry),
+:mod:`toolmend.testing` (the strict provider server and its pytest plugin) and
+:mod:`toolmend.integrations` (the hooks). Modules whose names start with an underscore are the
+implementation and may change in any release.
 """
 
 from ._api import check, repair, sanitize
 from ._loops import detect_loops
 from ._policy import PLACEHOLDER_TEXT, Mode, Policy
+from ._profiles import Profile, get_profile
 from ._report import (
     Change,
     InvalidHistoryError,
@@ -39,6 +45,7 @@ __all__ = [
     "Mode",
     "Policy",
     "Problem",
+    "Profile",
     "Repair",
     "ToolChainError",
     "ToolLoopError",
@@ -49,6 +56,7 @@ __all__ = [
     "atomic_groups",
     "check",
     "detect_loops",
+    "get_profile",
     "merge_consecutive",
     "provider_for_host",
     "provider_for_model",
