@@ -343,8 +343,8 @@ def test_a_plain_text_message_tells_no_format(role: str, content: str, name: str
 def test_a_plain_chat_is_detected_without_asking_each_format(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """A chat with no tool call yet: one cheap look per message (it used to ask all six
-    formats about every message, 5x ``json.dumps`` at a million messages, and in every hook)."""
+    """A chat with no tool call yet: one cheap look per message, not a question to every format
+    about every message (detection runs in every hook)."""
     from toolmend.formats import detect, names
     from toolmend.formats import get as module_for
 

@@ -1,6 +1,7 @@
 """Hostile and bad input through the public API and the CLI, in every format.
 
-What toolmend promises (see ``/work/notes/hostile-readme.md``):
+What toolmend promises (docs/api.md, "Bad input"; docs/hooks.md, "toolmend never costs you a
+request"):
 
 * Something it cannot read gets a clear error that subclasses ``ValueError`` or ``TypeError``:
   :class:`toolmend.InvalidHistoryError` for an argument that is not a history,

@@ -1,7 +1,7 @@
 """The LangChain hooks, through real LangChain: ToolMendHistory and ToolMendMiddleware.
 
-Seed 000 section 7 is the spec: a normal chain and its final answer are written; a dangling
-ToolMessage is not; ``add_tool_call_chain`` refuses invalid chains; a windowed history does
+Seed 000 (docs/design.md) is the spec: a normal chain and its final answer are written; a
+dangling ToolMessage is not; ``add_tool_call_chain`` refuses invalid chains; a windowed history does
 not bypass validation. Then a real store (``SQLChatMessageHistory`` on SQLite, sync and async
 engines), a store poisoned before the wrapper existed, ``RunnableWithMessageHistory`` and
 ``create_agent`` against the strict provider server with real chat model classes, and
@@ -92,7 +92,7 @@ def get_weather(city: str) -> str:
     return f"21 C in {city}"
 
 
-# --- seed 000, section 7 ----------------------------------------------------------------------
+# --- seed 000 --------------------------------------------------------------------------------------
 
 
 def test_a_chain_and_its_final_answer_are_written() -> None:

@@ -86,7 +86,7 @@ def test_every_target_is_one_row_and_wrapped_in_one_place() -> None:
 
 
 CHECKED = {"openai": "3.57.0", "anthropic": "2.14.0", "google-genai": "3.6.1"}
-"""The releases the table was last checked against, method by method (research notes)."""
+"""The releases the table was last checked against, method by method."""
 
 
 def test_every_row_resolves_in_the_installed_sdks() -> None:

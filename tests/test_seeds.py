@@ -1,4 +1,5 @@
-"""The founding bug reports (shared/seeds) replayed on the core: what broke, and what must hold."""
+"""The founding bug reports (examples/histories/seed00N_*.json; docs/design.md) replayed on the
+core: what broke, and what must hold."""
 
 from __future__ import annotations
 
@@ -44,7 +45,7 @@ def test_seed000_deepseek_history_written_dirty_is_accepted_again(history: list[
     )
     fixed = toolmend.repair(history, provider="deepseek")
     assert toolmend.check(fixed.messages, provider="deepseek") == []
-    # the final answer after the tool round is never swallowed (seed 000, 7.2)
+    # the final answer after the tool round is never swallowed (seed 000)
     assert {"role": "assistant", "content": "It is 24 C."} in fixed.messages
     kept_as_text = toolmend.sanitize(
         history, provider="deepseek", policy=toolmend.Policy(orphan_result="text")

@@ -123,7 +123,7 @@ def test_interleaved_user_message_never_leaves_an_orphan(max_messages: int) -> N
 
 
 def test_langchain_probe_from_the_peer_survey() -> None:
-    """peers.md section 2: ``trim_messages(start_on="human")`` keeps an orphan ToolMessage when a
+    """LangChain's ``trim_messages(start_on="human")`` keeps an orphan ToolMessage when a
     human message lands between the AIMessage's call and its result; ``trim`` does not."""
     messages = pytest.importorskip("langchain_core.messages")
     require_format("langchain")
@@ -297,7 +297,7 @@ def test_seed001_tail_start_is_aligned_for_every_keep_last(keep_first: int) -> N
 
 @pytest.mark.parametrize("keep_last", range(1, 34))
 def test_seed001_summary_progress_is_aligned(keep_last: int) -> None:
-    """Seed 001 section 3: what a summariser may fold ends on a group boundary too."""
+    """Seed 001: what a summariser may fold ends on a group boundary too."""
     history = seed001_history()
     keep_first = 2
     target = toolmend.align_cut(history, max(0, len(history) - keep_last), keep_first=keep_first)

@@ -24,7 +24,7 @@ from .._report import InvalidMessageError
 from .._skeleton import ASSISTANT, BLOCKS, OTHER, SYSTEM, TOOL, USER, Call, Defect, Result, Skeleton
 from .._spans import DirtyError, FirstOnly, Spans, all_match
 from . import register
-from ._base import Format
+from ._base import Format, message_dict
 from ._blocks import BlockWriter, merge_block_run
 
 if TYPE_CHECKING:
@@ -665,20 +665,11 @@ def _edit_block(block: Any, slot: int, edit: MessageEdit) -> Any:
     copier = getattr(block, "model_copy", None)
     if callable(copier):
         return copier(update=changes)
-    return {**_block_dict(block), **changes}
+    return {**message_dict(block), **changes}
 
 
 def _blank(text: Any) -> bool:
     return not isinstance(text, str) or not text or text.isspace()
-
-
-def _block_dict(block: Any) -> dict[str, Any]:
-    dump = getattr(block, "model_dump", None)
-    if callable(dump):
-        dumped = dump(exclude_none=True)
-        if isinstance(dumped, dict):
-            return dumped
-    return {key: value for key, value in vars(block).items() if not key.startswith("_")}
 
 
 def _as_object(value: Any) -> dict[str, Any]:

@@ -761,20 +761,9 @@ def _build(messages: Sequence[Any], item: Item, edits: dict[int, MessageEdit]) -
     return _merged(messages, item, edits)
 
 
-def _as_dict(message: Any) -> dict[str, Any]:
-    if isinstance(message, Mapping):
-        return dict(message)
-    dump = getattr(message, "model_dump", None)
-    if callable(dump):
-        dumped = dump(exclude_none=True)
-        if isinstance(dumped, dict):
-            return dumped
-    return {key: value for key, value in vars(message).items() if not key.startswith("_")}
-
-
 def _edited(message: Any, edit: MessageEdit) -> dict[str, Any]:
     """A shallow copy of ``message`` with ``edit`` applied; nested parts copied where changed."""
-    copy = _as_dict(message)
+    copy = message_dict(message)
     if edit.result_ids:
         copy["tool_call_id"] = edit.result_ids[0]
     if edit.result_names:
@@ -804,7 +793,7 @@ def _edited_calls(tool_calls: Sequence[Any], edit: MessageEdit) -> list[Any]:
         if not changed:
             out.append(tool_call)
             continue
-        call = _as_dict(tool_call)
+        call = message_dict(tool_call)
         if edit.normalize_calls:
             call = _canonical_call(call)
         if slot in edit.call_ids:
@@ -841,7 +830,7 @@ def _render(
         return f"[tool result {item.call_id} ({item.name or 'tool'})]\n{item.text}"
     message = messages[item.index]
     edit = edits.get(item.index)
-    data = _edited(message, edit) if edit is not None else _as_dict(message)
+    data = _edited(message, edit) if edit is not None else message_dict(message)
     lines = []
     text = _text_of(data.get("content"))
     if data.get("role") == "tool":
@@ -853,7 +842,7 @@ def _render(
     if text:
         lines.append(text)
     for call in data.get("tool_calls") or []:
-        call = _canonical_call(_as_dict(call))
+        call = _canonical_call(message_dict(call))
         function = call["function"]
         lines.append(
             f"[tool call {call.get('id')}: {function.get('name')}({function.get('arguments')})]"
@@ -868,7 +857,7 @@ def _merged(messages: Sequence[Any], item: Merge, edits: dict[int, MessageEdit])
         if isinstance(part, Keep):
             edit = edits.get(part.index)
             message = messages[part.index]
-            data = _edited(message, edit) if edit is not None else _as_dict(message)
+            data = _edited(message, edit) if edit is not None else message_dict(message)
             content = data.get("content")
             if content is None and data.get("tool_calls"):
                 content = _render(messages, part, edits)

@@ -95,7 +95,7 @@ _PART_TYPES = frozenset({"input_text", "input_image", "input_file", "output_text
 ``input_audio`` are shared, so they tell nothing)."""
 
 _ID_PREFIXES = {"function_call": "fc", "reasoning": "rs"}
-"""The prefix a replayed item id must have, by item type (openai-family.md OR-ITEM-ID-PREFIX)."""
+"""The prefix a replayed item id must have, by item type (rule OR-ITEM-ID-PREFIX)."""
 
 _REQUIRED_ID_TYPES = frozenset(
     {
