@@ -40,17 +40,16 @@ def test_the_generated_tables_name_every_profile_alias_and_host() -> None:
     """The check above compares the page with the generator; this one keeps the generator honest
     about its sources (a table that silently skipped a profile would still be "in sync")."""
     import toolmend
-    from toolmend.profiles import PROFILES, profile_names
 
+    generator = _generator()
+    profiles, routing = generator._module("profiles"), generator._module("routing")
     page = (ROOT / "docs" / "providers.md").read_text(encoding="utf-8")
-    for name in profile_names():
+    for name in profiles.profile_names():
         assert f"`{name}`" in page, name
-    for profile in PROFILES.values():
+    for profile in profiles.PROFILES.values():
         for check in (*profile.checks.values(), *profile.strict_checks.values()):
             assert f"`{check.rule}`" in page, check.rule
-    from toolmend.routing import HOSTS
-
-    for host, provider in HOSTS:
+    for host, provider in routing.HOSTS:
         assert f"| `{host}` | {provider} |" in page
         assert toolmend.provider_for_host(host.replace("*", "x")) == provider
 
