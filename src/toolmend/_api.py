@@ -260,9 +260,9 @@ def damage_in(
     is valid.
 
     A caller that mends each range as it comes and keeps no range's plan (``parts_before``)
-    frees each range's skeleton and plan before the next. Held to the end of a long damaged
-    history, they were most of what the garbage collector's young generations promoted, and a
-    full collection of the caller's whole heap followed every other repair."""
+    frees each range's skeleton and plan before the next: held to the end of a long damaged
+    history, they would be most of what the garbage collector's young generations promote, and
+    full collections of the caller's whole heap would follow."""
     damaged = _damage_in(module, messages, profile, policy)
     first = next(damaged, None)
     return None if first is None else itertools.chain((first,), damaged)

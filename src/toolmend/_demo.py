@@ -7,8 +7,9 @@ Gemini): first as it is, which the emulated provider rejects with its real HTTP 
 through toolmend, which it accepts. It prints one table row per scenario and exits 0 only when
 every "with toolmend" request was accepted. Nothing leaves the machine; no API key is needed.
 
-The scenarios are the four bug reports toolmend was founded on (``shared/seeds`` in the design
-notes) and a few shapes every agent framework produces sooner or later.
+The scenarios are the four bug reports toolmend was founded on (their histories are
+``examples/histories/seed00N_*.json``; ``docs/design.md`` tells their stories) and a few shapes
+every agent framework produces sooner or later.
 
 "With toolmend" is a :data:`Hook`: a function that gets the scenario, the send function and the
 broken history and returns what the provider answered plus the changes toolmend made. The

@@ -1,13 +1,12 @@
 """The hooks' fast path: vouch for a request in one pass, or send it down the full path.
 
 A hook runs on every request, and nearly every request carries a valid history with no loop in
-it. Such a request used to cost the hook two reads (the loop guard's walk over the live run,
-then :func:`toolmend.repair`'s one-pass check) and a dozen layers of calls, each paid in full:
-the SDK's own work between two requests pushes toolmend's code and data out of the CPU caches,
-and there a step costs several times what it costs in a loop. Measured inside
-``litellm.completion`` on a valid 200-message agent history: the loop guard alone took 35-45 us
-of the hook's ~200 us; the guard on the run the check had just read took ~14, and the whole
-hook ~147.
+it. Without this module such a request would cost the hook two reads (the loop guard's walk
+over the live run, then :func:`toolmend.repair`'s one-pass check) and a dozen layers of calls,
+each paid in full: the SDK's own work between two requests pushes toolmend's code and data out
+of the CPU caches, and there every step costs several times what it costs in a loop. One pass
+that answers both questions keeps a hook's cost on a valid request to a single read (see
+``docs/design.md``, "The hooks' fast path", and ``docs/benchmarks.md`` for the figures).
 
 :func:`vouch` is a promise, never a verdict: it answers only when the full path would change
 nothing and find nothing, and then hands over the live run for the loop guard; it answers None
@@ -29,7 +28,7 @@ QuickLive = Callable[[Sequence[Any], Profile], "LiveRun | None"]
 
 _RESOLVED: dict[tuple[str, str], tuple[Profile, QuickLive | None]] = {}
 """(provider name, format name) -> the profile and the format's ``quick_live``, as a hook names
-them on every request: resolving the two names cost 8-11 us of a LiteLLM call. Bounded by the
+them on every request, so the two names are resolved once, not on every call. Bounded by the
 names toolmend knows (an unknown one raises before it is stored)."""
 
 

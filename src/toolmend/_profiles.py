@@ -3,8 +3,8 @@ error text each one prevents.
 
 A profile is data, not a code path. :mod:`toolmend._rules` runs the checks a profile enables and
 :mod:`toolmend._repair` reads the same fields to decide how to repair. Every enabled check carries
-the provider's own error text and where that text was seen (``shared/provider-rules`` in the
-project's design notes); a test fails on a check whose text or source is empty.
+the provider's own error text and where that text was seen (``docs/providers.md`` lists them
+all, generated from this module); a test fails on a check whose text or source is empty.
 
 Rules the evidence marks "strict-only" (inferred wording, model-dependent or historical) are kept
 in ``strict_checks`` for the record and are not run.
@@ -150,7 +150,7 @@ def _shape_checks(
     }
 
 
-# --- OpenAI Chat Completions (openai-family.md section 1) -------------------------------------
+# --- OpenAI Chat Completions ----------------------------------------------------------------------
 
 _OPENAI_ORPHAN = Check(
     "OA-TOOL-ORPHAN",
@@ -184,7 +184,7 @@ OPENAI = Profile(
             "OA-INVALID-ROLE",
             "Invalid value: '{role}'. Supported values are: 'system', 'assistant', 'user', "
             "'function', 'tool', and 'developer'.",
-            "public learning notes quoting the API (openai-family.md)",
+            "public learning notes quoting the API",
         ),
         orphan_result=_OPENAI_ORPHAN,
         unknown_result_id=Check(
@@ -211,7 +211,7 @@ OPENAI = Profile(
         null_content=Check(
             "OA-ASSISTANT-NULL-CONTENT",
             "Invalid value for 'content': expected a string, got null.",
-            "n8n docs page 'Internal error: 400 Invalid value for 'content'' (openai-family.md)",
+            "n8n docs page 'Internal error: 400 Invalid value for 'content''",
         ),
         call_id_too_long=Check(
             "OA-TOOL-CALL-ID-LEN",
@@ -223,7 +223,7 @@ OPENAI = Profile(
             "OA-ARGS-NOT-STRING",
             "Invalid type for 'messages[{index}].tool_calls[{slot}].function.arguments': "
             "expected a string, but got an object instead.",
-            "public code quoting the API error (openai-family.md)",
+            "public code quoting the API error",
         ),
         call_name_empty=Check(
             "OA-FN-NAME-EMPTY",
@@ -234,14 +234,14 @@ OPENAI = Profile(
         call_shape=Check(
             "OA-TOOL-CALL-SHAPE",
             "Missing required parameter: 'messages[{index}].tool_calls[{slot}].{property}'.",
-            "wording of OpenAI's missing-parameter errors (openai-family.md OR-CALL-ID-MISSING); "
+            "wording of OpenAI's missing-parameter errors (the form of OR-CALL-ID-MISSING); "
             "stores and proxies that drop the 'type'/'function' wrapper",
             status="inferred",
         ),
         call_without_id=Check(
             "OA-TOOL-CALL-NO-ID",
             "Missing required parameter: 'messages[{index}].tool_calls[{slot}].id'.",
-            "wording of OpenAI's missing-parameter errors (openai-family.md OR-CALL-ID-MISSING)",
+            "wording of OpenAI's missing-parameter errors (the form of OR-CALL-ID-MISSING)",
             status="inferred",
         ),
     ),
@@ -251,15 +251,15 @@ OPENAI = Profile(
         null_tool_content=Check(
             "OA-TOOL-NULL-CONTENT",
             "Invalid value for 'content': expected a string, got null.",
-            "none (openai-family.md: inferred)",
+            "none (inferred)",
             status="inferred",
         ),
     ),
 )
 
-# --- OpenAI Responses API (section 2): ``input`` items, stateless ----------------------------
+# --- OpenAI Responses API: ``input`` items, stateless ---------------------------------------------
 
-_RESPONSES_NOTES = "public learning notes quoting the API (openai-family.md section 2)"
+_RESPONSES_NOTES = "public learning notes quoting the API"
 _RESPONSES_CALL_ID_MISSING = Check(
     "OR-CALL-ID-MISSING", "Missing required parameter: 'input[{index}].call_id'.", _RESPONSES_NOTES
 )
@@ -348,7 +348,7 @@ OPENAI_RESPONSES = Profile(
     ),
 )
 
-# --- DeepSeek (section 3) ---------------------------------------------------------------------
+# --- DeepSeek -------------------------------------------------------------------------------------
 
 _DEEPSEEK_ORPHAN = Check(
     "DS-TOOL-ORPHAN",
@@ -437,7 +437,7 @@ DEEPSEEK_REASONER = Profile(
     ),
 )
 
-# --- Mistral La Plateforme (section 4) --------------------------------------------------------
+# --- Mistral La Plateforme ------------------------------------------------------------------------
 
 _MISTRAL_VALIDATOR = (
     "mistral_common src/mistral_common/protocol/instruct/validator.py (MistralRequestValidatorV13)"
@@ -570,7 +570,7 @@ MISTRAL = Profile(
     ),
 )
 
-# --- Groq (section 5) -------------------------------------------------------------------------
+# --- Groq -----------------------------------------------------------------------------------------
 
 _GROQ_UNSUPPORTED = Check(
     "GQ-UNSUPPORTED-PROPERTY",
@@ -579,7 +579,7 @@ _GROQ_UNSUPPORTED = Check(
     "https://github.com/tashfeenahmed/freellmapi/issues/1070",
 )
 
-_GROQ_SCHEMA = "Groq's per-role schema (openai-family.md section 5); " + _ISSUE_20
+_GROQ_SCHEMA = "Groq's per-role schema; " + _ISSUE_20
 _GROQ_TOOL_CONTENT = Check(
     "GQ-TOOL-CONTENT-NOT-STRING",
     "'messages.{index}' : for 'role:tool' the following must be satisfied"
@@ -595,8 +595,7 @@ GROQ = Profile(
         function_call_null=Check(
             "GQ-UNSUPPORTED-PROPERTY",
             _GROQ_UNSUPPORTED.error,
-            "Groq's per-role schema (openai-family.md section 5); explicit null function_call "
-            "next to tool_calls",
+            "Groq's per-role schema; explicit null function_call next to tool_calls",
             status="inferred",
         ),
         result_without_id=Check(
@@ -637,7 +636,7 @@ GROQ = Profile(
     strict_checks=_checks(orphan_result=_OPENAI_ORPHAN, missing_result=_OPENAI_MISSING),
 )
 
-# --- Open-model servers: HF chat templates (section 6) ----------------------------------------
+# --- Open-model servers: HF chat templates --------------------------------------------------------
 
 _HF_JUDGE = "rendered by the judge in tests/judges.py, as transformers renders it"
 _HF_CONTENT_NULL = Check(
@@ -737,7 +736,7 @@ HF_TEMPLATE_STRICT = Profile(
 written out as text, same-role neighbours merge, and a system message is folded into the
 first user turn."""
 
-# --- Anthropic Messages API (anthropic-gemini.md section 1) ----------------------------------
+# --- Anthropic Messages API -----------------------------------------------------------------------
 
 _AN_DOC = "https://platform.claude.com/docs/en/agents-and-tools/tool-use/handle-tool-calls"
 _AN_UNEXPECTED = Check(
@@ -799,7 +798,7 @@ _AN_CHECKS = {
     "call_without_id": Check(
         "anthropic.tool_use_id_pattern",
         "messages.{index}.content.{slot}.tool_use.id: Field required",
-        "anthropic-gemini.md (the id is required; this wording is inferred)",
+        "the API reference (the id is required; this wording is inferred)",
         status="inferred",
     ),
     "result_id_format": Check(
@@ -811,7 +810,7 @@ _AN_CHECKS = {
     "result_without_id": Check(
         "anthropic.tool_result_id_pattern",
         "messages.{index}.content.{slot}.tool_result.tool_use_id: Field required",
-        "anthropic-gemini.md (the id is required; this wording is inferred)",
+        "the API reference (the id is required; this wording is inferred)",
         status="inferred",
     ),
     "call_name_empty": Check(
@@ -973,7 +972,7 @@ carries tool results must start with a thinking block. toolmend cannot invent on
 signature the API gave), so the repair writes that last tool exchange out as text instead,
 which the API accepts; every call and result stays readable."""
 
-# --- Gemini generateContent (anthropic-gemini.md section 2) ---------------------------------
+# --- Gemini generateContent -----------------------------------------------------------------------
 
 _GM_COUNT = Check(
     "gemini.function_response_count",
@@ -1082,14 +1081,14 @@ _GM_STRICT = {
         "gemini.function_call_name_empty",
         "* GenerateContentRequest.contents[{index}].parts[{slot}].function_call.name: Name "
         "cannot be empty.\n",
-        "inferred from the function_response twin (anthropic-gemini.md)",
+        "inferred from the function_response twin",
         status="inferred",
     ),
     "args_not_object": Check(
         "gemini.function_call_args_not_object",
         "Invalid value at 'contents[{index}].parts[{slot}].function_call.args' "
         "(type.googleapis.com/google.protobuf.Struct), {property}",
-        "inferred from the function_response twin (anthropic-gemini.md)",
+        "inferred from the function_response twin",
         status="inferred",
     ),
     "response_not_object": Check(
@@ -1193,9 +1192,9 @@ GEMINI_NO_IDS = replace(
 before v1beta defined it, Vertex before 2026-09): as ``gemini``, and every id is removed from
 calls and responses alike (pairing then rests on names and positions)."""
 
-# --- AWS Bedrock Converse (openai-family.md section 7) --------------------------------------
+# --- AWS Bedrock Converse -------------------------------------------------------------------------
 
-_BR_PUBLIC_CODE = "public code quoting the ValidationException (openai-family.md section 7)"
+_BR_PUBLIC_CODE = "public code quoting the ValidationException"
 _BR_EXCESS = Check(
     "BR-TOOL-RESULT-EXCESS",
     "The number of toolResult blocks at messages.{index}.content exceeds the number of toolUse "

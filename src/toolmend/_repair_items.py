@@ -331,7 +331,7 @@ def drop_stranded_reasoning(state: PlanState) -> None:
 
 
 def _can_follow_reasoning(state: PlanState, item: Item) -> bool:
-    """Not a user message, not an output, not reasoning (openai-family.md OR-REASONING-...)."""
+    """Not a user message, not an output, not reasoning (OR-REASONING-NO-FOLLOWER)."""
     if isinstance(item, Keep):
         skeleton = state.skeleton
         index = item.index

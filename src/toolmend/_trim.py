@@ -16,7 +16,8 @@ orphan. Here that user message is inside the group, so no cut can fall on it.
     The groups, as index ranges.
 ``align_cut``
     Moves a proposed cut to the nearest group boundary at or before it, never into the
-    protected prefix: what a summariser calls to know how far it may fold (seed 001, see docs/design.md).
+    protected prefix: what a summariser calls to know how far it may fold (seed 001, see
+    docs/design.md).
 ``trim``
     Keeps the first ``keep_first`` messages and the newest whole groups that fit. A valid
     history is read once by the format's one-pass test (where it has one) and otherwise only

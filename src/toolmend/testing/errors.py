@@ -3,8 +3,8 @@
 A real API stops at the first thing it dislikes and answers with one message in its own JSON
 envelope; clients and SDKs parse that envelope (``openai.BadRequestError.body``,
 ``anthropic.BadRequestError.body``, ``google.genai.errors.ClientError.message``), so the
-envelope matters as much as the text. Envelopes, as seen in public reports (see
-``shared/provider-rules`` in the design notes):
+envelope matters as much as the text. Envelopes, as seen in public reports (the sources of
+each rule's text are listed in ``docs/providers.md``):
 
 * OpenAI (and the default for other OpenAI-compatible servers):
   ``{"error": {"message", "type": "invalid_request_error", "param", "code"}}``.
