@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 import toolmend
-from cases import assistant, calls, result, system, user
+
+from support.cases import assistant, calls, result, system, user
 
 
 def test_all_lists_exactly_the_public_names() -> None:

@@ -42,9 +42,10 @@ from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 import toolmend
-from fuzz_cases import FORMATS, HOSTILE_RUNS, Case, cases, pairs
 from toolmend import cli
 from toolmend.formats import NATIVE_PROVIDER
+
+from support.fuzz_cases import FORMATS, HOSTILE_RUNS, Case, cases, pairs
 
 # LangChain messages built with model_construct hold wrong types on purpose: pydantic warns
 pytestmark = pytest.mark.filterwarnings("ignore:Pydantic serializer warnings:UserWarning")

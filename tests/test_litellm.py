@@ -35,14 +35,15 @@ import pytest
 import wrapt
 from litellm.integrations.custom_logger import CustomLogger
 
-import litellm_proxy
 import toolmend
 import toolmend.fastpath
-from event_loops import close_loop
-from litellm_proxy import free_port
 from toolmend.integrations import litellm as hook
 from toolmend.integrations.litellm import ToolMend
 from toolmend.testing import StrictProviderServer
+
+from support import litellm_proxy
+from support.event_loops import close_loop
+from support.litellm_proxy import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 MODES = ("sync", "async", "sync+stream", "async+stream")

@@ -22,7 +22,8 @@ import pytest
 
 import toolmend
 import toolmend.integrations.patch as tm
-from patch_cases import CHAT, MendCounter, unchanged
+
+from support.patch_cases import CHAT, MendCounter, unchanged
 
 openai = pytest.importorskip("openai")
 wrapt = pytest.importorskip("wrapt")

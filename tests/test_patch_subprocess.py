@@ -46,8 +46,8 @@ ORDERS = (
     "import_patch_wrap_unpatch_unpatch",
     "patch_import_wrap_unpatch_patch",
 )
-"""Each names its steps in order (see tests/patch_worker.py); written out, not generated, so
-that :func:`test_every_order_is_covered` can catch one missing."""
+"""Each names its steps in order (see tests/support/patch_worker.py); written out, not
+generated, so that :func:`test_every_order_is_covered` can catch one missing."""
 
 
 def _orders_required() -> set[str]:
@@ -73,8 +73,8 @@ def _env(**extra: str) -> dict[str, str]:
 
 
 def _worker(order: str) -> tuple[list[str], dict[str, str]]:
-    """The command that runs one order (a small function in tests/patch_worker.py)."""
-    code = f"import patch_worker; patch_worker.run({order!r})"
+    """The command that runs one order (a small function in tests/support/patch_worker.py)."""
+    code = f"from support import patch_worker; patch_worker.run({order!r})"
     return [sys.executable, "-c", code], _env(PYTHONPATH=str(TESTS))
 
 

@@ -20,15 +20,15 @@ from toolmend.api import _read_range
 from toolmend.formats import openai_chat
 from toolmend.profiles import get_profile
 from toolmend.rules import judge
-from whole_path import whole_repair
 
-from histories import (
+from support.histories import (
     OPENAI_FAMILY,
     STUB_CONTENT,
     content_strings,
     damaged_conversations,
     valid_conversations,
 )
+from support.whole_path import whole_repair
 
 PROVIDERS = OPENAI_FAMILY
 KEEP_EVERYTHING = toolmend.Policy(orphan_result="text")

@@ -26,8 +26,9 @@ from typing import Any
 import pytest
 
 import toolmend
-from show_cases import EXAMPLES, ROOT, Case, cases, history_of, long_history
 from toolmend.cli import main
+
+from support.show_cases import EXAMPLES, ROOT, Case, cases, history_of, long_history
 
 
 def _screenshot_example() -> Any:

@@ -22,9 +22,10 @@ from typing import Any
 import pytest
 
 import toolmend
-from show_cases import EXAMPLE_PROVIDERS, EXAMPLES, ROOT, Case, cases, history_of
 from toolmend.cli import main
 from toolmend.show import html, text, timeline
+
+from support.show_cases import EXAMPLE_PROVIDERS, EXAMPLES, ROOT, Case, cases, history_of
 
 GOLDEN = ROOT / "tests" / "golden" / "show"
 UPDATE = os.environ.get("TOOLMEND_UPDATE_GOLDEN", "") not in ("", "0")
@@ -94,7 +95,7 @@ def test_golden_timeline_without_the_repair(
 
 def test_every_bundled_example_has_a_golden_timeline() -> None:
     stems = {path.stem for path in EXAMPLES.glob("*.json")}
-    assert stems <= set(EXAMPLE_PROVIDERS), "add the new example to tests/show_cases.py"
+    assert stems <= set(EXAMPLE_PROVIDERS), "add the new example to tests/support/show_cases.py"
     names = {case.name for case in CASES}
     kept = {path.stem for path in GOLDEN.glob("*.txt")} - {"seed000_deepseek_dangling_tool.no-fix"}
     assert kept == names, "a golden file without a case, or a case without a golden file"

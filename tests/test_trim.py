@@ -23,11 +23,11 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-import block_histories
 import toolmend
-from cases import assistant, result, system, user
 
-from histories import content_strings, damaged_conversations, valid_conversations
+from support import block_histories
+from support.cases import assistant, result, system, user
+from support.histories import content_strings, damaged_conversations, valid_conversations
 
 trim_module = importlib.import_module("toolmend.trim")
 estimate_tokens = trim_module.estimate_tokens
