@@ -286,6 +286,7 @@ def test_unknown_provider_suggests_a_name() -> None:
         toolmend.check([user()], format="opeani")
 
 
+@pytest.mark.slow
 def test_core_imports_no_sdk() -> None:
     code = (
         "import sys, toolmend; toolmend.repair([{'role': 'tool', 'content': 'x'}]); "

@@ -457,12 +457,19 @@ general_settings:
 
 @pytest.fixture(scope="module", autouse=True)
 def _proxy_boot(
-    server: StrictProviderServer, tmp_path_factory: pytest.TempPathFactory
+    server: StrictProviderServer,
+    tmp_path_factory: pytest.TempPathFactory,
+    request: pytest.FixtureRequest,
 ) -> Iterator[litellm_proxy.Proxy | str]:
     """Start the proxy when the module starts: it boots (some seconds of imports) while the
     in-process tests run, and is ready by the time its own tests come. Yields why it cannot
-    run instead, when it cannot."""
-    reason = litellm_proxy.unavailable()
+    run instead, when it cannot; and starts nothing when the session selected none of its tests
+    (``-m "not slow"``)."""
+    asked = any(
+        getattr(item, "module", None) is request.module and "proxy" in item.fixturenames
+        for item in request.session.items
+    )
+    reason = litellm_proxy.unavailable() or (None if asked else "no proxy test selected")
     if reason:
         yield reason
         return
@@ -494,6 +501,7 @@ def proxy(_proxy_boot: litellm_proxy.Proxy | str) -> tuple[str, Path]:
     return _proxy_boot.base, _proxy_boot.folder / "toolmend.log"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
 @pytest.mark.parametrize("state", ["valid", "broken"])
 def test_the_proxy_fails_open(

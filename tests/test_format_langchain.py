@@ -354,6 +354,7 @@ def test_trim_never_cuts_a_langchain_group() -> None:
         assert toolmend.check(kept, provider="openai") == []
 
 
+@pytest.mark.slow
 def test_the_core_imports_no_langchain() -> None:
     code = (
         "import sys, toolmend\n"

@@ -842,6 +842,7 @@ def test_the_one_pass_scans_agree_with_the_whole_input(
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples/histories/responses_orphan_output.json"
 
 
+@pytest.mark.slow
 def test_example_request_body_is_repaired_by_the_cli(tmp_path: Path) -> None:
     command = [sys.executable, "-m", "toolmend"]
     checked = subprocess.run(

@@ -545,6 +545,7 @@ SIZES = {format: 1_000_000 if FUZZ or format == "openai" else 100_000 for format
 the others; ``TOOLMEND_FUZZ=1`` runs a million in every format."""
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("format", FORMATS)
 def test_a_million_message_history(format: str) -> None:
     size = SIZES[format]
@@ -808,6 +809,7 @@ def test_cli_unknown_names_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert code == 2 and "message 0, field 'content'" in err
 
 
+@pytest.mark.slow
 def test_cli_non_utf8_file_through_the_real_command(tmp_path: Path) -> None:
     source = tmp_path / "history.json"
     source.write_bytes(b'[{"role": "user", "content": "\xc3\x28"}]')

@@ -755,6 +755,7 @@ def test_profile_for_the_deployment_model(model: str, profile: str) -> None:
 # --- the example -------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_sdk_example_runs_offline(capsys: pytest.CaptureFixture[str]) -> None:
     runpy.run_path(str(ROOT / "examples" / "litellm_sdk.py"), run_name="__main__")
     printed = capsys.readouterr().out
@@ -805,6 +806,7 @@ def _post(base: str, body: dict[str, Any]) -> tuple[int, dict[str, str], str]:
         return error.code, dict(error.headers), error.read().decode()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
 @pytest.mark.parametrize(
     ("model", "route", "profile"),

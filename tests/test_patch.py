@@ -366,6 +366,7 @@ def test_doctests() -> None:
 # --- the examples -------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["openai_patch", "genai_patch"])
 @pytest.mark.filterwarnings("ignore:Inheritance class AiohttpClientSession:DeprecationWarning")
 def test_example(name: str, capsys: pytest.CaptureFixture[str]) -> None:

@@ -160,17 +160,20 @@ def _ok(done: subprocess.CompletedProcess[str]) -> str:
 # --- the tests ----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("order", ORDERS)
 def test_order(order: str, pool: _Pool) -> None:
     assert _ok(pool.result(f"order:{order}")).strip().endswith("ok")
 
 
+@pytest.mark.slow
 def test_legacy_app_is_rejected_unpatched(pool: _Pool) -> None:
     done = pool.result("legacy:unpatched")
     assert done.returncode == 1, done.stdout + done.stderr
     assert done.stdout.startswith("rejected:")
 
 
+@pytest.mark.slow
 def test_legacy_app_under_toolmend_run(pool: _Pool, server: StrictProviderServer) -> None:
     out = _ok(pool.result("legacy:toolmend_run"))
     assert "user sitecustomize ran" in out  # the shadowed sitecustomize is chained
@@ -181,12 +184,14 @@ def test_legacy_app_under_toolmend_run(pool: _Pool, server: StrictProviderServer
     )
 
 
+@pytest.mark.slow
 def test_legacy_app_with_the_sdk_disabled(pool: _Pool) -> None:
     done = pool.result("legacy:disabled")
     assert done.returncode == 1, done.stdout + done.stderr
     assert done.stdout.startswith("rejected:")
 
 
+@pytest.mark.slow
 def test_legacy_app_with_TOOLMEND_PATCH(pool: _Pool) -> None:  # noqa: N802
     assert _ok(pool.result("legacy:TOOLMEND_PATCH")).startswith("accepted:")
 

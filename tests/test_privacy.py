@@ -766,6 +766,7 @@ def test_the_cli_reports_no_content(
     assert leaks(capture.texts()) == []
 
 
+@pytest.mark.slow
 def test_the_cli_in_its_own_process_with_toolmend_debug(tmp_path: Path) -> None:
     c = Canaries()
     path = tmp_path / "history.json"

@@ -170,6 +170,7 @@ def test_an_html_page_that_cannot_be_written_is_a_clear_error(
     assert capsys.readouterr().err.startswith(f"toolmend: {target}: ")
 
 
+@pytest.mark.slow
 def test_empty_history_problem_names_no_message(tmp_path: Path) -> None:
     empty = tmp_path / "empty.json"
     empty.write_text("[]")
@@ -210,6 +211,7 @@ def _on_a_terminal(*args: str, env: dict[str, str]) -> str:
     return b"".join(chunks).decode("utf-8", "replace")
 
 
+@pytest.mark.slow
 def test_colour_only_on_a_terminal_and_never_with_no_color() -> None:
     example = "examples/histories/interleaved_user_message.json"
     env = {key: value for key, value in os.environ.items() if key not in ("NO_COLOR", "TERM")}

@@ -1059,6 +1059,7 @@ def test_debug_logs_the_structure_before_and_after_without_content(
     assert all(secret not in str(r.args) for r in caplog.records)
 
 
+@pytest.mark.slow
 def test_debug_is_switched_on_by_the_environment(tmp_path: Path) -> None:
     script = (
         "import logging, toolmend\n"
