@@ -1,6 +1,6 @@
-"""The ``slow`` marker is on every test that starts a process or runs a script (a subprocess, the
-LiteLLM Proxy, the CLI, an example, the demo, a browser) or builds a million-message history, so that
-``pytest -m "not slow"`` is a quick loop; ``.ci/run`` selects nothing and still runs them all.
+"""The ``slow`` marker is on every test that starts a process or runs a script (a subprocess,
+the LiteLLM Proxy, the CLI, an example, the demo, a browser) or builds a million-message history,
+so that ``pytest -m "not slow"`` is a quick loop; ``.ci/run`` selects nothing and runs them all.
 
 Read from the source with ``ast``, not by running or collecting anything: a test needs the
 marker when its body, a fixture it takes, or a name it uses (a helper, a constant, a fixture of
@@ -91,6 +91,16 @@ def _fixture_name(node: ast.AST) -> str | None:
                     return str(keyword.value.value)
             return node.name
     return None
+
+
+def _is_autouse(node: ast.AST) -> bool:
+    """Is ``node`` a ``@pytest.fixture(autouse=True)`` function?"""
+    return _fixture_name(node) is not None and any(
+        keyword.arg == "autouse" and isinstance(keyword.value, ast.Constant) and keyword.value.value
+        for decorator in getattr(node, "decorator_list", ())
+        if isinstance(decorator, ast.Call)
+        for keyword in decorator.keywords
+    )
 
 
 def _top_level(tree: ast.Module) -> dict[str, ast.AST]:
@@ -192,9 +202,8 @@ def unmarked_slow_tests(source: str) -> list[str]:
         and any(isinstance(t, ast.Name) and t.id == "pytestmark" for t in node.targets)
     )
     autouse_slow = any(
-        "autouse" in ast.dump(node) and name in slow and "session.items" not in ast.unparse(node)
+        _is_autouse(node) and name in slow and "session.items" not in ast.unparse(node)
         for name, node in _top_level(tree).items()
-        if _fixture_name(node) == name
     )
     tests: list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef, bool]] = []
     for node in tree.body:
@@ -306,3 +315,27 @@ class TestMarked:
         "test_million",
     ]
     assert unmarked_slow_tests("import pytest\npytestmark = [pytest.mark.slow]\n" + source) == []
+
+
+def test_an_autouse_fixture_that_starts_a_process_counts_for_every_test() -> None:
+    """Unless it starts the process only when the session selected a test that asks for it."""
+    source = """
+import subprocess
+
+import pytest
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _server(request):
+    if {guard}:
+        yield subprocess.Popen(["server"])
+    else:
+        yield None
+
+
+def test_in_process():
+    pass
+"""
+    assert unmarked_slow_tests(source.format(guard="True")) == ["test_in_process"]
+    guard = "any('server' in item.fixturenames for item in request.session.items)"
+    assert unmarked_slow_tests(source.format(guard=guard)) == []
