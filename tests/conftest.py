@@ -30,7 +30,7 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
             "toolmend judges: "
             + ", ".join(f"{name} accepted {count}" for name, count in sorted(judged.items()))
         )
-    cases = sys.modules.get("fuzz_cases")
+    cases = sys.modules.get("support.fuzz_cases")
     if cases is None:
         return
     profile = "fuzz" if os.environ.get("TOOLMEND_FUZZ") else "default"

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 import toolmend
-from cases import assistant, calls, result, system, user
+
+from support.cases import assistant, calls, result, system, user
 
 
 def test_all_lists_exactly_the_public_names() -> None:
@@ -285,6 +286,7 @@ def test_unknown_provider_suggests_a_name() -> None:
         toolmend.check([user()], format="opeani")
 
 
+@pytest.mark.slow
 def test_core_imports_no_sdk() -> None:
     code = (
         "import sys, toolmend; toolmend.repair([{'role': 'tool', 'content': 'x'}]); "

@@ -20,17 +20,18 @@ from google.genai import types
 from hypothesis import HealthCheck, assume, given, settings
 
 import toolmend
-from block_histories import (
+from toolmend._profiles import get_profile
+from toolmend._rules import judge
+from toolmend._trim import _pairing_profile
+from toolmend.formats import get as module_for
+
+from support.block_histories import (
     PAIRS,
     block_content_strings,
     damaged_block_histories,
     pair_ids,
     valid_block_histories,
 )
-from toolmend._profiles import get_profile
-from toolmend._rules import judge
-from toolmend._trim import _pairing_profile
-from toolmend.formats import get as module_for
 
 KEEP_EVERYTHING = toolmend.Policy(orphan_result="text")
 FEW = settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))

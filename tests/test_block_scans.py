@@ -20,13 +20,19 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import toolmend
-from block_histories import PAIRS as BLOCK_PAIRS
-from block_histories import convert, damaged_block_histories, pair_ids, valid_block_histories
 from toolmend._profiles import PROFILES, Profile, get_profile
 from toolmend._rules import judge
 from toolmend._trim import _pairing_profile
 from toolmend.formats import get as module_for
-from whole_path import whole_repair
+
+from support.block_histories import PAIRS as BLOCK_PAIRS
+from support.block_histories import (
+    convert,
+    damaged_block_histories,
+    pair_ids,
+    valid_block_histories,
+)
+from support.whole_path import whole_repair
 
 FEW = settings(
     max_examples=int(os.environ.get("TOOLMEND_FUZZ_EXAMPLES") or 3000)

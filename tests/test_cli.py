@@ -13,6 +13,9 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "histories" / "interleaved_user_message.json"
 
+# every test here runs the installed command in its own process
+pytestmark = pytest.mark.slow
+
 
 def _toolmend(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[str]:
     script = shutil.which("toolmend", path=str(Path(sys.executable).parent))

@@ -155,6 +155,7 @@ def test_seed003_native_rest_contents_body() -> None:
         assert function_response["id"] == function_call["id"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", [SEED003, SEED003_CONTENTS], ids=["openai-shaped", "contents"])
 def test_seed003_examples_through_the_cli(path: Path, tmp_path: Path) -> None:
     out = tmp_path / "fixed.json"

@@ -32,6 +32,7 @@ def _run_script(*args: str, code: str | None = None) -> subprocess.CompletedProc
     )
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(bool(MISSING), reason=f"{', '.join(MISSING)} not in toolmend yet")
 def test_console_script_demo_fixes_every_scenario() -> None:
     assert SCRIPT.exists(), "the toolmend console script is not installed in this venv"
@@ -96,6 +97,7 @@ def test_a_hook_replaces_sanitize_per_scenario() -> None:
     assert [c.code for c in row.changes] == ["custom_hook"]
 
 
+@pytest.mark.slow
 def test_missing_sdk_gives_the_install_hint_not_a_traceback() -> None:
     code = (
         "import sys; sys.modules['anthropic'] = None\n"
@@ -109,6 +111,7 @@ def test_missing_sdk_gives_the_install_hint_not_a_traceback() -> None:
     assert "needs anthropic" in done.stdout
 
 
+@pytest.mark.slow
 def test_the_core_does_not_import_the_sdks_for_the_demo_module() -> None:
     code = (
         "import sys, toolmend, toolmend._cli, toolmend._demo\n"

@@ -1,8 +1,8 @@
 """Every hook fails open: a fault inside toolmend, or a history toolmend cannot read, never
 costs the caller their call.
 
-For each hook entry point (tests/hook_entries.py: LiteLLM sync, async, streamed, Router; the
-patched openai, anthropic and google-genai methods; LangChain's history wrapper, read and
+For each hook entry point (tests/support/hook_entries.py: LiteLLM sync, async, streamed, Router;
+the patched openai, anthropic and google-genai methods; LangChain's history wrapper, read and
 write, and agent middleware; here also the real LiteLLM Proxy) a fault is injected inside
 toolmend with ``monkeypatch`` on toolmend's own functions (the SDKs are real and untouched),
 and the call must come out exactly as the same call made without toolmend: the strict server
@@ -28,15 +28,17 @@ from typing import Any
 
 import pytest
 
-import litellm_proxy
 import toolmend
 import toolmend._api
 import toolmend._fastpath
 import toolmend._policy
 import toolmend._profiles
 import toolmend.formats._openai_chat
-from event_loops import close_loop
-from hook_entries import (
+from toolmend.testing import StrictProviderServer
+
+from support import litellm_proxy
+from support.event_loops import close_loop
+from support.hook_entries import (
     HOOKS,
     Hook,
     Outcome,
@@ -52,8 +54,7 @@ from hook_entries import (
     responses_valid,
     shared_loop,
 )
-from patch_cases import unchanged
-from toolmend.testing import StrictProviderServer
+from support.patch_cases import unchanged
 
 litellm_hook = pytest.importorskip("toolmend.integrations.litellm")
 langchain_hook = pytest.importorskip("toolmend.integrations.langchain")
@@ -456,12 +457,19 @@ general_settings:
 
 @pytest.fixture(scope="module", autouse=True)
 def _proxy_boot(
-    server: StrictProviderServer, tmp_path_factory: pytest.TempPathFactory
+    server: StrictProviderServer,
+    tmp_path_factory: pytest.TempPathFactory,
+    request: pytest.FixtureRequest,
 ) -> Iterator[litellm_proxy.Proxy | str]:
     """Start the proxy when the module starts: it boots (some seconds of imports) while the
     in-process tests run, and is ready by the time its own tests come. Yields why it cannot
-    run instead, when it cannot."""
-    reason = litellm_proxy.unavailable()
+    run instead, when it cannot; and starts nothing when the session selected none of its tests
+    (``-m "not slow"``)."""
+    asked = any(
+        getattr(item, "module", None) is request.module and "proxy" in item.fixturenames
+        for item in request.session.items
+    )
+    reason = litellm_proxy.unavailable() or (None if asked else "no proxy test selected")
     if reason:
         yield reason
         return
@@ -493,6 +501,7 @@ def proxy(_proxy_boot: litellm_proxy.Proxy | str) -> tuple[str, Path]:
     return _proxy_boot.base, _proxy_boot.folder / "toolmend.log"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
 @pytest.mark.parametrize("state", ["valid", "broken"])
 def test_the_proxy_fails_open(
@@ -522,7 +531,7 @@ def test_a_fault_in_the_window_of_a_history_read_returns_the_whole_history(
 ) -> None:
     """``ToolMendHistory(window=...)`` trims reads with ``toolmend.trim``: when that fails the
     read returns what the store holds, as a read without toolmend would."""
-    from hook_entries import in_memory, langchain_valid
+    from support.hook_entries import in_memory, langchain_valid
 
     store = in_memory()
     store.add_messages(langchain_valid())
@@ -541,7 +550,7 @@ patch_hook = pytest.importorskip("toolmend.integrations.patch")
 
 
 def _build_history(**names: Any) -> Any:
-    from hook_entries import in_memory
+    from support.hook_entries import in_memory
 
     return langchain_hook.ToolMendHistory(in_memory(), **names)
 

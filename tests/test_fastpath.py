@@ -19,13 +19,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import toolmend
-from agent_runs import agent_runs
-from cases import assistant, result, user
 from toolmend._fastpath import vouch
 from toolmend._loops import quiet_live_run
 from toolmend.integrations.hooks import HookOptions, mend
 
-from histories import OPENAI_FAMILY, damaged_conversations, valid_conversations
+from support.agent_runs import agent_runs
+from support.cases import assistant, result, user
+from support.histories import OPENAI_FAMILY, damaged_conversations, valid_conversations
 
 # and the OpenAI-shaped histories bound for anthropic, gemini and bedrock through LiteLLM
 PROVIDERS = [*OPENAI_FAMILY, "anthropic", "gemini", "bedrock"]

@@ -1,7 +1,7 @@
 """The LangChain message format: real ``langchain_core`` messages read, judged and repaired.
 
 Every rule the format feeds gets a breaking and a passing history; the property tests convert
-the OpenAI histories of ``tests/histories.py`` to LangChain messages and check the core
+the OpenAI histories of ``tests/support/histories.py`` to LangChain messages and check the core
 invariants, and that what ``ChatOpenAI`` really sends for a repaired history is accepted.
 """
 
@@ -31,7 +31,7 @@ from toolmend._rules import judge
 from toolmend.formats import detect
 from toolmend.formats import langchain as lc_format
 
-from histories import (
+from support.histories import (
     OPENAI_FAMILY,
     STUB_CONTENT,
     content_strings,
@@ -354,6 +354,7 @@ def test_trim_never_cuts_a_langchain_group() -> None:
         assert toolmend.check(kept, provider="openai") == []
 
 
+@pytest.mark.slow
 def test_the_core_imports_no_langchain() -> None:
     code = (
         "import sys, toolmend\n"

@@ -2,10 +2,10 @@
 
 Every enabled check has a breaking and a passing input with the exact provider error text, and
 a repair that makes the breaking one pass with the expected changes. SDK items are built with
-the real openai package. Property tests turn the chat conversations of ``histories.py`` into
-Responses items (tool calls -> ``function_call`` items, tool messages ->
-``function_call_output``, reasoning items before each model turn), damage them the ways agents
-do, and check the core invariants.
+the real openai package. Property tests turn the chat conversations of
+``tests/support/histories.py`` into Responses items (tool calls -> ``function_call`` items, tool
+messages -> ``function_call_output``, reasoning items before each model turn), damage them the
+ways agents do, and check the core invariants.
 """
 
 from __future__ import annotations
@@ -39,9 +39,9 @@ from toolmend._rules import judge
 from toolmend.formats import detect
 from toolmend.formats import openai_responses as responses
 from toolmend.testing import StrictProviderServer
-from whole_path import whole_repair
 
-from histories import valid_conversations
+from support.histories import valid_conversations
+from support.whole_path import whole_repair
 
 PROVIDER = "openai-responses"
 Item = dict[str, Any]
@@ -842,6 +842,7 @@ def test_the_one_pass_scans_agree_with_the_whole_input(
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples/histories/responses_orphan_output.json"
 
 
+@pytest.mark.slow
 def test_example_request_body_is_repaired_by_the_cli(tmp_path: Path) -> None:
     command = [sys.executable, "-m", "toolmend"]
     checked = subprocess.run(

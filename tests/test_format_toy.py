@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 import toolmend
-import toy_format
 from toolmend import formats
+
+from support import toy_format
 
 CORE = Path(toolmend.__file__).parent
 FORMAT_NAMES = {"openai", "openai-responses", "anthropic", "gemini", "bedrock", "langchain"}

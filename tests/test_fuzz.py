@@ -1,7 +1,7 @@
 """The fuzz suite: random valid conversations, damaged every way seen in practice, through every
 (format, profile) pair.
 
-Each case (see :mod:`fuzz_cases`) holds a valid history and a damaged one: parallel calls,
+Each case (see :mod:`support.fuzz_cases`) holds a valid history and a damaged one: parallel calls,
 several rounds, reasoning, Anthropic thinking blocks with signatures, Gemini thought signatures,
 images; damaged by drop, duplicate, move, merge, split, re-id, rename, truncate and interleave,
 plus each format's own breakages. Invariants, for every pair and policy:
@@ -40,7 +40,8 @@ from hypothesis import strategies as st
 from langchain_core.messages import BaseMessage
 
 import toolmend
-from fuzz_cases import RUNS, Case, cases, content_items, expected_valid, pairs
+
+from support.fuzz_cases import RUNS, Case, cases, content_items, expected_valid, pairs
 
 FUZZ = bool(os.environ.get("TOOLMEND_FUZZ"))
 EXAMPLES = int(os.environ.get("TOOLMEND_FUZZ_EXAMPLES") or (2_000 if FUZZ else 100))

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import Phase, find, given, settings
 from hypothesis import strategies as st
 
-from histories import (
+from support.histories import (
     DAMAGE_OPS,
     MAX_MESSAGES,
     OP_NAMES,

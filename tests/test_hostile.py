@@ -43,9 +43,10 @@ from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 import toolmend
-from fuzz_cases import FORMATS, HOSTILE_RUNS, Case, cases, pairs
 from toolmend import _cli as cli
 from toolmend.formats import names, native_provider
+
+from support.fuzz_cases import FORMATS, HOSTILE_RUNS, Case, cases, pairs
 
 # LangChain messages built with model_construct hold wrong types on purpose: pydantic warns
 pytestmark = pytest.mark.filterwarnings("ignore:Pydantic serializer warnings:UserWarning")
@@ -545,6 +546,7 @@ SIZES = {format: 1_000_000 if FUZZ or format == "openai" else 100_000 for format
 the others; ``TOOLMEND_FUZZ=1`` runs a million in every format."""
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("format", FORMATS)
 def test_a_million_message_history(format: str) -> None:
     size = SIZES[format]
@@ -808,6 +810,7 @@ def test_cli_unknown_names_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert code == 2 and "message 0, field 'content'" in err
 
 
+@pytest.mark.slow
 def test_cli_non_utf8_file_through_the_real_command(tmp_path: Path) -> None:
     source = tmp_path / "history.json"
     source.write_bytes(b'[{"role": "user", "content": "\xc3\x28"}]')

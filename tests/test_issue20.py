@@ -11,9 +11,10 @@ from typing import Any
 
 import pytest
 
-import judges
 import toolmend
-from cases import assistant, calls, result, system, user
+
+from support import judges
+from support.cases import assistant, calls, result, system, user
 
 MISTRAL_ID = "abcDEF123"
 

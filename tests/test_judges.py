@@ -1,10 +1,10 @@
-"""Repairs judged by components nobody here wrote (see ``tests/judges.py``).
+"""Repairs judged by components nobody here wrote (see ``tests/support/judges.py``).
 
 Every repair toolmend makes for ``mistral`` must pass mistral-common's request validator; every
 ``hf-template`` / ``hf-template-strict`` repair (and ``mistral`` for Mistral's templates) must
 render in the real chat templates; every ``anthropic`` / ``bedrock`` / ``gemini`` repair of an
 OpenAI-shaped history must convert through LiteLLM's own converters and then pass toolmend's
-native profile. Run on the property generators (``tests/histories.py``; more examples with
+native profile. Run on the property generators (``tests/support/histories.py``; more examples with
 ``TOOLMEND_FUZZ=1``) and on the examples of issue 20.
 
 Where a judge holds a rule no provider profile should (a converter's or a template's own
@@ -23,10 +23,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import judges
 import toolmend
 
-from histories import OP_NAMES, apply_damage, damaged_conversations, valid_conversations
+from support import judges
+from support.histories import OP_NAMES, apply_damage, damaged_conversations, valid_conversations
 
 EXAMPLES = 40 if not os.environ.get("TOOLMEND_FUZZ") else None
 """Examples per judge test in the normal suite (the fuzz profile's count under

@@ -382,6 +382,7 @@ def test_nothing_here_warns(recwarn: pytest.WarningsRecorder) -> None:
     assert [str(w.message) for w in recwarn] == []
 
 
+@pytest.mark.slow
 def test_a_missing_langchain_names_the_extra() -> None:
     code = (
         "import sys\nsys.modules['langchain_core'] = None\nimport toolmend.integrations.langchain\n"
@@ -900,6 +901,7 @@ for k in range(4):
 """
 
 
+@pytest.mark.slow
 def test_processes_sharing_a_store_are_made_safe_by_the_read(tmp_path: Path) -> None:
     path, go = tmp_path / "shared.db", tmp_path / "go"
     sql(path, "shared")  # create the table once, before the writers race for it
@@ -951,6 +953,7 @@ def test_a_write_back_writes_nothing_when_the_store_moved(tmp_path: Path, kind: 
 # --- examples ---------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["langchain_history.py", "langchain_middleware.py"])
 def test_examples_run_offline(name: str, capsys: pytest.CaptureFixture[str]) -> None:
     runpy.run_path(str(ROOT / "examples" / name), run_name="__main__")

@@ -272,6 +272,7 @@ print(json.dumps([[r.reason, r.message.type, str(r.message.content)] for r in hi
 """
 
 
+@pytest.mark.slow
 def test_two_processes_on_one_sqlite_file(tmp_path: Path, write_back: bool) -> None:
     path, go = tmp_path / "shared.db", tmp_path / "go"
     sql(path)  # create the table once, before the writers race for it

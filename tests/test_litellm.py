@@ -35,14 +35,15 @@ import pytest
 import wrapt
 from litellm.integrations.custom_logger import CustomLogger
 
-import litellm_proxy
 import toolmend
 import toolmend._fastpath
-from event_loops import close_loop
-from litellm_proxy import free_port
 from toolmend.integrations import litellm as hook
 from toolmend.integrations.litellm import ToolMend
 from toolmend.testing import StrictProviderServer
+
+from support import litellm_proxy
+from support.event_loops import close_loop
+from support.litellm_proxy import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 MODES = ("sync", "async", "sync+stream", "async+stream")
@@ -754,6 +755,7 @@ def test_profile_for_the_deployment_model(model: str, profile: str) -> None:
 # --- the example -------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_sdk_example_runs_offline(capsys: pytest.CaptureFixture[str]) -> None:
     runpy.run_path(str(ROOT / "examples" / "litellm_sdk.py"), run_name="__main__")
     printed = capsys.readouterr().out
@@ -804,6 +806,7 @@ def _post(base: str, body: dict[str, Any]) -> tuple[int, dict[str, str], str]:
         return error.code, dict(error.headers), error.read().decode()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
 @pytest.mark.parametrize(
     ("model", "route", "profile"),

@@ -12,8 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import toolmend
-from agent_runs import agent_runs
-from cases import assistant, result, user
+
+from support.agent_runs import agent_runs
+from support.cases import assistant, result, user
 
 Message = dict[str, Any]
 SECRET = "SECRET-ARGUMENT"

@@ -1,7 +1,7 @@
 """Pairing fidelity (issue 19): a real tool result is never dropped or attached to the wrong call.
 
 The examples are the failure classes of the issue, each in every format it applies to; the
-properties damage valid histories (the damage of :mod:`histories` plus the pairing damage
+properties damage valid histories (the damage of :mod:`support.histories` plus the pairing damage
 below) and judge each repair from outside toolmend's own rules: a tracker written here, from
 the input alone, lists every result whose call the input names unambiguously, and the output
 must hold that result's exact content answering that call.
@@ -21,11 +21,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import toolmend
-import toy_format
-from block_histories import convert
 from toolmend._policy import Policy
 
-from histories import STUB_CONTENT, History, apply_damage, valid_conversations
+from support import toy_format
+from support.block_histories import convert
+from support.histories import STUB_CONTENT, History, apply_damage, valid_conversations
 
 Message = dict[str, Any]
 

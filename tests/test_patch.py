@@ -22,7 +22,8 @@ import pytest
 
 import toolmend
 import toolmend.integrations.patch as tm
-from patch_cases import CHAT, MendCounter, unchanged
+
+from support.patch_cases import CHAT, MendCounter, unchanged
 
 openai = pytest.importorskip("openai")
 wrapt = pytest.importorskip("wrapt")
@@ -365,6 +366,7 @@ def test_doctests() -> None:
 # --- the examples -------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["openai_patch", "genai_patch"])
 @pytest.mark.filterwarnings("ignore:Inheritance class AiohttpClientSession:DeprecationWarning")
 def test_example(name: str, capsys: pytest.CaptureFixture[str]) -> None:

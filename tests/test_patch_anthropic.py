@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 import toolmend.integrations.patch as tm
-from patch_cases import ANTHROPIC, MendCounter, expected, unchanged
+
+from support.patch_cases import ANTHROPIC, MendCounter, expected, unchanged
 
 anthropic = pytest.importorskip("anthropic")
 

@@ -17,7 +17,8 @@ import pytest
 
 import toolmend
 import toolmend.integrations.patch as tm
-from patch_cases import MendCounter, seed_003, unchanged, wire
+
+from support.patch_cases import MendCounter, seed_003, unchanged, wire
 
 genai = pytest.importorskip("google.genai")
 types = pytest.importorskip("google.genai.types")

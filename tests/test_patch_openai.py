@@ -19,7 +19,8 @@ import pytest
 
 import toolmend
 import toolmend.integrations.patch as tm
-from patch_cases import CHAT, RESPONSES, MendCounter, expected, unchanged
+
+from support.patch_cases import CHAT, RESPONSES, MendCounter, expected, unchanged
 
 openai = pytest.importorskip("openai")
 

@@ -46,8 +46,8 @@ ORDERS = (
     "import_patch_wrap_unpatch_unpatch",
     "patch_import_wrap_unpatch_patch",
 )
-"""Each names its steps in order (see tests/patch_worker.py); written out, not generated, so
-that :func:`test_every_order_is_covered` can catch one missing."""
+"""Each names its steps in order (see tests/support/patch_worker.py); written out, not
+generated, so that :func:`test_every_order_is_covered` can catch one missing."""
 
 
 def _orders_required() -> set[str]:
@@ -73,8 +73,8 @@ def _env(**extra: str) -> dict[str, str]:
 
 
 def _worker(order: str) -> tuple[list[str], dict[str, str]]:
-    """The command that runs one order (a small function in tests/patch_worker.py)."""
-    code = f"import patch_worker; patch_worker.run({order!r})"
+    """The command that runs one order (a small function in tests/support/patch_worker.py)."""
+    code = f"from support import patch_worker; patch_worker.run({order!r})"
     return [sys.executable, "-c", code], _env(PYTHONPATH=str(TESTS))
 
 
@@ -160,17 +160,20 @@ def _ok(done: subprocess.CompletedProcess[str]) -> str:
 # --- the tests ----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("order", ORDERS)
 def test_order(order: str, pool: _Pool) -> None:
     assert _ok(pool.result(f"order:{order}")).strip().endswith("ok")
 
 
+@pytest.mark.slow
 def test_legacy_app_is_rejected_unpatched(pool: _Pool) -> None:
     done = pool.result("legacy:unpatched")
     assert done.returncode == 1, done.stdout + done.stderr
     assert done.stdout.startswith("rejected:")
 
 
+@pytest.mark.slow
 def test_legacy_app_under_toolmend_run(pool: _Pool, server: StrictProviderServer) -> None:
     out = _ok(pool.result("legacy:toolmend_run"))
     assert "user sitecustomize ran" in out  # the shadowed sitecustomize is chained
@@ -181,12 +184,14 @@ def test_legacy_app_under_toolmend_run(pool: _Pool, server: StrictProviderServer
     )
 
 
+@pytest.mark.slow
 def test_legacy_app_with_the_sdk_disabled(pool: _Pool) -> None:
     done = pool.result("legacy:disabled")
     assert done.returncode == 1, done.stdout + done.stderr
     assert done.stdout.startswith("rejected:")
 
 
+@pytest.mark.slow
 def test_legacy_app_with_TOOLMEND_PATCH(pool: _Pool) -> None:  # noqa: N802
     assert _ok(pool.result("legacy:TOOLMEND_PATCH")).startswith("accepted:")
 

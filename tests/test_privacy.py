@@ -40,11 +40,11 @@ from hypothesis import strategies as st
 
 import toolmend
 import toolmend._api
-from block_histories import FORMATS as BLOCK_FORMATS
-from block_histories import damaged_block_histories
 from toolmend._profiles import PROFILES
 
-from histories import DAMAGE_OPS, STUB_CONTENT, damaged_conversations
+from support.block_histories import FORMATS as BLOCK_FORMATS
+from support.block_histories import damaged_block_histories
+from support.histories import DAMAGE_OPS, STUB_CONTENT, damaged_conversations
 
 ROOT = Path(__file__).resolve().parent.parent
 CANARY = re.compile(r"zqx\d+kv")
@@ -766,6 +766,7 @@ def test_the_cli_reports_no_content(
     assert leaks(capture.texts()) == []
 
 
+@pytest.mark.slow
 def test_the_cli_in_its_own_process_with_toolmend_debug(tmp_path: Path) -> None:
     c = Canaries()
     path = tmp_path / "history.json"
@@ -788,8 +789,9 @@ def test_the_cli_in_its_own_process_with_toolmend_debug(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[Any]:
-    from hook_entries import shared_loop
     from toolmend.testing import StrictProviderServer
+
+    from support.hook_entries import shared_loop
 
     with StrictProviderServer() as running:
         yield running
@@ -799,7 +801,7 @@ def server() -> Iterator[Any]:
 def _hook_histories(format: str, c: Canaries) -> list[tuple[Any, dict[str, Any]]]:
     """(history, hook options) to send: damaged ones (repaired and logged), the same under the
     strict policy (ToolChainError), a loop (ToolLoopError) and one toolmend cannot read."""
-    from hook_entries import HISTORIES
+    from support.hook_entries import HISTORIES
 
     if format == "langchain":
         rich = langchain_rich(c)
@@ -835,7 +837,7 @@ _HOOKS = (
 
 @pytest.mark.parametrize("name", _HOOKS)
 def test_the_hooks_log_and_raise_no_content(name: str, server: Any, monkeypatch: Any) -> None:
-    from hook_entries import HOOKS
+    from support.hook_entries import HOOKS
 
     hook = next(h for h in HOOKS if h.name == name)
     c = Canaries()

@@ -23,7 +23,8 @@ def test_every_enabled_check_has_text_rule_and_source(profile: Profile) -> None:
 
 def test_every_profile_field_is_documented() -> None:
     # The module's text, not ``inspect.getsource``: that parses the whole module with ``ast``,
-    # which Python 3.11 cannot do while a finalizer elsewhere parses too (see event_loops.py).
+    # which Python 3.11 cannot do while a finalizer elsewhere parses too (see
+    # tests/support/event_loops.py).
     module_text = Path(profiles.__file__).read_text(encoding="utf-8")
     source = module_text.split("\nclass Profile:\n", 1)[1].split("\nclass ", 1)[0]
     for field in dataclasses.fields(Profile):

@@ -20,15 +20,15 @@ from toolmend._api import _read_range
 from toolmend._profiles import get_profile
 from toolmend._rules import judge
 from toolmend.formats import _openai_chat as openai_chat
-from whole_path import whole_repair
 
-from histories import (
+from support.histories import (
     OPENAI_FAMILY,
     STUB_CONTENT,
     content_strings,
     damaged_conversations,
     valid_conversations,
 )
+from support.whole_path import whole_repair
 
 PROVIDERS = OPENAI_FAMILY
 KEEP_EVERYTHING = toolmend.Policy(orphan_result="text")

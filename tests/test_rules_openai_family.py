@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 import toolmend
-from cases import assistant, calls, result, system, tool_call, user
 from toolmend._profiles import PROFILES
 
-from histories import OPENAI_FAMILY
+from support.cases import assistant, calls, result, system, tool_call, user
+from support.histories import OPENAI_FAMILY
 
 MISTRAL_ID = "abcDEF123"
 MISTRAL_ID2 = "xyzXYZ789"

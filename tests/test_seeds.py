@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 import toolmend
-from cases import assistant, calls, result, system, user
+
+from support.cases import assistant, calls, result, system, user
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "histories"
 

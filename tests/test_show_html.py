@@ -26,8 +26,9 @@ from typing import Any
 import pytest
 
 import toolmend
-from show_cases import EXAMPLES, ROOT, Case, cases, history_of, long_history
 from toolmend._cli import main
+
+from support.show_cases import EXAMPLES, ROOT, Case, cases, history_of, long_history
 
 
 def _screenshot_example() -> Any:
@@ -46,10 +47,13 @@ _EXAMPLE = _screenshot_example()
 CHROMIUM: str = _EXAMPLE.CHROMIUM
 ARGS: list[str] = _EXAMPLE.CHROMIUM_ARGS
 
-pytestmark = pytest.mark.skipif(
-    not Path(CHROMIUM).exists(),
-    reason=f"no chromium at {CHROMIUM}: apt-get install chromium (or set TOOLMEND_CHROMIUM)",
-)
+pytestmark = [
+    pytest.mark.skipif(
+        not Path(CHROMIUM).exists(),
+        reason=f"no chromium at {CHROMIUM}: apt-get install chromium (or set TOOLMEND_CHROMIUM)",
+    ),
+    pytest.mark.slow,  # every test here starts chromium, or the screenshot script
+]
 
 CASES = cases()
 

@@ -22,9 +22,10 @@ from typing import Any
 import pytest
 
 import toolmend
-from show_cases import EXAMPLE_PROVIDERS, EXAMPLES, ROOT, Case, cases, history_of
 from toolmend._cli import main
 from toolmend._show import html, text, timeline
+
+from support.show_cases import EXAMPLE_PROVIDERS, EXAMPLES, ROOT, Case, cases, history_of
 
 GOLDEN = ROOT / "tests" / "golden" / "show"
 UPDATE = os.environ.get("TOOLMEND_UPDATE_GOLDEN", "") not in ("", "0")
@@ -94,7 +95,7 @@ def test_golden_timeline_without_the_repair(
 
 def test_every_bundled_example_has_a_golden_timeline() -> None:
     stems = {path.stem for path in EXAMPLES.glob("*.json")}
-    assert stems <= set(EXAMPLE_PROVIDERS), "add the new example to tests/show_cases.py"
+    assert stems <= set(EXAMPLE_PROVIDERS), "add the new example to tests/support/show_cases.py"
     names = {case.name for case in CASES}
     kept = {path.stem for path in GOLDEN.glob("*.txt")} - {"seed000_deepseek_dangling_tool.no-fix"}
     assert kept == names, "a golden file without a case, or a case without a golden file"
@@ -169,6 +170,7 @@ def test_an_html_page_that_cannot_be_written_is_a_clear_error(
     assert capsys.readouterr().err.startswith(f"toolmend: {target}: ")
 
 
+@pytest.mark.slow
 def test_empty_history_problem_names_no_message(tmp_path: Path) -> None:
     empty = tmp_path / "empty.json"
     empty.write_text("[]")
@@ -209,6 +211,7 @@ def _on_a_terminal(*args: str, env: dict[str, str]) -> str:
     return b"".join(chunks).decode("utf-8", "replace")
 
 
+@pytest.mark.slow
 def test_colour_only_on_a_terminal_and_never_with_no_color() -> None:
     example = "examples/histories/interleaved_user_message.json"
     env = {key: value for key, value in os.environ.items() if key not in ("NO_COLOR", "TERM")}

@@ -896,6 +896,7 @@ def test_plugin_is_registered_as_an_entry_point() -> None:
     assert [ep.value for ep in found] == ["toolmend.testing.plugin"]
 
 
+@pytest.mark.slow
 def test_testing_package_imports_no_sdk() -> None:
     import subprocess
     import sys

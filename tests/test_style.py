@@ -28,6 +28,7 @@ def _tool(name: str) -> str:
     return found
 
 
+@pytest.mark.slow
 def test_ruff_lint_is_clean() -> None:
     done = subprocess.run(
         [_tool("ruff"), "check", *TARGETS], cwd=ROOT, capture_output=True, text=True, check=False
@@ -35,6 +36,7 @@ def test_ruff_lint_is_clean() -> None:
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+@pytest.mark.slow
 def test_ruff_format_is_clean() -> None:
     done = subprocess.run(
         [_tool("ruff"), "format", "--check", *TARGETS],
@@ -46,6 +48,7 @@ def test_ruff_format_is_clean() -> None:
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+@pytest.mark.slow
 def test_mypy_strict_is_clean() -> None:
     done = subprocess.run([_tool("mypy")], cwd=ROOT, capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stdout + done.stderr

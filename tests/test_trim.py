@@ -23,11 +23,11 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-import block_histories
 import toolmend
-from cases import assistant, result, system, user
 
-from histories import content_strings, damaged_conversations, valid_conversations
+from support import block_histories
+from support.cases import assistant, result, system, user
+from support.histories import content_strings, damaged_conversations, valid_conversations
 
 trim_module = importlib.import_module("toolmend._trim")
 estimate_tokens = trim_module.estimate_tokens
@@ -1058,6 +1058,7 @@ def test_debug_logs_the_structure_before_and_after_without_content(
     assert all(secret not in str(r.args) for r in caplog.records)
 
 
+@pytest.mark.slow
 def test_debug_is_switched_on_by_the_environment(tmp_path: Path) -> None:
     script = (
         "import logging, toolmend\n"

@@ -31,7 +31,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no network at i
 
 import toolmend
 
-TEMPLATE_DIR = Path(__file__).parent / "data" / "chat_templates"
+TEMPLATE_DIR = Path(__file__).resolve().parents[1] / "data" / "chat_templates"
 
 TEMPLATES: dict[str, str] = {
     "vllm__tool_chat_template_llama3.1_json.jinja": "hf-template",

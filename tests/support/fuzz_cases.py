@@ -1,12 +1,12 @@
 """Fuzz cases for every (format, profile) pair, built from the shared history strategies.
 
-A case is a valid conversation from :mod:`histories` (parallel calls, several rounds, reasoning),
-damaged by its OpenAI-level ops (drop, duplicate, move, merge, split, re-id, rename, truncate,
-interleave), turned into the format (:mod:`block_histories` converters, the Responses and
-LangChain converters of their format tests), decorated with images where the format has them,
-and damaged again by the format's own ops (block damage, Responses item damage). The undamaged
-conversation goes through the same conversion, so each case holds a valid history and a damaged
-one.
+A case is a valid conversation from :mod:`support.histories` (parallel calls, several rounds,
+reasoning), damaged by its OpenAI-level ops (drop, duplicate, move, merge, split, re-id, rename,
+truncate, interleave), turned into the format (:mod:`support.block_histories` converters, the
+Responses and LangChain converters of their format tests), decorated with images where the format
+has them, and damaged again by the format's own ops (block damage, Responses item damage). The
+undamaged conversation goes through the same conversion, so each case holds a valid history and a
+damaged one.
 
 :func:`content_items` lists the real content of a history per format (user text, assistant text,
 tool result text, each with its message index and call id), for the "kept or reported" property.
@@ -26,13 +26,13 @@ from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 import toolmend
-from block_histories import BLOCK_DAMAGE, convert
 from test_format_langchain import to_langchain
 from test_format_openai_responses import DAMAGE as RESPONSES_DAMAGE
 from test_format_openai_responses import to_items
 from toolmend._profiles import PROFILES
 
-from histories import OP_NAMES, STUB_CONTENT, apply_damage, valid_conversations
+from support.block_histories import BLOCK_DAMAGE, convert
+from support.histories import OP_NAMES, STUB_CONTENT, apply_damage, valid_conversations
 
 __all__ = [
     "BLOCK_FORMATS",

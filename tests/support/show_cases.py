@@ -13,7 +13,7 @@ from typing import Any
 
 from toolmend._demo import SCENARIOS
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "histories"
 
 EXAMPLE_PROVIDERS = {

@@ -1,12 +1,13 @@
 """Runs one import/patch order in a fresh interpreter (see test_patch_subprocess.py).
 
-``python -c "import patch_worker; patch_worker.run('patch_import_unpatch')"`` performs the steps
-in order, then sends a broken history through openai, anthropic and google-genai to a strict
-server started here, and asserts each was repaired exactly when the last patch/unpatch step was
-``patch``; that no method carries two toolmend wrappers; that ``patch()`` imported no SDK; that
-anthropic's Bedrock client, which copies the beta methods at import, got our wrapper when
-patched first; and that another instrumentor's wrapper (step ``wrap``) survives ``unpatch()``. It prints ``ok``;
-a failed assertion exits non-zero with its traceback. Kept free of pytest to start fast.
+With ``tests`` on ``PYTHONPATH``, ``python -c "from support import patch_worker;
+patch_worker.run('patch_import_unpatch')"`` performs the steps in order, then sends a broken
+history through openai, anthropic and google-genai to a strict server started here, and asserts
+each was repaired exactly when the last patch/unpatch step was ``patch``; that no method carries
+two toolmend wrappers; that ``patch()`` imported no SDK; that anthropic's Bedrock client, which
+copies the beta methods at import, got our wrapper when patched first; and that another
+instrumentor's wrapper (step ``wrap``) survives ``unpatch()``. It prints ``ok``; a failed
+assertion exits non-zero with its traceback. Kept free of pytest to start fast.
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ from typing import Any
 import wrapt
 
 import toolmend.integrations.patch as tm
-from patch_cases import ANTHROPIC, CHAT, seed_003
 from toolmend.testing import StrictProviderServer
+
+from support.patch_cases import ANTHROPIC, CHAT, seed_003
 
 SDK_MODULES = ("openai", "anthropic", "google.genai")
 STEPS = ("import", "patch", "unpatch", "wrap")

@@ -6,7 +6,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from cases import assistant, result, user
+from support.cases import assistant, result, user
 
 
 @st.composite

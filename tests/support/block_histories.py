@@ -1,6 +1,6 @@
 """Hypothesis strategies for Anthropic, Gemini and Bedrock histories, valid and damaged.
 
-The OpenAI strategies in :mod:`histories` already model how real conversations look and how
+The OpenAI strategies in :mod:`support.histories` already model how real conversations look and how
 they break; these strategies convert those conversations into each block format, so the same
 shapes (parallel calls, results in any order, interleaved users, trimmed heads, duplicates,
 stubs) show up in every format. On top of the converted OpenAI damage come the breakages only
@@ -21,7 +21,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from histories import STUB_CONTENT, History, apply_damage, valid_conversations
+from support.histories import STUB_CONTENT, History, apply_damage, valid_conversations
 
 __all__ = [
     "BLOCK_DAMAGE",
