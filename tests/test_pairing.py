@@ -22,10 +22,12 @@ from hypothesis import strategies as st
 
 import toolmend
 from toolmend._policy import Policy
+from toolmend.formats import get as get_format
 
 from support import toy_format
 from support.block_histories import convert
 from support.histories import STUB_CONTENT, History, apply_damage, valid_conversations
+from support.whole_path import whole_repair
 
 Message = dict[str, Any]
 
@@ -467,6 +469,44 @@ def test_gemini_a_response_before_its_call_is_moved_to_it() -> None:
     repaired = assert_faithful(history, "gemini", "gemini")
     assert _responses(repaired.messages) == [("a", "c0", "EARLY")]
     assert not repaired.problems_left
+
+
+def test_gemini_a_result_far_from_its_call_under_a_reused_id_is_kept_by_the_range_repair() -> None:
+    """An endpoint that reuses ``call_0`` every turn, and a result moved two turns away from its
+    call: the one-pass scan splits the history into two damaged ranges, and the later range
+    alone saw the result as a repeat and dropped it (the earlier one answered its call with a
+    placeholder). The whole history shows the result answers the earlier call; the range
+    repair now goes to the whole history when a dropped result's id is a call's elsewhere."""
+
+    def text(t: str) -> dict[str, Any]:
+        return {"text": t}
+
+    def call(name: str) -> dict[str, Any]:
+        return {"function_call": {"name": name, "args": {}, "id": "call_0"}}
+
+    def response(name: str, result: str) -> dict[str, Any]:
+        return {"function_response": {"name": name, "response": {"result": result}, "id": "call_0"}}
+
+    history = [
+        {"role": "user", "parts": [text("user 1")]},
+        {"role": "model", "parts": [text("assistant 2")]},
+        {"role": "user", "parts": [text("user 3")]},
+        {"role": "model", "parts": [call("get_weather")]},
+        {"role": "model", "parts": [text("assistant 5")]},
+        {"role": "user", "parts": [text("user 6")]},
+        {"role": "model", "parts": [call("read_file")]},
+        {"role": "user", "parts": [response("read_file", "README")]},
+        {"role": "model", "parts": [text("assistant 9")]},
+        {"role": "user", "parts": [response("read_file", "21 C")]},
+    ]
+    profile = toolmend.get_profile("gemini")
+    assert len(get_format("gemini").dirty_spans(history, profile) or ()) == 2
+    repaired = toolmend.repair(history, provider="gemini")
+    whole, changes = whole_repair(get_format("gemini"), history, profile, toolmend.Policy())
+    assert repaired.messages == whole
+    assert list(repaired.changes) == changes
+    assert "dropped_orphan_result" not in {change.code for change in repaired.changes}
+    assert "21 C" in str(repaired.messages)
 
 
 def test_gemini_the_exact_id_wins_over_position() -> None:

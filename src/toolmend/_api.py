@@ -295,6 +295,8 @@ def mend_damage(
     problems: list[Problem] = []
     parts = []
     position = 0
+    damaged = list(damaged)
+    dropped: list[set[str]] = []  # per range: the ids of the results it dropped
     for damage in damaged:
         part = messages[damage.low : damage.high]
         try:
@@ -311,20 +313,54 @@ def mend_damage(
         if not damage.skeleton.whole and any(c.code == "restored_call_id" for c in made):
             # a call took the id of its result: a range cannot see whether the history uses
             # that id elsewhere, so the whole history decides
-            whole = _read_range(module, messages, 0, len(messages))
-            everything = Damage(0, len(messages), whole, judge(whole, profile))
-            return mend_damage(
-                module, messages, profile, policy, [everything], parts_before=parts_before
-            )
+            return _mend_whole(module, messages, profile, policy, parts_before)
         repaired.extend(messages[position : damage.low])
         repaired.extend(applied)
         changes.extend(made)
+        dropped.append({i for c in made if c.code in _DROPPING for i in c.ids})
         problems.extend(damage.problems)
         if parts_before is None or damage.low < parts_before:
             parts.append((damage, plan, applied))
         position = damage.high
     repaired.extend(messages[position:])
+    if _answers_elsewhere(damaged, dropped):
+        return _mend_whole(module, messages, profile, policy, parts_before)
     return Mended(repaired, changes, parts, problems)
+
+
+_DROPPING = frozenset(
+    {"dropped_orphan_result", "dropped_duplicate_result", "orphan_result_to_text"}
+)
+"""The changes that take a result away from the call its id names."""
+
+
+def _answers_elsewhere(damaged: Sequence[Damage], dropped: Sequence[set[str]]) -> bool:
+    """Whether a range dropped a result whose id a call in another range has: a range cannot
+    see that call (an id reused across turns, a result moved far from its call), so only the
+    whole history can tell whether the result answers it."""
+    if len(damaged) < 2 or not any(dropped):
+        return False
+    calls = [{c.id for found in d.skeleton.calls.values() for c in found} for d in damaged]
+    return any(
+        ids & calls[other]
+        for here, ids in enumerate(dropped)
+        if ids
+        for other in range(len(damaged))
+        if other != here
+    )
+
+
+def _mend_whole(
+    module: Format,
+    messages: Sequence[Any],
+    profile: Profile,
+    policy: Policy,
+    parts_before: int | None,
+) -> Mended:
+    """:func:`mend_damage` over the whole history as one range."""
+    whole = _read_range(module, messages, 0, len(messages))
+    everything = Damage(0, len(messages), whole, judge(whole, profile))
+    return mend_damage(module, messages, profile, policy, [everything], parts_before=parts_before)
 
 
 def _unwritable(error: UnwritableValueError, part: Sequence[Any], low: int) -> InvalidHistoryError:
