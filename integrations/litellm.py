@@ -92,6 +92,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import toolmend
+from toolmend.routing import converted_profile
 
 from .hooks import HookOptions, Mended, OnLoop, check_names, mend
 
@@ -138,10 +139,10 @@ PROFILE_BY_PROVIDER: Mapping[str, str] = {
 }
 """LiteLLM provider name (the second item of ``litellm.get_llm_provider``) -> toolmend profile.
 
-A name mapping only; the rules live in the profiles. Two deployments are named by their model as
-well: a ``deepseek-reasoner`` model gets the ``deepseek-reasoner`` profile, and a Claude model on
-``vertex_ai`` (a Vertex partner model, sent in Anthropic's format) gets ``anthropic``. Any other
-provider gets ``openai``."""
+A name mapping only; the rules live in the profiles. The deployment's model then picks the
+variant through :func:`toolmend.routing.converted_profile` (a ``deepseek-reasoner`` model gets
+``deepseek-reasoner``, a Claude model on ``vertex_ai`` gets ``anthropic``). Any other provider
+gets ``openai``."""
 
 _DEFAULT_PROFILE = "openai"
 _CHAT_CALLS = frozenset({"completion", "acompletion"})
@@ -166,12 +167,7 @@ def profile_for(
         )
     except Exception:  # LiteLLM does not know the model: it will fail the call itself
         return PROFILE_BY_PROVIDER.get(custom_llm_provider or "", _DEFAULT_PROFILE)
-    lowered = name.lower()
-    if provider == "deepseek" and "reasoner" in lowered:
-        return "deepseek-reasoner"
-    if provider.startswith("vertex_ai") and lowered.startswith("claude"):
-        return "anthropic"
-    return PROFILE_BY_PROVIDER.get(provider, _DEFAULT_PROFILE)
+    return converted_profile(PROFILE_BY_PROVIDER.get(provider, _DEFAULT_PROFILE), name)
 
 
 def _text(value: object) -> str | None:

@@ -31,6 +31,7 @@ import pytest
 import litellm_proxy
 import toolmend
 import toolmend.api
+import toolmend.appending
 import toolmend.fastpath
 import toolmend.formats.openai_chat
 import toolmend.policy
@@ -57,6 +58,7 @@ from toolmend.testing import StrictProviderServer
 
 litellm_hook = pytest.importorskip("toolmend.integrations.litellm")
 langchain_hook = pytest.importorskip("toolmend.integrations.langchain")
+langchain_middleware = pytest.importorskip("toolmend.integrations.langchain_middleware")
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore::DeprecationWarning",  # google-genai's aiohttp session, LangChain's own
@@ -106,10 +108,10 @@ FAULTS: dict[str, Callable[[pytest.MonkeyPatch], None]] = {
     "request_profile": _fault(toolmend, "request_profile"),  # reading the model (patch, agent)
     "profile_for": _fault(litellm_hook, "profile_for"),  # reading the LiteLLM deployment
     "active": _fault(litellm_hook, "_active"),  # the sync wrapper, before mend
-    "provider_for": _fault(langchain_hook, "provider_for"),  # the middleware, before mend
-    "frontier": _fault(langchain_hook, "_frontier_of"),  # the history wrapper's read
-    "index": _fault(langchain_hook, "_index_of"),  # the history wrapper's view of the store
-    "judge": _fault(langchain_hook, "_judge"),  # the history wrapper's write screen
+    "provider_for": _fault(langchain_middleware, "provider_for"),  # the middleware, before mend
+    "frontier": _fault(toolmend.appending, "waiting_calls"),  # the history wrapper's read
+    "index": _fault(toolmend.appending, "index_of"),  # the history wrapper's view of the store
+    "judge": _fault(toolmend.appending, "judge_appends"),  # the history wrapper's write screen
 }
 
 
