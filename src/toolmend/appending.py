@@ -136,8 +136,23 @@ def index_of(messages: Sequence[Any], format: str) -> AppendIndex:
     {'c1': 'weather'}
     """
     index = AppendIndex(format)
-    for message in _read_all(messages, format):
-        index.note(message)
+    read = _reader(format)
+    try:
+        skeleton = read(messages)
+    except InvalidMessageError:
+        for message in messages:
+            index.note(_read_one(read, message))
+        return index
+    calls, results, answered = skeleton.calls, skeleton.results, index.answered
+    known = index.calls
+    for position in sorted(calls.keys() | results.keys()):
+        for result in results.get(position, ()):
+            if result.id in known:
+                answered.add(result.id)
+        for call in calls.get(position, ()):
+            if call.id:
+                known[call.id] = call.name
+                answered.discard(call.id)
     return index
 
 
