@@ -8,9 +8,6 @@ code take it unchanged. What may be stored is decided by :mod:`toolmend.appendin
 rule for every format); this module holds the store: its locks, its shared index, its reads
 and its write-backs.
 
-Wraps any ``BaseChatMessageHistory`` (in memory, SQL, Redis, ...) and is one itself, so
-``RunnableWithMessageHistory`` and existing code take it unchanged.
-
 *Writes* all go through one validated path (``add_message``, ``add_messages``,
 ``aadd_messages``, ``add_user_message``, ``add_ai_message``,
 :meth:`~ToolMendHistory.add_tool_call_chain`, and every writer a subclass overrides or adds:
@@ -502,10 +499,12 @@ class ToolMendHistory(BaseChatMessageHistory):
     ) -> None:
         """Store an ``AIMessage`` and all its results, or nothing.
 
-        Checks first that ``ai_message`` is an ``AIMessage`` with ``tool_calls`` (each with an
-        id), that ``tool_messages`` is not empty and holds only ``ToolMessage``s, and that they
-        answer exactly its calls: every id once, no unknown id, the call's name where a result
-        states one. A chain that fails raises :class:`toolmend.ToolChainError` naming each
+        Checks first (:func:`toolmend.appending.check_chain`) that ``ai_message`` is an
+        ``AIMessage`` making tool calls (every call it sends, as the LangChain format reads
+        them: ``tool_calls``, ``invalid_tool_calls``, ``tool_use`` blocks; each with an id of
+        its own), that ``tool_messages`` is not empty and holds only ``ToolMessage``s, and
+        that they answer exactly its calls: every id once, no unknown id, the call's name where
+        a result states one. A chain that fails raises :class:`toolmend.ToolChainError` naming each
         problem (chain position, code, ids) and writes nothing.
         """
         chain = _checked_chain(ai_message, tool_messages)
