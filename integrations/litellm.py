@@ -92,7 +92,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import toolmend
-from toolmend.routing import converted_profile
+from toolmend import routing
 
 from .hooks import HookOptions, Mended, OnLoop, check_names, mend
 
@@ -167,7 +167,7 @@ def profile_for(
         )
     except Exception:  # LiteLLM does not know the model: it will fail the call itself
         return PROFILE_BY_PROVIDER.get(custom_llm_provider or "", _DEFAULT_PROFILE)
-    return converted_profile(PROFILE_BY_PROVIDER.get(provider, _DEFAULT_PROFILE), name)
+    return routing.converted_profile(PROFILE_BY_PROVIDER.get(provider, _DEFAULT_PROFILE), name)
 
 
 def _text(value: object) -> str | None:
