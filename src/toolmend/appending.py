@@ -97,11 +97,13 @@ _UNREAD = _Read(None, None, (), ())
 
 
 def _reader(format: str) -> Callable[[Sequence[Any]], Skeleton]:
+    """The format's reader: the one thing this module asks of :mod:`toolmend.formats`."""
     read: Callable[[Sequence[Any]], Skeleton] = module_for(format).read
     return read
 
 
 def _each(skeleton: Skeleton) -> list[_Read]:
+    """Each message of ``skeleton``, in order."""
     calls, results = skeleton.calls, skeleton.results
     return [
         _Read(kind, skeleton.roles[index], calls.get(index, ()), results.get(index, ()))
@@ -110,6 +112,7 @@ def _each(skeleton: Skeleton) -> list[_Read]:
 
 
 def _read_one(read: Callable[[Sequence[Any]], Skeleton], message: Any) -> _Read:
+    """One message read on its own (:data:`_UNREAD` when the reader refuses it)."""
     try:
         (found,) = _each(read([message]))
     except InvalidMessageError:
