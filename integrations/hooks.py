@@ -22,9 +22,10 @@ import toolmend
 from toolmend import _fastpath as fastpath
 from toolmend import _policy as policies
 from toolmend import _profiles as profiles
+from toolmend._api import Mended
 from toolmend._loops import quiet_live_run
 
-__all__ = ["HookOptions", "Mended", "check_names", "mend"]
+__all__ = ["HookOptions", "Mended", "check_names", "hook_policy", "mend"]
 
 logger = logging.getLogger("toolmend")
 
@@ -84,16 +85,20 @@ def check_names(*, provider: Any = None, policy: Any = None, source: str) -> boo
     return True
 
 
-@dataclass(frozen=True)
-class Mended:
-    """What :func:`mend` decided: the history to send and what changed (ids and codes)."""
+def hook_policy(
+    policy: toolmend.Policy | str | None, *, frontier: Literal["answer", "keep"] = "answer"
+) -> toolmend.Policy:
+    """``policy`` read by :func:`toolmend._policy.as_policy`, for a hook being built.
 
-    messages: Any
-    changes: tuple[toolmend.Change, ...] = ()
-    problems: tuple[toolmend.Problem, ...] = ()
-    loops: tuple[toolmend.Problem, ...] = ()
-    failed: bool = False
-    """True when toolmend raised and the original history went out unrepaired."""
+    An unknown name raises :class:`toolmend.UnknownNameError`. Any other error is a toolmend bug
+    that :func:`check_names` has already logged while the hook was built: the hook gets the
+    policy it was handed, or the default one, and is built all the same."""
+    try:
+        return policies.as_policy(policy, frontier=frontier)
+    except toolmend.UnknownNameError:
+        raise
+    except Exception:
+        return policy if isinstance(policy, toolmend.Policy) else toolmend.Policy(frontier=frontier)
 
 
 def mend(
@@ -163,4 +168,4 @@ def mend(
             "toolmend failed on %s for %s; the original history was sent", source, provider
         )
         return Mended(messages, failed=True)
-    return Mended(result.messages, result.changes, result.problems, loops)
+    return Mended(result.messages, result.changes, problems=result.problems, loops=loops)

@@ -36,7 +36,7 @@ history must look like to survive LiteLLM's conversion.
   retries, each fallback), with the deployment's real model, before it processes the messages.
   The hook returns the request with a new, repaired ``messages`` list.
 * **Sync** (``litellm.completion``, ``Router.completion``): LiteLLM calls no hook that can change
-  the request there (``shared/research/litellm.md``, litellm 1.110.2). So the first
+  the request there (checked against litellm 1.110.2). So the first
   :class:`ToolMend` built installs, once per process, a wrapt wrapper on
   ``litellm.utils.function_setup``: the first step of LiteLLM's ``@client`` decorator, which
   every sync ``completion`` call (every Router attempt too) passes through with its model and
@@ -92,6 +92,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import toolmend
+from toolmend import _routing as routing
 
 from .hooks import HookOptions, Mended, OnLoop, check_names, mend
 
@@ -138,10 +139,10 @@ PROFILE_BY_PROVIDER: Mapping[str, str] = {
 }
 """LiteLLM provider name (the second item of ``litellm.get_llm_provider``) -> toolmend profile.
 
-A name mapping only; the rules live in the profiles. Two deployments are named by their model as
-well: a ``deepseek-reasoner`` model gets the ``deepseek-reasoner`` profile, and a Claude model on
-``vertex_ai`` (a Vertex partner model, sent in Anthropic's format) gets ``anthropic``. Any other
-provider gets ``openai``."""
+A name mapping only; the rules live in the profiles. The deployment's model then picks the
+variant through :func:`toolmend._routing.converted_profile` (a ``deepseek-reasoner`` model gets
+``deepseek-reasoner``, a Claude model on ``vertex_ai`` gets ``anthropic``). Any other provider
+gets ``openai``."""
 
 _DEFAULT_PROFILE = "openai"
 _CHAT_CALLS = frozenset({"completion", "acompletion"})
@@ -166,12 +167,7 @@ def profile_for(
         )
     except Exception:  # LiteLLM does not know the model: it will fail the call itself
         return PROFILE_BY_PROVIDER.get(custom_llm_provider or "", _DEFAULT_PROFILE)
-    lowered = name.lower()
-    if provider == "deepseek" and "reasoner" in lowered:
-        return "deepseek-reasoner"
-    if provider.startswith("vertex_ai") and lowered.startswith("claude"):
-        return "anthropic"
-    return PROFILE_BY_PROVIDER.get(provider, _DEFAULT_PROFILE)
+    return routing.converted_profile(PROFILE_BY_PROVIDER.get(provider, _DEFAULT_PROFILE), name)
 
 
 def _text(value: object) -> str | None:

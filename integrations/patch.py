@@ -44,28 +44,15 @@ Which provider's rules
 ----------------------
 anthropic rows use ``anthropic`` (``anthropic-thinking`` when the request turns thinking on),
 google-genai rows ``gemini`` (``gemini-3`` for a Gemini 3 model). An OpenAI client is often
-pointed elsewhere, so openai rows take, first to last: ``patch(provider=...)``; the host of the
-client's ``base_url`` looked up in :data:`HOSTS`; ``openai``. The Responses rows always use
-``openai-responses`` (a chat profile refuses Responses input). A ``deepseek-reasoner`` model on
-DeepSeek and a Gemini 3 model on Gemini's OpenAI endpoint get those variants.
-
-=======================================  =========  ========================================
-``base_url`` host                        provider   service
-=======================================  =========  ========================================
-``api.openai.com``                       openai     OpenAI
-``*.openai.azure.com``                   azure      Azure OpenAI
-``*.cognitiveservices.azure.com``        azure      Azure OpenAI (AI Services endpoint)
-``api.deepseek.com``                     deepseek   DeepSeek
-``api.mistral.ai``                       mistral    Mistral
-``api.groq.com``                         groq       Groq
-``generativelanguage.googleapis.com``    gemini     Gemini API, OpenAI-compatible endpoint
-``aiplatform.googleapis.com``            gemini     Vertex AI, OpenAI-compatible endpoint
-``*-aiplatform.googleapis.com``          gemini     Vertex AI (regional), same
-``api.anthropic.com``                    anthropic  Anthropic, OpenAI SDK compatibility
-=======================================  =========  ========================================
-
+pointed elsewhere, so openai rows take, first to last: ``patch(provider=...)``; the provider
+:func:`toolmend._routing.provider_for_host` gives the host of the client's ``base_url`` (the one
+host table, :data:`toolmend._routing.HOSTS`, re-exported here as :data:`HOSTS`); ``openai``.
 Any other host (a gateway such as OpenRouter or a LiteLLM proxy, a local server) gets
-``openai`` unless ``provider=`` says otherwise.
+``openai`` unless ``provider=`` says otherwise. The Responses rows always use
+``openai-responses`` (a chat profile refuses Responses input). The model and the request's
+``thinking`` setting then pick the variant through :func:`toolmend._routing.request_profile`: a
+``deepseek-reasoner`` model on DeepSeek and a Gemini 3 model on Gemini's OpenAI endpoint get
+those variants.
 
 How it behaves
 --------------
@@ -120,6 +107,7 @@ from types import ModuleType
 from typing import Any
 
 import toolmend
+from toolmend._policy import as_policy
 from toolmend._routing import HOSTS, provider_for_host
 
 from .hooks import HookOptions, OnLoop, check_names, mend
@@ -339,7 +327,6 @@ def patch(
     # an unknown provider or policy name fails here; a toolmend bug is logged and patching
     # goes on (every patched call fails open)
     check_names(provider=provider, policy=policy, source="patch()")
-    _policy(policy)
     if on_loop not in ("off", "warn", "raise"):
         raise toolmend.UnknownNameError(
             f"on_loop must be 'off', 'warn' or 'raise', not {on_loop!r}"
@@ -536,21 +523,6 @@ def _wrapt() -> Any:
     return wrapt
 
 
-def _policy(policy: toolmend.Policy | str | None) -> toolmend.Policy:
-    """``policy`` as a :class:`toolmend.Policy` (checks the name)."""
-    if isinstance(policy, toolmend.Policy):
-        return policy
-    if policy is None:
-        return toolmend.Policy()
-    try:
-        return toolmend.Policy(mode=toolmend.Mode(policy))
-    except ValueError:
-        raise toolmend.UnknownNameError(
-            f"Unknown policy {policy!r}: use a toolmend.Policy or one of "
-            "'repair', 'strict', 'report'"
-        ) from None
-
-
 # --- the wrappers -------------------------------------------------------------------------------
 
 
@@ -603,7 +575,7 @@ def _heal_chat(row: Target, instance: Any, kwargs: dict[str, Any]) -> dict[str, 
         return kwargs
     options = dataclasses.replace(
         _registry.options,
-        policy=dataclasses.replace(_policy(_registry.options.policy), frontier="keep"),
+        policy=dataclasses.replace(as_policy(_registry.options.policy), frontier="keep"),
         on_loop="off",  # the request rows run the loop guard on the whole request
     )
     provider = _variant(row.format, {"model": getattr(instance, "_model", None)})

@@ -30,6 +30,7 @@ import pytest
 
 import toolmend
 import toolmend._api
+import toolmend._appending
 import toolmend._fastpath
 import toolmend._policy
 import toolmend._profiles
@@ -58,6 +59,7 @@ from support.patch_cases import unchanged
 
 litellm_hook = pytest.importorskip("toolmend.integrations.litellm")
 langchain_hook = pytest.importorskip("toolmend.integrations.langchain")
+langchain_middleware = pytest.importorskip("toolmend.integrations.langchain_middleware")
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore::DeprecationWarning",  # google-genai's aiohttp session, LangChain's own
@@ -107,10 +109,10 @@ FAULTS: dict[str, Callable[[pytest.MonkeyPatch], None]] = {
     "request_profile": _fault(toolmend, "request_profile"),  # reading the model (patch, agent)
     "profile_for": _fault(litellm_hook, "profile_for"),  # reading the LiteLLM deployment
     "active": _fault(litellm_hook, "_active"),  # the sync wrapper, before mend
-    "provider_for": _fault(langchain_hook, "provider_for"),  # the middleware, before mend
-    "frontier": _fault(langchain_hook, "_frontier_of"),  # the history wrapper's read
-    "index": _fault(langchain_hook, "_index_of"),  # the history wrapper's view of the store
-    "judge": _fault(langchain_hook, "_judge"),  # the history wrapper's write screen
+    "provider_for": _fault(langchain_middleware, "provider_for"),  # the middleware, before mend
+    "frontier": _fault(toolmend._appending, "waiting_calls"),  # the history wrapper's read
+    "index": _fault(toolmend._appending, "index_of"),  # the history wrapper's view of the store
+    "judge": _fault(toolmend._appending, "judge_appends"),  # the history wrapper's write screen
 }
 
 

@@ -22,7 +22,7 @@ from anthropic.types import (
 
 import toolmend
 from toolmend._profiles import get_profile
-from toolmend.formats import anthropic as anthropic_format
+from toolmend.formats import _anthropic as anthropic_format
 from toolmend.formats import detect
 
 PROVIDER = "anthropic"

@@ -13,7 +13,7 @@ import pytest
 
 import toolmend
 from toolmend._profiles import get_profile
-from toolmend.formats import bedrock as bedrock_format
+from toolmend.formats import _bedrock as bedrock_format
 from toolmend.formats import detect
 
 PROVIDER = "bedrock"

@@ -18,8 +18,8 @@ from google.genai import _transformers, types
 
 import toolmend
 from toolmend._profiles import get_profile
+from toolmend.formats import _gemini as gemini_format
 from toolmend.formats import detect
-from toolmend.formats import gemini as gemini_format
 
 PROVIDER = "gemini"
 

@@ -28,8 +28,8 @@ from langchain_openai.chat_models.base import _convert_message_to_dict
 import toolmend
 from toolmend._profiles import get_profile
 from toolmend._rules import judge
+from toolmend.formats import _langchain as lc_format
 from toolmend.formats import detect
-from toolmend.formats import langchain as lc_format
 
 from support.histories import (
     OPENAI_FAMILY,
@@ -358,7 +358,7 @@ def test_trim_never_cuts_a_langchain_group() -> None:
 def test_the_core_imports_no_langchain() -> None:
     code = (
         "import sys, toolmend\n"
-        "from toolmend.formats import langchain\n"
+        "from toolmend.formats import _langchain as langchain\n"
         "toolmend.repair([{'role': 'user', 'content': 'hi'}])\n"
         "print([m for m in sys.modules if m.startswith('langchain')])"
     )

@@ -36,8 +36,8 @@ from openai.types.responses.response_reasoning_item import Summary
 import toolmend
 from toolmend._profiles import PROFILES
 from toolmend._rules import judge
+from toolmend.formats import _openai_responses as responses
 from toolmend.formats import detect
-from toolmend.formats import openai_responses as responses
 from toolmend.testing import StrictProviderServer
 
 from support.histories import valid_conversations

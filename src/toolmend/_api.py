@@ -236,14 +236,24 @@ class Damage:
 
 @dataclass(frozen=True)
 class Mended:
-    """A history with its damaged ranges repaired, the changes, and each range's plan and new
-    messages (in range order), for callers that must follow where a message went (trim)."""
+    """A history after toolmend had its say, and what it did: the one result type of the
+    internal repair steps (:func:`mend_damage`, for :func:`toolmend.trim`) and of the hooks
+    (``toolmend.integrations.hooks.mend``).
 
-    messages: list[Any]
-    changes: list[Change]
-    parts: list[tuple[Damage, Plan, list[Any]]]
-    problems: list[Problem]
+    ``messages`` is the history to send; ``changes`` and ``problems`` are the edits made and what
+    the input broke (ids and codes, safe to log)."""
+
+    messages: Any
+    changes: Sequence[Change] = ()
+    parts: Sequence[tuple[Damage, Plan, list[Any]]] = ()
+    """Each range's damage, plan and new messages (in range order), for callers that must
+    follow where a message went (trim); empty from the hooks."""
+    problems: Sequence[Problem] = ()
     """The problems of the ranges mended, in order."""
+    loops: tuple[Problem, ...] = ()
+    """What the hooks' loop guard found (see :func:`toolmend.detect_loops`)."""
+    failed: bool = False
+    """True when toolmend raised inside a hook and the original history went out unrepaired."""
 
 
 def find_damage(

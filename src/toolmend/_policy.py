@@ -54,18 +54,30 @@ class Policy:
 
 
 _BY_NAME = {mode.value: Policy(mode=mode) for mode in Mode}
+_KEEPING = {mode.value: Policy(mode=mode, frontier="keep") for mode in Mode}
 
 
-def as_policy(policy: Policy | Mode | str | None) -> Policy:
-    """Accept a :class:`Policy`, a :class:`Mode`, a mode name, or ``None`` (the default)."""
+def as_policy(
+    policy: Policy | Mode | str | None, *, frontier: Literal["answer", "keep"] = "answer"
+) -> Policy:
+    """Accept a :class:`Policy`, a :class:`Mode`, a mode name, or ``None`` (the default).
+
+    ``frontier`` is the :attr:`Policy.frontier` of a policy given by its mode or left out (a
+    history store keeps the live frontier waiting); a :class:`Policy` is taken as it is. The one
+    parser of the ``policy`` argument: the core and every hook call it.
+
+    >>> as_policy("strict", frontier="keep").frontier, as_policy(None).mode.value
+    ('keep', 'repair')
+    """
+    found = _BY_NAME if frontier == "answer" else _KEEPING
     if policy is None:
-        return _BY_NAME["repair"]
+        return found["repair"]
     if isinstance(policy, Policy):
         return policy
     if isinstance(policy, Mode):
-        return _BY_NAME[policy.value]
-    if isinstance(policy, str) and policy in _BY_NAME:
-        return _BY_NAME[policy]
+        return found[policy.value]
+    if isinstance(policy, str) and policy in found:
+        return found[policy]
     raise UnknownNameError(
         f"Unknown policy {policy!r}: use a toolmend.Policy or one of 'repair', 'strict', 'report'"
     )

@@ -12,8 +12,17 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Mapping
+from urllib.parse import urlsplit
 
-__all__ = ["HOSTS", "MODEL_FAMILIES", "provider_for_host", "provider_for_model", "request_profile"]
+__all__ = [
+    "HOSTS",
+    "MODEL_FAMILIES",
+    "converted_profile",
+    "provider_for_base_url",
+    "provider_for_host",
+    "provider_for_model",
+    "request_profile",
+]
 
 HOSTS: tuple[tuple[str, str], ...] = (
     ("api.openai.com", "openai"),
@@ -43,6 +52,17 @@ def provider_for_host(host: str) -> str | None:
         if fnmatch.fnmatchcase(host, pattern):
             return provider
     return None
+
+
+def provider_for_base_url(base_url: object) -> str | None:
+    """:func:`provider_for_host` for the host of a client's ``base_url`` (a URL string, or
+    anything whose ``str`` is one); ``None`` without a host or with one :data:`HOSTS` lacks.
+
+    >>> provider_for_base_url("https://api.deepseek.com/v1"), provider_for_base_url("")
+    ('deepseek', None)
+    """
+    host = urlsplit(str(base_url or "")).hostname
+    return provider_for_host(host) if host else None
 
 
 MODEL_FAMILIES: tuple[tuple[str, str], ...] = (
@@ -99,3 +119,24 @@ def request_profile(provider: str, *, model: str | None = None, thinking: object
     elif provider == "deepseek" and name.startswith("deepseek-reasoner"):
         return "deepseek-reasoner"
     return provider
+
+
+def converted_profile(provider: str, model: str | None = None) -> str:
+    """The profile for an OpenAI-shaped history that a gateway (LiteLLM) converts for
+    ``provider``'s API, given the deployment's ``model``.
+
+    A Claude model on Gemini's platform (Vertex AI's partner models) is sent in Anthropic's
+    format and meets ``anthropic``; DeepSeek's reasoner meets ``deepseek-reasoner``, whose rule
+    about ``reasoning_content`` holds for OpenAI-shaped messages. A Gemini 3 model meets
+    ``gemini``: its thought signatures are the gateway's to carry, in fields an OpenAI-shaped
+    history does not show. Anything else meets ``provider`` itself.
+
+    >>> converted_profile("gemini", "claude-sonnet-4-5@20250929")
+    'anthropic'
+    >>> converted_profile("deepseek", "deepseek-reasoner"), converted_profile("gemini", "gemini-3")
+    ('deepseek-reasoner', 'gemini')
+    """
+    if provider == "gemini":
+        claude = isinstance(model, str) and model.lower().startswith("claude")
+        return "anthropic" if claude else provider
+    return request_profile(provider, model=model)

@@ -1,0 +1,209 @@
+"""LangChain: a v1 agent middleware that repairs the messages of each model call.
+
+:class:`ToolMendMiddleware` is an ``AgentMiddleware`` for ``langchain.agents.create_agent``:
+``wrap_model_call`` and ``awrap_model_call`` repair the messages of each model call for the
+model's provider (:func:`provider_for` reads it from the chat model's class, and the model name
+and base URL through :mod:`toolmend._routing`) and leave the agent state as it was.
+``persist=True`` also writes the repair into the state before each model call
+(``before_model``), so the checkpointed thread heals too. The loop guard reports, or raises
+:class:`toolmend.ToolLoopError` with ``on_loop="raise"``, as in every other hook.
+
+Every call goes through :func:`toolmend.integrations.hooks.mend`: a toolmend failure is logged
+and the agent's messages go out as they are. Import it from
+:mod:`toolmend.integrations.langchain`; it needs ``pip install 'toolmend[langchain]'``
+(``langchain`` for its v1 agents).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import toolmend
+from toolmend import _routing as routing
+
+from .hooks import HookOptions, OnLoop, check_names, mend
+
+if TYPE_CHECKING:
+    from langchain.agents.middleware import AgentMiddleware, ModelRequest
+else:
+    try:
+        from langchain.agents.middleware import AgentMiddleware
+    except ImportError:
+
+        class AgentMiddleware:
+            """Stands in for LangChain's class when the ``langchain`` package is missing."""
+
+            def __init__(self, *args: Any, **kwargs: Any) -> None:
+                raise ImportError(
+                    "ToolMendMiddleware needs LangChain v1 agents: "
+                    "pip install 'toolmend[langchain]'"
+                )
+
+
+__all__ = ["MODEL_PROVIDERS", "ToolMendMiddleware", "provider_for"]
+
+logger = logging.getLogger("toolmend")
+
+FORMAT = "langchain"
+
+MODEL_PROVIDERS: Mapping[str, str] = {
+    "ChatOpenAI": "openai",
+    "AzureChatOpenAI": "azure",
+    "ChatDeepSeek": "deepseek",
+    "ChatMistralAI": "mistral",
+    "ChatGroq": "groq",
+    "ChatAnthropic": "anthropic",
+    "ChatAnthropicVertex": "anthropic",
+    "ChatGoogleGenerativeAI": "gemini",
+    "ChatVertexAI": "gemini",
+    "ChatBedrockConverse": "bedrock",
+    "ChatBedrock": "bedrock",
+    "ChatHuggingFace": "hf-template",
+}
+"""Chat model class name (the class or one it derives from) -> the provider profile. A model
+not listed is judged as ``"openai"``, the strictest about where results go."""
+
+
+def provider_for(model: Any) -> str:
+    """The provider profile for a LangChain chat model (see :data:`MODEL_PROVIDERS`).
+
+    The class decides; within it, the model name and settings pick the variant the provider's
+    own checks use: ``deepseek-reasoner`` for that model, ``gemini-3`` for a Gemini 3 model,
+    ``anthropic-thinking`` with extended thinking on, and an OpenAI-compatible class pointed at
+    DeepSeek, Mistral or Groq (by base URL or model name) gets that provider.
+    """
+    model = getattr(model, "bound", model)  # a RunnableBinding (bind_tools)
+    provider = "openai"
+    for cls in type(model).__mro__:
+        if cls.__name__ in MODEL_PROVIDERS:
+            provider = MODEL_PROVIDERS[cls.__name__]
+            break
+    name = str(getattr(model, "model_name", None) or getattr(model, "model", None) or "")
+    if provider in ("openai", "deepseek"):
+        base = getattr(model, "openai_api_base", None) or getattr(model, "api_base", None)
+        provider = (
+            toolmend.provider_for_model(name) or routing.provider_for_base_url(base) or provider
+        )
+    return toolmend.request_profile(provider, model=name, thinking=getattr(model, "thinking", None))
+
+
+class ToolMendMiddleware(AgentMiddleware):
+    """Repairs the messages of every model call of a ``create_agent`` agent.
+
+    **Parameters:**
+
+    * **provider** - *(optional)* the provider profile; by default :func:`provider_for` the
+      request's model.
+    * **persist** - *(optional)* also write the repair into the agent state before each model
+      call, so the checkpointed thread heals (default False: the state is left as it was).
+      The state is repaired for ``provider`` (``"openai"`` when not given: the model is not
+      known there); each call is still repaired for its model's provider.
+    * **policy** - *(optional)* a :class:`toolmend.Policy`, ``"repair"`` (default),
+      ``"strict"`` or ``"report"``.
+    * **on_loop** - *(optional)* the loop guard: ``"warn"`` (default), ``"raise"``
+      (:class:`toolmend.ToolLoopError` before the call is made) or ``"off"``.
+
+    >>> from langchain.agents import create_agent  # doctest: +SKIP
+    >>> agent = create_agent(model, tools, middleware=[ToolMendMiddleware()])  # doctest: +SKIP
+    """
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> ToolMendMiddleware:
+        # LangChain adds a graph node for before_model when the class defines it, so only the
+        # persisting variant does.
+        persist = kwargs.get("persist", args[1] if len(args) > 1 else False)
+        if persist and cls is ToolMendMiddleware:
+            cls = _PersistingToolMendMiddleware
+        return super().__new__(cls)
+
+    def __init__(
+        self,
+        provider: str | None = None,
+        persist: bool = False,
+        policy: toolmend.Policy | str | None = None,
+        on_loop: OnLoop = "warn",
+    ) -> None:
+        super().__init__()
+        # an unknown provider or policy name fails here, not once per model call; a toolmend
+        # bug is logged and the middleware built anyway (each model call fails open)
+        check_names(provider=provider, policy=policy, source="ToolMendMiddleware")
+        self.provider = provider
+        self.persist = persist
+        self.policy = policy
+        self.on_loop = on_loop
+
+    @property
+    def name(self) -> str:
+        return "ToolMendMiddleware"
+
+    def _request_messages(self, request: ModelRequest[Any]) -> list[Any] | None:
+        """The repaired messages of ``request``, or None when they need no change (or when
+        toolmend failed: the error is logged and the call goes out as the agent made it)."""
+        try:
+            return self._repaired_messages(request)
+        except (toolmend.ToolLoopError, toolmend.ToolChainError):
+            raise
+        except Exception:
+            logger.exception("toolmend failed on langchain.wrap_model_call; sent unchanged")
+            return None
+
+    def _repaired_messages(self, request: ModelRequest[Any]) -> list[Any] | None:
+        messages = request.messages
+        if not messages:
+            return None
+        provider = self.provider or provider_for(request.model)
+        options = HookOptions(provider=provider, policy=self.policy, on_loop=self.on_loop)
+        mended = mend(
+            messages,
+            provider=provider,
+            source="langchain.wrap_model_call",
+            options=options,
+            format=FORMAT,
+        )
+        if mended.messages is messages:
+            return None
+        return list(mended.messages)
+
+    def wrap_model_call(
+        self, request: ModelRequest[Any], handler: Callable[[ModelRequest[Any]], Any]
+    ) -> Any:
+        """Send the request with its messages repaired; the agent state is not touched."""
+        repaired = self._request_messages(request)
+        return handler(request if repaired is None else request.override(messages=repaired))
+
+    async def awrap_model_call(
+        self, request: ModelRequest[Any], handler: Callable[[ModelRequest[Any]], Awaitable[Any]]
+    ) -> Any:
+        """``wrap_model_call``, for ``ainvoke`` and ``astream``."""
+        repaired = self._request_messages(request)
+        return await handler(request if repaired is None else request.override(messages=repaired))
+
+
+class _PersistingToolMendMiddleware(ToolMendMiddleware):
+    """:class:`ToolMendMiddleware` with ``persist=True``: ``before_model`` heals the state."""
+
+    def before_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        """Replace the state's messages with their repair, when they need one."""
+        messages = state["messages"] if isinstance(state, Mapping) else state.messages
+        if not messages:
+            return None
+        provider = self.provider or "openai"
+        options = HookOptions(provider=provider, policy=self.policy, on_loop="off")
+        mended = mend(
+            messages,
+            provider=provider,
+            source="langchain.before_model",
+            options=options,
+            format=FORMAT,
+        )
+        if mended.messages is messages:
+            return None
+        from langchain_core.messages import RemoveMessage
+        from langgraph.graph.message import REMOVE_ALL_MESSAGES
+
+        return {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *mended.messages]}
+
+    async def abefore_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        """``before_model``, for ``ainvoke`` (the repair does no I/O)."""
+        return self.before_model(state, runtime)
