@@ -134,7 +134,7 @@ def _checks(**by_code: Check) -> Mapping[str, Check]:
 
 _OA_ISSUES = "https://github.com/smarter-sh/smarter/issues/264"
 
-_ISSUE_20 = "toolmend issue 20 (the judges in tests/judges.py)"
+_ISSUE_20 = "toolmend issue 20 (the judges in tests/support/judges.py)"
 
 
 def _shape_checks(
@@ -541,7 +541,7 @@ MISTRAL = Profile(
             "After the optional system message, conversation roles must alternate "
             "user/assistant/user/assistant/...",
             "Mistral's chat templates (tests/data/chat_templates), rendered by the judge in "
-            "tests/judges.py; " + _ISSUE_20,
+            "tests/support/judges.py; " + _ISSUE_20,
         ),
     ),
     content_string_kinds=frozenset({"user", "system", "tool"}),
@@ -638,7 +638,7 @@ GROQ = Profile(
 
 # --- Open-model servers: HF chat templates --------------------------------------------------------
 
-_HF_JUDGE = "rendered by the judge in tests/judges.py, as transformers renders it"
+_HF_JUDGE = "rendered by the judge in tests/support/judges.py, as transformers renders it"
 _HF_CONTENT_NULL = Check(
     "HF-CONTENT-NOT-STRING",
     'can only concatenate str (not "NoneType") to str',
