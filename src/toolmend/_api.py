@@ -305,8 +305,8 @@ def mend_damage(
     problems: list[Problem] = []
     parts = []
     position = 0
-    damaged = list(damaged)
     dropped: list[set[str]] = []  # per range: the ids of the results it dropped
+    called: list[set[str | None]] = []  # per range: the ids of its calls
     for damage in damaged:
         part = messages[damage.low : damage.high]
         try:
@@ -328,12 +328,13 @@ def mend_damage(
         repaired.extend(applied)
         changes.extend(made)
         dropped.append({i for c in made if c.code in _DROPPING for i in c.ids})
+        called.append({c.id for found in damage.skeleton.calls.values() for c in found})
         problems.extend(damage.problems)
         if parts_before is None or damage.low < parts_before:
             parts.append((damage, plan, applied))
         position = damage.high
     repaired.extend(messages[position:])
-    if _answers_elsewhere(damaged, dropped):
+    if _answers_elsewhere(called, dropped):
         return _mend_whole(module, messages, profile, policy, parts_before)
     return Mended(repaired, changes, parts, problems)
 
@@ -344,18 +345,18 @@ _DROPPING = frozenset(
 """The changes that take a result away from the call its id names."""
 
 
-def _answers_elsewhere(damaged: Sequence[Damage], dropped: Sequence[set[str]]) -> bool:
-    """Whether a range dropped a result whose id a call in another range has: a range cannot
-    see that call (an id reused across turns, a result moved far from its call), so only the
-    whole history can tell whether the result answers it."""
-    if len(damaged) < 2 or not any(dropped):
+def _answers_elsewhere(called: Sequence[set[str | None]], dropped: Sequence[set[str]]) -> bool:
+    """Whether a range dropped a result whose id a call in another range has (``called`` and
+    ``dropped`` hold each range's call ids and dropped result ids): a range cannot see that
+    call (an id reused across turns, a result moved far from its call), so only the whole
+    history can tell whether the result answers it."""
+    if len(called) < 2 or not any(dropped):
         return False
-    calls = [{c.id for found in d.skeleton.calls.values() for c in found} for d in damaged]
     return any(
-        ids & calls[other]
+        ids & called[other]
         for here, ids in enumerate(dropped)
         if ids
-        for other in range(len(damaged))
+        for other in range(len(called))
         if other != here
     )
 
