@@ -258,7 +258,7 @@ class ToolMendHistory(BaseChatMessageHistory):
         self._rejected: list[Rejected] = []
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
-        """A subclass's own writers still go through the validated path (seed 000, 6.3: a
+        """A subclass's own writers still go through the validated path (seed 000: a
         windowed subclass must not bypass its parent). Every writer it defines (the ones
         above, and any method it adds whose name starts with ``add_`` or ``aadd_``) has the
         messages it is given screened first: a message, or a list of messages, as its first

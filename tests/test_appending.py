@@ -289,3 +289,20 @@ def test_a_chain_call_without_an_id() -> None:
     calling = AIMessage("", tool_calls=[{"name": "f", "args": {}, "id": None}])
     codes = {p.code for p in check_chain(calling, [_langchain_result("c1")], "langchain")}
     assert "chain_call_without_id" in codes
+
+
+def test_a_response_without_an_id_is_refused_even_where_position_would_pair_it() -> None:
+    """Gemini's responses may carry no id and answer their call by position; one message at
+    a time cannot show which call such a response answers, so it is refused (the docstring's
+    promise), while the same response with its call's id is taken."""
+    from toolmend._appending import index_of, judge_appends
+
+    call = {"function_call": {"name": "f", "args": {}, "id": "c1"}}
+    index = index_of([{"role": "model", "parts": [call]}], "gemini")
+    with_id = {
+        "role": "user",
+        "parts": [{"function_response": {"name": "f", "id": "c1", "response": {}}}],
+    }
+    without = {"role": "user", "parts": [{"function_response": {"name": "f", "response": {}}}]}
+    assert judge_appends([with_id], index)[0] == [None]
+    assert judge_appends([without], index)[0] == ["no_open_call"]

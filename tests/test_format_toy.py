@@ -116,3 +116,27 @@ def test_nothing_outside_formats_asks_which_format_a_history_is_in() -> None:
 )
 def test_the_format_name_check_finds_such_a_comparison(line: str) -> None:
     assert _format_name_comparisons(f"x = {line}\n", "probe.py") != []
+
+
+class _Unnamed(formats.Format):
+    pass
+
+
+class _Aliased(toy_format.ToyChat):
+    name = "toychat-aliased"
+    aliases = ("openai",)
+
+
+def test_register_refuses_a_format_without_a_name_and_an_alias_that_is_taken() -> None:
+    with pytest.raises(TypeError, match="has no name"):
+        formats.register(_Unnamed())
+    with pytest.raises(ValueError, match="alias 'openai'"):
+        formats.register(_Aliased())
+    assert formats.get("openai").name == "openai"  # a built-in name is never an alias
+    assert "toychat-aliased" not in formats.names()
+
+
+def test_a_format_says_itself_whether_it_merges_and_takes_other_shapes() -> None:
+    toy = formats.get(toy_format.NAME)
+    assert not toy.merges and not toy.other_shapes  # it overrides neither
+    assert formats.get("openai").merges and formats.get("gemini").other_shapes

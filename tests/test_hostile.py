@@ -44,7 +44,8 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 
 import toolmend
 from toolmend import _cli as cli
-from toolmend.formats import names, native_provider
+from toolmend.formats import get as get_format
+from toolmend.formats import names
 
 from support.fuzz_cases import FORMATS, HOSTILE_RUNS, Case, cases, pairs
 
@@ -52,7 +53,7 @@ from support.fuzz_cases import FORMATS, HOSTILE_RUNS, Case, cases, pairs
 pytestmark = pytest.mark.filterwarnings("ignore:Pydantic serializer warnings:UserWarning")
 
 FUZZ = bool(os.environ.get("TOOLMEND_FUZZ"))
-NATIVE = {name: native_provider(name) for name in names()}
+NATIVE = {name: get_format(name).native_provider for name in names()}
 """The profile each format's hostile input is judged by, its own provider's (as ``trim`` picks
 it; the property test uses every pair)."""
 

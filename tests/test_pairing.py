@@ -509,6 +509,26 @@ def test_gemini_a_result_far_from_its_call_under_a_reused_id_is_kept_by_the_rang
     assert "21 C" in str(repaired.messages)
 
 
+def test_ranges_that_drop_only_their_own_orphans_stay_ranges(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The whole-history fallback is only for a dropped id that a call in another range has:
+    fifty ranges, each with an orphan of its own, are mended range by range."""
+    import toolmend._api as api
+
+    def whole(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the whole history was repaired")
+
+    history: list[Message] = []
+    for n in range(50):
+        history += [U, calling(tc(f"call_{n}")), res(f"call_{n}", "REAL"), res(f"gone_{n}", "X")]
+        history.append({"role": "assistant", "content": "done"})
+    assert len(get_format("openai").dirty_spans(history, toolmend.get_profile("openai")) or ()) > 1
+    monkeypatch.setattr(api, "_mend_whole", whole)
+    repaired = toolmend.repair(history, provider="openai")
+    assert [c.code for c in repaired.changes] == ["dropped_orphan_result"] * 50
+
+
 def test_gemini_the_exact_id_wins_over_position() -> None:
     """Class 1 (Gemini): a response with id B was relabelled A while A's own was dropped."""
     history = [

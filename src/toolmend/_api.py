@@ -49,7 +49,7 @@ __all__ = [
 
 
 def format_of(messages: Any, format: str | None = None) -> Format:
-    """The format module for ``messages``: the named one, or the one detected.
+    """The format of ``messages``: the named one, or the one detected.
 
     Raises :class:`toolmend.InvalidHistoryError` for something that is not a list of messages.
     """
@@ -101,7 +101,7 @@ def sequence_of(module: Format, messages: Any) -> Sequence[Any]:
 
 
 def read_history(messages: Any, format: str | None = None) -> tuple[Format, Skeleton]:
-    """The format module for ``messages`` and the skeleton it read.
+    """The format of ``messages`` and the skeleton it read.
 
     Raises :class:`toolmend.InvalidHistoryError` for something that is not a list of messages,
     and :class:`toolmend.InvalidMessageError` naming the index of a message it cannot read.
@@ -115,7 +115,7 @@ def _ranges(
 ) -> list[tuple[int, int]]:
     """The ranges of ``messages`` to read and judge: none when the format's one-pass test
     vouches for the whole history, the damaged ranges when it can tell them (see
-    ``formats.openai_chat.dirty_spans``), else the whole history."""
+    ``Format.dirty_spans``), else the whole history."""
     if module.quick_valid(messages, profile):
         return []  # the common case: one tight pass that builds nothing
     if policy is None or policy.frontier != "keep":
@@ -349,15 +349,17 @@ def _answers_elsewhere(called: Sequence[set[str | None]], dropped: Sequence[set[
     """Whether a range dropped a result whose id a call in another range has (``called`` and
     ``dropped`` hold each range's call ids and dropped result ids): a range cannot see that
     call (an id reused across turns, a result moved far from its call), so only the whole
-    history can tell whether the result answers it."""
+    history can tell whether the result answers it. One pass over the ranges."""
     if len(called) < 2 or not any(dropped):
         return False
+    ranges_calling: dict[str | None, int] = {}  # call id -> how many ranges have a call with it
+    for ids in called:
+        for call_id in ids:
+            ranges_calling[call_id] = ranges_calling.get(call_id, 0) + 1
     return any(
-        ids & called[other]
+        ranges_calling.get(result_id, 0) > (result_id in called[here])
         for here, ids in enumerate(dropped)
-        if ids
-        for other in range(len(called))
-        if other != here
+        for result_id in ids
     )
 
 

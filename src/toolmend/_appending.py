@@ -22,8 +22,11 @@ The rule needs only each call (id -> name) and the ids already answered, whereve
 the history: an :class:`AppendIndex`, built once from a history by :func:`index_of` and carried
 forward by :func:`judge_appends`, so a store's writer never reads the history back. Messages
 are read through their format's reader (the skeleton), so the rule is the same for every
-format toolmend reads. A message the reader cannot read (an item that is not a message of the
-format) is not judged: it may be appended, and it adds nothing to the index.
+format whose results carry their call's id. A result without an id is refused
+(``"no_open_call"``): in Gemini, where a response may answer its call by position alone, one
+message at a time cannot show which call an id-less response answers. A message the reader
+cannot read (an item that is not a message of the format) is not judged: it may be appended,
+and it adds nothing to the index.
 
 The *live frontier* of a store is the last calling message whose calls are still waiting,
 followed only by results for them: :func:`waiting_calls` and :func:`frontier_start` find it

@@ -1,7 +1,7 @@
-"""The repair plan: what the planner decided, in a form every format module can apply.
+"""The repair plan: what the planner decided, in a form every format can apply.
 
 The planner (:mod:`toolmend._repair`) works on the skeleton and never touches native messages.
-It hands a :class:`Plan` to the format module that read the history, which builds the output
+It hands a :class:`Plan` to the format that read the history, which builds the output
 list: the original object for every message kept as it was, a shallow copy for every message
 with a :class:`MessageEdit`, and new messages for the invented items (placeholder results,
 bridges, merges). The input is never mutated.

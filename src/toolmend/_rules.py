@@ -326,6 +326,8 @@ def _block_pairing(skeleton: Skeleton, profile: Profile) -> Callable[[Skeleton, 
 def _providers_of(format_name: str) -> list[str]:
     """The profiles whose block pairing judges ``format_name`` histories."""
     block_pairing = get(format_name).block_pairing
+    if block_pairing is None:
+        return []
     return [name for name, profile in PROFILES.items() if profile.block_pairing == block_pairing]
 
 

@@ -1,6 +1,6 @@
 """The skeleton: a small read-only view of a native history, the same for every wire format.
 
-A format module reads the caller's list once and records, per message, only what the tool-call
+A format reads the caller's list once and records, per message, only what the tool-call
 rules look at: its kind, the calls it makes, the results it carries, a few flags, and any shape
 defects it saw on the way. Nothing is copied; the native objects stay where they are, and the
 skeleton refers to them by index.
@@ -87,7 +87,7 @@ class Defect(NamedTuple):
 class Skeleton:
     """What the rules and the repair planner know about a history.
 
-    ``format`` names the format module that read it and can apply edits back.
+    ``format`` names the format that read it and can apply edits back.
     """
 
     format: str
@@ -125,7 +125,7 @@ class Skeleton:
 
     base: int = 0
     """Where this skeleton starts in the caller's history: non-zero when a damaged range is read
-    on its own (see ``formats.openai_chat.dirty_spans``). Problems and changes add it to their
+    on its own (see ``Format.dirty_spans``). Problems and changes add it to their
     indexes, so they always point into the caller's list."""
     whole: bool = True
     """Whether the skeleton covers the whole history. Decisions about the history's end (the

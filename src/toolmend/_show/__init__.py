@@ -3,7 +3,7 @@
 One job per module:
 
 * :mod:`toolmend._show.timeline` - the format-independent model: rows (index, role, preview,
-  calls and results linked by label, problems, changes) built from the format module's skeleton
+  calls and results linked by label, problems, changes) built from the format's skeleton
   and :func:`toolmend.check` / :func:`toolmend.repair`, and the two timelines aligned.
 * :mod:`toolmend._show.text` - the terminal renderer (plain, or coloured on a terminal).
 * :mod:`toolmend._show.html` - the self-contained HTML page.

@@ -1,6 +1,6 @@
 """The timeline: a history as rows, the same for every format, ready for a renderer to draw.
 
-:func:`build` reads the history with its format module, pairs every result with the call it
+:func:`build` reads the history with its format, pairs every result with the call it
 answers exactly as the repair planner does (:func:`toolmend._repair.pair_results`), and puts
 each problem :func:`toolmend.check` finds on the message it names. With ``fix=True`` it also
 runs :func:`toolmend.repair` and builds the repaired history's timeline, where every row knows

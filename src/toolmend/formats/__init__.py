@@ -29,8 +29,8 @@ _BUILT_IN: dict[str, str] = {
     "bedrock": "toolmend.formats._bedrock",
     "langchain": "toolmend.formats._langchain",
 }
-"""The built-in formats by name -> the module that defines and registers each (imported on
-first use, so a process that only sends OpenAI chat never imports the others)."""
+"""The built-in formats by name -> the module that defines and registers each (imported when
+first asked for: by name, or by :func:`detect`, which asks them all)."""
 
 _registered: dict[str, Format] = {}
 """Every format imported so far, by name, in registration order."""
@@ -48,15 +48,25 @@ _aliases: dict[str, str] = {
 
 
 def register(format: Format) -> Format:
-    """Add a format to the registry (replacing one of the same name) and return it.
+    """Add a format to the registry and return it; register it before the first request that
+    uses it (the hooks remember which format a provider's requests are in).
 
-    Detection asks the built-in formats first, then the others in the order they registered.
+    A format of the same name is replaced; an alias that is already another format's name or
+    alias is an error. Detection asks the built-in formats first, then the others in the order
+    they registered.
     """
     if not isinstance(format, Format):
         raise TypeError(f"register() takes a Format instance, got {type(format).__name__}")
-    _registered[format.name] = format
+    name = getattr(format, "name", None)
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"{type(format).__name__} has no name: set the class attribute `name`")
     for alias in format.aliases:
-        _aliases[alias] = format.name
+        owner = _aliases.get(alias, alias if alias in _BUILT_IN or alias in _registered else None)
+        if owner is not None and owner != name:
+            raise ValueError(f"the alias {alias!r} of format {name!r} is already {owner!r}'s")
+    _registered[name] = format
+    for alias in format.aliases:
+        _aliases[alias] = name
     return format
 
 
@@ -71,7 +81,7 @@ def get(name: str) -> Format:
     found = _registered.get(name) if type(name) is str else None
     if found is not None:
         return found
-    key = _aliases.get(name, name) if isinstance(name, str) else name
+    key = name if name in _BUILT_IN else _aliases.get(name, name) if isinstance(name, str) else name
     found = _registered.get(key)
     if found is not None:
         return found
@@ -83,11 +93,6 @@ def get(name: str) -> Format:
         raise UnknownNameError(f"Unknown format {name!r}.{hint} Known: {', '.join(known)}")
     importlib.import_module(path)  # the module registers its format
     return _registered[key]
-
-
-def native_provider(format_name: str) -> str:
-    """The provider profile for a format's own API."""
-    return get(format_name).native_provider
 
 
 def detect(messages: Sequence[Any]) -> Format:
@@ -135,8 +140,9 @@ without asking every format, which made a tool-free chat cost several times ``js
 
 
 def _text_input(modules: list[Format]) -> Format:
-    """A bare string is one user message to the formats that take one (``TEXT_INPUT``: the
-    Responses ``input``); it reads the same in all of them, so the first is as good as any."""
+    """A bare string is one user message to the formats that take one
+    (:attr:`Format.text_input`: the Responses ``input``); it reads the same in all of them, so
+    the first is as good as any."""
     for module in modules:
         if module.text_input:
             return module

@@ -31,7 +31,9 @@ if TYPE_CHECKING:
     from .._profiles import Profile
 
 __all__ = [
+    "FORMAT",
     "NAME",
+    "Anthropic",
     "apply",
     "call_arguments",
     "claims",
@@ -335,7 +337,8 @@ def _role_and_content(message: Any, index: int) -> tuple[str, Any]:
 
 
 def read(messages: Sequence[Any]) -> Skeleton:
-    """Read an Anthropic history into a block-layout skeleton (see :mod:`toolmend.formats`)."""
+    """Read an Anthropic history into a block-layout skeleton (see
+    :class:`toolmend.formats.Format`)."""
     skeleton = Skeleton(NAME, layout=BLOCKS)
     kinds, roles, defects = skeleton.kinds, skeleton.roles, skeleton.defects
     last = len(messages) - 1
@@ -715,8 +718,6 @@ class Anthropic(Format):
     call_arguments = staticmethod(call_arguments)
     quick_valid = staticmethod(quick_valid)
     dirty_spans = staticmethod(dirty_spans)
-
-    merges = True
 
     def merge_run(self, run: Sequence[Any]) -> dict[str, Any]:
         return merge_block_run(run, "content", _is_result, _is_call, text_blocks=True)

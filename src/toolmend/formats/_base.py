@@ -53,10 +53,6 @@ class Format:
     """True when a bare string is a whole history of this format (one user message: the
     Responses ``input``); :meth:`read` then takes the string."""
 
-    other_shapes: ClassVar[bool] = False
-    """True when the SDK also takes other shapes than a list as the history (Gemini: a string,
-    a Part, a Content); :meth:`normalize` turns them into the list that is read."""
-
     results_follow_calls: ClassVar[bool] = True
     """Whether a mended history puts all the results of a message's calls right after it (one
     message per result in chat, one message holding them all in the block layouts). False when
@@ -76,6 +72,18 @@ class Format:
     required_pairing: ClassVar[str | None] = None
     """The ``Profile.pairing`` a profile must have to judge this format (Responses items need
     ``"ordered"``: chat pairing would pair parallel calls and outputs by adjacency)."""
+
+    @property
+    def other_shapes(self) -> bool:
+        """Whether the SDK also takes other shapes than a list as the history: the format
+        overrides :meth:`normalize`."""
+        return type(self).normalize is not Format.normalize
+
+    @property
+    def merges(self) -> bool:
+        """Whether :func:`toolmend.merge_consecutive` can merge this format: it overrides
+        :meth:`merge_run`."""
+        return type(self).merge_run is not Format.merge_run
 
     # --- required -----------------------------------------------------------------------------
 
@@ -105,16 +113,15 @@ class Format:
     # --- shapes -------------------------------------------------------------------------------
 
     def normalize(self, messages: Any, /) -> Sequence[Any]:
-        """The list :meth:`read` takes, from any other shape the SDK accepts (see
-        :attr:`other_shapes`); a list already in shape comes back as it is."""
+        """The list :meth:`read` takes, from any other shape the SDK accepts as the history
+        (Gemini: a string, a Part, a Content); a list already in shape comes back as it is.
+        A format that overrides it has :attr:`other_shapes`."""
         return messages  # type: ignore[no-any-return]
-
-    merges: ClassVar[bool] = False
-    """Whether :meth:`merge_run` is implemented (:func:`toolmend.merge_consecutive`)."""
 
     def merge_run(self, run: Sequence[Any], /) -> Any:
         """One message from a run of two or more consecutive same-role messages, losing no
-        tool result (:func:`toolmend.merge_consecutive`). Set :attr:`merges` when implemented."""
+        tool result (:func:`toolmend.merge_consecutive`); a format that does not override it
+        is not merged."""
         raise NotImplementedError(f"the {self.name!r} format does not merge messages")
 
     def keeps_apart(self, role: Any, /) -> bool:

@@ -40,7 +40,9 @@ if TYPE_CHECKING:
     from .._profiles import Profile
 
 __all__ = [
+    "FORMAT",
     "NAME",
+    "Bedrock",
     "apply",
     "call_arguments",
     "claims",
@@ -276,7 +278,8 @@ def _scan(
 
 
 def read(messages: Sequence[Any]) -> Skeleton:
-    """Read a Converse history into a block-layout skeleton (see :mod:`toolmend.formats`)."""
+    """Read a Converse history into a block-layout skeleton (see
+    :class:`toolmend.formats.Format`)."""
     skeleton = Skeleton(NAME, layout=BLOCKS)
     kinds, roles = skeleton.kinds, skeleton.roles
     for index, message in enumerate(messages):
@@ -500,8 +503,6 @@ class Bedrock(Format):
     call_arguments = staticmethod(call_arguments)
     quick_valid = staticmethod(quick_valid)
     dirty_spans = staticmethod(dirty_spans)
-
-    merges = True
 
     def merge_run(self, run: Sequence[Any]) -> dict[str, Any]:
         return merge_block_run(run, "content", _is_result, _is_call, text_blocks=False)

@@ -49,8 +49,10 @@ if TYPE_CHECKING:
     from .._profiles import Profile
 
 __all__ = [
-    "SKIP_SIGNATURE",
+    "FORMAT",
     "NAME",
+    "SKIP_SIGNATURE",
+    "Gemini",
     "apply",
     "call_arguments",
     "claims",
@@ -548,7 +550,7 @@ def _role_and_parts(content: Any, index: int) -> tuple[Any, Any]:
 
 
 def read(contents: Sequence[Any]) -> Skeleton:
-    """Read Gemini contents into a block-layout skeleton (see :mod:`toolmend.formats`)."""
+    """Read Gemini contents into a block-layout skeleton (see :class:`toolmend.formats.Format`)."""
     skeleton = Skeleton(NAME, layout=BLOCKS)
     kinds, roles = skeleton.kinds, skeleton.roles
     for index, content in enumerate(contents):
@@ -968,7 +970,6 @@ class Gemini(Format):
     name = NAME
     native_provider = "gemini"
     block_pairing = "contents"
-    other_shapes = True
     positional_results = True
     assistant_role = "model"
 
@@ -980,8 +981,6 @@ class Gemini(Format):
     normalize = staticmethod(normalize)
     quick_valid = staticmethod(quick_valid)
     dirty_spans = staticmethod(dirty_spans)
-
-    merges = True
 
     def merge_run(self, run: Sequence[Any]) -> dict[str, Any]:
         return merge_block_run(run, "parts", _is_result, _is_call, text_blocks=False)

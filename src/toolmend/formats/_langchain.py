@@ -47,7 +47,9 @@ if TYPE_CHECKING:
     from .._profiles import Profile
 
 __all__ = [
+    "FORMAT",
     "NAME",
+    "LangChain",
     "apply",
     "call_arguments",
     "claims",
@@ -57,10 +59,6 @@ __all__ = [
 ]
 
 NAME = "langchain"
-
-"""Detection: a message this module claims is a LangChain message whatever else it looks like
-(an ``AIMessage`` has ``tool_calls`` like an OpenAI message object, and ``ChatAnthropic``'s
-carry ``tool_use`` blocks like an Anthropic one), because the claim rests on its class."""
 
 _PACKAGE = "langchain_core.messages"
 
@@ -214,7 +212,7 @@ def dirty_spans(messages: Sequence[Any], profile: Profile) -> list[tuple[int, in
 
 
 def read(messages: Sequence[Any]) -> Skeleton:
-    """Read a LangChain history into a skeleton (see :mod:`toolmend.formats`)."""
+    """Read a LangChain history into a skeleton (see :class:`toolmend.formats.Format`)."""
     skeleton = Skeleton(NAME)
     kinds, roles, results = skeleton.kinds, skeleton.roles, skeleton.results
     plain = _PLAIN_TYPES.get
@@ -408,7 +406,7 @@ def call_arguments(message: Any, slot: int) -> Any:
 
 
 def apply(messages: Sequence[Any], plan: Plan) -> list[Any]:
-    """Build the repaired list (see :mod:`toolmend.formats`)."""
+    """Build the repaired list (see :class:`toolmend.formats.Format`)."""
     maker = _Maker(messages)
     edits = plan.edits
     return [_build(messages, item, edits, maker) for item in plan.items]
@@ -673,6 +671,9 @@ class LangChain(Format):
 
     name = NAME
     native_provider = "openai"
+    # a message this format claims is a LangChain message whatever else it looks like (an
+    # ``AIMessage`` has ``tool_calls`` like an OpenAI message object, and ``ChatAnthropic``'s
+    # carry ``tool_use`` blocks like an Anthropic one): the claim rests on its class
     exclusive = True
 
     read = staticmethod(read)

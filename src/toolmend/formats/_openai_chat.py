@@ -24,7 +24,9 @@ if TYPE_CHECKING:
     from .._profiles import Profile
 
 __all__ = [
+    "FORMAT",
     "NAME",
+    "OpenAIChat",
     "apply",
     "call_arguments",
     "claims",
@@ -500,7 +502,7 @@ def _getter(message: Any, index: int) -> Callable[[str], Any]:
 
 
 def read(messages: Sequence[Any]) -> Skeleton:
-    """Read an OpenAI chat history into a skeleton (see :mod:`toolmend.formats`)."""
+    """Read an OpenAI chat history into a skeleton (see :class:`toolmend.formats.Format`)."""
     skeleton = Skeleton(NAME)
     kinds, roles, results = skeleton.kinds, skeleton.roles, skeleton.results
     defects = skeleton.defects
@@ -738,7 +740,7 @@ def _text_of(content: Any) -> str | None:
 
 
 def apply(messages: Sequence[Any], plan: Plan) -> list[Any]:
-    """Build the repaired list (see :mod:`toolmend.formats`)."""
+    """Build the repaired list (see :class:`toolmend.formats.Format`)."""
     edits = plan.edits
     return [_build(messages, item, edits) for item in plan.items]
 
@@ -917,7 +919,6 @@ class OpenAIChat(Format):
     claims = staticmethod(claims)
     result_text = staticmethod(result_text)
     call_arguments = staticmethod(call_arguments)
-    merges = True
     merge_run = staticmethod(merge_run)
     kind_of = staticmethod(kind_of)
     live_rounds = staticmethod(live_rounds)

@@ -38,8 +38,11 @@ if TYPE_CHECKING:
     from .._profiles import Profile
 
 __all__ = [
+    "FORMAT",
     "NAME",
+    "OpenAIResponses",
     "apply",
+    "call_arguments",
     "claims",
     "dirty_spans",
     "group_spans",
@@ -49,8 +52,6 @@ __all__ = [
 ]
 
 NAME = "openai-responses"
-
-"""A bare string is a complete ``input``: one user message."""
 
 _MESSAGE_KINDS = {"user": USER, "assistant": ASSISTANT, "system": SYSTEM, "developer": SYSTEM}
 
@@ -495,7 +496,7 @@ def _str_field(get: Callable[[str], Any], name: str, index: int) -> str | None:
 
 
 def read(messages: Sequence[Any] | str) -> Skeleton:
-    """Read a Responses ``input`` into a skeleton (see :mod:`toolmend.formats`).
+    """Read a Responses ``input`` into a skeleton (see :class:`toolmend.formats.Format`).
 
     One pass; plain dicts take the fast path (``dict.get`` bound once per item, no helper
     calls for well-typed fields). Marks are gathered in local sets and stored at the end.
@@ -642,7 +643,7 @@ def _text_of(content: Any) -> str | None:
 
 
 def apply(messages: Sequence[Any] | str, plan: Plan) -> list[Any]:
-    """Build the repaired list (see :mod:`toolmend.formats`)."""
+    """Build the repaired list (see :class:`toolmend.formats.Format`)."""
     if isinstance(messages, str):
         messages = [{"role": "user", "content": messages}]
     edits = plan.edits
@@ -753,11 +754,8 @@ def _merged(messages: Sequence[Any], item: Merge, edits: dict[int, MessageEdit])
 
 
 def call_arguments(message: Any, slot: int) -> Any:
-    """The arguments of a ``function_call`` item (JSON text), or a custom tool call's
-    ``input`` (never logged)."""
-    get = _getter(message, 0)
-    arguments = get("arguments")
-    return get("input") if arguments is None else arguments
+    """The arguments of a ``function_call`` item, JSON text (never logged)."""
+    return _getter(message, 0)("arguments")
 
 
 class OpenAIResponses(Format):
@@ -767,7 +765,7 @@ class OpenAIResponses(Format):
 
     name = NAME
     native_provider = "openai-responses"
-    text_input = True
+    text_input = True  # a bare string is a complete ``input``: one user message
     results_follow_calls = False
     required_pairing = "ordered"
 
