@@ -140,3 +140,9 @@ def test_a_format_says_itself_whether_it_merges_and_takes_other_shapes() -> None
     toy = formats.get(toy_format.NAME)
     assert not toy.merges and not toy.other_shapes  # it overrides neither
     assert formats.get("openai").merges and formats.get("gemini").other_shapes
+
+
+@pytest.mark.parametrize("name", [3, ["openai"], b"openai"])
+def test_a_format_that_is_not_a_name_is_a_clear_error(name: object) -> None:
+    with pytest.raises(toolmend.UnknownNameError, match="Unknown format"):
+        toolmend.check([{"role": "user", "content": "hi"}], format=name)  # type: ignore[arg-type]

@@ -78,10 +78,12 @@ def names() -> tuple[str, ...]:
 def get(name: str) -> Format:
     """The format called ``name`` (or one of its aliases), or a clear error suggesting a known
     one."""
-    found = _registered.get(name) if type(name) is str else None
+    if not isinstance(name, str):
+        raise UnknownNameError(f"Unknown format {name!r}: a format is named by a string")
+    found = _registered.get(name)
     if found is not None:
         return found
-    key = name if name in _BUILT_IN else _aliases.get(name, name) if isinstance(name, str) else name
+    key = name if name in _BUILT_IN else _aliases.get(name, name)
     found = _registered.get(key)
     if found is not None:
         return found
