@@ -131,7 +131,7 @@ def detect_loops(
         key = (index, call.slot)
         text = read.get(key)
         if text is None:
-            text = read[key] = _canonical(_arguments(module, messages, index, call))
+            text = read[key] = _canonical(module.call_arguments(messages[index], call.slot))
         return text
 
     if rounds is not None:
@@ -384,11 +384,6 @@ def _short_run(
 
 
 # --- arguments --------------------------------------------------------------------------------
-
-
-def _arguments(module: Format, messages: Sequence[Any], index: int, call: Call) -> Any:
-    """The call's arguments as the message holds them: JSON text or an object."""
-    return module.call_arguments(messages[index], call.slot)
 
 
 def _canonical(arguments: Any) -> str:
