@@ -30,10 +30,11 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import toolmend
+from toolmend import _appending as appending
 
 from .hooks import HookOptions, Mended, OnLoop, check_names, hook_policy, mend
 
@@ -279,11 +280,7 @@ def _plan(
     messages = _messages_of(snapshot.values, key)
     if not isinstance(messages, Sequence) or not messages:
         return None
-    chosen = _provider(provider, model, source)
-    options = HookOptions(
-        provider=chosen, policy=hook_policy(policy, frontier="keep"), on_loop="off"
-    )
-    mended = mend(messages, provider=chosen, source=source, options=options, format=FORMAT)
+    mended = _mend_thread(messages, _provider(provider, model, source), policy, source)
     if mended.failed or mended.messages is messages or not mended.changes:
         problems = tuple(mended.problems)
         return ThreadRepair(problems=problems, failed=mended.failed)
@@ -293,6 +290,35 @@ def _plan(
         logger.exception("toolmend failed on %s; nothing was written", source)
         return ThreadRepair(problems=tuple(mended.problems), failed=True)
     return mended, update
+
+
+def _mend_thread(
+    messages: Sequence[Any], provider: str, policy: toolmend.Policy | str | None, source: str
+) -> Mended:
+    """``messages`` mended as the history wrapper mends a store: a clean live frontier (the
+    last calling message, its calls waiting, followed only by some of their results) is set
+    aside and left waiting, and the rest is repaired as a request would be; a messy frontier is
+    repaired in place under the ``frontier="keep"`` policy."""
+    keep = hook_policy(policy, frontier="keep")
+    start = len(messages)
+    try:
+        if keep.frontier == "keep" and appending.waiting_calls(messages, FORMAT):
+            start = appending.frontier_start(messages, FORMAT)
+    except toolmend.InvalidHistoryError:
+        pass  # mend says what it cannot read
+    except Exception:
+        logger.exception("toolmend failed on %s; nothing was written", source)
+        return Mended(messages, failed=True)
+    if start == len(messages):
+        options = HookOptions(provider=provider, policy=keep, on_loop="off")
+        return mend(messages, provider=provider, source=source, options=options, format=FORMAT)
+    part = list(messages[:start])
+    answer = replace(keep, frontier="answer")
+    options = HookOptions(provider=provider, policy=answer, on_loop="off")
+    mended = mend(part, provider=provider, source=source, options=options, format=FORMAT)
+    if mended.failed or mended.messages is part:
+        return Mended(messages, problems=mended.problems, failed=mended.failed)
+    return replace(mended, messages=[*mended.messages, *messages[start:]])
 
 
 def _writer(graph: Any, key: str) -> Any:
