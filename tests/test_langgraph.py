@@ -467,6 +467,17 @@ def test_a_toolmend_fault_in_the_hook_runs_the_graph_as_without_it(
         graph.invoke({"messages": [HumanMessage("Never mind. Berlin?")]}, config)
 
 
+def test_a_toolmend_fault_reading_the_model_still_builds_the_hook(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(toolmend, "request_profile", _raise)
+    model = ChatOpenAI(base_url="https://api.deepseek.com", api_key="sk-test", model="x")
+    with logged_once(caplog):
+        hook = ToolMendPreModelHook(model=model)
+    assert hook.provider == "openai"
+    assert [m.type for m in hook(broken_state())["llm_input_messages"]][2] == "tool"
+
+
 @pytest.mark.parametrize("fault", ["vouch", "repair", "the thread's ids"])
 def test_a_toolmend_fault_in_repair_thread_writes_nothing(
     fault: str,
