@@ -252,6 +252,23 @@ def test_repair_thread_leaves_a_paused_thread_waiting_for_its_tools(
     assert strict.last_request.accepted
 
 
+def test_repair_thread_heals_a_create_agent_thread(strict: StrictProviderServer) -> None:
+    """LangChain's ``create_agent`` does not check the history: the provider's 400 instead."""
+    from langchain.agents import create_agent
+
+    graph = create_agent(chat_model(strict), [get_weather], checkpointer=InMemorySaver())
+    config = thread("create_agent")
+    strict.script([Reply.tool_calls(("get_weather", {"city": "Rome"}))])
+    graph.invoke({"messages": [HumanMessage("And Rome?")]}, config, interrupt_before=["tools"])
+    with pytest.raises(openai.BadRequestError, match="must be followed by tool messages"):
+        graph.invoke({"messages": [HumanMessage("Never mind. Berlin?")]}, config)
+    done = repair_thread(graph, config)
+    assert [c.code for c in done.changes] == ["answered_missing_call"]
+    strict.script([Reply.text("Mild.")])
+    assert graph.invoke(None, config)["messages"][-1].content == "Mild."
+    assert [r.status for r in strict.requests] == [200, 400, 200]
+
+
 def test_async_hook_and_repair(strict: StrictProviderServer) -> None:
     saver = InMemorySaver()
     hooked = agent(strict, saver, ToolMendPreModelHook(provider="openai"))
