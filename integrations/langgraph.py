@@ -159,8 +159,8 @@ class ToolMendPreModelHook:
         """``messages`` repaired, or ``messages`` itself when they need no repair (or toolmend
         failed: logged, as in every hook). For a ``pre_model_hook`` of your own that also trims
         or summarises: return ``{"llm_input_messages": hook.repair(trimmed)}``."""
-        if not isinstance(messages, Sequence) or not messages:
-            return messages
+        if not isinstance(messages, Sequence) or isinstance(messages, str) or not messages:
+            return messages  # not a history: LangGraph reports its own error
         try:
             mended = mend(
                 messages,
@@ -351,7 +351,7 @@ def _with_ids(messages: Sequence[Any]) -> list[Any]:
     out: list[Any] = []
     for message in messages:
         ident = getattr(message, "id", None)
-        if not ident or ident in seen:
+        if (not ident or ident in seen) and hasattr(message, "model_copy"):
             ident = str(uuid.uuid4())
             message = message.model_copy(update={"id": ident})
         seen.add(ident)

@@ -388,6 +388,19 @@ def test_the_hook_never_touches_the_state() -> None:
     assert ToolMendPreModelHook()(valid) == {"llm_input_messages": []}  # the state's own list
 
 
+@pytest.mark.parametrize(
+    "messages",
+    [None, "hi", {"role": "user"}, [HumanMessage("hi"), 42], [HumanMessage("hi"), None]],
+    ids=["None", "a string", "a dict", "a number in it", "None in it"],
+)
+def test_hostile_state_goes_on_as_it_is(messages: Any, caplog: pytest.LogCaptureFixture) -> None:
+    """What toolmend cannot read is left to LangGraph, with at most one WARNING, no traceback."""
+    with caplog.at_level(logging.INFO, logger="toolmend"):
+        assert ToolMendPreModelHook()({"messages": messages}) == {"llm_input_messages": []}
+    assert len(caplog.records) <= 1
+    assert all(r.levelno == logging.WARNING and r.exc_info is None for r in caplog.records)
+
+
 def test_the_hook_names_an_unknown_policy_or_provider_where_it_is_built() -> None:
     with pytest.raises(toolmend.UnknownNameError, match="Unknown policy"):
         ToolMendPreModelHook(policy="repiar")
