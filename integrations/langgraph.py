@@ -347,7 +347,7 @@ def _is_add_messages(operator: Any) -> bool:
 def _with_ids(messages: Sequence[Any]) -> list[Any]:
     """``messages``, each with an id of its own: ``add_messages`` matches messages by id, and
     gives a message without one an id by setting it on the object."""
-    seen: set[str] = set()
+    seen: set[Any] = set()
     out: list[Any] = []
     for message in messages:
         ident = getattr(message, "id", None)
