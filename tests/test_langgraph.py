@@ -436,11 +436,29 @@ class AddedState(TypedDict):
     messages: Annotated[list[BaseMessage], operator.add]
 
 
-def test_repair_thread_refuses_a_reducer_it_cannot_write_through() -> None:
-    builder = StateGraph(AddedState)
-    builder.add_node("echo", lambda state: {"messages": []})
+class PlainState(TypedDict):
+    messages: list[BaseMessage]
+
+
+def echo(schema: type) -> Any:
+    builder = StateGraph(schema)
+    builder.add_node("echo", lambda state: {})
     builder.set_entry_point("echo")
-    graph = builder.compile(checkpointer=InMemorySaver())
+    return builder.compile(checkpointer=InMemorySaver())
+
+
+def test_repair_thread_writes_a_channel_without_reducer_as_a_whole() -> None:
+    graph = echo(PlainState)
+    config = thread("plain")
+    graph.invoke(broken_state(), config)
+    assert [c.code for c in repair_thread(graph, config).changes] == ["answered_missing_call"]
+    messages = graph.get_state(config).values["messages"]
+    assert [m.type for m in messages] == ["human", "ai", "tool", "human"]
+    assert [m.id for m in messages][:2] == ["h1", "a1"] and messages[2].id
+
+
+def test_repair_thread_refuses_a_reducer_it_cannot_write_through() -> None:
+    graph = echo(AddedState)
     config = thread("add")
     graph.invoke(broken_state(), config)
     with pytest.raises(ValueError, match="add_messages"):
