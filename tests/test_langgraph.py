@@ -39,6 +39,7 @@ from langchain_core.tools import tool as lc_tool
 from langchain_openai import ChatOpenAI
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.graph import StateGraph
 
 import toolmend
@@ -51,6 +52,8 @@ from toolmend.integrations.langgraph import (
     repair_thread,
 )
 from toolmend.testing import Reply, StrictProviderServer
+
+from support.event_loops import close_loop
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -68,6 +71,15 @@ PARIS = "21 C and sunny in Paris"
 def server() -> Iterator[StrictProviderServer]:
     with StrictProviderServer() as running:
         yield running
+
+
+@pytest.fixture(scope="module")
+def loop() -> Iterator[asyncio.AbstractEventLoop]:
+    """One event loop for the module: ``ChatOpenAI`` caches its async HTTP client per base URL,
+    bound to the loop of its first call."""
+    running = asyncio.new_event_loop()
+    yield running
+    close_loop(running)
 
 
 @pytest.fixture
@@ -269,25 +281,37 @@ def test_repair_thread_heals_a_create_agent_thread(strict: StrictProviderServer)
     assert [r.status for r in strict.requests] == [200, 400, 200]
 
 
-def test_async_hook_and_repair(strict: StrictProviderServer) -> None:
-    saver = InMemorySaver()
-    hooked = agent(strict, saver, ToolMendPreModelHook(provider="openai"))
-    plain = agent(strict, saver)
+@pytest.mark.parametrize("store", ["memory", "sqlite"])
+def test_async_hook_and_repair(
+    store: str, strict: StrictProviderServer, tmp_path: Path, loop: asyncio.AbstractEventLoop
+) -> None:
+    """``ainvoke`` through the hook, and ``arepair_thread`` (``AsyncSqliteSaver`` on SQLite)."""
     config = thread("async")
-    interrupt(plain, strict, config, "paused")
-    call_id = waiting_call(plain.get_state(config).values["messages"])
 
-    async def run() -> None:
-        strict.script([Reply.text("Mild.")])
+    async def run(saver: Any) -> None:
+        hooked = agent(strict, saver, ToolMendPreModelHook(provider="openai"))
+        plain = agent(strict, saver)
+        strict.script([Reply.tool_calls(("get_weather", {"city": "Rome"})), Reply.text("Mild.")])
+        await plain.ainvoke(
+            {"messages": [HumanMessage("Rome?")]}, config, interrupt_before=["tools"]
+        )
+        call_id = waiting_call((await plain.aget_state(config)).values["messages"])
+        with pytest.raises(ValueError, match="INVALID_CHAT_HISTORY"):
+            await plain.ainvoke({"messages": [HumanMessage("Berlin?")]}, config)
         await hooked.ainvoke({"messages": [HumanMessage("Berlin?")]}, config)
-        assert_sent_whole(strict.last_request, call_id)
+        assert strict.last_request.accepted
+        assert call_id in str(strict.last_request.history)
         done = await arepair_thread(plain, config)
         assert [c.code for c in done.changes] == ["answered_missing_call"]
         strict.script([Reply.text("Bye.")])
         await plain.ainvoke({"messages": [HumanMessage("Thanks!")]}, config)
 
-    asyncio.run(run())
-    assert [r.status for r in strict.requests] == [200] * 5
+    async def on_sqlite() -> None:
+        async with AsyncSqliteSaver.from_conn_string(str(tmp_path / "threads.db")) as saver:
+            await run(saver)
+
+    loop.run_until_complete(run(InMemorySaver()) if store == "memory" else on_sqlite())
+    assert [r.status for r in strict.requests] == [200] * 3
 
 
 # --- a tool result without its call --------------------------------------------------------------
