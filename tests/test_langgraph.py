@@ -327,6 +327,23 @@ def orphaned(graph: Any, server: StrictProviderServer, config: Any) -> None:
     graph.update_state(config, {"messages": [late]})
 
 
+def test_repair_thread_keeps_a_paused_thread_paused(strict: StrictProviderServer) -> None:
+    """Damage before the waiting call is repaired; the graph still runs the tool on resume."""
+    saver = InMemorySaver()
+    graph = agent(strict, saver)
+    config = thread("paused-orphan")
+    orphaned(graph, strict, config)
+    strict.script([Reply.tool_calls(("get_weather", {"city": "Rome"})), Reply.text("Warm.")])
+    hooked = agent(strict, saver, ToolMendPreModelHook())  # gets past the orphan, then pauses
+    hooked.invoke({"messages": [HumanMessage("And Rome?")]}, config, interrupt_before=["tools"])
+    done = repair_thread(graph, config)
+    assert [c.code for c in done.changes] == ["dropped_orphan_result"]
+    assert graph.get_state(config).next == ("tools",)
+    state = graph.invoke(None, config)
+    assert "21 C and sunny in Rome" in [m.content for m in state["messages"]]
+    assert [r.status for r in strict.requests] == [200] * 4
+
+
 def test_a_stored_orphan_result_gets_the_providers_400_without_toolmend(
     strict: StrictProviderServer, saver: Any
 ) -> None:
