@@ -170,12 +170,14 @@ def repair_events(
     (see :func:`toolmend.repair`). A lost call gets toolmend's placeholder answer, except the
     calls of long-running tools at the very end (``Event.long_running_tool_ids``), which their
     tools may still answer; a call at the very end that nothing follows is a history Gemini
-    accepts, and stays (once the next user message is stored after it, it is answered). An event whose content is unchanged comes back as the very
-    same object; a changed one is a copy with the new content; a placeholder answer to a lost
-    call is a new event of the call's author and invocation, timed between its neighbours; an
-    event whose content was dropped (an orphan response, a duplicate) is kept without content
-    when it carries actions (a state delta, an artifact), and left out otherwise. Events without
-    content keep their place. ``events`` and its objects are never changed.
+    accepts, and stays (once the next user message is stored after it, it is answered).
+
+    An event whose content is unchanged comes back as the very same object; a changed one is a
+    copy with the new content; a placeholder answer to a lost call is a new event of the call's
+    author and invocation, timed between its neighbours; an event whose content was dropped (an
+    orphan response, a duplicate) is kept without content when it carries actions (a state
+    delta, an artifact), and left out otherwise. Events without content keep their place.
+    ``events`` and its objects are never changed.
     """
     repaired, _ = _repaired_events(events, provider=provider, policy=policy)
     return repaired

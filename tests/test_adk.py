@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import logging
+import runpy
 import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -47,6 +48,7 @@ repair_session = adk_hook.repair_session
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::UserWarning")
 
+ROOT = Path(__file__).resolve().parent.parent
 APP, USER = "weather", "u1"
 REAL = {"result": "21 C, sunny at 14:00 (station LFPG)"}
 """A real tool's answer: it must reach the model exactly as stored."""
@@ -76,7 +78,9 @@ def text(value: str) -> types.Part:
 
 
 def call(name: str, call_id: str | None = None) -> types.Part:
-    return types.Part(function_call=types.FunctionCall(name=name, args={"city": "Paris"}, id=call_id))
+    return types.Part(
+        function_call=types.FunctionCall(name=name, args={"city": "Paris"}, id=call_id)
+    )
 
 
 def answer(name: str, call_id: str | None = None, response: dict[str, Any] = REAL) -> types.Part:
@@ -136,9 +140,7 @@ async def stored(service: BaseSessionService, events: Sequence[Event]) -> str:
 
 
 def dump(service: BaseSessionService, session_id: str) -> list[dict[str, Any]]:
-    session = asyncio.run(
-        service.get_session(app_name=APP, user_id=USER, session_id=session_id)
-    )
+    session = asyncio.run(service.get_session(app_name=APP, user_id=USER, session_id=session_id))
     assert session is not None
     return [e.model_dump() for e in session.events]
 
@@ -272,9 +274,7 @@ def test_a_valid_session_goes_out_as_adk_built_it(
 # --- Gemini 3 ----------------------------------------------------------------------------------
 
 
-def _resume_unsigned(
-    server: StrictProviderServer, **hook: Any
-) -> tuple[Run, list[dict[str, Any]]]:
+def _resume_unsigned(server: StrictProviderServer, **hook: Any) -> tuple[Run, list[dict[str, Any]]]:
     """A Gemini 3 turn whose stored call has no thought signature (a session started on
     another model), resumed by the tool's answer: the call is in the current turn."""
     service = InMemorySessionService()
@@ -331,7 +331,9 @@ def test_a_toolmend_fault_sends_the_request_as_adk_built_it(
     logged = [r for r in caplog.records if r.name == "toolmend"]
     assert len(logged) == 1
     assert logged[0].exc_info is not None
-    healthy = run(server, service, asyncio.run(stored(service, poisoned("opaque_name"))), **HOOKS[hook])
+    healthy = run(
+        server, service, asyncio.run(stored(service, poisoned("opaque_name"))), **HOOKS[hook]
+    )
     assert healthy.error is None
 
 
@@ -373,9 +375,7 @@ def test_repair_session_makes_a_poisoned_session_usable(
     before = dump(service, session_id)
 
     result = asyncio.run(
-        repair_session(
-            service, app_name=APP, user_id=USER, session_id=session_id, replace=replace
-        )
+        repair_session(service, app_name=APP, user_id=USER, session_id=session_id, replace=replace)
     )
     assert sorted(c.code for c in result.changes) == ["answered_missing_call", "filled_result_name"]
     healed = result.session
@@ -394,9 +394,7 @@ def test_repair_session_makes_a_poisoned_session_usable(
     assert server.last_request.accepted
     assert sent_parts(server, "functionResponse")[0]["response"] == REAL
     # nothing left to repair
-    again = asyncio.run(
-        repair_session(service, app_name=APP, user_id=USER, session_id=healed.id)
-    )
+    again = asyncio.run(repair_session(service, app_name=APP, user_id=USER, session_id=healed.id))
     assert again.changes == ()
     if store == "sqlite":
         asyncio.run(service.close())
@@ -406,9 +404,7 @@ def test_repair_session_leaves_a_valid_session_alone() -> None:
     service = InMemorySessionService()
     session_id = asyncio.run(stored(service, valid()))
     before = dump(service, session_id)
-    result = asyncio.run(
-        repair_session(service, app_name=APP, user_id=USER, session_id=session_id)
-    )
+    result = asyncio.run(repair_session(service, app_name=APP, user_id=USER, session_id=session_id))
     assert result.changes == ()
     assert result.session.id == session_id
     assert dump(service, session_id) == before
@@ -423,3 +419,21 @@ def test_repair_events_never_changes_its_input() -> None:
     assert [e.model_dump() for e in events] == before
     assert repaired[0] is events[0]
     assert toolmend.check([e.content for e in repaired if e.content], provider="gemini") == []
+
+
+# --- the example -------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_the_example_runs_offline(capsys: pytest.CaptureFixture[str]) -> None:
+    adk_logger = logging.getLogger("google_adk")
+    level = adk_logger.level
+    try:
+        runpy.run_path(str(ROOT / "examples" / "adk_agent.py"), run_name="__main__")
+    finally:
+        adk_logger.setLevel(level)
+    printed = capsys.readouterr().out
+    assert "without toolmend: HTTP 400" in printed
+    assert "with ToolMendPlugin: accepted, the tool ran, reply 'Sunny.'" in printed
+    assert "repair_session: ['filled_result_name']" in printed
+    assert "without the plugin: accepted, reply 'Rain tomorrow.'" in printed
