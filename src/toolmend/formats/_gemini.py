@@ -236,13 +236,79 @@ def quick_valid(contents: Sequence[Any], profile: Profile) -> bool:
     The valid history is the common case, and it must cost far less than the ``json.dumps``
     every SDK does anyway: this is the scan of :func:`dirty_spans` stopped at the first problem
     (see :class:`toolmend._spans.FirstOnly`), one tight pass that builds nothing per Content.
-    Anything unusual (SDK objects, other roles) answers False and the full path decides. A
-    property test asserts that True always agrees with it.
+    Anything unusual (other roles, parts of other kinds) answers False and the full path
+    decides. google-genai Contents (what ADK and the SDK's chats hold) are scanned through
+    :func:`_plain_views`. A property test asserts that True always agrees with it.
     """
+    if contents and isinstance(contents, list) and type(contents[0]) is not dict:
+        views = _plain_views(contents)
+        if views is None:
+            return False
+        contents = views
     try:
         return _scan(contents, profile, first_only=True) == []
     except DirtyError:
         return False
+
+
+_VIEW_CONTENT = frozenset({"role", "parts"})
+_VIEW_PART = frozenset({"text", "function_call", "function_response", "thought_signature"})
+_VIEW_CALL = frozenset({"name", "id", "args"})
+_VIEW_RESPONSE = frozenset({"name", "id", "response"})
+
+
+def _only(thing: Any, fields: frozenset[str]) -> bool:
+    """Whether the pydantic object ``thing`` has no field set outside ``fields`` (a field set
+    to None counts as unset)."""
+    found = getattr(thing, "__pydantic_fields_set__", None)
+    if type(found) is not set:
+        return False
+    if found <= fields:  # nearly always: only these were ever set
+        return True
+    return not any(getattr(thing, name, None) is not None for name in found - fields)
+
+
+def _plain_views(contents: Sequence[Any]) -> list[Any] | None:
+    """google-genai Contents as the REST dicts :func:`_scan` reads, holding the same values
+    (built only for the scan, never returned to a caller); None as soon as a Content holds
+    anything but text, function calls and responses, and thought signatures (the full path
+    reads those)."""
+    views: list[Any] = []
+    for content in contents:
+        if type(content) is dict:
+            views.append(content)
+            continue
+        if not _only(content, _VIEW_CONTENT):
+            return None
+        parts = content.parts
+        if type(parts) is not list:
+            return None
+        out = []
+        for part in parts:
+            if not _only(part, _VIEW_PART):
+                return None
+            view: dict[str, Any] = {}
+            if part.text is not None:
+                view["text"] = part.text
+            if part.thought_signature is not None:
+                view["thought_signature"] = part.thought_signature
+            call = part.function_call
+            if call is not None:
+                if not _only(call, _VIEW_CALL):
+                    return None
+                view["function_call"] = {"name": call.name, "id": call.id, "args": call.args}
+            response = part.function_response
+            if response is not None:
+                if not _only(response, _VIEW_RESPONSE):
+                    return None
+                view["function_response"] = {
+                    "name": response.name,
+                    "id": response.id,
+                    "response": response.response,
+                }
+            out.append(view)
+        views.append({"role": content.role, "parts": out})
+    return views
 
 
 def dirty_spans(contents: Sequence[Any], profile: Profile) -> list[tuple[int, int]] | None:
