@@ -134,6 +134,7 @@ def hook_rows(quick: bool) -> list[dict[str, Any]]:
         "LiteLLM callback": ["bench_litellm.py", "--rounds", "500" if quick else "2000"],
         "openai patch": ["bench_patch.py", "--rounds", "100" if quick else "300"],
         "LangChain SQLite history": ["bench_langchain.py", *(["--quick"] if quick else [])],
+        "Google ADK plugin": ["bench_adk.py", *(["--quick"] if quick else [])],
         "agent loop, per turn": ["bench_agent_loop.py", *(["--quick"] if quick else [])],
     }
     rows = []
