@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 
 import toolmend
+import toolmend._api
 import toolmend._fastpath
 from toolmend.testing import Reply, StrictProviderServer
 
@@ -310,9 +311,20 @@ def _raise(*args: Any, **kwargs: Any) -> Any:
     raise RuntimeError("injected fault inside toolmend")
 
 
-@pytest.mark.parametrize("hook", sorted(HOOKS))
+FAULTS = {
+    "vouch": (toolmend._fastpath, "vouch"),  # the first step of every hook's mend
+    "damage_in": (toolmend._api, "damage_in"),  # deep inside toolmend.repair
+    "request_profile": (toolmend, "request_profile"),  # the hook's own code, before mend
+}
+
+
+@pytest.mark.parametrize(
+    ("hook", "fault"),
+    [("plugin", "vouch"), ("callback", "damage_in"), ("plugin", "request_profile")],
+)
 def test_a_toolmend_fault_sends_the_request_as_adk_built_it(
     hook: str,
+    fault: str,
     server: StrictProviderServer,
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
@@ -320,21 +332,19 @@ def test_a_toolmend_fault_sends_the_request_as_adk_built_it(
     service = InMemorySessionService()
     plain = run(server, service, asyncio.run(stored(service, poisoned("opaque_name"))))
     session_id = asyncio.run(stored(service, poisoned("opaque_name")))
+    before = dump(service, session_id)
     with monkeypatch.context() as faults, caplog.at_level(logging.INFO, logger="toolmend"):
-        faults.setattr(toolmend._fastpath, "vouch", _raise)
-        faults.setattr(toolmend, "request_profile", _raise)
+        faults.setattr(*FAULTS[fault], _raise)
         faulty = run(server, service, session_id, **HOOKS[hook])
     # the same provider error as without toolmend, for the same request
     assert isinstance(faulty.error, errors.ClientError)
     assert str(faulty.error) == str(plain.error)
     assert server.requests[1].body["contents"] == server.requests[0].body["contents"]
+    assert dump(service, session_id)[: len(before)] == before
     logged = [r for r in caplog.records if r.name == "toolmend"]
     assert len(logged) == 1
     assert logged[0].exc_info is not None
-    healthy = run(
-        server, service, asyncio.run(stored(service, poisoned("opaque_name"))), **HOOKS[hook]
-    )
-    assert healthy.error is None
+    assert "injected fault" in str(logged[0].exc_info[1])
 
 
 def test_an_unknown_provider_fails_at_construction() -> None:
