@@ -356,3 +356,22 @@ def test_quick_valid_vouches_for_valid_genai_contents(history: list[Any]) -> Non
     module = module_for("gemini")
     assert _full(module, contents, get_profile("gemini")) == []
     assert module.quick_valid(contents, get_profile("gemini")), "the fast path must be taken"
+
+
+def test_quick_valid_leaves_odd_genai_parts_to_the_full_path() -> None:
+    """A Part with text and a call (the dict and object readers take them in other orders), or
+    with a field the scan does not read: the full path decides."""
+    types = pytest.importorskip("google.genai.types")
+    module = module_for("gemini")
+    call = types.FunctionCall(name="f", args={})
+    odd = [
+        types.Part(text="x", function_call=call),
+        types.Part(text="x", thought=True),
+        types.Part(inline_data=types.Blob(data=b"x", mime_type="image/png")),
+    ]
+    for part in odd:
+        contents = [
+            types.Content(role="user", parts=[types.Part(text="q")]),
+            types.Content(role="model", parts=[part]),
+        ]
+        assert not module.quick_valid(contents, get_profile("gemini"))

@@ -288,16 +288,17 @@ def _plain_views(contents: Sequence[Any]) -> list[Any] | None:
             if not _only(part, _VIEW_PART):
                 return None
             view: dict[str, Any] = {}
-            if part.text is not None:
-                view["text"] = part.text
+            text, call, response = part.text, part.function_call, part.function_response
+            if (text is not None) + (call is not None) + (response is not None) > 1:
+                return None  # the dict and object readers look at these in different orders
+            if text is not None:
+                view["text"] = text
             if part.thought_signature is not None:
                 view["thought_signature"] = part.thought_signature
-            call = part.function_call
             if call is not None:
                 if not _only(call, _VIEW_CALL):
                     return None
                 view["function_call"] = {"name": call.name, "id": call.id, "args": call.args}
-            response = part.function_response
             if response is not None:
                 if not _only(response, _VIEW_RESPONSE):
                     return None
