@@ -253,6 +253,7 @@ def quick_valid(contents: Sequence[Any], profile: Profile) -> bool:
 
 _VIEW_CONTENT = frozenset({"role", "parts"})
 _VIEW_PART = frozenset({"text", "function_call", "function_response", "thought_signature"})
+_VIEW_TEXT = frozenset({"text", "thought_signature"})
 _VIEW_CALL = frozenset({"name", "id", "args"})
 _VIEW_RESPONSE = frozenset({"name", "id", "response"})
 
@@ -272,41 +273,52 @@ def _plain_views(contents: Sequence[Any]) -> list[Any] | None:
     """google-genai Contents as the REST dicts :func:`_scan` reads, holding the same values
     (built only for the scan, never returned to a caller); None as soon as a Content holds
     anything but text, function calls and responses, and thought signatures (the full path
-    reads those)."""
+    reads those).
+
+    A pydantic object keeps its field values in its ``__dict__`` under the snake_case names the
+    scan reads, so a text part is scanned through its own ``__dict__`` (read, never written)
+    and a call or response part through a small dict of its fields' ``__dict__``s."""
     views: list[Any] = []
     for content in contents:
         if type(content) is dict:
             views.append(content)
             continue
-        if not _only(content, _VIEW_CONTENT):
+        fields = getattr(content, "__pydantic_fields_set__", None)
+        if type(fields) is not set or not (
+            fields <= _VIEW_CONTENT or _only(content, _VIEW_CONTENT)
+        ):
             return None
         parts = content.parts
         if type(parts) is not list:
             return None
         out = []
         for part in parts:
-            if not _only(part, _VIEW_PART):
+            fields = getattr(part, "__pydantic_fields_set__", None)
+            if type(fields) is set and fields <= _VIEW_TEXT and part.text is not None:
+                out.append(part.__dict__)  # a text part: nothing else is set
+                continue
+            if type(fields) is not set or not (fields <= _VIEW_PART or _only(part, _VIEW_PART)):
                 return None
-            view: dict[str, Any] = {}
             text, call, response = part.text, part.function_call, part.function_response
             if (text is not None) + (call is not None) + (response is not None) > 1:
                 return None  # the dict and object readers look at these in different orders
+            view: dict[str, Any] = {}
             if text is not None:
                 view["text"] = text
             if part.thought_signature is not None:
                 view["thought_signature"] = part.thought_signature
             if call is not None:
-                if not _only(call, _VIEW_CALL):
+                fields = getattr(call, "__pydantic_fields_set__", None)
+                if type(fields) is not set or not (fields <= _VIEW_CALL or _only(call, _VIEW_CALL)):
                     return None
-                view["function_call"] = {"name": call.name, "id": call.id, "args": call.args}
+                view["function_call"] = call.__dict__
             if response is not None:
-                if not _only(response, _VIEW_RESPONSE):
+                fields = getattr(response, "__pydantic_fields_set__", None)
+                if type(fields) is not set or not (
+                    fields <= _VIEW_RESPONSE or _only(response, _VIEW_RESPONSE)
+                ):
                     return None
-                view["function_response"] = {
-                    "name": response.name,
-                    "id": response.id,
-                    "response": response.response,
-                }
+                view["function_response"] = response.__dict__
             out.append(view)
         views.append({"role": content.role, "parts": out})
     return views
