@@ -294,7 +294,13 @@ def _plain_views(contents: Sequence[Any]) -> list[Any] | None:
         out = []
         for part in parts:
             fields = getattr(part, "__pydantic_fields_set__", None)
-            if type(fields) is set and fields <= _VIEW_TEXT and part.text is not None:
+            if (
+                type(fields) is set
+                and fields <= _VIEW_TEXT
+                and part.text is not None
+                and part.function_call is None
+                and part.function_response is None
+            ):
                 out.append(part.__dict__)  # a text part: nothing else is set
                 continue
             if type(fields) is not set or not (fields <= _VIEW_PART or _only(part, _VIEW_PART)):
