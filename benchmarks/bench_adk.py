@@ -20,8 +20,12 @@ Two baselines, each what every model call of an ADK agent pays before anything i
 
 "With" is the same work plus ``ToolMendPlugin.before_model_callback`` on the request ADK built
 (toolmend reads the Contents once, finds them valid and leaves ``llm_request.contents`` as it
-is). Every kind runs in one asyncio loop, in turn (a shuffled order each round); the figure is
-the ratio of the medians, and the median of the per-round differences is printed beside it.
+is). Every kind runs in one asyncio loop, in turn (a shuffled order each round), timed by the
+CPU time of the thread (``time.thread_time``: the work is all on this thread, and on a shared
+machine the wall clock also charges the other processes' time slices to whichever side was
+running), with the garbage collector run before each round and held off during it (the
+request kind allocates enough to set off collections at random places otherwise); the figure
+is the ratio of the medians, and the median of the per-round differences is printed beside it.
 
 Run with plain Python: ``python benchmarks/bench_adk.py`` (``--quick`` for fewer runs;
 ``--json`` adds a line of machine-readable results for ``run.py``).
@@ -32,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import os
 import random
@@ -119,10 +124,15 @@ def _paired(kinds: dict[str, Any], repeat: int) -> dict[str, list[float]]:
             run()
     for _ in range(repeat):
         rnd.shuffle(order)
-        for name in order:
-            start = time.perf_counter()
-            kinds[name]()
-            times[name].append(time.perf_counter() - start)
+        gc.collect()  # each round starts clean, and no collection lands inside a timed run
+        gc.disable()
+        try:
+            for name in order:
+                start = time.thread_time()
+                kinds[name]()
+                times[name].append(time.thread_time() - start)
+        finally:
+            gc.enable()
     return times
 
 
