@@ -497,8 +497,8 @@ def _note_pass(
             _passes.first(logging_obj, route, outcome.record, failed=outcome.failed, setup=setup)
             _attach(logging_obj, outcome.record)
         else:
-            merged = _passes.second(logging_obj, route, outcome.record)
-            if merged is not None:
+            replace_record, merged = _passes.second(logging_obj, route, outcome.record)
+            if replace_record:
                 _attach(logging_obj, merged)
     except Exception:
         logger.exception("toolmend could not attach its record to the LiteLLM call")

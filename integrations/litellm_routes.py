@@ -185,18 +185,19 @@ class Passes:
 
     def second(
         self, logging_obj: object, route: str, record: dict[str, Any] | None
-    ) -> dict[str, Any] | None:
-        """Merge a second pass's ``record`` into the client request's record; the record to
-        attach (``None`` when there is still nothing to tell). Each change and problem of a
-        second pass carries ``"route"``: its index is into the history LiteLLM built for that
-        route. Its problems are kept only when the first pass left none (the same problems
-        seen again in the translated shape are not news)."""
+    ) -> tuple[bool, dict[str, Any] | None]:
+        """Merge a second pass's ``record`` into the client request's record: whether the
+        record on the logging object must be replaced, and by what (``None``: nothing to tell).
+        Each change and problem of a second pass carries ``"route"``: its index is into the
+        history LiteLLM built for that route. Its problems are kept only when the first pass
+        left none (the same problems seen again in the translated shape are not news)."""
         with self._lock:
             request = self._requests.get(logging_obj)
             if request is None:  # pragma: no cover - begin() said "second"
-                return record
+                return True, record
             if record is None:
-                request.later.pop(route, None)
+                if request.later.pop(route, None) is None:
+                    return False, None  # nothing new: the record in place stays
             else:
                 request.spoke = True  # a later pass of this request stays quiet
                 request.names = {"provider": record["provider"], "model": record["model"]}
@@ -206,21 +207,25 @@ class Passes:
                 }
                 if record.get("failed"):
                     request.failed = True
-            if not request.later:
-                return request.record
-            base = request.record or {
-                **request.names,
-                "changes": [],
-                "problems": [],
-                "loops": [],
-                "failed": False,
-            }
-            merged = {**base, "changes": list(base["changes"]), "problems": list(base["problems"])}
-            for found in request.later.values():
-                merged["changes"].extend(found["changes"])
-                if not base["problems"]:
-                    merged["problems"].extend(found["problems"])
-            merged["failed"] = request.failed
-            if merged["changes"] or merged["problems"] or merged["loops"] or merged["failed"]:
-                return merged
-            return None
+            return True, self._merged(request)
+
+    @staticmethod
+    def _merged(request: _Request) -> dict[str, Any] | None:
+        if not request.later:
+            return request.record
+        base = request.record or {
+            **request.names,
+            "changes": [],
+            "problems": [],
+            "loops": [],
+            "failed": False,
+        }
+        merged = {**base, "changes": list(base["changes"]), "problems": list(base["problems"])}
+        for found in request.later.values():
+            merged["changes"].extend(found["changes"])
+            if not base["problems"]:
+                merged["problems"].extend(found["problems"])
+        merged["failed"] = request.failed
+        if merged["changes"] or merged["problems"] or merged["loops"] or merged["failed"]:
+            return merged
+        return None
