@@ -375,11 +375,15 @@ class ToolMend(CustomLogger):
         """Proxy: tell the client what was changed, in ``x-toolmend-changes``."""
         hidden = getattr(response, "_hidden_params", None)
         record = hidden.get(RECORD_KEY) if isinstance(hidden, dict) else None
+        if not isinstance(record, dict):  # an Anthropic-shaped response is a plain dict
+            details = getattr(data.get("litellm_logging_obj"), "model_call_details", None)
+            record = details.get(RECORD_KEY) if isinstance(details, dict) else None
         if not isinstance(record, dict):
             return None
         try:
             changes = " ".join(
-                f"{c['code']}@{c['index']}" + (f"[{','.join(c['ids'])}]" if c["ids"] else "")
+                f"{c['code']}@{c['route'] + ':' if 'route' in c else ''}{c['index']}"
+                + (f"[{','.join(c['ids'])}]" if c["ids"] else "")
                 for c in record["changes"]
             )
             return {_CHANGES_HEADER: changes or "none", _PROVIDER_HEADER: str(record["provider"])}

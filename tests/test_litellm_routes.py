@@ -604,11 +604,21 @@ def test_proxy_v1_messages_with_the_anthropic_sdk(
         assert server.last_request.status == 400
         assert server.last_request.error in str(raised.value)  # the provider's own text
     server.clear()
-    message = create("with")
-    assert message.content[0].type == "text"
+    client = anthropic.Anthropic(base_url=proxies["with"], api_key="sk-toolmend", max_retries=0)
+    raw = client.messages.with_raw_response.create(
+        model=name, max_tokens=64, system="Be brief.", messages=claude_code_history()
+    )
+    assert raw.parse().content[0].type == "text"
     sent = server.last_request
     assert sent.accepted and sent.api == API[name], sent.error
     assert_real_results_kept(sent, REAL_CC)
+    # one record for the client request, both passes in it, in the proxy's response header
+    changes = raw.headers["x-toolmend-changes"]
+    assert "answered_missing_call@3[toolu_01Bash]" in changes
+    assert "dropped_orphan_result@5[toolu_01Gone]" in changes
+    assert raw.headers["x-toolmend-provider"] == "anthropic"
+    if name == "gemini":  # the second pass's change: its index is into the translated history
+        assert "filled_result_name@acompletion:" in changes
 
 
 @pytest.mark.slow
