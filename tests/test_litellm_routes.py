@@ -32,16 +32,22 @@ import anthropic
 import litellm
 import openai
 import pytest
+from hypothesis import given, settings
 from litellm.integrations.custom_logger import CustomLogger
 from litellm.types.utils import CallTypes
 
+import toolmend
 import toolmend._fastpath
+from toolmend._fastpath import vouch
+from toolmend._loops import quiet_live_run
 from toolmend.integrations import litellm as hook
 from toolmend.integrations.litellm import ToolMend
 from toolmend.integrations.litellm_routes import ROUTES, Passes, route_profile
 from toolmend.testing import RecordedRequest, StrictProviderServer
 
 from support import litellm_proxy
+from support.agent_runs import agent_runs
+from support.block_histories import to_anthropic
 from support.event_loops import close_loop
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -530,6 +536,75 @@ def test_a_fault_inside_toolmend_sends_the_original_and_is_logged_once(
     logged = [r for r in logged if fault != "attach" or r.levelno >= logging.ERROR]
     assert len(logged) == 1, [r.getMessage() for r in logged]
     assert logged[0].levelno == logging.ERROR and logged[0].exc_info is not None
+
+
+# --- the fast path of the new routes' formats ----------------------------------------------------
+
+
+def as_items(history: list[Any]) -> list[dict[str, Any]]:
+    """OpenAI chat messages as Responses items."""
+    items: list[dict[str, Any]] = []
+    for message in history:
+        if message["role"] == "tool":
+            output = {"call_id": message["tool_call_id"], "output": message["content"] or ""}
+            items.append({"type": "function_call_output", **output})
+            continue
+        if message.get("content"):
+            items.append({"role": message["role"], "content": message["content"]})
+        for call in message.get("tool_calls") or ():
+            function = call["function"]
+            items.append(
+                {
+                    "type": "function_call",
+                    "call_id": call["id"],
+                    "name": function["name"],
+                    "arguments": function["arguments"],
+                }
+            )
+    return items
+
+
+@settings(max_examples=150)
+@given(agent_runs(odd=False))
+def test_the_fast_path_vouches_only_where_the_full_path_finds_nothing(history: list[Any]) -> None:
+    """``vouch`` on Anthropic messages and Responses items (the formats of the new routes): a
+    history it answers for is returned as it is by ``repair``, and a live run
+    ``quiet_live_run`` passes makes the loop guard find nothing."""
+    for format, shaped in (
+        ("anthropic", to_anthropic(history)),
+        ("openai-responses", as_items(history)),
+    ):
+        live = vouch(shaped, provider=format, format=format)
+        if live is None:
+            continue
+        result = toolmend.repair(shaped, provider=format, format=format)
+        assert result.messages is shaped and not result.problems_left
+        if quiet_live_run(*live):
+            assert toolmend.detect_loops(shaped, format=format, live_only=True) == []
+
+
+def test_the_fast_path_answers_for_plain_valid_histories() -> None:
+    history = [
+        {"role": "user", "content": "go"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "call_1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}
+            ],
+        },
+        {"role": "tool", "tool_call_id": "call_1", "content": LS_OUT},
+        {"role": "assistant", "content": "Two entries."},
+        {"role": "user", "content": "thanks"},
+    ]
+    assert vouch(to_anthropic(history), provider="anthropic", format="anthropic") == (0, [])
+    items = as_items(history)
+    assert vouch(items, provider="openai-responses", format="openai-responses") == (0, [])
+    assert vouch(items[:-2], provider="openai-responses", format="openai-responses") == (
+        1,
+        [("ls", "{}")],
+    )
+    assert vouch(claude_code_history(), provider="anthropic", format="anthropic") is None
 
 
 # --- a real LiteLLM Proxy ----------------------------------------------------------------------

@@ -46,6 +46,7 @@ __all__ = [
     "claims",
     "dirty_spans",
     "group_spans",
+    "quick_live",
     "quick_valid",
     "read",
     "result_text",
@@ -252,6 +253,39 @@ def quick_valid(messages: Sequence[Any] | str, profile: Profile) -> bool:
         and joined.count(" ") == len(ids)
         and _ID_LIST.fullmatch(joined) is not None
     )
+
+
+def quick_live(
+    messages: Sequence[Any] | str, profile: Profile
+) -> tuple[int, list[tuple[str, Any]]] | None:
+    """:func:`quick_valid`, and the loop guard's live run: None when it cannot vouch; else the
+    number of tool rounds after the last user message item and each of their calls as (name,
+    arguments), for the hooks' fast path (:func:`toolmend._fastpath.vouch`).
+
+    Never less than the guard would read: a round is a run of consecutive ``function_call``
+    items (any other item between two calls starts another), and the run starts after the
+    last plain user message, so :func:`toolmend._loops.quiet_live_run` errs towards asking
+    the guard."""
+    if type(messages) is not list or not quick_valid(messages, profile):
+        return None
+    rounds = 0
+    calls: list[tuple[str, Any]] = []
+    in_round = False
+    for index in range(len(messages) - 1, -1, -1):
+        item = messages[index]
+        item_type = item.get("type")
+        if item_type == "function_call":
+            rounds += not in_round
+            in_round = True
+            name = item["name"]
+            if not name:
+                return None
+            calls.append((name, item["arguments"]))
+            continue
+        in_round = False
+        if item.get("role") == "user" and item_type in (None, "message"):
+            break
+    return rounds, calls
 
 
 def _scannable(profile: Profile) -> bool:
@@ -776,6 +810,7 @@ class OpenAIResponses(Format):
     call_arguments = staticmethod(call_arguments)
     group_spans = staticmethod(group_spans)
     quick_valid = staticmethod(quick_valid)
+    quick_live = staticmethod(quick_live)
     dirty_spans = staticmethod(dirty_spans)
 
 
