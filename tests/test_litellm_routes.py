@@ -607,6 +607,40 @@ def test_the_fast_path_answers_for_plain_valid_histories() -> None:
     assert vouch(claude_code_history(), provider="anthropic", format="anthropic") is None
 
 
+@pytest.mark.parametrize("parallel", [False, True], ids=["rounds", "one-turn"])
+def test_the_fast_path_counts_rounds_as_the_loop_guard_does(parallel: bool) -> None:
+    """Six ``grep`` calls with changing arguments: in six rounds the guard reports
+    ``repeated_tool``, in one assistant turn nothing. Responses items are one round each,
+    whether they came in one turn or not; Anthropic ``tool_use`` blocks of one message are one
+    round."""
+    calls = [
+        {
+            "id": f"call_{n}",
+            "type": "function",
+            "function": {"name": "grep", "arguments": f'{{"q": {n}}}'},
+        }
+        for n in range(6)
+    ]
+    history: list[Any] = [{"role": "user", "content": "find it"}]
+    if parallel:
+        history.append({"role": "assistant", "content": None, "tool_calls": calls})
+        history += [{"role": "tool", "tool_call_id": c["id"], "content": "x"} for c in calls]
+    else:
+        for call in calls:
+            history.append({"role": "assistant", "content": None, "tool_calls": [call]})
+            history.append({"role": "tool", "tool_call_id": call["id"], "content": "x"})
+    for format, shaped in (
+        ("anthropic", to_anthropic(history)),
+        ("openai-responses", as_items(history)),
+    ):
+        found = toolmend.detect_loops(shaped, format=format, live_only=True)
+        live = vouch(shaped, provider=format, format=format)
+        assert live is not None
+        assert bool(found) == (format == "openai-responses" or not parallel), (format, found)
+        if found:
+            assert not quiet_live_run(*live), format
+
+
 # --- a real LiteLLM Proxy ----------------------------------------------------------------------
 
 _CONFIG = """\

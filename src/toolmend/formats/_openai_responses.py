@@ -262,30 +262,24 @@ def quick_live(
     number of tool rounds after the last user message item and each of their calls as (name,
     arguments), for the hooks' fast path (:func:`toolmend._fastpath.vouch`).
 
-    Never less than the guard would read: a round is a run of consecutive ``function_call``
-    items (any other item between two calls starts another), and the run starts after the
-    last plain user message, so :func:`toolmend._loops.quiet_live_run` errs towards asking
-    the guard."""
+    The same run the guard reads: each ``function_call`` item is a round of its own (the
+    reader makes each item a message), and the run starts after the last plain user message
+    (the guard may start it later, never earlier, and a longer run only makes
+    :func:`toolmend._loops.quiet_live_run` ask the guard)."""
     if type(messages) is not list or not quick_valid(messages, profile):
         return None
-    rounds = 0
     calls: list[tuple[str, Any]] = []
-    in_round = False
     for index in range(len(messages) - 1, -1, -1):
         item = messages[index]
         item_type = item.get("type")
         if item_type == "function_call":
-            rounds += not in_round
-            in_round = True
             name = item["name"]
             if not name:
                 return None
             calls.append((name, item["arguments"]))
-            continue
-        in_round = False
-        if item.get("role") == "user" and item_type in (None, "message"):
+        elif item.get("role") == "user" and item_type in (None, "message"):
             break
-    return rounds, calls
+    return len(calls), calls
 
 
 def _scannable(profile: Profile) -> bool:
