@@ -583,6 +583,21 @@ def test_the_fast_path_vouches_only_where_the_full_path_finds_nothing(history: l
             assert toolmend.detect_loops(shaped, format=format, live_only=True) == []
 
 
+@settings(max_examples=200)
+@given(agent_runs(odd=False))
+def test_responses_live_rounds_report_what_the_full_read_reports(history: list[Any]) -> None:
+    """The loop guard reads a Responses live run straight off the items
+    (``live_rounds``); whatever it finds is what reading the whole input finds after the last
+    user message."""
+    items = as_items(history)
+    users = [i for i, item in enumerate(items) if item.get("role") == "user"]
+    live_from = users[-1] + 1 if users else 0
+    full = [
+        p for p in toolmend.detect_loops(items, format="openai-responses") if p.index >= live_from
+    ]
+    assert toolmend.detect_loops(items, format="openai-responses", live_only=True) == full
+
+
 def test_the_fast_path_answers_for_plain_valid_histories() -> None:
     history = [
         {"role": "user", "content": "go"},

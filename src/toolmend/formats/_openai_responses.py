@@ -46,6 +46,7 @@ __all__ = [
     "claims",
     "dirty_spans",
     "group_spans",
+    "live_rounds",
     "quick_live",
     "quick_valid",
     "read",
@@ -280,6 +281,47 @@ def quick_live(
         elif item.get("role") == "user" and item_type in (None, "message"):
             break
     return len(calls), calls
+
+
+_LIVE_ROLES = frozenset({"assistant", "system", "developer"})
+_LIVE_ITEMS = frozenset({"function_call_output", "reasoning"})
+
+
+def live_rounds(
+    messages: Sequence[Any] | str,
+) -> tuple[int, list[tuple[int, tuple[Call, ...]]]] | None:
+    """The live run for the loop guard, read from the end straight off plain dicts: the index
+    after the last user message item, and each ``function_call`` after it as a round of its
+    own (index, its call), as the reader makes them. ``None`` for anything unusual in the run
+    (an object, another item type or role, a call whose id or name is not a non-empty
+    string): the guard then reads the run in full. A property test holds it to the full read.
+    """
+    if type(messages) is not list:
+        return None
+    rounds: list[tuple[int, tuple[Call, ...]]] = []
+    index = len(messages)
+    while index:
+        index -= 1
+        item = messages[index]
+        if type(item) is not dict:
+            return None
+        item_type = item.get("type")
+        if item_type == "function_call":
+            call_id, name = item.get("call_id"), item.get("name")
+            if type(call_id) is not str or type(name) is not str or not call_id or not name:
+                return None
+            rounds.append((index, (Call(call_id, name, 0),)))
+        elif item_type is None or item_type == "message":
+            role = item.get("role")
+            if role == "user":
+                rounds.reverse()
+                return index + 1, rounds
+            if role not in _LIVE_ROLES:
+                return None
+        elif item_type not in _LIVE_ITEMS:
+            return None
+    rounds.reverse()
+    return 0, rounds
 
 
 def _scannable(profile: Profile) -> bool:
@@ -805,6 +847,7 @@ class OpenAIResponses(Format):
     group_spans = staticmethod(group_spans)
     quick_valid = staticmethod(quick_valid)
     quick_live = staticmethod(quick_live)
+    live_rounds = staticmethod(live_rounds)
     dirty_spans = staticmethod(dirty_spans)
 
 
