@@ -16,8 +16,12 @@ loop, each starting 5 ms after the previous one ended so that LiteLLM's backgrou
 the previous call is not charged to the next; LiteLLM's import-time heap is frozen out of the
 garbage collector after the warm-up, as in ``bench_litellm.py`` (its docstring says why).
 
+With ``--diagnose``, a third kind of call shows LiteLLM's own share: a ``CustomLogger`` whose
+``async_pre_call_deployment_hook`` returns ``None`` at once (what LiteLLM itself adds on these
+routes for any logger with that hook).
+
 Run with plain Python: ``python benchmarks/bench_litellm_routes.py`` (``--rounds N``, default
-1,000; ``--json`` adds a line of machine-readable results for ``run.py``).
+1,000; ``--diagnose``; ``--json`` adds a line of machine-readable results for ``run.py``).
 Target: <= 1.05 on each route.
 """
 
@@ -44,6 +48,7 @@ import litellm
 from bench_core import agent_history
 from bench_litellm import use_callbacks
 from bench_responses import as_items
+from litellm.integrations.custom_logger import CustomLogger
 
 import toolmend
 from toolmend.integrations.litellm import ToolMend
@@ -81,6 +86,15 @@ def as_anthropic(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
 Call = Callable[[], Coroutine[Any, Any, object]]
 
 
+class EmptyHook(CustomLogger):
+    """A deployment hook that does nothing: LiteLLM's own cost of having one."""
+
+    async def async_pre_call_deployment_hook(
+        self, kwargs: dict[str, Any], call_type: Any
+    ) -> dict[str, Any] | None:
+        return None
+
+
 def routes(history: list[dict[str, Any]]) -> dict[str, tuple[Call, int]]:
     """Route name -> (one call of it, the number of messages or items it carries)."""
     messages = as_anthropic(history)
@@ -111,6 +125,9 @@ def routes(history: list[dict[str, Any]]) -> dict[str, tuple[Call, int]]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=1000, help="timed calls of each kind")
+    parser.add_argument(
+        "--diagnose", action="store_true", help="also time a deployment hook that does nothing"
+    )
     parser.add_argument("--json", action="store_true", help="a last line of JSON results")
     args = parser.parse_args()
     logging.getLogger("toolmend").setLevel(logging.WARNING)
@@ -118,12 +135,14 @@ def main() -> int:
     history = agent_history(202)[1:]  # 200 messages ending on a whole turn; no system prompt
     assert len(history) == 200
     calls = routes(history)
-    handler = ToolMend()
-    kinds = [(route, tool) for route in calls for tool in (False, True)]
+    loggers: dict[str, list[object]] = {"without": [], "ToolMend": [ToolMend()]}
+    if args.diagnose:
+        loggers["empty hook"] = [EmptyHook()]
+    kinds = [(route, kind) for route in calls for kind in loggers]
     loop = asyncio.new_event_loop()
 
-    def call(route: str, with_toolmend: bool) -> float:
-        use_callbacks([handler] if with_toolmend else [])
+    def call(route: str, kind: str) -> float:
+        use_callbacks(loggers[kind])
         pause = time.perf_counter() + 0.005  # let the previous call's background logging finish
         while time.perf_counter() < pause:
             loop.run_until_complete(asyncio.sleep(0))  # LiteLLM's logging task runs on the loop
@@ -136,12 +155,12 @@ def main() -> int:
             call(*kind)
     gc.collect()
     gc.freeze()  # LiteLLM's import-time objects: see bench_litellm.py
-    times: dict[tuple[str, bool], list[float]] = {kind: [] for kind in kinds}
+    times: dict[tuple[str, str], list[float]] = {kind: [] for kind in kinds}
     shuffle = random.Random(0).shuffle
     order = list(kinds)
     for _ in range(args.rounds):
         gc.collect()
-        call(kinds[0][0], False)  # the first call after a collection runs on cold caches
+        call(kinds[0][0], "without")  # the first call after a collection runs on cold caches
         shuffle(order)
         for kind in order:
             times[kind].append(call(*kind))
@@ -149,10 +168,11 @@ def main() -> int:
     loop.close()
     results = {}
     for route, (_, size) in calls.items():
-        without = statistics.median(times[(route, False)])
-        with_ = statistics.median(times[(route, True)])
+        without = statistics.median(times[(route, "without")])
+        with_ = statistics.median(times[(route, "ToolMend")])
         paired = statistics.median(
-            a - b for a, b in zip(times[(route, True)], times[(route, False)], strict=True)
+            a - b
+            for a, b in zip(times[(route, "ToolMend")], times[(route, "without")], strict=True)
         )
         ratio = with_ / without
         results[route] = {"ratio": ratio, "added_us": paired * 1e6}
@@ -161,6 +181,12 @@ def main() -> int:
             f"{with_ * 1000:.3f} ms, ratio {ratio:.3f}, per-round difference "
             f"{paired * 1e6:.0f} us, target (<= 1.05) {'met' if ratio <= 1.05 else 'MISSED'}"
         )
+        if args.diagnose:
+            empty = statistics.median(times[(route, "empty hook")])
+            print(
+                f"{'':<19} empty hook {empty * 1000:.3f} ms ({empty / without:.3f}); ToolMend "
+                f"against it {with_ / empty:.3f}"
+            )
     worst = max(r["ratio"] for r in results.values())
     if args.json:
         what = f"litellm.anthropic_messages and aresponses, {len(history)} messages, mock_response"
