@@ -1,5 +1,7 @@
-"""LiteLLM: repair the tool history of every ``completion`` call, sync or async, streamed or not,
-through ``litellm``, ``litellm.Router`` and the LiteLLM Proxy.
+"""LiteLLM: repair the tool history of every call that carries one (``completion``, the
+Anthropic-shaped ``anthropic_messages`` and the Responses API's ``responses``), sync or async,
+streamed or not, through ``litellm``, ``litellm.Router`` and the LiteLLM Proxy (its
+``/v1/chat/completions``, ``/v1/messages`` and ``/v1/responses``).
 
 Usage
 -----
@@ -18,18 +20,43 @@ and, for the proxy, in ``config.yaml``:
     litellm_settings:
       callbacks: toolmend.integrations.litellm.proxy_handler
 
-Options: ``provider=`` forces one toolmend profile for every call (default: worked out per
-deployment attempt, see below); ``policy=`` is a :class:`toolmend.Policy` or ``"repair"`` (the
+Options: ``provider=`` forces one toolmend profile for every chat call, and stands for the
+deployment's provider on the other routes (default: worked out per deployment attempt, see
+below); ``policy=`` is a :class:`toolmend.Policy` or ``"repair"`` (the
 default), ``"strict"`` (raise :class:`toolmend.ToolChainError`) or ``"report"`` (only log);
 ``on_loop=`` is the loop guard: ``"warn"`` logs, ``"raise"`` fails the call with
 :class:`toolmend.ToolLoopError` before anything is sent, ``"off"``.
 
 How it works
 ------------
-LiteLLM hands both paths OpenAI-shaped ``messages`` (``format="openai"``) before its own
-per-provider transformation, so the history is repaired in that shape for the profile of the
-provider it is going to: the anthropic, gemini and bedrock profiles know what an OpenAI-shaped
-history must look like to survive LiteLLM's conversion.
+LiteLLM hands the hook each route's history before its own per-provider transformation, so it
+is repaired in its own shape (:mod:`toolmend.integrations.litellm_routes` has the table and the
+reasons):
+
+* ``completion`` / ``acompletion``: OpenAI-shaped ``messages`` (``format="openai"``), for the
+  profile of the provider it is going to: the anthropic, gemini and bedrock profiles know what
+  an OpenAI-shaped history must look like to survive LiteLLM's conversion.
+* ``anthropic_messages`` (``/v1/messages``, Claude Code): Anthropic-shaped ``messages``
+  (``format="anthropic"``; the ``system`` argument is left as it is). To Anthropic, Anthropic's
+  profile for the request's ``thinking``; to any other provider ``anthropic`` with thinking off,
+  since LiteLLM's translation keeps Anthropic's pairing (each ``tool_use`` answered at the head
+  of the next user turn) as the adjacency OpenAI and Gemini require, and Anthropic's thinking
+  rules do not apply to a GPT or Gemini turn.
+* ``aresponses`` / ``responses`` (``/v1/responses``, Codex): Responses ``input`` items
+  (``format="openai-responses"``, its own profile whatever the provider; a plain string input
+  carries no history, and an input continuing a ``previous_response_id`` or ``conversation`` is
+  left alone, since its outputs answer calls toolmend cannot see).
+
+**A request LiteLLM translates fires the hook again** with the same logging object:
+``/v1/messages`` to an OpenAI model also fires ``aresponses``, to Gemini (and most others)
+``acompletion``; ``/v1/responses`` to a provider without a Responses API fires ``acompletion``.
+That second pass judges the history LiteLLM built for the deployment's own profile: it finds
+nothing when the first pass did its work, and repairs what the translation broke or what only
+that provider forbids (Gemini wants each result to name its function); it never undoes the
+first pass, whose history it starts from. It writes no line of its own when the first pass
+wrote one, its changes join the first pass's record (each with ``"route"``: its index is into
+the translated history), and no loop guard runs twice: one line and one record per client
+request. When the first pass failed open, the second is skipped (the failure is logged once).
 
 * **Async** (``litellm.acompletion``, ``Router.acompletion``, the proxy): LiteLLM calls
   :meth:`ToolMend.async_pre_call_deployment_hook` once per deployment attempt (first try,
@@ -40,7 +67,11 @@ history must look like to survive LiteLLM's conversion.
   :class:`ToolMend` built installs, once per process, a wrapt wrapper on
   ``litellm.utils.function_setup``: the first step of LiteLLM's ``@client`` decorator, which
   every sync ``completion`` call (every Router attempt too) passes through with its model and
-  messages, before anything is logged, transformed or sent. LiteLLM looks the function up as a
+  messages, before anything is logged, transformed or sent. Sync ``responses`` is repaired
+  there too: LiteLLM fires the hook for it only on a deployment with a Responses API
+  (``_run_sync_responses_pre_call_deployment_hook``, a second pass then), and bridges every
+  other deployment to a sync ``completion`` that already has its logging object, so passes
+  neither the hook nor this wrapper. LiteLLM looks the function up as a
   module global on each call, so the wrapper works however ``completion`` was imported. It
   repairs ``messages`` only while a :class:`ToolMend` is in ``litellm.callbacks`` and calls
   straight through otherwise (and for every other call type, including the async ones, which
@@ -72,15 +103,23 @@ saw a loop or failed, the attempt also carries a record, a plain dict::
 * for logging callbacks: ``kwargs["toolmend"]`` in ``log_success_event`` /
   ``async_log_success_event`` / the failure events (LiteLLM's ``model_call_details``);
 * on the proxy: the ``x-toolmend-changes`` response header (``code@index[ids]``, space
-  separated) and ``x-toolmend-provider``.
+  separated; ``code@route:index[ids]`` for a second pass's change) and ``x-toolmend-provider``,
+  on ``/v1/messages`` too (whose response is a plain dict: the record comes from the logging
+  object).
 
 Limits
 ------
 * ``messages`` must be passed by keyword (``completion(model=..., messages=...)``, as LiteLLM's
   documentation, ``Router`` and the proxy do): LiteLLM does not hand positional messages to
   either path. Such a call goes out unrepaired and is logged once on logger ``toolmend``.
-* Only chat completions are repaired; ``/v1/messages``, ``responses`` and text completions are
-  left alone.
+* Chat completions, ``anthropic_messages`` (async; the proxy's ``/v1/messages``) and
+  ``responses`` (sync and async) are repaired; text completions, embeddings and LiteLLM's sync
+  Anthropic interface (``litellm.anthropic.messages.create``, which no hook sees) are left
+  alone, as is a Responses input that continues a stored conversation.
+* One line and one record per client request needs LiteLLM's logging object, which LiteLLM
+  hands from route to route; a call without one gets a line per pass.
+* The routes' hooks and call types were checked against litellm 1.110.2; an older LiteLLM that
+  does not fire the hook for a route leaves that route unrepaired.
 """
 
 from __future__ import annotations
