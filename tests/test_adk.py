@@ -431,6 +431,33 @@ def test_repair_events_never_changes_its_input() -> None:
     assert toolmend.check([e.content for e in repaired if e.content], provider="gemini") == []
 
 
+def test_repair_events_keeps_each_content_in_its_own_event() -> None:
+    """A dropped orphan response right before a real response that is edited (its name
+    restored): the real response stays in its own event (id, author, branch), not in the
+    orphan's; an event of another agent or branch would show it to the model as something
+    else, or not at all."""
+    events = [
+        event("user", text("Weather in Paris?")),
+        event("model", call("get_weather", "adk-1")),
+        Event(
+            author="helper",
+            branch="agent.helper",
+            invocation_id="inv-0",
+            content=types.Content(role="user", parts=[answer("lookup", "adk-9")]),
+        ),
+        event("user", answer("call_8f2a", "adk-1")),
+        event("model", text("Sunny.")),
+    ]
+    repaired = adk_hook.repair_events(events)
+    assert [e.id for e in repaired] == [events[i].id for i in (0, 1, 3, 4)]
+    real = repaired[2]
+    assert (real.author, real.branch) == ("agent", None)
+    assert real.content is not None and real.content.parts
+    response = real.content.parts[0].function_response
+    assert response is not None
+    assert (response.name, response.id, response.response) == ("get_weather", "adk-1", REAL)
+
+
 # --- the example -------------------------------------------------------------------------------
 
 
