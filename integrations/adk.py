@@ -244,7 +244,7 @@ def _repaired_events(
         out.append(event)
         previous = event
     flush(len(events))
-    return _ordered(out), mended.changes
+    return _ordered(out), tuple(mended.changes)
 
 
 _KEPT, _MADE, _ANSWER = "kept", "made", "answer"
@@ -367,6 +367,8 @@ async def repair_session(
     if not changes:
         return RepairedSession(session)
     own_state = {k: v for k, v in session.state.items() if not k.startswith(_SHARED_STATE)}
+    # every copy made before anything is deleted: only the service's own calls come after
+    copies = [_without_shared_state(event) for event in events]
     if replace:
         await session_service.delete_session(
             app_name=app_name, user_id=user_id, session_id=session_id
@@ -375,8 +377,8 @@ async def repair_session(
     fresh = await session_service.create_session(
         app_name=app_name, user_id=user_id, state=own_state, session_id=new_session_id
     )
-    for event in events:
-        await session_service.append_event(fresh, _without_shared_state(event))
+    for copy in copies:
+        await session_service.append_event(fresh, copy)
     stored = await session_service.get_session(
         app_name=app_name, user_id=user_id, session_id=fresh.id
     )

@@ -410,6 +410,22 @@ def test_repair_session_makes_a_poisoned_session_usable(
         asyncio.run(service.close())
 
 
+def test_repair_session_deletes_nothing_before_its_own_work_is_done(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``replace=True``: a toolmend fault while preparing the events to store leaves the old
+    session where it was (it is deleted only when nothing but the service's calls is left)."""
+    service = InMemorySessionService()
+    session_id = asyncio.run(stored(service, poisoned("opaque_name")))
+    before = dump(service, session_id)
+    monkeypatch.setattr(adk_hook, "_without_shared_state", _raise)
+    with pytest.raises(RuntimeError, match="injected fault"):
+        asyncio.run(
+            repair_session(service, app_name=APP, user_id=USER, session_id=session_id, replace=True)
+        )
+    assert dump(service, session_id) == before
+
+
 def test_repair_session_leaves_a_valid_session_alone() -> None:
     service = InMemorySessionService()
     session_id = asyncio.run(stored(service, valid()))
