@@ -174,8 +174,10 @@ def repair_events(
     accepts, and stays (once the next user message is stored after it, it is answered).
 
     An event whose content is unchanged comes back as the very same object; a changed one is a
-    copy with the new content; a placeholder answer to a lost call is a new event of the call's
-    author and invocation, timed between its neighbours; an event whose content was dropped (an
+    copy with the new content (each content stays in the event it came from, whatever is
+    dropped next to it; responses gathered from several events to follow their call go in the
+    first one's); a placeholder answer to a lost call is a new event of the call's author and
+    invocation, timed between its neighbours; an event whose content was dropped (an
     orphan response, a duplicate) is kept without content when it carries actions (a state
     delta, an artifact), and left out otherwise. Events without content keep their place.
     ``events`` and its objects are never changed.
