@@ -42,13 +42,14 @@ It needs ``pip install 'toolmend[adk]'`` (``google-adk``).
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import toolmend
+from toolmend import _api as api
 from toolmend import _policy as policies
+from toolmend._edits import Blocks, Keep, Placeholder, source_index
 
 from .hooks import HookOptions, OnLoop, check_names, hook_policy, mend
 
@@ -173,8 +174,10 @@ def repair_events(
     accepts, and stays (once the next user message is stored after it, it is answered).
 
     An event whose content is unchanged comes back as the very same object; a changed one is a
-    copy with the new content; a placeholder answer to a lost call is a new event of the call's
-    author and invocation, timed between its neighbours; an event whose content was dropped (an
+    copy with the new content (each content stays in the event it came from, whatever is
+    dropped next to it; responses gathered from several events to follow their call go in the
+    first one's); a placeholder answer to a lost call is a new event of the call's author and
+    invocation, timed between its neighbours; an event whose content was dropped (an
     orphan response, a duplicate) is kept without content when it carries actions (a state
     delta, an artifact), and left out otherwise. Events without content keep their place.
     ``events`` and its objects are never changed.
@@ -189,45 +192,88 @@ def _repaired_events(
     rows = [i for i, event in enumerate(events) if _has_history(event)]
     contents = [events[i].content for i in rows]
     waiting = bool(rows) and _waits(events[rows[-1]])
-    result = toolmend.repair(
-        contents,
-        provider=provider,
-        format=FORMAT,
-        policy=policies.as_policy(policy, frontier="keep" if waiting else "answer"),
-    )
-    if not result.changes:
+    chosen = policies.as_policy(policy, frontier="keep" if waiting else "answer")
+    module = api.format_of(contents, FORMAT)
+    profile = api.profile_for(provider, module)
+    damaged = api.damage_in(module, contents, profile, chosen) if contents else None
+    if damaged is None:
         return list(events), ()
-    new_contents = list(result.messages)
-    placed: dict[int, list[Event]] = {}  # original event index -> events that take its place
-    matcher = difflib.SequenceMatcher(
-        None, [id(c) for c in contents], [id(c) for c in new_contents], autojunk=False
-    )
-    last = -1  # the original event index the previous new content came from
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        if tag == "equal":
-            for k in range(i2 - i1):
-                placed.setdefault(rows[i1 + k], []).append(events[rows[i1 + k]])
-            last = rows[i2 - 1]
-            continue
-        olds, news = list(range(i1, i2)), new_contents[j1:j2]
-        for k, content in enumerate(news):
-            if k < len(olds):  # a content changed in place: the event keeps its metadata
-                origin = events[rows[olds[k]]]
-                placed.setdefault(rows[olds[k]], []).append(
-                    origin.model_copy(update={"content": content})
-                )
-                last = rows[olds[k]]
-            else:  # a new content (a placeholder answer): after the last one placed
-                placed.setdefault(last, []).append(_new_event(events, last, content))
-        for k in olds[len(news) :]:  # a content dropped
-            origin = events[rows[k]]
-            placed.setdefault(rows[k], [])
-            if _carries_actions(origin):
-                placed[rows[k]].append(origin.model_copy(update={"content": None}))
-    out: list[Event] = list(placed.get(-1, ()))
-    for i, event in enumerate(events):
-        out.extend(placed.get(i, ()) if i in placed else (event,))
-    return _ordered(out), result.changes
+    if chosen.mode is not policies.Mode.REPAIR:  # as toolmend.repair: strict raises
+        if chosen.mode is policies.Mode.STRICT:
+            problems = tuple(problem for damage in damaged for problem in damage.problems)
+            raise toolmend.ToolChainError(problems=problems)
+        return list(events), ()
+    mended = api.mend_damage(module, contents, profile, chosen, damaged)
+    if not mended.changes:
+        return list(events), ()
+    sources = _sources(mended, len(contents))
+    # the repaired content that takes each old content's place, its event keeping its metadata:
+    # the content the plan kept (maybe edited), else one made of it (its responses gathered,
+    # merged, written as text) when the plan kept nothing of it; never a placeholder answer
+    taker: dict[int, int] = {}
+    for wanted in (_KEPT, _MADE):
+        for position, (origin, kind) in enumerate(sources):
+            if kind == wanted and origin >= 0 and origin not in taker:
+                taker[origin] = position
+    taken = {rows[origin] for origin in taker}
+    out: list[Event] = []
+    flushed = 0  # the events before this index are placed, or dropped
+
+    def flush(upto: int) -> None:
+        nonlocal flushed
+        for index in range(flushed, upto):
+            event = events[index]
+            if not _has_history(event):
+                out.append(event)  # an event without content keeps its place
+            elif index not in taken and _carries_actions(event):
+                out.append(event.model_copy(update={"content": None}))  # its content dropped
+        flushed = max(flushed, upto)
+
+    previous: Event | None = None  # the event of the latest content placed
+    for position, content in enumerate(mended.messages):
+        origin, _ = sources[position]
+        if origin >= 0 and taker.get(origin) == position:
+            flush(rows[origin])
+            source = events[rows[origin]]
+            event = (
+                source
+                if content is source.content
+                else source.model_copy(update={"content": content})
+            )
+            flushed = max(flushed, rows[origin] + 1)
+        else:  # a new content: by the author, in the invocation, of what it came from
+            event = _new_event(events[rows[origin]] if origin >= 0 else previous, content)
+        out.append(event)
+        previous = event
+    flush(len(events))
+    return _ordered(out), tuple(mended.changes)
+
+
+_KEPT, _MADE, _ANSWER = "kept", "made", "answer"
+
+
+def _sources(mended: Any, count: int) -> list[tuple[int, str]]:
+    """For each repaired content, the index of the old content it comes from (-1: none) and
+    how: :data:`_KEPT` (that content, maybe edited), :data:`_MADE` (a new content made of its
+    parts: responses gathered from it, a merge, its parts written as text) or :data:`_ANSWER`
+    (a placeholder answer to one of its calls)."""
+    out: list[tuple[int, str]] = []
+    position = 0
+    for damage, plan, applied in mended.parts:
+        out.extend((i, _KEPT) for i in range(position, damage.low))
+        if len(plan.items) != len(applied):  # the block writer makes one content per item
+            raise AssertionError("toolmend: a repair plan and its contents differ in length")
+        for item in plan.items:
+            found = source_index(item)
+            kind = _KEPT if isinstance(item, Keep) else _MADE
+            if isinstance(item, Placeholder) or (
+                isinstance(item, Blocks) and item.parts and isinstance(item.parts[0], Placeholder)
+            ):
+                kind = _ANSWER
+            out.append((damage.low + found if found >= 0 else -1, kind))
+        position = damage.high
+    out.extend((i, _KEPT) for i in range(position, count))
+    return out
 
 
 def _waits(event: Event) -> bool:
@@ -247,9 +293,8 @@ def _carries_actions(event: Event) -> bool:
     )
 
 
-def _new_event(events: Sequence[Event], after: int, content: Any) -> Event:
-    """A new event for ``content``, by the author and in the invocation of ``events[after]``."""
-    source = events[after] if after >= 0 else None
+def _new_event(source: Event | None, content: Any) -> Event:
+    """A new event for ``content``, by the author and in the invocation of ``source``."""
     author = "user"
     if source is not None and source.author and source.author != "user":
         author = source.author
@@ -324,6 +369,8 @@ async def repair_session(
     if not changes:
         return RepairedSession(session)
     own_state = {k: v for k, v in session.state.items() if not k.startswith(_SHARED_STATE)}
+    # every copy made before anything is deleted: only the service's own calls come after
+    copies = [_without_shared_state(event) for event in events]
     if replace:
         await session_service.delete_session(
             app_name=app_name, user_id=user_id, session_id=session_id
@@ -332,8 +379,8 @@ async def repair_session(
     fresh = await session_service.create_session(
         app_name=app_name, user_id=user_id, state=own_state, session_id=new_session_id
     )
-    for event in events:
-        await session_service.append_event(fresh, _without_shared_state(event))
+    for copy in copies:
+        await session_service.append_event(fresh, copy)
     stored = await session_service.get_session(
         app_name=app_name, user_id=user_id, session_id=fresh.id
     )

@@ -8,6 +8,7 @@ import sys
 from collections import Counter
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile(
@@ -50,6 +51,7 @@ def pytest_sessionfinish(session: Any) -> None:
         }
 
 
+@pytest.hookimpl(optionalhook=True)  # an xdist hook: `-p no:xdist -o addopts=` still runs
 def pytest_testnodedown(node: Any, error: Any) -> None:
     """In the controller of ``pytest -n``: add up what a worker counted."""
     received = getattr(node, "workeroutput", {}).get("toolmend_counts", {})

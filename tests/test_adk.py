@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import logging
+import random
 import runpy
 import sys
 from collections.abc import Iterator, Sequence
@@ -23,11 +24,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import toolmend
 import toolmend._api
 import toolmend._fastpath
 from toolmend.testing import Reply, StrictProviderServer
+
+from support.block_histories import damaged_block_histories
 
 pytest.importorskip("google.adk")
 adk_hook = pytest.importorskip("toolmend.integrations.adk")
@@ -410,6 +415,22 @@ def test_repair_session_makes_a_poisoned_session_usable(
         asyncio.run(service.close())
 
 
+def test_repair_session_deletes_nothing_before_its_own_work_is_done(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``replace=True``: a toolmend fault while preparing the events to store leaves the old
+    session where it was (it is deleted only when nothing but the service's calls is left)."""
+    service = InMemorySessionService()
+    session_id = asyncio.run(stored(service, poisoned("opaque_name")))
+    before = dump(service, session_id)
+    monkeypatch.setattr(adk_hook, "_without_shared_state", _raise)
+    with pytest.raises(RuntimeError, match="injected fault"):
+        asyncio.run(
+            repair_session(service, app_name=APP, user_id=USER, session_id=session_id, replace=True)
+        )
+    assert dump(service, session_id) == before
+
+
 def test_repair_session_leaves_a_valid_session_alone() -> None:
     service = InMemorySessionService()
     session_id = asyncio.run(stored(service, valid()))
@@ -429,6 +450,70 @@ def test_repair_events_never_changes_its_input() -> None:
     assert [e.model_dump() for e in events] == before
     assert repaired[0] is events[0]
     assert toolmend.check([e.content for e in repaired if e.content], provider="gemini") == []
+
+
+def test_repair_events_keeps_each_content_in_its_own_event() -> None:
+    """A dropped orphan response right before a real response that is edited (its name
+    restored): the real response stays in its own event (id, author, branch), not in the
+    orphan's; an event of another agent or branch would show it to the model as something
+    else, or not at all."""
+    events = [
+        event("user", text("Weather in Paris?")),
+        event("model", call("get_weather", "adk-1")),
+        Event(
+            author="helper",
+            branch="agent.helper",
+            invocation_id="inv-0",
+            content=types.Content(role="user", parts=[answer("lookup", "adk-9")]),
+        ),
+        event("user", answer("call_8f2a", "adk-1")),
+        event("model", text("Sunny.")),
+    ]
+    repaired = adk_hook.repair_events(events)
+    assert [e.id for e in repaired] == [events[i].id for i in (0, 1, 3, 4)]
+    real = repaired[2]
+    assert (real.author, real.branch) == ("agent", None)
+    assert real.content is not None and real.content.parts
+    response = real.content.parts[0].function_response
+    assert response is not None
+    assert (response.name, response.id, response.response) == ("get_weather", "adk-1", REAL)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(case=damaged_block_histories("gemini", ids=True), seed=st.integers(0, 1 << 16))
+def test_repair_events_stores_exactly_the_repaired_contents(
+    case: tuple[list[Any], list[str]], seed: int
+) -> None:
+    """Whatever the damage: the events' contents (those with parts), in order, are
+    ``toolmend.repair``'s; every event id is used once, timestamps rise, and events without
+    content are all kept."""
+    try:
+        contents = [types.Content.model_validate(content) for content in case[0]]
+    except ValueError:
+        return
+    chance = random.Random(seed)
+    events: list[Event] = []
+    for number, content in enumerate(contents):
+        if chance.random() < 0.2:
+            delta = EventActions(state_delta={"step": number})
+            events.append(Event(author="agent", invocation_id="i", actions=delta))
+        author = chance.choice(["user", "agent", "helper"])
+        events.append(Event(author=author, invocation_id="i", content=content))
+    for number, item in enumerate(events):
+        item.timestamp = 1_700_000_000.0 + number
+    try:
+        read = [e.content for e in events if e.content is not None and e.content.parts]
+        want = toolmend.repair(read, provider="gemini").messages if read else []
+    except toolmend.InvalidHistoryError:
+        return
+    repaired = adk_hook.repair_events(events)
+    assert [e.content.model_dump() for e in repaired if e.content and e.content.parts] == [
+        c.model_dump() for c in want
+    ]
+    assert len({e.id for e in repaired}) == len(repaired)
+    times = [e.timestamp for e in repaired]
+    assert times == sorted(set(times))
+    assert {e.id for e in events if e.content is None} <= {e.id for e in repaired}
 
 
 # --- the example -------------------------------------------------------------------------------

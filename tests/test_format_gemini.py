@@ -483,6 +483,20 @@ def test_sdk_new_contents_are_sdk_objects() -> None:
     assert fixed.messages[3] is broken[2]
 
 
+def test_sdk_response_kept_as_text_is_an_sdk_part() -> None:
+    """An orphan response written as text in place (nothing before it to drop it for) is a
+    ``types.Part`` in the SDK Content, not a dict: ADK and the SDK read parts as objects
+    (``part.function_call`` on a dict raises)."""
+    response = types.FunctionResponse(name="tool", id="call_0", response={"result": "r"})
+    broken = [types.Content(role="user", parts=[types.Part(function_response=response)])]
+    fixed = toolmend.repair(broken, provider=PROVIDER)
+    assert [c.code for c in fixed.changes] == ["orphan_result_to_text"]
+    part = fixed.messages[0].parts[0]
+    assert isinstance(part, types.Part)
+    assert part.text is not None and '{"result": "r"}' in part.text
+    assert broken[0].parts[0].function_response is response, "input untouched"
+
+
 def test_sdk_placeholder_signature_goes_on_the_wire_as_the_documented_text() -> None:
     broken = [
         types.Content(role="user", parts=[types.Part(text="Weather?")]),

@@ -957,7 +957,11 @@ def _edited(content: Any, edit: MessageEdit, style: _Style) -> Any:
 
 def _edit_part(part: Any, slot: int, edit: MessageEdit) -> Any:
     if slot in edit.results_as_text:
-        return {"text": _response_as_text(part)}
+        text = {"text": _response_as_text(part)}
+        if isinstance(part, Mapping):
+            return text
+        validate = getattr(type(part), "model_validate", None)  # an SDK Part holds SDK Parts
+        return validate(text) if callable(validate) else text
     changes: dict[str, Any] = {}
     call = _field(part, "function_call")
     if call is not None:
