@@ -1,0 +1,531 @@
+"""OpenAI Agents SDK: repair each model call's input, and what a ``Session`` hands back.
+
+Usage
+-----
+
+.. code-block:: python
+
+    from agents import RunConfig, Runner
+    from toolmend.integrations.openai_agents import call_model_input_filter, session_input_callback
+
+    config = RunConfig(call_model_input_filter=call_model_input_filter,
+                       session_input_callback=session_input_callback)
+    result = await Runner.run(agent, "hi", session=session, run_config=config)
+
+Two hooks, both of ``RunConfig``:
+
+* :data:`call_model_input_filter` (a :class:`ToolMendInputFilter`; build your own with
+  ``provider=``, ``policy=``, ``on_loop=``, ``model=``) runs right before every model call of
+  the run loop and returns a new ``ModelInputData`` whose ``input`` (Responses input items) is
+  repaired for the model the agent calls; ``instructions`` are kept as they are.
+* :data:`session_input_callback` (a :class:`ToolMendSessionInput`) merges the ``Session``'s
+  history with the turn's new input and drops what would poison the run: an orphan
+  ``function_call_output``, a ``function_call`` without output, a reasoning item without its
+  follower. :func:`repair_session` heals the stored items themselves, once.
+
+Which rules the input must meet
+-------------------------------
+The SDK always hands the filter Responses items, whatever the model is. What the provider then
+receives depends on the model (:func:`target_for`):
+
+* an ``OpenAIResponsesModel`` (the SDK's default for OpenAI) sends the items as they are: they
+  are judged and repaired with the ``openai-responses`` profile;
+* an ``OpenAIChatCompletionsModel`` or a ``LitellmModel`` converts the items to Chat Completions
+  messages first (``agents.models.chatcmpl_converter.Converter.items_to_messages``), so the
+  rules to meet are the chat provider's, on the converted messages: the provider comes from the
+  model name and base URL (:mod:`toolmend._routing`), or LiteLLM's own provider of the model
+  (:func:`toolmend.integrations.litellm.profile_for`), through the core's converted-profile
+  routing. The items are repaired as Responses items (only the Responses rules can be applied
+  to them, and only Responses items may be returned), then converted with the SDK's own
+  converter and judged with the chat profile; when the conversion still breaks it (a tool
+  output with another item between it and its call: valid for Responses, whose outputs only
+  have to come after their calls, a 400 for Chat Completions, whose tool messages must follow
+  the assistant message holding the call), the outputs are moved right after their calls and
+  the conversion judged again. Whatever still breaks the chat rules is logged as left.
+
+The agent's model is read from the filter's data (``CallModelData.agent.model``). The filter
+cannot see the ``RunConfig``: when the ``RunConfig`` sets ``model=`` (or a model provider that
+turns names into Chat Completions models), pass the same model to
+``ToolMendInputFilter(model=...)``, or name the profile with ``provider=``. A model name with
+no ``Model`` object is resolved as the SDK's default provider would: ``litellm/...`` names go
+to LiteLLM, any other name to OpenAI's Responses API (Chat Completions after
+``agents.set_default_openai_api("chat_completions")``).
+
+Failing open
+------------
+The SDK lets an exception raised in the filter or the callback abort the run. Every toolmend
+failure is therefore logged once on logger ``toolmend`` with its traceback and the input goes
+out as it came; only :class:`toolmend.ToolLoopError` (``on_loop="raise"``) and
+:class:`toolmend.ToolChainError` (``policy="strict"``) get out, because the options asked for
+them. Neither hook changes the lists or items it is handed.
+
+Import it as :mod:`toolmend.integrations.openai_agents`; it needs
+``pip install 'toolmend[openai-agents]'``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import toolmend
+from toolmend import _fastpath as fastpath
+from toolmend import _routing as routing
+
+from .hooks import HookOptions, OnLoop, check_names, hook_policy, mend
+
+try:
+    from agents.models import _openai_shared
+    from agents.models.chatcmpl_converter import Converter
+    from agents.models.openai_chatcompletions import OpenAIChatCompletionsModel
+    from agents.run_config import ModelInputData
+except ImportError as error:  # pragma: no cover - depends on the environment
+    raise ImportError(
+        "toolmend.integrations.openai_agents needs the OpenAI Agents SDK: "
+        "pip install 'toolmend[openai-agents]'"
+    ) from error
+
+if TYPE_CHECKING:
+    from agents.memory import Session
+    from agents.models.interface import Model
+    from agents.run_config import CallModelData
+
+__all__ = [
+    "FORMAT",
+    "Target",
+    "ToolMendInputFilter",
+    "ToolMendSessionInput",
+    "call_model_input_filter",
+    "repair_session",
+    "session_input_callback",
+    "target_for",
+]
+
+logger = logging.getLogger("toolmend")
+
+FORMAT = "openai-responses"
+"""The format of every item list the SDK hands the hooks: Responses input items."""
+
+_RESPONSES = "openai-responses"
+_CHAT_FORMAT = "openai"
+
+_PAIRING = dataclasses.replace(
+    toolmend.get_profile(_RESPONSES),
+    checks={
+        code: check
+        for code, check in toolmend.get_profile(_RESPONSES).checks.items()
+        if code
+        in (
+            "orphan_result",
+            "missing_result",
+            "call_without_id",
+            "result_without_id",
+            "result_without_output",
+        )
+    },
+    strict_checks={},
+)
+"""The Responses rules that still matter once a model converts the items to Chat Completions
+messages: how calls and outputs pair. The rest of the ``openai-responses`` profile is about
+fields the converter drops (item ids: a Chat Completions model's own items carry
+``__fake_id__``; reasoning items, which become ``reasoning_content`` or nothing), so applying it
+would change items for nothing, every turn."""
+
+
+class Target(NamedTuple):
+    """Where a model call's input goes: the profile it must meet, and how it is sent."""
+
+    profile: str
+    """The toolmend profile of the provider that receives the request."""
+    chat: bool
+    """True when the model converts the items to Chat Completions messages before sending
+    (``OpenAIChatCompletionsModel``, ``LitellmModel``): the profile judges the conversion."""
+    model: Any = None
+    """The ``Model`` object, when there is one (its converter settings are the SDK's)."""
+    name: str | None = None
+    """The model name."""
+
+
+def _name_of(model: object) -> str | None:
+    name = getattr(model, "model", model)
+    return name if isinstance(name, str) and name else None
+
+
+def _is_litellm(model: object) -> bool:
+    # by class name: agents.extensions.models.litellm_model imports litellm, which this module
+    # must not import for users who do not use it
+    return any(cls.__name__ == "LitellmModel" for cls in type(model).__mro__)
+
+
+def _litellm_profile(name: str, base_url: object = None) -> str:
+    """The profile of a LiteLLM model name, as the LiteLLM hook judges it (LiteLLM's own
+    provider of the model, through the converted-profile routing)."""
+    from . import litellm as litellm_hook  # only when the agent uses LiteLLM: litellm is there
+
+    return litellm_hook.profile_for(name, None, base_url if isinstance(base_url, str) else None)
+
+
+def _chat_profile(name: str | None, base_url: object = None) -> str:
+    """The profile of an OpenAI-compatible Chat Completions endpoint: the provider of a model
+    only one provider serves, else of the base URL's host, else OpenAI."""
+    provider = (
+        routing.provider_for_model(name) or routing.provider_for_base_url(base_url) or "openai"
+    )
+    return routing.converted_profile(provider, name)
+
+
+def target_for(model: object) -> Target:
+    """Where a request of ``model`` goes (an agent's ``model``: a ``Model``, a name, or None).
+
+    >>> target_for("gpt-5").profile
+    'openai-responses'
+    """
+    if isinstance(model, OpenAIChatCompletionsModel):
+        client = getattr(model, "_client", None)
+        base_url = getattr(client, "base_url", None)
+        return Target(_chat_profile(_name_of(model), base_url), True, model, _name_of(model))
+    if _is_litellm(model):
+        litellm_name = _name_of(model) or ""
+        profile = _litellm_profile(litellm_name, getattr(model, "base_url", None))
+        return Target(profile, True, model, litellm_name)
+    if model is None or isinstance(model, str):
+        # what the SDK's default provider (MultiProvider) makes of a name
+        name = model or None
+        if name is not None and name.startswith("litellm/"):
+            rest = name.removeprefix("litellm/")
+            return Target(_litellm_profile(rest), True, None, rest)
+        if name is not None and name.startswith("openai/"):
+            name = name.removeprefix("openai/")
+        if _openai_shared.get_use_responses_by_default():
+            return Target(_RESPONSES, False, None, name)
+        return Target(_chat_profile(name), True, None, name)
+    # OpenAIResponsesModel (HTTP or websocket), or a Model of the user's own: it receives
+    # Responses items, and what it does with them is its own business
+    return Target(_RESPONSES, False, model, _name_of(model))
+
+
+# --- the Chat Completions view of the items ----------------------------------------------------
+
+
+def _converted(items: Sequence[Any], target: Target, instructions: str | None) -> list[Any] | None:
+    """The Chat Completions messages the model sends for ``items`` (the SDK's own converter,
+    called as the model calls it, instructions first as a system message), or None when the
+    SDK cannot convert them (it then raises its own error on the model call)."""
+    model = target.model
+    try:
+        if model is not None and _is_litellm(model):
+            preserve = False
+            settings = getattr(model, "model_settings", None)
+            if settings is not None:
+                reasoning = getattr(settings, "reasoning", None)
+                preserve = reasoning is not None and reasoning.effort is not None
+            messages = Converter.items_to_messages(
+                items,
+                base_url=getattr(model, "base_url", None),
+                preserve_thinking_blocks=preserve,
+                preserve_tool_output_all_content=True,
+                model=model.model,
+                should_replay_reasoning_content=getattr(
+                    model, "should_replay_reasoning_content", None
+                ),
+            )
+            # LiteLLM's model puts tool results after their calls itself for these providers
+            fix = getattr(model, "_fix_tool_message_ordering", None)
+            name = str(model.model).lower()
+            if fix is not None and any(p in name for p in ("anthropic", "claude", "gemini")):
+                messages = fix(messages)
+        elif model is not None:
+            client = getattr(model, "_client", None)
+            base_url = getattr(client, "base_url", None)
+            messages = Converter.items_to_messages(
+                items,
+                model=target.name,
+                base_url=str(base_url) if base_url is not None else None,
+                should_replay_reasoning_content=getattr(
+                    model, "should_replay_reasoning_content", None
+                ),
+            )
+        else:
+            messages = Converter.items_to_messages(items, model=target.name)
+    except Exception:  # the caller's input; the SDK says what is wrong with it on the call
+        return None
+    if instructions:
+        messages.insert(0, {"role": "system", "content": instructions})
+    return list(messages)
+
+
+def _chat_problems(messages: list[Any], profile: str) -> tuple[toolmend.Problem, ...]:
+    """What ``profile`` finds in the converted ``messages`` (nothing when it vouches)."""
+    if fastpath.vouch(messages, provider=profile, format=_CHAT_FORMAT) is not None:
+        return ()
+    try:
+        return tuple(toolmend.check(messages, provider=profile, format=_CHAT_FORMAT))
+    except toolmend.InvalidHistoryError:
+        return ()  # a message the chat rules cannot read: the provider says what it thinks
+
+
+def _outputs_after_calls(items: Sequence[Any]) -> tuple[list[Any], list[tuple[int, str]]]:
+    """``items`` with every ``function_call_output`` moved right after the run of
+    ``function_call`` items holding its call (and the outputs already there), and the moves
+    (old index, call id).
+
+    Why: the SDK's converter makes one assistant message of a run of ``function_call`` items
+    and a tool message of each output where it stands. Responses only needs an output after its
+    call; Chat Completions needs the tool messages right after the assistant message holding
+    the calls. This is toolmend's chat repair of a result away from its call (``moved_result``)
+    done on the items, so that the conversion has it."""
+    segments: list[list[Any]] = []  # each: [calls, outputs] or [[item], []]
+    owner: dict[str, list[Any]] = {}
+    open_run: list[Any] | None = None
+    moves: list[tuple[int, str]] = []
+    for index, item in enumerate(items):
+        kind, call_id = _kind(item)
+        if kind == "function_call":
+            if open_run is None or open_run[1]:
+                open_run = [[item], []]
+                segments.append(open_run)
+            else:
+                open_run[0].append(item)
+            if call_id is not None:
+                owner.setdefault(call_id, open_run)
+            continue
+        if kind == "function_call_output" and call_id is not None and call_id in owner:
+            segment = owner[call_id]
+            if segment is not open_run:
+                moves.append((index, call_id))
+            segment[1].append(item)
+            continue
+        segments.append([[item], []])
+        open_run = None
+    if not moves:
+        return list(items), []
+    return [item for calls, outputs in segments for item in (*calls, *outputs)], moves
+
+
+def _kind(item: Any) -> tuple[str | None, str | None]:
+    if isinstance(item, Mapping):
+        kind, call_id = item.get("type"), item.get("call_id")
+    else:
+        kind, call_id = getattr(item, "type", None), getattr(item, "call_id", None)
+    return (
+        kind if isinstance(kind, str) else None,
+        call_id if isinstance(call_id, str) else None,
+    )
+
+
+# --- call_model_input_filter -------------------------------------------------------------------
+
+
+class ToolMendInputFilter:
+    """A ``RunConfig.call_model_input_filter`` that repairs each model call's input items.
+
+    **Parameters:**
+
+    * **provider** - *(optional)* the profile every call must meet; ``"openai-responses"`` judges
+      the items as they are, a chat profile judges their Chat Completions conversion. Left out,
+      :func:`target_for` the agent's model (or ``model``) decides.
+    * **policy** - *(optional)* a :class:`toolmend.Policy`, ``"repair"`` (default),
+      ``"strict"`` or ``"report"``.
+    * **on_loop** - *(optional)* the loop guard: ``"warn"`` (default), ``"raise"``
+      (:class:`toolmend.ToolLoopError` before the call is made) or ``"off"``.
+    * **model** - *(optional)* the ``RunConfig``'s ``model`` when it sets one (the filter only
+      sees the agent); a ``Model`` or a name.
+
+    >>> from agents import RunConfig  # doctest: +SKIP
+    >>> RunConfig(call_model_input_filter=ToolMendInputFilter(on_loop="raise"))  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        provider: str | None = None,
+        policy: toolmend.Policy | str | None = None,
+        on_loop: OnLoop = "warn",
+        model: Model | str | None = None,
+    ) -> None:
+        # an unknown provider or policy name fails here, not once per model call; a toolmend
+        # bug is logged and the filter built anyway (each call fails open)
+        check_names(provider=provider, policy=policy, source="ToolMendInputFilter")
+        self.options = HookOptions(provider=provider, policy=policy, on_loop=on_loop)
+        self.model = model
+
+    def __repr__(self) -> str:
+        o = self.options
+        return (
+            f"ToolMendInputFilter(provider={o.provider!r}, policy={o.policy!r}, "
+            f"on_loop={o.on_loop!r}, model={self.model!r})"
+        )
+
+    def __call__(self, data: CallModelData[Any]) -> ModelInputData:
+        """The model call's input, repaired; ``data.model_data`` itself when nothing changed or
+        when toolmend failed (logged)."""
+        model_data = data.model_data
+        try:
+            items = self.repaired(data)
+        except (toolmend.ToolLoopError, toolmend.ToolChainError):
+            raise
+        except Exception:
+            logger.exception(
+                "toolmend failed on agents.call_model_input_filter; the input was sent unchanged"
+            )
+            return model_data
+        if items is None:
+            return model_data
+        return ModelInputData(input=items, instructions=model_data.instructions)
+
+    def target(self, data: CallModelData[Any]) -> Target:
+        """Where this call goes: :func:`target_for` the filter's ``model`` or the agent's,
+        with ``provider`` (when given) as the profile."""
+        agent = getattr(data, "agent", None)
+        model = self.model if self.model is not None else getattr(agent, "model", None)
+        target = target_for(model)
+        provider = self.options.provider
+        if provider is None:
+            return target
+        profile = toolmend.get_profile(provider).name
+        return target._replace(profile=profile, chat=profile != _RESPONSES)
+
+    def repaired(self, data: CallModelData[Any]) -> list[Any] | None:
+        """The repaired input items, or None when they need no change."""
+        model_data = data.model_data
+        items = model_data.input
+        if not isinstance(items, list) or not items:
+            return None
+        target = self.target(data)
+        source = f"agents.call_model_input_filter({target.name or 'default model'})"
+        if not target.chat:
+            mended = mend(
+                items, provider=_RESPONSES, source=source, options=self.options, format=FORMAT
+            )
+            return None if mended.messages is items else list(mended.messages)
+        return self._for_chat(items, target, model_data.instructions, source)
+
+    def _for_chat(
+        self, items: list[Any], target: Target, instructions: str | None, source: str
+    ) -> list[Any] | None:
+        """``items`` made to pass ``target``'s chat profile once the model converts them (see
+        the module docstring), or None when the conversion passes as it is."""
+        messages = _converted(items, target, instructions)
+        if messages is None:
+            return None  # the SDK cannot convert them either, and says why on the call
+        # the judge, the loop guard, the strict policy and the log line all work on what the
+        # provider receives: the converted messages (their indexes are the log line's)
+        judged = mend(
+            messages,
+            provider=target.profile,
+            source=source,
+            options=self.options,
+            format=_CHAT_FORMAT,
+        )
+        if judged.failed or judged.messages is messages:
+            return None  # accepted as it is, or only reported, or toolmend failed (logged)
+        policy = hook_policy(self.options.policy)
+        repaired = toolmend.repair(items, provider=_PAIRING, format=FORMAT, policy=policy)
+        fixed, moved = _outputs_after_calls(repaired.messages)
+        converted = _converted(fixed, target, instructions)
+        left = _chat_problems(converted, target.profile) if converted is not None else ()
+        if left:
+            logger.warning(
+                "toolmend could not mirror every repair on %s for %s in the input items; left: %s",
+                source,
+                target.profile,
+                " ".join(f"{p.code}@{p.index}" for p in left),
+            )
+        if repaired.messages is items and not moved:
+            return None
+        return fixed
+
+
+call_model_input_filter = ToolMendInputFilter()
+"""The ready filter: ``RunConfig(call_model_input_filter=call_model_input_filter)``."""
+
+
+# --- session_input_callback --------------------------------------------------------------------
+
+
+_SESSION_POLICY = toolmend.Policy(missing_result="remove_call")
+"""A session's history is stored: a call with no output is left out of the run (what the SDK
+itself does with such calls), never answered, because the SDK stores every item the callback
+returns that it did not hand over, and a stored placeholder would shadow a real output that a
+resumed run (a tool approval) still adds."""
+
+
+class ToolMendSessionInput:
+    """A ``RunConfig.session_input_callback``: the session's history followed by the turn's new
+    items, with what would poison the run dropped or moved next to its call.
+
+    The items are repaired with the ``openai-responses`` profile (a session stores Responses
+    items whatever the model; the input filter then meets the model's own rules). By default a
+    ``function_call`` without output is left out, not answered: see :data:`_SESSION_POLICY`.
+    Dropped items stay in the store; :func:`repair_session` removes them there.
+
+    **Parameters:**
+
+    * **policy** - *(optional)* a :class:`toolmend.Policy`, ``"repair"`` (default, with calls
+      left out rather than answered), ``"strict"`` or ``"report"``.
+    """
+
+    def __init__(self, policy: toolmend.Policy | str | None = None) -> None:
+        check_names(policy=policy, source="ToolMendSessionInput")
+        if policy is None or policy == "repair":
+            policy = _SESSION_POLICY
+        self.options = HookOptions(policy=policy, on_loop="off")
+
+    def __repr__(self) -> str:
+        return f"ToolMendSessionInput(policy={self.options.policy!r})"
+
+    def __call__(self, history_items: list[Any], new_items: list[Any]) -> list[Any]:
+        combined = [*history_items, *new_items]
+        try:
+            mended = mend(
+                combined,
+                provider=_RESPONSES,
+                source="agents.session_input_callback",
+                options=self.options,
+                format=FORMAT,
+            )
+        except toolmend.ToolChainError:
+            raise
+        except Exception:  # mend fails open itself; this is its own code failing
+            logger.exception("toolmend failed on agents.session_input_callback; unchanged")
+            return combined
+        return list(mended.messages)
+
+
+session_input_callback = ToolMendSessionInput()
+"""The ready callback: ``RunConfig(session_input_callback=session_input_callback)``."""
+
+
+# --- healing the store ---------------------------------------------------------------------
+
+
+async def repair_session(
+    session: Session,
+    *,
+    policy: toolmend.Policy | str | None = None,
+) -> toolmend.Repair:
+    """Repair the items ``session`` stores, in place, and return the repair.
+
+    Reads every item (``get_items``), repairs them with the ``openai-responses`` profile and,
+    when anything changed, replaces the store's content (``clear_session``, then ``add_items``
+    with the repaired list). The default policy answers a call with no output with toolmend's
+    placeholder only where something follows it, and leaves the last calls waiting
+    (``frontier="keep"``); ``policy=toolmend.Policy(missing_result="remove_call")`` removes such
+    calls instead. Not atomic: run it when no run writes to the session.
+    """
+    items = await session.get_items()
+    result = toolmend.repair(
+        items,
+        provider=_RESPONSES,
+        format=FORMAT,
+        policy=policy if policy is not None else toolmend.Policy(frontier="keep"),
+    )
+    if result.messages is not items and result.changes:
+        await session.clear_session()
+        await session.add_items(list(result.messages))
+        logger.info(
+            "toolmend repaired the stored items of a session: %s",
+            " ".join(f"{c.code}@{c.index}" for c in result.changes),
+        )
+    return result
