@@ -20,8 +20,10 @@ Two hooks, both of ``RunConfig``:
   repaired for the model the agent calls; ``instructions`` are kept as they are.
 * :data:`session_input_callback` (a :class:`ToolMendSessionInput`) merges the ``Session``'s
   history with the turn's new input and drops what would poison the run: an orphan
-  ``function_call_output``, a ``function_call`` without output, a reasoning item without its
-  follower. :func:`repair_session` heals the stored items themselves, once.
+  ``function_call_output``, a ``function_call`` without output (the SDK drops those itself
+  too), a reasoning item without its follower; it never adds or rewrites an item, because the
+  SDK stores what the callback returns that it did not hand over. :func:`repair_session` heals
+  the stored items themselves, once.
 
 Which rules the input must meet
 -------------------------------
@@ -111,27 +113,35 @@ FORMAT = "openai-responses"
 _RESPONSES = "openai-responses"
 _CHAT_FORMAT = "openai"
 
-_PAIRING = dataclasses.replace(
-    toolmend.get_profile(_RESPONSES),
-    checks={
-        code: check
-        for code, check in toolmend.get_profile(_RESPONSES).checks.items()
-        if code
-        in (
-            "orphan_result",
-            "missing_result",
-            "call_without_id",
-            "result_without_id",
-            "result_without_output",
-        )
-    },
-    strict_checks={},
+
+def _rules(*codes: str) -> toolmend.Profile:
+    """The ``openai-responses`` profile with only the rules ``codes`` name."""
+    profile = toolmend.get_profile(_RESPONSES)
+    checks = {code: check for code, check in profile.checks.items() if code in codes}
+    return dataclasses.replace(profile, checks=checks, strict_checks={})
+
+
+_PAIRING = _rules(
+    "orphan_result",
+    "missing_result",
+    "call_without_id",
+    "result_without_id",
+    "result_without_output",
 )
 """The Responses rules that still matter once a model converts the items to Chat Completions
 messages: how calls and outputs pair. The rest of the ``openai-responses`` profile is about
-fields the converter drops (item ids: a Chat Completions model's own items carry
-``__fake_id__``; reasoning items, which become ``reasoning_content`` or nothing), so applying it
-would change items for nothing, every turn."""
+fields the converter drops or needs as they are (item ids: a Chat Completions model's own items
+carry ``__fake_id__``, and the converter refuses an assistant ``message`` item without an id;
+reasoning items become ``reasoning_content`` or nothing), so applying it would change items for
+nothing, every turn, or break the conversion."""
+
+_SESSION = _rules("orphan_result", "missing_result", "reasoning_without_follower")
+"""The rules a session's items are held to, whatever model reads them: a call and its output
+pair, and a reasoning item keeps its follower. Their repairs drop or move items, never rewrite
+one: the SDK stores every item the session callback returns that it did not hand over, so a
+rewritten item would be stored twice. Item ids are left alone: a session written by a Chat
+Completions model holds ``__fake_id__`` items its converter needs as they are (the input
+filter removes them from a Responses request, where they do not belong)."""
 
 
 class Target(NamedTuple):
@@ -455,8 +465,8 @@ class ToolMendSessionInput:
     """A ``RunConfig.session_input_callback``: the session's history followed by the turn's new
     items, with what would poison the run dropped or moved next to its call.
 
-    The items are repaired with the ``openai-responses`` profile (a session stores Responses
-    items whatever the model; the input filter then meets the model's own rules). By default a
+    The items are held to the session rules (:data:`_SESSION`: a session stores Responses items
+    whatever model reads them; the input filter then meets the model's own rules). By default a
     ``function_call`` without output is left out, not answered: see :data:`_SESSION_POLICY`.
     Dropped items stay in the store; :func:`repair_session` removes them there.
 
@@ -470,27 +480,49 @@ class ToolMendSessionInput:
         check_names(policy=policy, source="ToolMendSessionInput")
         if policy is None or policy == "repair":
             policy = _SESSION_POLICY
-        self.options = HookOptions(policy=policy, on_loop="off")
+        self.policy = hook_policy(policy)
 
     def __repr__(self) -> str:
-        return f"ToolMendSessionInput(policy={self.options.policy!r})"
+        return f"ToolMendSessionInput(policy={self.policy!r})"
 
     def __call__(self, history_items: list[Any], new_items: list[Any]) -> list[Any]:
+        """The history, then the new items, repaired (their own objects where unchanged)."""
         combined = [*history_items, *new_items]
+        source = "agents.session_input_callback"
         try:
-            mended = mend(
-                combined,
-                provider=_RESPONSES,
-                source="agents.session_input_callback",
-                options=self.options,
-                format=FORMAT,
-            )
+            result = toolmend.repair(combined, provider=_SESSION, format=FORMAT, policy=self.policy)
+            _log(source, result)
         except toolmend.ToolChainError:
             raise
-        except Exception:  # mend fails open itself; this is its own code failing
-            logger.exception("toolmend failed on agents.session_input_callback; unchanged")
+        except toolmend.InvalidHistoryError as error:  # the caller's data, not a toolmend bug
+            logger.warning(
+                "toolmend cannot read the items on %s (%s); left as they are", source, error
+            )
             return combined
-        return list(mended.messages)
+        except Exception:
+            logger.exception("toolmend failed on %s; the items were left as they are", source)
+            return combined
+        return combined if result.messages is combined else list(result.messages)
+
+
+def _log(source: str, result: toolmend.Repair) -> None:
+    """The one line a repair of the session rules writes (codes, indexes and call ids)."""
+    if result.changes:
+        logger.info(
+            "toolmend repaired %s for openai-responses (session rules): %s",
+            source,
+            " ".join(
+                f"{c.code}@{c.index}" + (f"[{','.join(c.ids)}]" if c.ids else "")
+                for c in result.changes
+            ),
+        )
+    elif result.problems:
+        logger.warning(
+            "toolmend found %d problem(s) in %s and changed nothing: %s",
+            len(result.problems),
+            source,
+            " ".join(f"{p.code}@{p.index}" for p in result.problems),
+        )
 
 
 session_input_callback = ToolMendSessionInput()
@@ -507,7 +539,7 @@ async def repair_session(
 ) -> toolmend.Repair:
     """Repair the items ``session`` stores, in place, and return the repair.
 
-    Reads every item (``get_items``), repairs them with the ``openai-responses`` profile and,
+    Reads every item (``get_items``), repairs them with the session rules (:data:`_SESSION`) and,
     when anything changed, replaces the store's content (``clear_session``, then ``add_items``
     with the repaired list). The default policy answers a call with no output with toolmend's
     placeholder only where something follows it, and leaves the last calls waiting
@@ -517,15 +549,12 @@ async def repair_session(
     items = await session.get_items()
     result = toolmend.repair(
         items,
-        provider=_RESPONSES,
+        provider=_SESSION,
         format=FORMAT,
         policy=policy if policy is not None else toolmend.Policy(frontier="keep"),
     )
     if result.messages is not items and result.changes:
         await session.clear_session()
         await session.add_items(list(result.messages))
-        logger.info(
-            "toolmend repaired the stored items of a session: %s",
-            " ".join(f"{c.code}@{c.index}" for c in result.changes),
-        )
+    _log("agents.repair_session", result)
     return result
