@@ -276,6 +276,112 @@ def _chat_problems(messages: list[Any], profile: str) -> tuple[toolmend.Problem,
         return ()  # a message the chat rules cannot read: the provider says what it thinks
 
 
+_CONVERTED_ROLES = frozenset({"user", "system", "developer", "assistant", "tool"})
+"""The roles the SDK's converter writes."""
+
+_SCANNED_CODES = frozenset(
+    {
+        "arguments_not_string",
+        "call_id_too_long",
+        "call_name_empty",
+        "call_shape",
+        "call_without_id",
+        "duplicate_result",
+        "empty_history",
+        "empty_tool_calls",
+        "invalid_role",
+        "missing_result",
+        "null_content",
+        "orphan_result",
+        "result_without_id",
+        "unknown_result_id",
+    }
+)
+"""The problem codes :func:`quick_chat_valid` rules out on the conversion."""
+
+_SCANNED_FIELDS = tuple(
+    f.name
+    for f in dataclasses.fields(toolmend.Profile)
+    if f.name not in ("name", "checks", "strict_checks", "aliases", "pairing")
+    and f.name not in ("call_id_max_length", "known_roles")
+)
+
+
+def _scannable(profile: toolmend.Profile) -> bool:
+    """Whether :func:`quick_chat_valid` can answer for ``profile`` (``openai``, ``deepseek``):
+    its rules on Chat Completions messages are about pairing, call ids, shapes and roles only,
+    which the scan reads off the items; any other rule (Mistral's roles and ids, DeepSeek's
+    reasoner, the block providers behind LiteLLM...) needs the conversion itself."""
+    default = toolmend.Profile(name=profile.name, checks={})
+    return (
+        profile.pairing in ("adjacent", "count")
+        and profile.checks.keys() <= _SCANNED_CODES
+        and (profile.known_roles is None or profile.known_roles >= _CONVERTED_ROLES)
+        and all(getattr(profile, name) == getattr(default, name) for name in _SCANNED_FIELDS)
+    )
+
+
+def quick_chat_valid(items: Sequence[Any], profile: toolmend.Profile) -> bool:
+    """True only when the SDK's Chat Completions conversion of ``items`` passes ``profile``
+    (a :func:`_scannable` one): one pass over the items, no conversion. Conservative: anything
+    but plain dicts of messages, calls, outputs and reasoning items answers False, and the
+    conversion decides. A test asserts that True always agrees with the conversion judged.
+
+    The converter makes one assistant message of a run of ``function_call`` items (with the
+    assistant text before it) and a tool message of each output where it stands, so the
+    conversion pairs when each run's outputs follow it at once, each answering a call of the
+    run once, and all of the run's calls are answered before anything else comes."""
+    max_length = profile.call_id_max_length or 1 << 30
+    calls: set[str] | None = None  # the call ids of the open run, None when none is open
+    answered: set[str] = set()
+    messages = 0
+    for item in items:
+        if type(item) is not dict:
+            return False
+        kind = item.get("type")
+        if kind == "function_call":
+            call_id, name = item.get("call_id"), item.get("name")
+            if (
+                type(call_id) is not str
+                or not call_id
+                or len(call_id) > max_length
+                or type(name) is not str
+                or not name
+                or type(item.get("arguments")) is not str
+            ):
+                return False
+            if calls is None or answered:
+                if calls is not None and answered != calls:
+                    return False
+                calls, answered = set(), set()
+            if call_id in calls:
+                return False
+            calls.add(call_id)
+            continue
+        if kind == "function_call_output":
+            call_id = item.get("call_id")
+            if calls is None or call_id not in calls or call_id in answered:
+                return False
+            output = item.get("output")
+            if type(output) is not str:  # a list of parts may convert to nothing
+                return False
+            answered.add(call_id)
+            continue
+        if calls is not None:
+            if answered != calls:
+                return False
+            calls = None
+        if kind == "reasoning":
+            continue
+        role, content = item.get("role"), item.get("content")
+        if role not in _CONVERTED_ROLES or role == "tool" or kind not in (None, "message"):
+            return False
+        if not content or not isinstance(content, (str, list)):
+            return False
+        messages += 1
+    return messages > 0 and (calls is None or answered == calls)
+
+
 def _outputs_after_calls(items: Sequence[Any]) -> tuple[list[Any], list[tuple[int, str]]]:
     """``items`` with every ``function_call_output`` moved right after the run of
     ``function_call`` items holding its call (and the outputs already there), and the moves
@@ -411,11 +517,31 @@ class ToolMendInputFilter:
             return None if mended.messages is items else list(mended.messages)
         return self._for_chat(items, target, model_data.instructions, source)
 
+    def _loop_guard(self, items: list[Any], source: str, profile: str) -> None:
+        """The loop guard of :func:`toolmend.integrations.hooks.mend`, on the items."""
+        if self.options.on_loop == "off":
+            return
+        loops = toolmend.detect_loops(
+            items, format=FORMAT, raise_=self.options.on_loop == "raise", live_only=True
+        )
+        if loops:
+            logger.warning(
+                "toolmend loop guard on %s for %s: %s",
+                source,
+                profile,
+                " ".join(f"{p.code}@{p.index}" for p in loops),
+            )
+
     def _for_chat(
         self, items: list[Any], target: Target, instructions: str | None, source: str
     ) -> list[Any] | None:
         """``items`` made to pass ``target``'s chat profile once the model converts them (see
         the module docstring), or None when the conversion passes as it is."""
+        profile = toolmend.get_profile(target.profile)
+        if _scannable(profile) and quick_chat_valid(items, profile):
+            # nearly every call: the items vouch for their conversion without making it
+            self._loop_guard(items, source, target.profile)
+            return None
         messages = _converted(items, target, instructions)
         if messages is None:
             return None  # the SDK cannot convert them either, and says why on the call

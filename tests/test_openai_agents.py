@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import logging
+import random
 import runpy
 import subprocess
 import sys
@@ -463,6 +464,59 @@ def test_the_runconfig_model_and_provider_options() -> None:
         hook.ToolMendInputFilter(provider="nope")
 
 
+def random_items(rnd: random.Random) -> list[Any]:
+    """A short list of items, often broken: calls, outputs (of any call, or none), messages of
+    each kind, reasoning items, odd fields."""
+    ids = ["call_a", "call_b", "call_c", "x" * 41, ""]
+    pool: list[Any] = [
+        lambda: user("hi"),
+        lambda: {"role": "assistant", "content": "ok"},
+        lambda: {"role": "system", "content": "be brief"},
+        lambda: {"role": "developer", "content": [{"type": "input_text", "text": "rules"}]},
+        lambda: {"role": "user", "content": ""},
+        lambda: {"role": "tool", "content": "x"},
+        lambda: {
+            "type": "message",
+            "id": "__fake_id__",
+            "role": "assistant",
+            "status": "completed",
+            "content": [{"type": "output_text", "text": "done", "annotations": []}],
+        },
+        lambda: {"type": "reasoning", "id": "rs_1", "summary": []},
+        lambda: call(rnd.choice(ids[:3])),
+        lambda: call(rnd.choice(ids)),
+        lambda: {**call(rnd.choice(ids[:3])), "name": ""},
+        lambda: {**call(rnd.choice(ids[:3])), "arguments": {"city": "Paris"}},
+        lambda: output(rnd.choice(ids[:3])),
+        lambda: output(rnd.choice(ids)),
+        lambda: {"type": "function_call_output", "call_id": "call_a", "output": []},
+    ]
+    weights = [3, 2, 1, 1, 1, 1, 1, 1, 6, 1, 1, 1, 6, 1, 1]
+    return [rnd.choices(pool, weights)[0]() for _ in range(rnd.randint(0, 9))]
+
+
+@pytest.mark.parametrize("profile", ["openai", "deepseek"])
+def test_the_chat_scan_never_vouches_for_a_conversion_the_profile_refuses(profile: str) -> None:
+    """``quick_chat_valid`` is a promise about the SDK's own conversion: whenever it says
+    True, ``Converter.items_to_messages`` of the items (instructions first) passes the profile.
+    Checked on random, mostly broken item lists; it must also say True often enough to be the
+    fast path it is meant to be."""
+    from agents.models.chatcmpl_converter import Converter
+
+    rnd = random.Random(20261201)
+    rules = toolmend.get_profile(profile)
+    vouched = 0
+    for _ in range(3000):
+        items = random_items(rnd)
+        if not hook.quick_chat_valid(items, rules):
+            continue
+        vouched += 1
+        converted = [{"role": "system", "content": "Be brief."}]
+        converted += Converter.items_to_messages(copy.deepcopy(items), model="gpt-4.1")
+        assert toolmend.check(converted, provider=profile, format="openai") == [], items
+    assert vouched >= 100
+
+
 # --- options the caller asked for get out -----------------------------------------------------------
 
 
@@ -473,13 +527,14 @@ def test_strict_policy_raises_through_the_run(server: StrictProviderServer) -> N
     assert len(server.requests) == count  # nothing was sent
 
 
-def test_the_loop_guard_raises_when_asked(server: StrictProviderServer) -> None:
+@pytest.mark.parametrize("api", ["responses", "chat"])
+def test_the_loop_guard_raises_when_asked(server: StrictProviderServer, api: str) -> None:
     looping = [user("Weather?")]
     for i in range(6):
         looping += [call(f"call_{i}"), output(f"call_{i}")]
     count = len(server.requests)
     with pytest.raises(toolmend.ToolLoopError):
-        run(server, "responses", looping, config=with_toolmend(on_loop="raise"))
+        run(server, api, looping, config=with_toolmend(on_loop="raise"))
     assert len(server.requests) == count
 
 
