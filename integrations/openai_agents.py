@@ -68,6 +68,7 @@ Import it as :mod:`toolmend.integrations.openai_agents`; it needs
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -75,6 +76,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import toolmend
 from toolmend import _fastpath as fastpath
 from toolmend import _routing as routing
+from toolmend._loops import quiet_live_run
 
 from .hooks import HookOptions, OnLoop, check_names, hook_policy, mend
 
@@ -177,7 +179,8 @@ def _litellm_profile(name: str, base_url: object = None) -> str:
     return litellm_hook.profile_for(name, None, base_url if isinstance(base_url, str) else None)
 
 
-def _chat_profile(name: str | None, base_url: object = None) -> str:
+@functools.lru_cache(maxsize=256)
+def _chat_profile(name: str | None, base_url: str | None = None) -> str:
     """The profile of an OpenAI-compatible Chat Completions endpoint: the provider of a model
     only one provider serves, else of the base URL's host, else OpenAI."""
     provider = (
@@ -193,9 +196,10 @@ def target_for(model: object) -> Target:
     'openai-responses'
     """
     if isinstance(model, OpenAIChatCompletionsModel):
-        client = getattr(model, "_client", None)
-        base_url = getattr(client, "base_url", None)
-        return Target(_chat_profile(_name_of(model), base_url), True, model, _name_of(model))
+        base_url = getattr(getattr(model, "_client", None), "base_url", None)
+        name = _name_of(model)
+        profile = _chat_profile(name, None if base_url is None else str(base_url))
+        return Target(profile, True, model, name)
     if _is_litellm(model):
         litellm_name = _name_of(model) or ""
         profile = _litellm_profile(litellm_name, getattr(model, "base_url", None))
@@ -307,6 +311,10 @@ _SCANNED_FIELDS = tuple(
 )
 
 
+_SCANNABLE: dict[str, bool] = {}
+"""Profile name -> :func:`_scannable` of it (the profiles are fixed tables)."""
+
+
 def _scannable(profile: toolmend.Profile) -> bool:
     """Whether :func:`quick_chat_valid` can answer for ``profile`` (``openai``, ``deepseek``):
     its rules on Chat Completions messages are about pairing, call ids, shapes and roles only,
@@ -380,6 +388,36 @@ def quick_chat_valid(items: Sequence[Any], profile: toolmend.Profile) -> bool:
             return False
         messages += 1
     return messages > 0 and (calls is None or answered == calls)
+
+
+def quiet(items: Sequence[Any]) -> bool:
+    """True only when the loop guard would find nothing in the live run of ``items`` (the
+    items after the last user message), read from the end without reading the rest: the
+    Responses format has no one-pass reader for :func:`toolmend._loops.quiet_live_run`, which
+    is what :func:`toolmend.integrations.hooks.mend` feeds it from. Each run of consecutive
+    ``function_call`` items counts as a round: never fewer than the model's turns, since a
+    valid turn's outputs come before the next turn's calls. False says nothing."""
+    rounds = 0
+    calls: list[tuple[str, Any]] = []
+    in_run = False
+    for index in range(len(items) - 1, -1, -1):
+        item = items[index]
+        if type(item) is not dict:
+            return False
+        kind = item.get("type")
+        if kind == "function_call":
+            name = item.get("name")
+            if type(name) is not str or not name:
+                return False
+            calls.append((name, item.get("arguments")))
+            rounds += not in_run
+            in_run = True
+            continue
+        in_run = False
+        if item.get("role") == "user" and kind in (None, "message"):
+            break
+    calls.reverse()
+    return quiet_live_run(rounds, calls)
 
 
 def _outputs_after_calls(items: Sequence[Any]) -> tuple[list[Any], list[tuple[int, str]]]:
@@ -464,6 +502,7 @@ class ToolMendInputFilter:
         # bug is logged and the filter built anyway (each call fails open)
         check_names(provider=provider, policy=policy, source="ToolMendInputFilter")
         self.options = HookOptions(provider=provider, policy=policy, on_loop=on_loop)
+        self._quiet_options = HookOptions(provider=provider, policy=policy, on_loop="off")
         self.model = model
 
     def __repr__(self) -> str:
@@ -511,15 +550,16 @@ class ToolMendInputFilter:
         target = self.target(data)
         source = f"agents.call_model_input_filter({target.name or 'default model'})"
         if not target.chat:
-            mended = mend(
-                items, provider=_RESPONSES, source=source, options=self.options, format=FORMAT
-            )
+            options = self.options
+            if options.on_loop != "off" and quiet(items):
+                options = self._quiet_options  # nothing for the guard: mend need not run it
+            mended = mend(items, provider=_RESPONSES, source=source, options=options, format=FORMAT)
             return None if mended.messages is items else list(mended.messages)
         return self._for_chat(items, target, model_data.instructions, source)
 
     def _loop_guard(self, items: list[Any], source: str, profile: str) -> None:
         """The loop guard of :func:`toolmend.integrations.hooks.mend`, on the items."""
-        if self.options.on_loop == "off":
+        if self.options.on_loop == "off" or quiet(items):
             return
         loops = toolmend.detect_loops(
             items, format=FORMAT, raise_=self.options.on_loop == "raise", live_only=True
@@ -538,7 +578,10 @@ class ToolMendInputFilter:
         """``items`` made to pass ``target``'s chat profile once the model converts them (see
         the module docstring), or None when the conversion passes as it is."""
         profile = toolmend.get_profile(target.profile)
-        if _scannable(profile) and quick_chat_valid(items, profile):
+        scannable = _SCANNABLE.get(target.profile)
+        if scannable is None:
+            scannable = _SCANNABLE[target.profile] = _scannable(profile)
+        if scannable and quick_chat_valid(items, profile):
             # nearly every call: the items vouch for their conversion without making it
             self._loop_guard(items, source, target.profile)
             return None
