@@ -503,7 +503,7 @@ def test_the_chat_scan_never_vouches_for_a_conversion_the_profile_refuses(profil
     fast path it is meant to be."""
     from agents.models.chatcmpl_converter import Converter
 
-    rnd = random.Random(20261201)
+    rnd = random.Random(2026)
     rules = toolmend.get_profile(profile)
     vouched = 0
     for _ in range(3000):
