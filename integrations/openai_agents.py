@@ -37,13 +37,19 @@ receives depends on the model (:func:`target_for`):
   rules to meet are the chat provider's, on the converted messages: the provider comes from the
   model name and base URL (:mod:`toolmend._routing`), or LiteLLM's own provider of the model
   (:func:`toolmend.integrations.litellm.profile_for`), through the core's converted-profile
-  routing. The items are repaired as Responses items (only the Responses rules can be applied
-  to them, and only Responses items may be returned), then converted with the SDK's own
-  converter and judged with the chat profile; when the conversion still breaks it (a tool
-  output with another item between it and its call: valid for Responses, whose outputs only
-  have to come after their calls, a 400 for Chat Completions, whose tool messages must follow
-  the assistant message holding the call), the outputs are moved right after their calls and
-  the conversion judged again. Whatever still breaks the chat rules is logged as left.
+  routing. A one-pass scan of the items (:func:`quick_chat_valid`) vouches for their
+  conversion where it can (the ``openai`` and ``deepseek`` profiles); otherwise the SDK's own
+  converter converts them, as the model will (instructions first), and
+  :func:`toolmend.integrations.hooks.mend` judges the result with the chat profile (the loop
+  guard, the strict policy and the log line work on what the provider receives; the log line's
+  indexes are the converted messages'). When the profile refuses it, the repair is made on the
+  items, the only thing the filter may return: calls and outputs are paired by the Responses
+  pairing rules (:data:`_PAIRING`), then each output with another item between it and its
+  call (valid for Responses, whose outputs only have to come after their calls; a 400 for Chat
+  Completions, whose tool messages must follow the assistant message holding the calls) is
+  moved right after the call (:func:`_outputs_after_calls`), and the conversion is judged
+  again. What a chat provider wants that items cannot say (Mistral's 9-character call ids) is
+  logged as left.
 
 The agent's model is read from the filter's data (``CallModelData.agent.model``). The filter
 cannot see the ``RunConfig``: when the ``RunConfig`` sets ``model=`` (or a model provider that
@@ -102,6 +108,8 @@ __all__ = [
     "ToolMendInputFilter",
     "ToolMendSessionInput",
     "call_model_input_filter",
+    "quick_chat_valid",
+    "quiet",
     "repair_session",
     "session_input_callback",
     "target_for",
@@ -230,15 +238,11 @@ def _converted(items: Sequence[Any], target: Target, instructions: str | None) -
     model = target.model
     try:
         if model is not None and _is_litellm(model):
-            preserve = False
-            settings = getattr(model, "model_settings", None)
-            if settings is not None:
-                reasoning = getattr(settings, "reasoning", None)
-                preserve = reasoning is not None and reasoning.effort is not None
+            # as LitellmModel._fetch_response calls it; its thinking blocks (on with a reasoning
+            # effort) do not change how calls and results pair, so they are left out here
             messages = Converter.items_to_messages(
                 items,
                 base_url=getattr(model, "base_url", None),
-                preserve_thinking_blocks=preserve,
                 preserve_tool_output_all_content=True,
                 model=model.model,
                 should_replay_reasoning_content=getattr(

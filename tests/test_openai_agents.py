@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import logging
+import os
 import random
 import runpy
 import subprocess
@@ -45,6 +46,8 @@ from agents import (  # noqa: E402
 from agents.run_config import CallModelData, ModelInputData  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # LitellmModel: LiteLLM offline
 
 agents.set_tracing_disabled(True)  # no trace export: no network beyond 127.0.0.1
 
@@ -294,6 +297,32 @@ def test_an_interrupted_call_handed_back_as_input(server: StrictProviderServer, 
     assert sent.accepted
     assert tool_outputs(sent.history) == [toolmend.PLACEHOLDER_TEXT]
     assert given == interrupted()  # the caller's list and items are not changed
+
+
+@pytest.mark.parametrize(
+    ("model_name", "provider"),
+    [("deepseek/deepseek-chat", "deepseek"), ("anthropic/claude-sonnet-4-5", "anthropic")],
+)
+def test_a_litellm_model_is_judged_for_litellms_provider(
+    server: StrictProviderServer, model_name: str, provider: str
+) -> None:
+    """A ``LitellmModel`` converts the items to Chat Completions messages, and LiteLLM converts
+    those for its provider: the filter judges the conversion with the profile the LiteLLM hook
+    gives the model (DeepSeek; Anthropic, whose Messages API the strict server emulates)."""
+    litellm_model = pytest.importorskip("agents.extensions.models.litellm_model")
+    base = server.openai_base_url if provider == "deepseek" else server.base_url
+    model = litellm_model.LitellmModel(model=model_name, base_url=base, api_key="sk-test")
+    assert hook.target_for(model)[:2] == (provider, True)
+    agent = Agent(name="weather", model=model)
+    given = [user("Weather?"), output("call_gone"), user("Hello?")]
+    with pytest.raises(openai.BadRequestError):
+        asyncio.run(Runner.run(agent, copy.deepcopy(given)))
+    assert (server.last_request.status, server.last_request.provider) == (400, provider)
+    server.script([Reply.text("ok")])
+    config = RunConfig(call_model_input_filter=hook.call_model_input_filter)
+    result = asyncio.run(Runner.run(agent, copy.deepcopy(given), run_config=config))
+    assert result.final_output == "ok"
+    assert (server.last_request.status, server.last_request.provider) == (200, provider)
 
 
 # --- a real run loop: call -> tool -> result rounds --------------------------------------------------
