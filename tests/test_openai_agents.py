@@ -643,6 +643,31 @@ def test_a_fault_inside_toolmend_sends_the_input_unchanged(
     assert logged[0].exc_info[0] is InjectedFaultError
 
 
+@pytest.mark.parametrize("api", ["responses", "chat"])
+@pytest.mark.parametrize(
+    "given",
+    [[None, 42], [user("hi"), {"type": "function_call", "call_id": 5, "name": 7}], ["hi"]],
+    ids=["not_items", "wrong_types", "strings"],
+)
+def test_input_toolmend_cannot_read_is_handed_back_as_it_is(
+    api: str, given: list[Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    """The SDK gets its own input back and says what it thinks of it; toolmend writes at most
+    one WARNING naming the index, and no traceback."""
+    client = openai.AsyncOpenAI(api_key="sk-test", base_url="http://127.0.0.1:9/v1")
+    model_ = (
+        OpenAIResponsesModel("gpt-4.1", client)
+        if api == "responses"
+        else (OpenAIChatCompletionsModel("gpt-4.1", client))
+    )
+    data = data_for(given, model_)
+    with caplog.at_level(logging.DEBUG, logger="toolmend"):
+        assert hook.call_model_input_filter(data) is data.model_data
+        assert hook.session_input_callback(given, []) == given
+    logged = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(logged) <= 2 and all(r.exc_info is None for r in logged)
+
+
 def test_a_fault_in_the_session_callback_sends_history_and_input(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
