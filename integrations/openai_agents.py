@@ -508,6 +508,7 @@ class ToolMendInputFilter:
         self.options = HookOptions(provider=provider, policy=policy, on_loop=on_loop)
         self._quiet_options = HookOptions(provider=provider, policy=policy, on_loop="off")
         self.model = model
+        self._last: tuple[tuple[Any, ...], Target] | None = None
 
     def __repr__(self) -> str:
         o = self.options
@@ -538,7 +539,20 @@ class ToolMendInputFilter:
         with ``provider`` (when given) as the profile."""
         agent = getattr(data, "agent", None)
         model = self.model if self.model is not None else getattr(agent, "model", None)
-        target = target_for(model)
+        # the run loop asks for the same model on every call: the last answer, while the
+        # model, its name, its client and the SDK's default API are the ones it was for
+        key = (
+            model,
+            getattr(model, "model", None),
+            getattr(model, "_client", None),
+            _openai_shared.get_use_responses_by_default(),
+        )
+        last = self._last
+        if last is not None and all(last[0][i] is key[i] for i in range(4)):
+            target = last[1]
+        else:
+            target = target_for(model)
+            self._last = (key, target)
         provider = self.options.provider
         if provider is None:
             return target
