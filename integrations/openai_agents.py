@@ -39,11 +39,10 @@ receives depends on the model (:func:`target_for`):
   (:func:`toolmend.integrations.litellm.profile_for`), through the core's converted-profile
   routing. A one-pass scan of the items (:func:`quick_chat_valid`) vouches for their
   conversion where it can (the ``openai`` and ``deepseek`` profiles); otherwise the SDK's own
-  converter converts them, as the model will (instructions first), and
-  :func:`toolmend.integrations.hooks.mend` judges the result with the chat profile (the loop
-  guard, the strict policy and the log line work on what the provider receives; the log line's
-  indexes are the converted messages'). When the profile refuses it, the repair is made on the
-  items, the only thing the filter may return: calls and outputs are paired by the Responses
+  converter converts them, as the model will (instructions first), and the chat profile judges
+  the result (the strict policy raises what it finds there). When the profile refuses it, the
+  repair is made on the items, the only thing the filter may return (the log line names item
+  indexes): calls and outputs are paired by the Responses
   pairing rules (:data:`_PAIRING`), then each output with another item between it and its
   call (valid for Responses, whose outputs only have to come after their calls; a 400 for Chat
   Completions, whose tool messages must follow the assistant message holding the calls) is
@@ -606,32 +605,44 @@ class ToolMendInputFilter:
         messages = _converted(items, target, instructions)
         if messages is None:
             return None  # the SDK cannot convert them either, and says why on the call
-        # the judge, the loop guard, the strict policy and the log line all work on what the
-        # provider receives: the converted messages (their indexes are the log line's)
-        judged = mend(
-            messages,
-            provider=target.profile,
-            source=source,
-            options=self.options,
-            format=_CHAT_FORMAT,
-        )
-        if judged.failed or judged.messages is messages:
-            return None  # accepted as it is, or only reported, or toolmend failed (logged)
+        # judged on what the provider receives: the converted messages
+        self._loop_guard(items, source, target.profile)
+        problems = _chat_problems(messages, target.profile)
+        if not problems:
+            return None
         policy = hook_policy(self.options.policy)
+        if policy.mode is toolmend.Mode.STRICT:
+            raise toolmend.ToolChainError(problems=problems)
+        if policy.mode is toolmend.Mode.REPORT:
+            _log_left(source, target.profile, problems, "and changed nothing")
+            return None
         repaired = toolmend.repair(items, provider=_PAIRING, format=FORMAT, policy=policy)
         fixed, moved = _outputs_after_calls(repaired.messages)
+        changes = [
+            f"{c.code}@{c.index}" + (f"[{','.join(c.ids)}]" if c.ids else "")
+            for c in repaired.changes
+        ] + [f"moved_result@{index}[{call_id}]" for index, call_id in moved]
+        if changes:
+            logger.info(
+                "toolmend repaired %s for %s: %s", source, target.profile, " ".join(changes)
+            )
         converted = _converted(fixed, target, instructions)
         left = _chat_problems(converted, target.profile) if converted is not None else ()
         if left:
-            logger.warning(
-                "toolmend could not mirror every repair on %s for %s in the input items; left: %s",
-                source,
-                target.profile,
-                " ".join(f"{p.code}@{p.index}" for p in left),
-            )
-        if repaired.messages is items and not moved:
-            return None
-        return fixed
+            _log_left(source, target.profile, left, "that the items cannot mend")
+        return fixed if changes else None
+
+
+def _log_left(source: str, profile: str, problems: Sequence[toolmend.Problem], why: str) -> None:
+    """The WARNING for problems of the Chat Completions conversion left as they are."""
+    logger.warning(
+        "toolmend found %d problem(s) in %s for %s (in the Chat Completions conversion) %s: %s",
+        len(problems),
+        source,
+        profile,
+        why,
+        " ".join(f"{p.code}@{p.index}" for p in problems),
+    )
 
 
 call_model_input_filter = ToolMendInputFilter()

@@ -261,21 +261,24 @@ def test_a_reasoning_item_without_its_follower_in_the_session(
 
 @pytest.mark.parametrize("api", ["chat", "deepseek"])
 def test_an_output_stored_after_the_users_message_is_moved_for_chat_completions(
-    server: StrictProviderServer, api: str, tmp_path: Path
+    server: StrictProviderServer, api: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Valid Responses items that break Chat Completions once the SDK converts them: the
     filter judges the conversion (the SDK's own converter) with the chat provider's profile and
     moves the output next to its call; the output keeps its exact content."""
     fails_without(server, api, "Go on", session_path=tmp_path / "a.db", stored=late_output())
     server.script([Reply.text("ok")])
-    run(
-        server,
-        api,
-        "Go on",
-        config=with_toolmend(),
-        session_path=tmp_path / "b.db",
-        stored=late_output(),
-    )
+    with caplog.at_level(logging.INFO, logger="toolmend"):
+        run(
+            server,
+            api,
+            "Go on",
+            config=with_toolmend(),
+            session_path=tmp_path / "b.db",
+            stored=late_output(),
+        )
+    lines = [r.getMessage() for r in caplog.records if r.name == "toolmend"]
+    assert len(lines) == 1 and lines[0].endswith("moved_result@3[call_late]"), lines
     sent = server.last_request
     assert sent.accepted
     assert tool_outputs(sent.history) == [OUTPUT]
