@@ -132,8 +132,15 @@ def hook_rows(quick: bool) -> list[dict[str, Any]]:
     """Each hook benchmark in its own process (LiteLLM and the patch change global state)."""
     scripts = {
         "LiteLLM callback": ["bench_litellm.py", "--rounds", "500" if quick else "2000"],
+        "LiteLLM /v1/messages, /v1/responses": [
+            "bench_litellm_routes.py",
+            "--rounds",
+            "300" if quick else "1000",
+        ],
         "openai patch": ["bench_patch.py", "--rounds", "100" if quick else "300"],
         "LangChain SQLite history": ["bench_langchain.py", *(["--quick"] if quick else [])],
+        "LangGraph pre_model_hook": ["bench_langgraph.py", *(["--quick"] if quick else [])],
+        "Google ADK plugin": ["bench_adk.py", *(["--quick"] if quick else [])],
         "agent loop, per turn": ["bench_agent_loop.py", *(["--quick"] if quick else [])],
     }
     rows = []

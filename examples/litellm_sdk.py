@@ -4,6 +4,9 @@ Runs offline against toolmend's strict provider server, which answers like DeepS
 for a tool result without its call) and like Anthropic:
 
     python examples/litellm_sdk.py
+
+It also sends a Claude Code history with an interrupted tool call through LiteLLM's
+``/v1/messages`` route (``litellm.anthropic_messages``) to an OpenAI model.
 """
 
 from __future__ import annotations
@@ -18,6 +21,16 @@ import litellm
 
 from toolmend.integrations.litellm import ToolMend
 from toolmend.testing import StrictProviderServer
+
+# Claude Code's /v1/messages request after an interrupted tool call: the call has no result.
+CLAUDE_CODE = [
+    {"role": "user", "content": "Run the tests."},
+    {
+        "role": "assistant",
+        "content": [{"type": "tool_use", "id": "toolu_01Bash", "name": "Bash", "input": {}}],
+    },
+    {"role": "user", "content": [{"type": "text", "text": "[Request interrupted by user]"}]},
+]
 
 # An agent lost track of a call: its tool result is left without the assistant turn that made it.
 HISTORY = [
@@ -54,6 +67,17 @@ def main() -> None:
             text = "".join([chunk.choices[0].delta.content or "" async for chunk in stream])
             provider = stream._hidden_params["toolmend"]["provider"]
             print(f"with toolmend, async stream to {provider}: accepted, reply {text!r}")
+            # the proxy's /v1/messages (Claude Code) routed to an OpenAI model: LiteLLM
+            # translates it to the Responses API after toolmend repaired it
+            await litellm.anthropic_messages(
+                messages=CLAUDE_CODE,
+                model="openai/gpt-4.1",
+                api_base=server.openai_base_url,
+                api_key="test",
+                max_tokens=256,
+            )
+            route = server.last_request.path
+            print(f"with toolmend, Claude Code's /v1/messages to GPT: accepted at {route}")
 
         asyncio.run(streamed())
         assert all(request.accepted for request in server.requests[1:])

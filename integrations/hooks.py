@@ -108,11 +108,15 @@ def mend(
     source: str,
     options: HookOptions = HookOptions(),
     format: str | None = None,
+    quiet: bool = False,
 ) -> Mended:
     """Repair ``messages`` for ``provider`` on behalf of the hook named ``source``.
 
     ``source`` names the call site in the log line (``"litellm.completion"``,
-    ``"openai.chat.completions.create"``); it never includes message content.
+    ``"openai.chat.completions.create"``); it never includes message content. ``quiet`` writes
+    no line about the history (repaired, problems left, unreadable), for a hook that has
+    already reported this request once (LiteLLM's second pass over a translated request); a
+    toolmend failure is still logged.
     """
     try:
         # nearly every request: one pass vouches for the history and hands over the live run
@@ -135,7 +139,9 @@ def mend(
         if live is not None:
             return Mended(messages, loops=loops)
         result = toolmend.repair(messages, provider=provider, format=format, policy=options.policy)
-        if result.changes:  # in the try: a line that cannot be written sends the original
+        if quiet:
+            pass
+        elif result.changes:  # in the try: a line that cannot be written sends the original
             logger.info(
                 "toolmend repaired %s for %s: %s",
                 source,
@@ -156,6 +162,8 @@ def mend(
     except (toolmend.ToolLoopError, toolmend.ToolChainError):
         raise
     except toolmend.InvalidHistoryError as error:  # the caller's data, not a toolmend bug
+        if quiet:
+            return Mended(messages, failed=True)
         logger.warning(
             "toolmend cannot read the history on %s for %s (%s); it was sent as it is",
             source,

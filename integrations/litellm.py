@@ -1,5 +1,7 @@
-"""LiteLLM: repair the tool history of every ``completion`` call, sync or async, streamed or not,
-through ``litellm``, ``litellm.Router`` and the LiteLLM Proxy.
+"""LiteLLM: repair the tool history of every call that carries one (``completion``, the
+Anthropic-shaped ``anthropic_messages`` and the Responses API's ``responses``), sync or async,
+streamed or not, through ``litellm``, ``litellm.Router`` and the LiteLLM Proxy (its
+``/v1/chat/completions``, ``/v1/messages`` and ``/v1/responses``).
 
 Usage
 -----
@@ -18,18 +20,43 @@ and, for the proxy, in ``config.yaml``:
     litellm_settings:
       callbacks: toolmend.integrations.litellm.proxy_handler
 
-Options: ``provider=`` forces one toolmend profile for every call (default: worked out per
-deployment attempt, see below); ``policy=`` is a :class:`toolmend.Policy` or ``"repair"`` (the
+Options: ``provider=`` forces one toolmend profile for every chat call, and stands for the
+deployment's provider on the other routes (default: worked out per deployment attempt, see
+below); ``policy=`` is a :class:`toolmend.Policy` or ``"repair"`` (the
 default), ``"strict"`` (raise :class:`toolmend.ToolChainError`) or ``"report"`` (only log);
 ``on_loop=`` is the loop guard: ``"warn"`` logs, ``"raise"`` fails the call with
 :class:`toolmend.ToolLoopError` before anything is sent, ``"off"``.
 
 How it works
 ------------
-LiteLLM hands both paths OpenAI-shaped ``messages`` (``format="openai"``) before its own
-per-provider transformation, so the history is repaired in that shape for the profile of the
-provider it is going to: the anthropic, gemini and bedrock profiles know what an OpenAI-shaped
-history must look like to survive LiteLLM's conversion.
+LiteLLM hands the hook each route's history before its own per-provider transformation, so it
+is repaired in its own shape (:mod:`toolmend.integrations.litellm_routes` has the table and the
+reasons):
+
+* ``completion`` / ``acompletion``: OpenAI-shaped ``messages`` (``format="openai"``), for the
+  profile of the provider it is going to: the anthropic, gemini and bedrock profiles know what
+  an OpenAI-shaped history must look like to survive LiteLLM's conversion.
+* ``anthropic_messages`` (``/v1/messages``, Claude Code): Anthropic-shaped ``messages``
+  (``format="anthropic"``; the ``system`` argument is left as it is). To Anthropic, Anthropic's
+  profile for the request's ``thinking``; to any other provider ``anthropic`` with thinking off,
+  since LiteLLM's translation keeps Anthropic's pairing (each ``tool_use`` answered at the head
+  of the next user turn) as the adjacency OpenAI and Gemini require, and Anthropic's thinking
+  rules do not apply to a GPT or Gemini turn.
+* ``aresponses`` / ``responses`` (``/v1/responses``, Codex): Responses ``input`` items
+  (``format="openai-responses"``, its own profile whatever the provider; a plain string input
+  carries no history, and an input continuing a ``previous_response_id`` or ``conversation`` is
+  left alone, since its outputs answer calls toolmend cannot see).
+
+**A request LiteLLM translates fires the hook again** with the same logging object:
+``/v1/messages`` to an OpenAI model also fires ``aresponses``, to Gemini (and most others)
+``acompletion``; ``/v1/responses`` to a provider without a Responses API fires ``acompletion``.
+That second pass judges the history LiteLLM built for the deployment's own profile: it finds
+nothing when the first pass did its work, and repairs what the translation broke or what only
+that provider forbids (Gemini wants each result to name its function); it never undoes the
+first pass, whose history it starts from. It writes no line of its own when the first pass
+wrote one, its changes join the first pass's record (each with ``"route"``: its index is into
+the translated history), and no loop guard runs twice: one line and one record per client
+request. When the first pass failed open, the second is skipped (the failure is logged once).
 
 * **Async** (``litellm.acompletion``, ``Router.acompletion``, the proxy): LiteLLM calls
   :meth:`ToolMend.async_pre_call_deployment_hook` once per deployment attempt (first try,
@@ -40,7 +67,11 @@ history must look like to survive LiteLLM's conversion.
   :class:`ToolMend` built installs, once per process, a wrapt wrapper on
   ``litellm.utils.function_setup``: the first step of LiteLLM's ``@client`` decorator, which
   every sync ``completion`` call (every Router attempt too) passes through with its model and
-  messages, before anything is logged, transformed or sent. LiteLLM looks the function up as a
+  messages, before anything is logged, transformed or sent. Sync ``responses`` is repaired
+  there too: LiteLLM fires the hook for it only on a deployment with a Responses API
+  (``_run_sync_responses_pre_call_deployment_hook``, a second pass then), and bridges every
+  other deployment to a sync ``completion`` that already has its logging object, so passes
+  neither the hook nor this wrapper. LiteLLM looks the function up as a
   module global on each call, so the wrapper works however ``completion`` was imported. It
   repairs ``messages`` only while a :class:`ToolMend` is in ``litellm.callbacks`` and calls
   straight through otherwise (and for every other call type, including the async ones, which
@@ -72,15 +103,23 @@ saw a loop or failed, the attempt also carries a record, a plain dict::
 * for logging callbacks: ``kwargs["toolmend"]`` in ``log_success_event`` /
   ``async_log_success_event`` / the failure events (LiteLLM's ``model_call_details``);
 * on the proxy: the ``x-toolmend-changes`` response header (``code@index[ids]``, space
-  separated) and ``x-toolmend-provider``.
+  separated; ``code@route:index[ids]`` for a second pass's change) and ``x-toolmend-provider``,
+  on ``/v1/messages`` too (whose response is a plain dict: the record comes from the logging
+  object).
 
 Limits
 ------
 * ``messages`` must be passed by keyword (``completion(model=..., messages=...)``, as LiteLLM's
   documentation, ``Router`` and the proxy do): LiteLLM does not hand positional messages to
   either path. Such a call goes out unrepaired and is logged once on logger ``toolmend``.
-* Only chat completions are repaired; ``/v1/messages``, ``responses`` and text completions are
-  left alone.
+* Chat completions, ``anthropic_messages`` (async; the proxy's ``/v1/messages``) and
+  ``responses`` (sync and async) are repaired; text completions, embeddings and LiteLLM's sync
+  Anthropic interface (``litellm.anthropic.messages.create``, which no hook sees) are left
+  alone, as is a Responses input that continues a stored conversation.
+* One line and one record per client request needs LiteLLM's logging object, which LiteLLM
+  hands from route to route; a call without one gets a line per pass.
+* The routes' hooks and call types were checked against litellm 1.110.2; an older LiteLLM that
+  does not fire the hook for a route leaves that route unrepaired.
 """
 
 from __future__ import annotations
@@ -89,12 +128,14 @@ import functools
 import logging
 import threading
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import toolmend
 from toolmend import _routing as routing
 
 from .hooks import HookOptions, Mended, OnLoop, check_names, mend
+from .litellm_routes import ROUTES, Pass, Passes, route_profile
 
 try:
     import litellm
@@ -145,7 +186,6 @@ variant through :func:`toolmend._routing.converted_profile` (a ``deepseek-reason
 gets ``openai``."""
 
 _DEFAULT_PROFILE = "openai"
-_CHAT_CALLS = frozenset({"completion", "acompletion"})
 _CHANGES_HEADER = "x-toolmend-changes"
 _PROVIDER_HEADER = "x-toolmend-provider"
 
@@ -252,59 +292,116 @@ class ToolMend(CustomLogger):
         custom_llm_provider: object = None,
         api_base: object = None,
         source: str,
+        route: str = "completion",
+        thinking: object = None,
+        second: bool = False,
+        quiet: bool = False,
     ) -> tuple[Any, dict[str, Any] | None]:
         """The history to send for one deployment attempt (``messages`` itself when nothing
         changed, else a new list) and the attempt's record (``None`` when there is nothing to
         tell; see the module docstring).
 
+        ``route`` is the LiteLLM call type, which says the history's format and profile
+        (:mod:`toolmend.integrations.litellm_routes`); ``thinking`` the request's setting (the
+        Anthropic route); ``second`` a pass over a request LiteLLM translated from another
+        route (no loop guard: the first pass ran it), ``quiet`` with no line of its own.
+
         Fails open like :func:`toolmend.integrations.hooks.mend`: only
         :class:`toolmend.ToolLoopError` and :class:`toolmend.ToolChainError`, which the options
         asked for, get out; any other error is logged and ``messages`` go out as they are."""
+        outcome = self._repair(
+            messages,
+            model=model,
+            custom_llm_provider=custom_llm_provider,
+            api_base=api_base,
+            source=source,
+            route=route,
+            thinking=thinking,
+            second=second,
+            quiet=quiet,
+        )
+        return outcome.history, outcome.record
+
+    def _repair(
+        self,
+        messages: Sequence[Any],
+        *,
+        model: object,
+        custom_llm_provider: object,
+        api_base: object,
+        source: str,
+        route: str,
+        thinking: object,
+        second: bool,
+        quiet: bool,
+    ) -> _Outcome:
         try:
             model_name = _text(model) or ""
-            provider = self.options.provider or profile_for(
+            deployment = self.options.provider or profile_for(
                 model_name, _text(custom_llm_provider), _text(api_base)
             )
+            way = ROUTES[route]
+            provider = route_profile(way, deployment, thinking=thinking)
+            options = replace(self.options, on_loop="off") if second else self.options
             mended = mend(
                 messages,
                 provider=provider,
                 source=f"{source}({model_name})",
-                options=self.options,
-                format="openai",
+                options=options,
+                format=way.format,
+                quiet=quiet,
             )
             if mended.changes or mended.problems or mended.loops or mended.failed:
-                return mended.messages, _record(provider, model_name, mended)
-            return mended.messages, None
+                record = _record(provider, model_name, mended)
+                return _Outcome(mended.messages, record, mended.failed)
+            return _Outcome(mended.messages, None, False)
         except (toolmend.ToolLoopError, toolmend.ToolChainError):
             raise
         except Exception:
             logger.exception("toolmend's LiteLLM hook failed on %s; sent unchanged", source)
-            return messages, None
+            return _Outcome(messages, None, True)
 
     # --- LiteLLM hooks -------------------------------------------------------------------------
 
     async def async_pre_call_deployment_hook(
         self, kwargs: dict[str, object], call_type: CallTypes | None
     ) -> dict[str, object] | None:
-        """Async path and proxy: repair ``messages`` for this deployment attempt.
+        """Async path, proxy, and sync ``responses``: repair the request's history for this
+        deployment attempt, in the format of its route (:data:`ROUTES`).
 
-        Returns a new kwargs dict with a new ``messages`` list, or ``None`` when nothing changed
+        Returns a new kwargs dict with a new history, or ``None`` when nothing changed
         (LiteLLM then keeps the request as it is)."""
-        name = getattr(call_type, "value", call_type)
-        messages = kwargs.get("messages")
-        if name not in _CHAT_CALLS or not isinstance(messages, list) or not messages:
+        route = ROUTES.get(str(getattr(call_type, "value", call_type)))
+        if route is None:
             return None
-        fixed, record = self.mend_request(
-            messages,
+        history = kwargs.get(route.key)
+        if not isinstance(history, list) or not history or route.continues(kwargs):
+            return None
+        logging_obj = kwargs.get("litellm_logging_obj")
+        try:
+            step = _passes.begin(logging_obj, route.name)
+        except Exception:
+            logger.exception(
+                "toolmend's LiteLLM hook failed on litellm.%s; sent unchanged", route.name
+            )
+            return None
+        if step == "skip":
+            return None
+        outcome = self._repair(
+            history,
             model=kwargs.get("model"),
             custom_llm_provider=kwargs.get("custom_llm_provider"),
             api_base=kwargs.get("api_base"),
-            source="litellm.acompletion",
+            source=f"litellm.{route.name}",
+            route=route.name,
+            thinking=kwargs.get("thinking"),
+            second=step == "second",
+            quiet=step == "second" and _passes.spoke(logging_obj),
         )
-        _attach_logged(kwargs.get("litellm_logging_obj"), record)
-        if fixed is messages:
+        _note_pass(logging_obj, route.name, step, outcome)
+        if outcome.history is history:
             return None
-        return {**kwargs, "messages": fixed}
+        return {**kwargs, route.key: outcome.history}
 
     async def async_post_call_response_headers_hook(
         self,
@@ -317,11 +414,15 @@ class ToolMend(CustomLogger):
         """Proxy: tell the client what was changed, in ``x-toolmend-changes``."""
         hidden = getattr(response, "_hidden_params", None)
         record = hidden.get(RECORD_KEY) if isinstance(hidden, dict) else None
+        if not isinstance(record, dict):  # an Anthropic-shaped response is a plain dict
+            details = getattr(data.get("litellm_logging_obj"), "model_call_details", None)
+            record = details.get(RECORD_KEY) if isinstance(details, dict) else None
         if not isinstance(record, dict):
             return None
         try:
             changes = " ".join(
-                f"{c['code']}@{c['index']}" + (f"[{','.join(c['ids'])}]" if c["ids"] else "")
+                f"{c['code']}@{c['route'] + ':' if 'route' in c else ''}{c['index']}"
+                + (f"[{','.join(c['ids'])}]" if c["ids"] else "")
                 for c in record["changes"]
             )
             return {_CHANGES_HEADER: changes or "none", _PROVIDER_HEADER: str(record["provider"])}
@@ -353,52 +454,95 @@ def _function_setup(
     wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> Any:
     """Around ``litellm.utils.function_setup(call_type, rules, start_time, *call_args,
-    **call_kwargs)``: repair a sync ``completion`` call's ``messages`` before LiteLLM sets the
-    call up, then record the outcome on the logging object it returns. Fails open: a toolmend
-    error anywhere here is logged and the call goes on as the caller made it."""
+    **call_kwargs)``: repair a sync ``completion`` call's ``messages`` or a sync ``responses``
+    call's ``input`` before LiteLLM sets the call up, then record the outcome on the logging
+    object it returns. Fails open: a toolmend error anywhere here is logged and the call goes on
+    as the caller made it."""
     try:
         prepared = _sync_request(args, kwargs)
     except (toolmend.ToolLoopError, toolmend.ToolChainError):
         raise
     except Exception:
-        logger.exception("toolmend's LiteLLM hook failed on litellm.completion; sent unchanged")
+        logger.exception("toolmend's LiteLLM hook failed on litellm.%s; sent unchanged", args[0])
         prepared = None
     if prepared is None:
         return wrapped(*args, **kwargs)
-    result = wrapped(*args, **prepared[0])
+    call_kwargs, route, outcome = prepared
+    result = wrapped(*args, **call_kwargs)
     if isinstance(result, tuple) and result:
-        _attach_logged(result[0], prepared[1])
+        _note_pass(result[0], route, "first", outcome, setup=True)
     return result
+
+
+_SYNC_AT = {"completion": (3, 4), "responses": (4, 3)}
+"""Sync call type -> where its model and its history sit among ``function_setup``'s positional
+arguments (after ``call_type, rules, start_time``): ``completion(model, messages)``,
+``responses(input, model)``."""
 
 
 def _sync_request(
     args: tuple[Any, ...], kwargs: dict[str, Any]
-) -> tuple[dict[str, Any], dict[str, Any] | None] | None:
-    """The kwargs a sync ``completion`` call goes on with and its record, or ``None`` when
-    toolmend has nothing to do with the call."""
-    handler = _active() if args and args[0] == "completion" else None
-    if handler is None:
+) -> tuple[dict[str, Any], str, _Outcome] | None:
+    """The kwargs a sync ``completion`` or ``responses`` call goes on with, its route and the
+    outcome of the repair, or ``None`` when toolmend has nothing to do with the call.
+
+    Sync ``responses`` is repaired here, not only in the hook LiteLLM fires for it: a
+    deployment with a Responses API fires the hook, but one LiteLLM bridges to chat completions
+    (Anthropic, Gemini, ...) calls sync ``completion`` with the logging object already made,
+    which passes neither the hook nor this wrapper. The hook that may follow is a second pass
+    (:mod:`toolmend.integrations.litellm_routes`)."""
+    at = _SYNC_AT.get(args[0]) if args else None
+    handler = _active() if at is not None else None
+    if handler is None or at is None:
         return None
-    messages = kwargs.get("messages")
-    if not isinstance(messages, list) or not messages:
-        if len(args) > 4:
-            _warn_positional()
+    route = ROUTES[args[0]]
+    history = kwargs.get(route.key)
+    if not isinstance(history, list) or not history or route.continues(kwargs):
+        if len(args) > at[1]:
+            _warn_positional(route.name, route.key)
         return None
-    model = args[3] if len(args) > 3 else kwargs.get("model")
-    fixed, record = handler.mend_request(
-        messages,
-        model=model,
+    outcome = handler._repair(
+        history,
+        model=args[at[0]] if len(args) > at[0] else kwargs.get("model"),
         custom_llm_provider=kwargs.get("custom_llm_provider"),
         api_base=kwargs.get("api_base") or kwargs.get("base_url"),
-        source="litellm.completion",
+        source=f"litellm.{route.name}",
+        route=route.name,
+        thinking=None,
+        second=False,
+        quiet=False,
     )
-    return (kwargs if fixed is messages else {**kwargs, "messages": fixed}), record
+    if outcome.history is history:
+        return kwargs, route.name, outcome
+    return {**kwargs, route.key: outcome.history}, route.name, outcome
 
 
-def _attach_logged(logging_obj: object, record: dict[str, Any] | None) -> None:
-    """:func:`_attach`, after the request is built: a failure is logged, the call goes on."""
+class _Outcome(NamedTuple):
+    """One pass over a request's history: what to send, the record, whether toolmend failed."""
+
+    history: Any
+    record: dict[str, Any] | None
+    failed: bool
+
+
+_passes = Passes()
+"""Every client request in flight, by LiteLLM's logging object (see :class:`Passes`)."""
+
+
+def _note_pass(
+    logging_obj: object, route: str, step: Pass, outcome: _Outcome, *, setup: bool = False
+) -> None:
+    """Remember a pass over the client request ``logging_obj`` stands for and put the
+    request's record on it (:func:`_attach`), after the request is built: a failure is logged,
+    the call goes on."""
     try:
-        _attach(logging_obj, record)
+        if step == "first":
+            _passes.first(logging_obj, route, outcome.record, failed=outcome.failed, setup=setup)
+            _attach(logging_obj, outcome.record)
+        else:
+            replace_record, merged = _passes.second(logging_obj, route, outcome.record)
+            if replace_record:
+                _attach(logging_obj, merged)
     except Exception:
         logger.exception("toolmend could not attach its record to the LiteLLM call")
 
@@ -431,13 +575,16 @@ def _copy_record(result: object, logging_obj: object) -> None:
         setattr(hidden, RECORD_KEY, record)
 
 
-def _warn_positional() -> None:
+def _warn_positional(call: str, key: str) -> None:
     global _warned_positional
     if not _warned_positional:
         _warned_positional = True
         logger.warning(
-            "toolmend: litellm.completion got messages positionally; LiteLLM does not hand them "
-            "to toolmend, so such calls go out unrepaired. Pass messages=... by keyword."
+            "toolmend: litellm.%s got %s positionally; LiteLLM does not hand them to toolmend, "
+            "so such calls go out unrepaired. Pass %s=... by keyword.",
+            call,
+            key,
+            key,
         )
 
 

@@ -81,7 +81,6 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import toolmend
 from toolmend import _fastpath as fastpath
 from toolmend import _routing as routing
-from toolmend._loops import quiet_live_run
 
 from .hooks import HookOptions, OnLoop, check_names, hook_policy, mend
 
@@ -108,7 +107,6 @@ __all__ = [
     "ToolMendSessionInput",
     "call_model_input_filter",
     "quick_chat_valid",
-    "quiet",
     "repair_session",
     "session_input_callback",
     "target_for",
@@ -393,36 +391,6 @@ def quick_chat_valid(items: Sequence[Any], profile: toolmend.Profile) -> bool:
     return messages > 0 and (calls is None or answered == calls)
 
 
-def quiet(items: Sequence[Any]) -> bool:
-    """True only when the loop guard would find nothing in the live run of ``items`` (the
-    items after the last user message), read from the end without reading the rest: the
-    Responses format has no one-pass reader for :func:`toolmend._loops.quiet_live_run`, which
-    is what :func:`toolmend.integrations.hooks.mend` feeds it from. Each run of consecutive
-    ``function_call`` items counts as a round: never fewer than the model's turns, since a
-    valid turn's outputs come before the next turn's calls. False says nothing."""
-    rounds = 0
-    calls: list[tuple[str, Any]] = []
-    in_run = False
-    for index in range(len(items) - 1, -1, -1):
-        item = items[index]
-        if type(item) is not dict:
-            return False
-        kind = item.get("type")
-        if kind == "function_call":
-            name = item.get("name")
-            if type(name) is not str or not name:
-                return False
-            calls.append((name, item.get("arguments")))
-            rounds += not in_run
-            in_run = True
-            continue
-        in_run = False
-        if item.get("role") == "user" and kind in (None, "message"):
-            break
-    calls.reverse()
-    return quiet_live_run(rounds, calls)
-
-
 def _outputs_after_calls(items: Sequence[Any]) -> tuple[list[Any], list[tuple[int, str]]]:
     """``items`` with every ``function_call_output`` moved right after the run of
     ``function_call`` items holding its call (and the outputs already there), and the moves
@@ -505,7 +473,6 @@ class ToolMendInputFilter:
         # bug is logged and the filter built anyway (each call fails open)
         check_names(provider=provider, policy=policy, source="ToolMendInputFilter")
         self.options = HookOptions(provider=provider, policy=policy, on_loop=on_loop)
-        self._quiet_options = HookOptions(provider=provider, policy=policy, on_loop="off")
         self.model = model
         self._last: tuple[tuple[Any, ...], Target] | None = None
 
@@ -567,16 +534,16 @@ class ToolMendInputFilter:
         target = self.target(data)
         source = f"agents.call_model_input_filter({target.name or 'default model'})"
         if not target.chat:
-            options = self.options
-            if options.on_loop != "off" and quiet(items):
-                options = self._quiet_options  # nothing for the guard: mend need not run it
-            mended = mend(items, provider=_RESPONSES, source=source, options=options, format=FORMAT)
+            mended = mend(
+                items, provider=_RESPONSES, source=source, options=self.options, format=FORMAT
+            )
             return None if mended.messages is items else list(mended.messages)
         return self._for_chat(items, target, model_data.instructions, source)
 
     def _loop_guard(self, items: list[Any], source: str, profile: str) -> None:
-        """The loop guard of :func:`toolmend.integrations.hooks.mend`, on the items."""
-        if self.options.on_loop == "off" or quiet(items):
+        """The loop guard of :func:`toolmend.integrations.hooks.mend`, on the items (the
+        Responses format reads their live run straight off them)."""
+        if self.options.on_loop == "off":
             return
         loops = toolmend.detect_loops(
             items, format=FORMAT, raise_=self.options.on_loop == "raise", live_only=True

@@ -317,3 +317,61 @@ def test_trim_mends_only_the_damaged_ranges(format: str, monkeypatch: pytest.Mon
     monkeypatch.setattr(module, "dirty_spans", lambda messages, profile: None)
     assert toolmend.trim(stray, max_messages=300, keep_first=1) == fast
     assert toolmend.trim(stray, max_messages=100, keep_first=1) == cut
+
+
+# --- google-genai Contents (ADK, the SDK's chats): scanned through plain views -----------------
+
+
+def _as_genai(history: list[Any]) -> list[Any] | None:
+    """The history as google-genai Contents, or None when the SDK refuses one of them."""
+    from google.genai import types
+
+    try:
+        return [types.Content.model_validate(content) for content in history]
+    except ValueError:
+        return None
+
+
+@FEW
+@given(history=_histories("gemini", {"ids": True}))
+def test_quick_valid_on_genai_contents_never_vouches_for_what_the_rules_refuse(
+    history: list[Any],
+) -> None:
+    pytest.importorskip("google.genai")
+    contents = _as_genai(history)
+    if contents is None:
+        return
+    module = module_for("gemini")
+    for profile in [*PROFILES.values(), *_PAIRING_PROFILES]:
+        if module.quick_valid(contents, profile):
+            assert _full(module, contents, profile) == [], profile.name
+
+
+@FEW
+@given(history=valid_block_histories("gemini", ids=True))
+def test_quick_valid_vouches_for_valid_genai_contents(history: list[Any]) -> None:
+    pytest.importorskip("google.genai")
+    contents = _as_genai(history)
+    assert contents is not None
+    module = module_for("gemini")
+    assert _full(module, contents, get_profile("gemini")) == []
+    assert module.quick_valid(contents, get_profile("gemini")), "the fast path must be taken"
+
+
+def test_quick_valid_leaves_odd_genai_parts_to_the_full_path() -> None:
+    """A Part with text and a call (the dict and object readers take them in other orders), or
+    with a field the scan does not read: the full path decides."""
+    types = pytest.importorskip("google.genai.types")
+    module = module_for("gemini")
+    call = types.FunctionCall(name="f", args={})
+    odd = [
+        types.Part(text="x", function_call=call),
+        types.Part(text="x", thought=True),
+        types.Part(inline_data=types.Blob(data=b"x", mime_type="image/png")),
+    ]
+    for part in odd:
+        contents = [
+            types.Content(role="user", parts=[types.Part(text="q")]),
+            types.Content(role="model", parts=[part]),
+        ]
+        assert not module.quick_valid(contents, get_profile("gemini"))

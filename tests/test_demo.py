@@ -60,7 +60,7 @@ def test_every_scenario_is_rejected_without_and_accepted_with_toolmend() -> None
         assert (row.without.accepted, row.without.status) == (False, 400), row.scenario.title
         assert row.with_.accepted, (row.scenario.title, row.with_)
         assert row.changes, row.scenario.title
-    assert {s.sdk for s in SCENARIOS} == {"openai", "anthropic", "google-genai"}
+    assert {s.sdk for s in SCENARIOS} == {"openai", "anthropic", "google-genai", "litellm"}
     assert sum("seed" in s.source or s.title[:3].isdigit() for s in SCENARIOS) >= 4
 
 
@@ -115,7 +115,7 @@ def test_missing_sdk_gives_the_install_hint_not_a_traceback() -> None:
 def test_the_core_does_not_import_the_sdks_for_the_demo_module() -> None:
     code = (
         "import sys, toolmend, toolmend._cli, toolmend._demo\n"
-        "print(sorted(m for m in ('openai', 'anthropic', 'google.genai') if m in sys.modules))\n"
+        "print(sorted(m for m in ('openai', 'anthropic', 'google.genai', 'litellm') if m in sys.modules))\n"
     )
     done = _run_script(code=code)
     assert done.stdout.strip() == "[]", done.stderr

@@ -762,6 +762,7 @@ def test_the_sdk_example_runs_offline(capsys: pytest.CaptureFixture[str]) -> Non
     assert "without toolmend: HTTP 400" in printed
     assert "with toolmend, sync: accepted, changes ['dropped_orphan_result']" in printed
     assert "async stream to anthropic: accepted" in printed
+    assert "Claude Code's /v1/messages to GPT: accepted at /v1/responses" in printed
 
 
 # --- the LiteLLM Proxy -------------------------------------------------------------------------

@@ -976,6 +976,40 @@ def test_no_cut_inside_a_call_turn_split_over_two_messages() -> None:
             assert _trim_with_window(1, history, **both) == whole
 
 
+def test_an_unanswered_call_turn_holds_no_later_message_to_it() -> None:
+    """A call turn written as two assistant messages whose call nothing answers (a damaged
+    history: the result was lost) does not bind its second message to it: the newest message
+    may be kept alone, as reading everything finds. (Hypothesis found this: the shortcut took
+    every call before the newest message as waiting and raised TrimError where the whole read
+    kept the newest message.)"""
+    use = {"type": "tool_use", "id": "toolu_1", "name": "weather", "input": {}}
+    history = [
+        {"role": "user", "content": "Weather in Paris?"},
+        {"role": "assistant", "content": [{**use, "id": "toolu_0"}]},
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "toolu_0", "content": "21 C"}],
+        },
+        {"role": "assistant", "content": "21 C. " + "It is mild. " * 20},
+        {"role": "user", "content": "And Rome?"},
+        {"role": "assistant", "content": [{**use, "input": {"city": "Rome " * 40}}]},
+        {"role": "assistant", "content": "Checking."},
+    ]
+    both: dict[str, Any] = {"format": "anthropic", "keep_first": 3, "max_tokens": 60}
+    whole = _trim_with_window(1 << 30, history, **both)
+    assert whole == [*history[:3], history[6]]
+    assert _trim_with_window(1, history, **both) == whole
+    # answered after the second message, the turn is one group again: no cut between
+    answered = [
+        *history,
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "19 C"}],
+        },
+    ]
+    assert _trim_with_window(1, answered, **both) == _trim_with_window(1 << 30, answered, **both)
+
+
 def _split_call_turns(history: list[Any]) -> list[Any]:
     """The Anthropic ``history`` with each assistant message that makes two or more calls
     split before its last call: the API merges the two back into one turn."""

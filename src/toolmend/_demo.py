@@ -3,9 +3,10 @@
 The demo starts a :class:`~toolmend.testing.StrictProviderServer` on 127.0.0.1 and sends each
 scenario's history through the SDK a user of that provider would use (``openai`` for OpenAI,
 DeepSeek, Mistral and chat-template servers, ``anthropic`` for Claude, ``google-genai`` for
-Gemini): first as it is, which the emulated provider rejects with its real HTTP 400, then
-through toolmend, which it accepts. It prints one table row per scenario and exits 0 only when
-every "with toolmend" request was accepted. Nothing leaves the machine; no API key is needed.
+Gemini, ``litellm`` for a gateway in front of them): first as it is, which the emulated
+provider rejects with its real HTTP 400, then through toolmend, which it accepts. It prints one
+table row per scenario and exits 0 only when every "with toolmend" request was accepted. Nothing
+leaves the machine; no API key is needed.
 
 The scenarios are the four bug reports toolmend was founded on (their histories are
 ``examples/histories/seed00N_*.json``; ``docs/design.md`` tells their stories) and a few shapes
@@ -16,7 +17,9 @@ broken history and returns what the provider answered plus the changes toolmend 
 default, :func:`patch_hook`, sends the broken history itself through the SDK patched by
 ``toolmend.integrations.patch`` (the hook a legacy app switches on with one call or with
 ``toolmend-run``); :func:`sanitize_hook` calls :func:`toolmend.repair` right before the SDK
-call instead.
+call instead; :func:`litellm_hook` puts toolmend's LiteLLM callback in ``litellm.callbacks``
+for the call (Claude Code's ``/v1/messages`` request, which LiteLLM translates for an OpenAI
+deployment, served in process by ``litellm.anthropic_messages`` as the proxy serves it).
 
 The SDKs are imported inside the send functions only, so ``import toolmend`` never loads them;
 a missing SDK turns its rows into a ``pip install 'toolmend[demo]'`` hint, not a traceback.
@@ -24,7 +27,10 @@ a missing SDK turns its rows into a ``pip install 'toolmend[demo]'`` hint, not a
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
+import json
+import os
 import shutil
 import sys
 from collections.abc import Callable, Sequence
@@ -42,6 +48,7 @@ __all__ = [
     "Hook",
     "Outcome",
     "Scenario",
+    "litellm_hook",
     "main",
     "patch_hook",
     "run",
@@ -55,7 +62,12 @@ raises the SDK's own error."""
 Hook = Callable[["Scenario", Send, Any], "tuple[str, Sequence[Change]]"]
 """How "with toolmend" runs: ``hook(scenario, send, history) -> (reply summary, changes)``."""
 
-SDK_MODULES = {"openai": "openai", "anthropic": "anthropic", "google-genai": "google.genai"}
+SDK_MODULES = {
+    "openai": "openai",
+    "anthropic": "anthropic",
+    "google-genai": "google.genai",
+    "litellm": "litellm",
+}
 """SDK (distribution) name -> the module the demo imports."""
 
 MODELS = {
@@ -91,13 +103,32 @@ def patch_hook(scenario: Scenario, send: Send, history: Any) -> tuple[str, Seque
     return reply, repair(history, provider=scenario.provider, format=scenario.format).changes
 
 
+def litellm_hook(scenario: Scenario, send: Send, history: Any) -> tuple[str, Sequence[Change]]:
+    """toolmend's LiteLLM callback in ``litellm.callbacks`` for the call (the proxy's
+    ``callbacks: toolmend.integrations.litellm.proxy_handler``), removed after. The changes
+    shown are what its first pass changed, found by repairing the same history the same way
+    (an Anthropic-shaped history bound for another provider is repaired with Anthropic's rules,
+    which LiteLLM's translation needs)."""
+    import litellm
+
+    hook = importlib.import_module("toolmend.integrations.litellm")
+    saved = list(litellm.callbacks)
+    litellm.callbacks = [hook.ToolMend(on_loop="off")]
+    try:
+        reply = send(history)
+    finally:
+        litellm.callbacks = saved
+        hook.uninstall()
+    return reply, repair(history, provider="anthropic", format=scenario.format).changes
+
+
 @dataclass(frozen=True)
 class Scenario:
     """One broken history, the SDK and provider it goes to, and how toolmend is applied."""
 
     title: str
     sdk: str
-    """``"openai"``, ``"anthropic"`` or ``"google-genai"``."""
+    """``"openai"``, ``"anthropic"``, ``"google-genai"`` or ``"litellm"``."""
     api: str
     """The server route: ``"chat"``, ``"responses"``, ``"messages"`` or ``"gemini"``."""
     provider: str
@@ -273,6 +304,42 @@ def _responses_interrupted_call() -> list[Any]:
     ]
 
 
+def _claude_code_interrupted() -> list[Any]:
+    # Claude Code stopped mid-tool: the user interrupted a call (no result was stored), typed
+    # while two tools ran (the text landed before their results), and a result of a call that
+    # was compacted away stayed behind.
+    return [
+        {"role": "user", "content": "Fix the failing test."},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "tool_use", "id": "toolu_01Rd", "name": "Read", "input": {"p": "t.py"}},
+                {"type": "tool_use", "id": "toolu_01Gr", "name": "Grep", "input": {"q": "add"}},
+            ],
+        },
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "Check conftest.py too."},
+                {"type": "tool_result", "tool_use_id": "toolu_01Rd", "content": "assert 2+2 == 5"},
+                {"type": "tool_result", "tool_use_id": "toolu_01Gr", "content": "t.py:1"},
+            ],
+        },
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "toolu_01Sh", "name": "Bash", "input": {}}],
+        },
+        {"role": "user", "content": [{"type": "text", "text": "[Request interrupted by user]"}]},
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "toolu_01Old", "content": "stale"},
+                {"type": "text", "text": "Just fix the expectation."},
+            ],
+        },
+    ]
+
+
 SCENARIOS: tuple[Scenario, ...] = (
     Scenario(
         "000 dangling tool response",
@@ -343,6 +410,16 @@ SCENARIOS: tuple[Scenario, ...] = (
         "openai-responses",
         _responses_interrupted_call,
     ),
+    Scenario(
+        "Claude Code via LiteLLM to GPT",
+        "litellm",
+        "messages",
+        "openai",
+        "anthropic",
+        _claude_code_interrupted,
+        hook=litellm_hook,
+        source="Claude Code behind a LiteLLM proxy, /v1/messages routed to an OpenAI model",
+    ),
 )
 """Every scenario the demo runs, in table order."""
 
@@ -360,6 +437,8 @@ def _sender(scenario: Scenario, server: StrictProviderServer) -> Send:
     """The function that sends a history through ``scenario``'s SDK to ``server``."""
     base = server.base_url_for(scenario.provider)
     model = MODELS.get(scenario.provider, "model")
+    if scenario.sdk == "litellm":  # the route LiteLLM translates to picks the rules it meets
+        return _litellm_sender(scenario, server.openai_base_url, model)
     if scenario.sdk == "openai":
         import openai
 
@@ -398,6 +477,74 @@ def _sender(scenario: Scenario, server: StrictProviderServer) -> Send:
         return _summary(response.text, [])
 
     return send_contents
+
+
+class _GatewayError(Exception):
+    """A provider's error that LiteLLM passed on, with the provider's own status and text."""
+
+    def __init__(self, status_code: int | None, message: str) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+        self.message = message
+
+
+def _provider_text(text: str) -> str:
+    """The provider's message inside a LiteLLM error text (``...Exception - {json}``)."""
+    try:
+        body = json.loads(text[text.index("{") :])
+    except ValueError:
+        return text
+    inner = body.get("error", body) if isinstance(body, dict) else None
+    message = inner.get("message") if isinstance(inner, dict) else None
+    return message if isinstance(message, str) else text
+
+
+_LOOPS: list[asyncio.AbstractEventLoop] = []
+"""The event loops of the LiteLLM senders, closed by :func:`run` when its scenarios are done."""
+
+
+def _close_loops() -> None:
+    """Cancel what LiteLLM left on each sender's loop (its logging task), then close it."""
+    while _LOOPS:
+        loop = _LOOPS.pop()
+        pending = asyncio.all_tasks(loop)
+        for task in pending:
+            task.cancel()
+        if pending:
+            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.close()
+
+
+def _litellm_sender(scenario: Scenario, api_base: str, model: str) -> Send:
+    """Sends an Anthropic-shaped history the way the LiteLLM proxy serves ``/v1/messages``:
+    ``litellm.anthropic_messages`` to the deployment ``scenario.provider/model``."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # LiteLLM stays offline
+    import litellm
+
+    litellm.suppress_debug_info = True
+    loop = asyncio.new_event_loop()  # one loop for every call: LiteLLM keeps a task on it
+    _LOOPS.append(loop)
+
+    def send_gateway(history: Any) -> str:
+        call = litellm.anthropic_messages(
+            model=f"{scenario.provider}/{model}",
+            api_base=api_base,
+            api_key="demo",
+            max_tokens=512,
+            messages=history,
+        )
+        try:
+            reply: Any = loop.run_until_complete(call)  # a plain dict, not streamed
+        except Exception as error:  # LiteLLM's error for the provider's: keep status and text
+            status = getattr(error, "status_code", None)
+            raise _GatewayError(status, _provider_text(str(error))) from error
+        texts = [
+            str(block.get("text", "")) for block in reply["content"] if block["type"] == "text"
+        ]
+        return _summary(" ".join(texts), [])
+
+    return send_gateway
 
 
 def _error_outcome(error: Exception) -> Outcome:
@@ -447,6 +594,14 @@ def _missing(scenario: Scenario) -> str:
 def run(scenarios: Sequence[Scenario] = SCENARIOS) -> list[Row]:
     """Run ``scenarios`` against a fresh strict provider server; one :class:`Row` each."""
     rows = [Row(scenario, skipped=_missing(scenario)) for scenario in scenarios]
+    try:
+        _run_rows(rows)
+    finally:
+        _close_loops()
+    return rows
+
+
+def _run_rows(rows: list[Row]) -> None:
     with StrictProviderServer(default_reply=Reply.text("Done.")) as server:
         for row in rows:
             if row.skipped:
@@ -472,7 +627,6 @@ def run(scenarios: Sequence[Scenario] = SCENARIOS) -> list[Row]:
 
             row.with_ = _attempt(with_toolmend, scenario.history())
             row.changes = changes
-    return rows
 
 
 # --- printing ---------------------------------------------------------------------------------
@@ -522,7 +676,8 @@ def render(rows: Sequence[Row], *, width: int | None = None, verbose: bool = Fal
     lines.append("")
     lines.append(
         f"{fixed_count}/{len(rows)} accepted with toolmend "
-        "(the same broken history, sent through the SDK patched by toolmend.integrations.patch)."
+        "(the same broken history, sent through toolmend's hook for its SDK: the SDK patched by "
+        "toolmend.integrations.patch, or toolmend's LiteLLM callback)."
     )
     missing = sorted({r.scenario.sdk for r in rows if r.skipped.startswith("needs ")})
     if missing:

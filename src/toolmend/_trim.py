@@ -529,15 +529,40 @@ def _boundary_from(module: Format, working: Sequence[Any], index: int) -> int:
 def _calls_wait(module: Format, working: Sequence[Any], position: int) -> bool:
     """Whether a call before ``position`` is answered only after it: in the block formats a
     call turn may run over several assistant messages (Anthropic merges them), answered after
-    the last. In a mended history nothing but calls follows a call in its turn, so reading back
-    over the assistant messages without calls right before ``position`` finds the turn's
-    calls, if any, in the first message that is not one."""
+    the last. Reading back over the assistant messages right before ``position`` finds the
+    turn's calls; reading on from
+    ``position`` over the turn's later assistant messages finds the results that follow the
+    turn. The turn waits only if one of those answers one of its calls: a call nothing answers
+    (a damaged history) holds no later message to it, as reading everything finds (hypothesis
+    found a call turn and a text written as two messages, the call unanswered, where this
+    said "waits" and the newest message then could not be kept alone). A call or result
+    without an id cannot be matched here, and waits."""
+    waiting: set[str] = set()
     for earlier in range(position - 1, -1, -1):
         skeleton = module.read(working[earlier : earlier + 1])
-        if skeleton.calls:
-            return True
         if skeleton.kinds[0] != ASSISTANT:
-            return False
+            break
+        for call in skeleton.calls.get(0, ()):
+            if call.id is None:
+                return True
+            waiting.add(call.id)
+    if not waiting:
+        return False
+    later = position
+    total = len(working)
+    while later < total:  # the turn's later assistant messages
+        skeleton = module.read(working[later : later + 1])
+        if skeleton.kinds[0] != ASSISTANT or skeleton.results:
+            break
+        later += 1
+    while later < total:  # the results that follow the turn
+        skeleton = module.read(working[later : later + 1])
+        if not skeleton.results:
+            break
+        for found in skeleton.results[0]:
+            if found.id is None or found.id in waiting:
+                return True
+        later += 1
     return False
 
 

@@ -38,6 +38,7 @@ __all__ = [
     "call_arguments",
     "claims",
     "dirty_spans",
+    "quick_live",
     "quick_valid",
     "read",
     "result_text",
@@ -92,6 +93,54 @@ def quick_valid(messages: Sequence[Any], profile: Profile) -> bool:
         return _scan(messages, profile, first_only=True) == []
     except (DirtyError, KeyError):
         return False
+
+
+_LIVE_ASSISTANT_BLOCKS = frozenset({"text", "tool_use", "thinking", "redacted_thinking"})
+"""The assistant blocks :func:`quick_live` reads; any other block sends the guard its own way."""
+
+
+def quick_live(
+    messages: Sequence[Any], profile: Profile
+) -> tuple[int, list[tuple[str, Any]]] | None:
+    """:func:`quick_valid`, and the loop guard's live run: None when it cannot vouch; else the
+    number of tool rounds after the last user prompt and each of their calls as (name,
+    ``input``), for the hooks' fast path (:func:`toolmend._fastpath.vouch`).
+
+    Never less than the guard would read: a round is an assistant message with ``tool_use``
+    blocks, and the run starts after the last user message holding no ``tool_result`` (a user
+    message of results with text beside them does not end it), so
+    :func:`toolmend._loops.quiet_live_run` errs towards asking the guard."""
+    if not quick_valid(messages, profile):
+        return None
+    rounds = 0
+    calls: list[tuple[str, Any]] = []
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if type(message) is not dict:
+            return None
+        content = message.get("content")
+        if message.get("role") == "user":
+            if type(content) is str or (
+                type(content) is list
+                and all(type(b) is dict and b.get("type") != "tool_result" for b in content)
+            ):
+                break
+            continue
+        if type(content) is not list:
+            continue
+        made = False
+        for block in content:
+            kind = block.get("type") if type(block) is dict else None
+            if kind not in _LIVE_ASSISTANT_BLOCKS:
+                return None
+            if kind == "tool_use":
+                name = block.get("name")
+                if type(name) is not str or not name:
+                    return None
+                calls.append((name, block.get("input")))
+                made = True
+        rounds += made
+    return rounds, calls
 
 
 def dirty_spans(messages: Sequence[Any], profile: Profile) -> list[tuple[int, int]] | None:
@@ -717,6 +766,7 @@ class Anthropic(Format):
     result_text = staticmethod(result_text)
     call_arguments = staticmethod(call_arguments)
     quick_valid = staticmethod(quick_valid)
+    quick_live = staticmethod(quick_live)
     dirty_spans = staticmethod(dirty_spans)
 
     def merge_run(self, run: Sequence[Any]) -> dict[str, Any]:

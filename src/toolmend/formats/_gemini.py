@@ -236,13 +236,98 @@ def quick_valid(contents: Sequence[Any], profile: Profile) -> bool:
     The valid history is the common case, and it must cost far less than the ``json.dumps``
     every SDK does anyway: this is the scan of :func:`dirty_spans` stopped at the first problem
     (see :class:`toolmend._spans.FirstOnly`), one tight pass that builds nothing per Content.
-    Anything unusual (SDK objects, other roles) answers False and the full path decides. A
-    property test asserts that True always agrees with it.
+    Anything unusual (other roles, parts of other kinds) answers False and the full path
+    decides. google-genai Contents (what ADK and the SDK's chats hold) are scanned through
+    :func:`_plain_views`. A property test asserts that True always agrees with it.
     """
+    if contents and isinstance(contents, list) and type(contents[0]) is not dict:
+        views = _plain_views(contents)
+        if views is None:
+            return False
+        contents = views
     try:
         return _scan(contents, profile, first_only=True) == []
     except DirtyError:
         return False
+
+
+_VIEW_CONTENT = frozenset({"role", "parts"})
+_VIEW_PART = frozenset({"text", "function_call", "function_response", "thought_signature"})
+_VIEW_TEXT = frozenset({"text", "thought_signature"})
+_VIEW_CALL = frozenset({"name", "id", "args"})
+_VIEW_RESPONSE = frozenset({"name", "id", "response"})
+
+
+def _only(thing: Any, fields: frozenset[str]) -> bool:
+    """Whether the pydantic object ``thing`` has no field set outside ``fields`` (a field set
+    to None counts as unset)."""
+    found = getattr(thing, "__pydantic_fields_set__", None)
+    if type(found) is not set:
+        return False
+    if found <= fields:  # nearly always: only these were ever set
+        return True
+    return not any(getattr(thing, name, None) is not None for name in found - fields)
+
+
+def _plain_views(contents: Sequence[Any]) -> list[Any] | None:
+    """google-genai Contents as the REST dicts :func:`_scan` reads, holding the same values
+    (built only for the scan, never returned to a caller); None as soon as a Content holds
+    anything but text, function calls and responses, and thought signatures (the full path
+    reads those).
+
+    A pydantic object keeps its field values in its ``__dict__`` under the snake_case names the
+    scan reads, so a text part is scanned through its own ``__dict__`` (read, never written)
+    and a call or response part through a small dict of its fields' ``__dict__``s."""
+    views: list[Any] = []
+    for content in contents:
+        if type(content) is dict:
+            views.append(content)
+            continue
+        fields = getattr(content, "__pydantic_fields_set__", None)
+        if type(fields) is not set or not (
+            fields <= _VIEW_CONTENT or _only(content, _VIEW_CONTENT)
+        ):
+            return None
+        parts = content.parts
+        if type(parts) is not list:
+            return None
+        out = []
+        for part in parts:
+            fields = getattr(part, "__pydantic_fields_set__", None)
+            if (
+                type(fields) is set
+                and fields <= _VIEW_TEXT
+                and part.text is not None
+                and part.function_call is None
+                and part.function_response is None
+            ):
+                out.append(part.__dict__)  # a text part: nothing else is set
+                continue
+            if type(fields) is not set or not (fields <= _VIEW_PART or _only(part, _VIEW_PART)):
+                return None
+            text, call, response = part.text, part.function_call, part.function_response
+            if (text is not None) + (call is not None) + (response is not None) > 1:
+                return None  # the dict and object readers look at these in different orders
+            view: dict[str, Any] = {}
+            if text is not None:
+                view["text"] = text
+            if part.thought_signature is not None:
+                view["thought_signature"] = part.thought_signature
+            if call is not None:
+                fields = getattr(call, "__pydantic_fields_set__", None)
+                if type(fields) is not set or not (fields <= _VIEW_CALL or _only(call, _VIEW_CALL)):
+                    return None
+                view["function_call"] = call.__dict__
+            if response is not None:
+                fields = getattr(response, "__pydantic_fields_set__", None)
+                if type(fields) is not set or not (
+                    fields <= _VIEW_RESPONSE or _only(response, _VIEW_RESPONSE)
+                ):
+                    return None
+                view["function_response"] = response.__dict__
+            out.append(view)
+        views.append({"role": content.role, "parts": out})
+    return views
 
 
 def dirty_spans(contents: Sequence[Any], profile: Profile) -> list[tuple[int, int]] | None:

@@ -46,6 +46,8 @@ __all__ = [
     "claims",
     "dirty_spans",
     "group_spans",
+    "live_rounds",
+    "quick_live",
     "quick_valid",
     "read",
     "result_text",
@@ -252,6 +254,74 @@ def quick_valid(messages: Sequence[Any] | str, profile: Profile) -> bool:
         and joined.count(" ") == len(ids)
         and _ID_LIST.fullmatch(joined) is not None
     )
+
+
+def quick_live(
+    messages: Sequence[Any] | str, profile: Profile
+) -> tuple[int, list[tuple[str, Any]]] | None:
+    """:func:`quick_valid`, and the loop guard's live run: None when it cannot vouch; else the
+    number of tool rounds after the last user message item and each of their calls as (name,
+    arguments), for the hooks' fast path (:func:`toolmend._fastpath.vouch`).
+
+    The same run the guard reads: each ``function_call`` item is a round of its own (the
+    reader makes each item a message), and the run starts after the last plain user message
+    (the guard may start it later, never earlier, and a longer run only makes
+    :func:`toolmend._loops.quiet_live_run` ask the guard)."""
+    if type(messages) is not list or not quick_valid(messages, profile):
+        return None
+    calls: list[tuple[str, Any]] = []
+    for index in range(len(messages) - 1, -1, -1):
+        item = messages[index]
+        item_type = item.get("type")
+        if item_type == "function_call":
+            name = item["name"]
+            if not name:
+                return None
+            calls.append((name, item["arguments"]))
+        elif item.get("role") == "user" and item_type in (None, "message"):
+            break
+    return len(calls), calls
+
+
+_LIVE_ROLES = frozenset({"assistant", "system", "developer"})
+_LIVE_ITEMS = frozenset({"function_call_output", "reasoning"})
+
+
+def live_rounds(
+    messages: Sequence[Any] | str,
+) -> tuple[int, list[tuple[int, tuple[Call, ...]]]] | None:
+    """The live run for the loop guard, read from the end straight off plain dicts: the index
+    after the last user message item, and each ``function_call`` after it as a round of its
+    own (index, its call), as the reader makes them. ``None`` for anything unusual in the run
+    (an object, another item type or role, a call whose id or name is not a non-empty
+    string): the guard then reads the run in full. A property test holds it to the full read.
+    """
+    if type(messages) is not list:
+        return None
+    rounds: list[tuple[int, tuple[Call, ...]]] = []
+    index = len(messages)
+    while index:
+        index -= 1
+        item = messages[index]
+        if type(item) is not dict:
+            return None
+        item_type = item.get("type")
+        if item_type == "function_call":
+            call_id, name = item.get("call_id"), item.get("name")
+            if type(call_id) is not str or type(name) is not str or not call_id or not name:
+                return None
+            rounds.append((index, (Call(call_id, name, 0),)))
+        elif item_type is None or item_type == "message":
+            role = item.get("role")
+            if role == "user":
+                rounds.reverse()
+                return index + 1, rounds
+            if role not in _LIVE_ROLES:
+                return None
+        elif item_type not in _LIVE_ITEMS:
+            return None
+    rounds.reverse()
+    return 0, rounds
 
 
 def _scannable(profile: Profile) -> bool:
@@ -776,6 +846,8 @@ class OpenAIResponses(Format):
     call_arguments = staticmethod(call_arguments)
     group_spans = staticmethod(group_spans)
     quick_valid = staticmethod(quick_valid)
+    quick_live = staticmethod(quick_live)
+    live_rounds = staticmethod(live_rounds)
     dirty_spans = staticmethod(dirty_spans)
 
 
