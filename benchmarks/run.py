@@ -141,6 +141,7 @@ def hook_rows(quick: bool) -> list[dict[str, Any]]:
         "LangChain SQLite history": ["bench_langchain.py", *(["--quick"] if quick else [])],
         "LangGraph pre_model_hook": ["bench_langgraph.py", *(["--quick"] if quick else [])],
         "Google ADK plugin": ["bench_adk.py", *(["--quick"] if quick else [])],
+        "Agents SDK input filter": ["bench_openai_agents.py", *(["--quick"] if quick else [])],
         "agent loop, per turn": ["bench_agent_loop.py", *(["--quick"] if quick else [])],
     }
     rows = []
