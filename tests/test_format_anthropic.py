@@ -588,3 +588,31 @@ def test_the_one_pass_scan_agrees_with_the_rules() -> None:
         spans = anthropic_format.dirty_spans(broken, profile)
         assert spans is None or spans != []
         assert anthropic_format.dirty_spans(passing, profile) in ([], None)
+
+
+@pytest.mark.parametrize(
+    "blocks",
+    [
+        # an empty text block, dropped by the repair, in front of the thinking block
+        [{"type": "text", "text": ""}, {"type": "thinking", "thinking": "t", "signature": "c2ln"}],
+        # thinking after text
+        [{"type": "text", "text": "a"}, {"type": "thinking", "thinking": "t", "signature": "c2ln"}],
+    ],
+    ids=["after-an-empty-text", "after-text"],
+)
+def test_a_message_the_repair_leaves_last_keeps_no_thinking_block(blocks: list[Any]) -> None:
+    """With thinking off, Anthropic refuses a thinking block anywhere in the final assistant
+    message; when the repair drops what followed a message, that message is final and loses
+    its thinking blocks too, wherever they sit (hypothesis found the empty-text case)."""
+    orphan = {"type": "tool_result", "tool_use_id": "toolu_gone", "content": "x"}
+    history = [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": blocks},
+        {"role": "user", "content": [orphan]},
+    ]
+    result = toolmend.repair(history, provider="anthropic", format="anthropic")
+    assert toolmend.check(result.messages, provider="anthropic", format="anthropic") == []
+    assert "dropped_thinking_block" in [change.code for change in result.changes]
+    assert not any(b["type"] == "thinking" for b in result.messages[-1]["content"])
+    kept = toolmend.repair(history, provider="anthropic-thinking", format="anthropic")
+    assert "dropped_thinking_block" not in [change.code for change in kept.changes]

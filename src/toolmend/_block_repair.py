@@ -313,20 +313,24 @@ def _emptied(state: PlanState, index: int) -> bool:
 
 def unthink_new_final(state: PlanState) -> None:
     """Anthropic with thinking off: an assistant message that the repair leaves last (what
-    followed it was a dropped copy or orphan) must not open with a thinking block either. The
-    reader marks only the input's final message; a message whose first block is thinking is
-    marked ``thinking_first``, and that block goes."""
+    followed it was a dropped copy or orphan) must hold no thinking block either. The reader
+    marks the input's final message's thinking blocks ``final_thinking`` (a rule's defect) and
+    every other assistant message's ``thinking_block`` (no rule's), and those blocks go. (Only
+    a leading thinking block went before: hypothesis found an empty text block, dropped by the
+    repair, in front of one.)"""
     items, skeleton = state.plan.items, state.skeleton
     last = items[-1] if items else None
     if not isinstance(last, Keep) or skeleton.kinds[last.index] != ASSISTANT:
         return
     index = last.index
-    if index == len(skeleton.kinds) - 1 or index not in skeleton.marked("thinking_first"):
+    if index == len(skeleton.kinds) - 1 or index not in skeleton.marked("thinking"):
         return
+    slots = [d.slot for d in skeleton.defects if d.at == index and d.code == "thinking_block"]
     edit = state.plan.edit(index)
-    if 0 in edit.drop_blocks:
+    dropped = [slot for slot in slots if slot not in edit.drop_blocks]
+    if not dropped:
         return
-    edit.drop_blocks.add(0)
+    edit.drop_blocks.update(dropped)
     state.change(
         "dropped_thinking_block", index, "thinking block of the final message, thinking off"
     )

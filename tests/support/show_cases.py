@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from toolmend._demo import SCENARIOS
+from toolmend import formats, get_profile
+from toolmend._demo import SCENARIOS, Scenario
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "histories"
@@ -68,6 +69,17 @@ def _slug(title: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", title.lower()).strip("_")
 
 
+def _judged_by(scenario: Scenario) -> str:
+    """The profile a demo history is shown under: its provider's, unless that profile cannot
+    read the history's format (Claude Code's Anthropic messages, sent on to GPT by LiteLLM, are
+    held to the Anthropic rules, as the LiteLLM callback holds them: ``route_profile`` in
+    ``integrations/litellm_routes.py``); then the format's own provider's."""
+    shape = formats.get(scenario.format)
+    if get_profile(scenario.provider).block_pairing != shape.block_pairing:
+        return get_profile(shape.native_provider).name
+    return scenario.provider
+
+
 def cases() -> list[Case]:
     """Every case, examples first."""
     found = [
@@ -76,7 +88,7 @@ def cases() -> list[Case]:
         if path.stem in EXAMPLE_PROVIDERS
     ]
     found += [
-        Case(f"demo_{_slug(scenario.title)}", scenario.provider, scenario.history())
+        Case(f"demo_{_slug(scenario.title)}", _judged_by(scenario), scenario.history())
         for scenario in SCENARIOS
     ]
     found.append(Case("bedrock_user_typed_between", "bedrock", bedrock_history()))

@@ -342,11 +342,12 @@ def _after_cell(view: View, row: Row) -> tuple[str, bool]:
     for number in shown:
         out.append(_change(view.changes[number], number))
     if not shown and row.origin != "kept":
-        for number in related:
-            change = view.changes[number]
+        # one pointer per code and input message, as the text view
+        pointers = dict.fromkeys((view.changes[n].code, view.changes[n].index) for n in related)
+        for code, index in pointers:
             out.append(
-                f'<div class="cg">{escape(row.origin)}: see <a href="#b{change.index}">'
-                f"{escape(change.code)} at input #{change.index}</a></div>"
+                f'<div class="cg">{escape(row.origin)}: see <a href="#b{index}">'
+                f"{escape(code)} at input #{index}</a></div>"
             )
     for problem in row.problems:
         out.append(_problem(problem))

@@ -177,12 +177,14 @@ def _after_listing(view: View, paint: _Paint, width: int) -> list[str]:
         for change_number in shown:
             out.append(_change(view.changes[change_number], indent, paint))
         if not shown and row.origin != "kept":
-            for change_number in view.related.get(row.index, ()):
-                change = view.changes[change_number]
-                out.append(
-                    indent
-                    + paint(f"** {row.origin}: see {change.code} at input #{change.index}", "33")
-                )
+            # one pointer per code and input message: two moves out of one message are one
+            # "see" (the changes themselves are listed where they sit)
+            pointers = dict.fromkeys(
+                (view.changes[n].code, view.changes[n].index)
+                for n in view.related.get(row.index, ())
+            )
+            for code, index in pointers:
+                out.append(indent + paint(f"** {row.origin}: see {code} at input #{index}", "33"))
         for problem in row.problems:
             out += _problem(problem, indent, paint)
     rest = [view.changes[n] for n in range(len(view.changes)) if n not in placed]

@@ -485,8 +485,11 @@ def _read_blocks(
             skeleton.mark("thinking", index)
             if slot == 0:
                 skeleton.mark("thinking_first", index)
-            if last and role == "assistant":  # refused there with thinking off
-                defects.append(Defect(index, "final_thinking", slot, kind))
+            if role == "assistant":
+                # refused in the final message with thinking off; elsewhere no rule's defect,
+                # but where its blocks are, should the repair leave this message last
+                code = "final_thinking" if last else "thinking_block"
+                defects.append(Defect(index, code, slot, kind))
             missing = _missing_thinking_field(kind, get)
             if missing:
                 defects.append(Defect(index, "thinking_fields", slot, missing))
