@@ -22,10 +22,8 @@ from hypothesis import strategies as st
 import toolmend
 from toolmend._profiles import PROFILES, Profile, get_profile
 from toolmend._rules import judge
-from toolmend._spans import DirtyError
 from toolmend._trim import _pairing_profile
 from toolmend.formats import get as module_for
-from toolmend.formats._anthropic import _scan as anthropic_scan
 
 from support.block_histories import PAIRS as BLOCK_PAIRS
 from support.block_histories import (
@@ -377,29 +375,3 @@ def test_quick_valid_leaves_odd_genai_parts_to_the_full_path() -> None:
             types.Content(role="model", parts=[part]),
         ]
         assert not module.quick_valid(contents, get_profile("gemini"))
-
-
-@pytest.mark.parametrize(
-    ("format", "provider", "options"),
-    [pair for pair in PAIRS if pair[0] == "anthropic"],
-    ids=[name for name, pair in zip(IDS, PAIRS, strict=True) if pair[0] == "anthropic"],
-)
-def test_anthropic_quick_valid_answers_as_its_range_scan(
-    format: str, provider: str, options: dict[str, Any]
-) -> None:
-    """Anthropic's ``quick_valid`` is its range scan's first question written out on its own
-    (so a valid history pays for no range bookkeeping): the two answer alike, under every
-    profile."""
-    module = module_for(format)
-
-    @FEW
-    @given(history=_histories(format, options))
-    def run(history: list[Any]) -> None:
-        for profile in [*PROFILES.values(), *_PAIRING_PROFILES]:
-            try:
-                ranged = anthropic_scan(history, profile, first_only=True) == []
-            except (DirtyError, KeyError):
-                ranged = False
-            assert module.quick_valid(history, profile) is ranged, profile.name
-
-    run()

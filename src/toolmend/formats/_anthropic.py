@@ -14,7 +14,6 @@ objects (the SDK serialises its pydantic blocks itself), and a changed SDK block
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -23,7 +22,7 @@ from .._edits import MessageEdit, Placeholder, Plan
 from .._profiles import compiled
 from .._report import InvalidMessageError
 from .._skeleton import ASSISTANT, BLOCKS, OTHER, SYSTEM, TOOL, USER, Call, Defect, Result, Skeleton
-from .._spans import FirstOnly, Spans, all_match
+from .._spans import DirtyError, FirstOnly, Spans, all_match
 from . import register
 from ._base import Format, message_dict
 from ._blocks import BlockWriter, merge_block_run
@@ -85,192 +84,15 @@ def quick_valid(messages: Sequence[Any], profile: Profile) -> bool:
     """True only when the full ``judge(read(messages), profile)`` would find nothing.
 
     The valid history is the common case, and it must cost far less than the ``json.dumps``
-    every SDK does anyway: one tight pass that builds nothing per message (:func:`_valid`: the
-    first question of :func:`_scan`, written out on its own so that a valid history pays for
-    none of the range bookkeeping). Anything unusual (SDK objects, other roles, a missing field)
-    answers False and the full path decides. A property test asserts that True always agrees
-    with it, and another that it agrees with :func:`_scan`.
+    every SDK does anyway: this is the scan of :func:`dirty_spans` stopped at the first problem
+    (see :class:`toolmend._spans.FirstOnly`), one tight pass that builds nothing per message.
+    Anything unusual (SDK objects, other roles, a missing field) answers False and the full
+    path decides. A property test asserts that True always agrees with it.
     """
-    params = _quick_params(profile)
-    if params is None or type(messages) is not list or not messages:
-        return False
     try:
-        return _valid(messages, *params)
-    except (KeyError, TypeError):
+        return _scan(messages, profile, first_only=True) == []
+    except (DirtyError, KeyError):
         return False
-
-
-_QuickParams = tuple[bool, Callable[[str], Any] | None, re.Pattern[str] | None, bool, bool]
-"""``_valid``'s arguments after the messages: thinking, the name test, the id pattern, and
-whether the profile refuses a reused call id and thinking in the final assistant message."""
-
-_PARAMS_BY_PROFILE: dict[int, tuple[Profile, _QuickParams | None]] = {}
-"""``id(profile)`` -> (the profile, :func:`_valid`'s arguments for it, or None when the pass
-does not model its rules); the profile is kept so its id cannot be reused while the entry
-lives. Worked out once per profile: a hook asks on every request."""
-
-
-def _quick_params(profile: Profile) -> _QuickParams | None:
-    entry = _PARAMS_BY_PROFILE.get(id(profile))
-    if entry is not None and entry[0] is profile:
-        return entry[1]
-    params: _QuickParams | None = None
-    if profile.block_pairing == "turns" and not profile.first_user:
-        name_pattern = compiled(profile.function_name_pattern)
-        params = (
-            bool(profile.thinking),
-            name_pattern.fullmatch if name_pattern is not None else None,
-            compiled(profile.call_id_pattern),
-            "duplicate_call_id" in profile.checks,
-            "thinking_final_assistant_disabled" in profile.checks,
-        )
-    if len(_PARAMS_BY_PROFILE) >= 256:  # profiles built per call: keep the cache small
-        _PARAMS_BY_PROFILE.clear()
-    _PARAMS_BY_PROFILE[id(profile)] = (profile, params)
-    return params
-
-
-def _valid(
-    messages: list[Any],
-    thinking: bool,
-    name_ok: Callable[[str], Any] | None,
-    id_pattern: re.Pattern[str] | None,
-    duplicate_rule: bool,
-    final_rule: bool,
-) -> bool:
-    """:func:`_scan` with ``first_only``, as a plain pass that returns False at the first
-    problem (and for anything it does not read: a message or block that is not a dict, another
-    role, a missing field raises ``KeyError``). The same rules in the same order; only the
-    ranges are left out."""
-    ids: list[str] = []  # every call id, checked together at the end
-    keep_id = ids.append
-    good_names: set[str] = set()  # names already found acceptable (tools repeat)
-    pending: set[str] | None = None  # calls of the current assistant turn
-    expect: set[str] | None = None  # calls the current user turn must still answer
-    closed = True  # no other block after a call in the current assistant turn
-    thinks = False  # the current assistant turn starts with a thinking block (thinking on)
-    answers = False  # the current user turn follows an assistant turn with calls
-    results = False  # the current user turn carries a result
-    in_user = False
-    leading = False  # still in the leading run of results of a user turn that answers calls
-    last = len(messages) - 1
-    content: Any = None
-    for index, message in enumerate(messages):
-        if type(message) is not dict:
-            return False
-        role = message["role"]
-        content = message["content"]
-        if role == "user":
-            if not in_user:
-                in_user, results = True, False
-                expect, pending = pending, None
-                if expect is None:  # (a pending set is never empty)
-                    leading = answers = False
-                elif not closed:
-                    return False  # text after the calls in their turn
-                else:
-                    leading = answers = True
-            if type(content) is str:
-                if not content or content.isspace():
-                    return False
-                leading = False
-                continue
-            if type(content) is not list or not content:
-                return False
-            for block in content:
-                if type(block) is not dict:
-                    return False
-                kind = block["type"]
-                if kind == "tool_result":
-                    results = True
-                    result_id = block["tool_use_id"]
-                    if not leading or type(result_id) is not str or result_id not in expect:  # type: ignore[operator]
-                        return False  # a stray, a repeat or a result after other blocks
-                    expect.discard(result_id)  # type: ignore[union-attr]
-                    nested = block.get("content")
-                    if type(nested) is list and _nested_blank(nested):
-                        return False
-                    continue
-                leading = False
-                if kind == "text":
-                    text = block.get("text")
-                    if type(text) is not str or not text or text.isspace():
-                        return False
-                elif kind in _THINKING or kind == "tool_use":
-                    return False
-            continue
-        if role != "assistant":
-            return False
-        if in_user or index == 0:
-            if expect:
-                return False  # the user turn left calls unanswered
-            in_user, pending, expect, closed = False, None, None, True
-            if thinking:
-                first = content[0] if type(content) is list and content else None
-                thinks = type(first) is dict and first.get("type") in _THINKING
-        if type(content) is str:
-            if pending:
-                closed = False
-            if not content or content.isspace():
-                if content or index != last:
-                    return False
-            elif index == last and content[-1].isspace():
-                return False
-            continue
-        if type(content) is not list or (not content and index != last):
-            return False
-        for block in content:
-            if type(block) is not dict:
-                return False
-            kind = block["type"]
-            if kind == "tool_use":
-                call_id = block["id"]
-                if type(call_id) is not str:
-                    return False
-                keep_id(call_id)
-                if pending is None:
-                    pending = {call_id}
-                else:
-                    pending.add(call_id)
-                name = block["name"]
-                if type(name) is not str or name not in good_names:
-                    if type(name) is not str or not name or (name_ok and not name_ok(name)):
-                        return False
-                    good_names.add(name)
-                if type(block["input"]) is not dict:
-                    return False
-                continue
-            if pending:
-                closed = False
-            if kind == "text":
-                text = block.get("text")
-                if type(text) is not str or not text or text.isspace():
-                    return False
-            elif kind == "thinking":
-                if block.get("thinking") is None or block.get("signature") is None:
-                    return False
-            elif kind == "redacted_thinking":
-                if block.get("data") is None:
-                    return False
-            elif kind == "tool_result":
-                return False
-        if index == last and content:
-            block = content[-1]
-            text = block.get("text") if block.get("type") == "text" else None
-            if type(text) is str and text and text[-1].isspace():
-                return False
-    if in_user and (expect or (thinking and answers and results and not thinks)):
-        return False  # calls left unanswered, or thinking required and missing
-    if (
-        not in_user
-        and final_rule
-        and type(content) is list
-        and any(type(block) is dict and block.get("type") in _THINKING for block in content)
-    ):
-        return False  # a rule on the whole request's final message: the full path decides
-    if duplicate_rule and len(set(ids)) != len(ids):
-        return False  # a reused call id (see _scan)
-    return all_match(id_pattern, ids)
 
 
 _LIVE_ASSISTANT_BLOCKS = frozenset({"text", "tool_use", "thinking", "redacted_thinking"})
@@ -288,13 +110,7 @@ def quick_live(
     blocks, and the run starts after the last user message holding no ``tool_result`` (a user
     message of results with text beside them does not end it), so
     :func:`toolmend._loops.quiet_live_run` errs towards asking the guard."""
-    params = _quick_params(profile)
-    if params is None or type(messages) is not list or not messages:
-        return None
-    try:
-        if not _valid(messages, *params):
-            return None
-    except (KeyError, TypeError):
+    if not quick_valid(messages, profile):
         return None
     rounds = 0
     calls: list[tuple[str, Any]] = []
