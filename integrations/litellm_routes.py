@@ -30,7 +30,7 @@ from __future__ import annotations
 import threading
 import weakref
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from toolmend import _routing as routing
@@ -109,9 +109,9 @@ def route_profile(route: Route, deployment: str, *, thinking: object = None) -> 
         return deployment
     if route.format == "openai-responses":
         return "openai-responses"
-    if deployment in _ANTHROPIC_PROFILES:
+    if deployment in _ANTHROPIC_PROFILES and thinking is not None:
         return routing.request_profile("anthropic", thinking=thinking)
-    return "anthropic"
+    return "anthropic"  # (the profile of a request without a thinking setting, too)
 
 
 Pass = Literal["first", "second", "skip"]
@@ -119,7 +119,7 @@ Pass = Literal["first", "second", "skip"]
 record; ``"skip"``: the first pass failed open, so the translated request goes out as it is."""
 
 
-@dataclass
+@dataclass(slots=True)
 class _Request:
     """What toolmend did with one client request so far."""
 
@@ -131,10 +131,11 @@ class _Request:
     """The first pass wrote a line (changes, problems left, a loop, a failure)."""
     failed: bool = False
     record: dict[str, Any] | None = None
-    later: dict[str, dict[str, list[dict[str, Any]]]] = field(default_factory=dict)
+    later: dict[str, dict[str, list[dict[str, Any]]]] | None = None
     """Route -> the changes and problems its second pass found (replaced when a route is tried
-    again, so an inner retry is not counted twice)."""
-    names: dict[str, Any] = field(default_factory=dict)
+    again, so an inner retry is not counted twice); made by the first second pass with
+    something to tell (most requests have none, and a hook pays for every object it makes)."""
+    names: dict[str, Any] | None = None
     """``provider`` and ``model`` of the latest second pass with something to tell, for a record
     the first pass did not start."""
 
@@ -196,11 +197,13 @@ class Passes:
             if request is None:  # pragma: no cover - begin() said "second"
                 return True, record
             if record is None:
-                if request.later.pop(route, None) is None:
+                if request.later is None or request.later.pop(route, None) is None:
                     return False, None  # nothing new: the record in place stays
             else:
                 request.spoke = True  # a later pass of this request stays quiet
                 request.names = {"provider": record["provider"], "model": record["model"]}
+                if request.later is None:
+                    request.later = {}
                 request.later[route] = {
                     "changes": [{**c, "route": route} for c in record["changes"]],
                     "problems": [{**p, "route": route} for p in record["problems"]],
@@ -214,7 +217,7 @@ class Passes:
         if not request.later:
             return request.record
         base = request.record or {
-            **request.names,
+            **(request.names or {}),
             "changes": [],
             "problems": [],
             "loops": [],

@@ -202,3 +202,75 @@ def test_an_unknown_provider_or_format_name_raises_as_repair_does() -> None:
             vouch([user()], **options)
         with pytest.raises(toolmend.UnknownNameError):
             toolmend.repair([user()], **options)
+
+
+# --- the loop guard's shortcut on long runs and on argument objects ------------------------------
+
+_INPUTS: list[Any] = [
+    {"q": 1},
+    {"q": True},  # equal to {"q": 1} in Python, not in JSON
+    {"q": 1.0},  # a float: compared as canonical JSON
+    {"q": "1"},
+    {"q": None},
+    {},
+    {"q": [1]},  # nested: compared as canonical JSON
+    {"n": 2, "q": 1},
+    {"q": 1, "n": 2},  # the same object, keys in another order
+    {1: "x"},  # a key JSON writes as "1"
+    {"1": "x"},
+]
+
+
+@st.composite
+def _anthropic_runs(draw: st.DrawFn) -> list[Any]:
+    """A user prompt, then tool rounds of mostly one call each (streaks of a tool happen), with
+    argument objects that look alike in Python or in JSON."""
+    history: list[Any] = [{"role": "user", "content": "go"}]
+    number = 0
+    for _ in range(draw(st.integers(1, 12))):
+        blocks = []
+        for _ in range(draw(st.sampled_from([1, 1, 1, 2]))):
+            number += 1
+            name = draw(st.sampled_from(["grep", "ls"]))
+            arguments = draw(st.sampled_from(_INPUTS))
+            blocks.append(
+                {"type": "tool_use", "id": f"t{number}", "name": name, "input": arguments}
+            )
+        history.append({"role": "assistant", "content": blocks})
+        results = [{"type": "tool_result", "tool_use_id": b["id"], "content": "ok"} for b in blocks]
+        history.append({"role": "user", "content": results})
+    return history
+
+
+@settings(max_examples=150, deadline=None)
+@given(history=_anthropic_runs())
+def test_a_quiet_run_of_argument_objects_is_quiet_for_the_guard(history: list[Any]) -> None:
+    """``quiet_live_run`` compares argument objects without writing them out as JSON where it
+    can (flat objects of strings, whole numbers, booleans and nulls), and follows a long run
+    of one call per round by the tools' names: where it says yes, the guard finds nothing."""
+    live = vouch(history, provider="anthropic", format="anthropic")
+    assert live is not None
+    if quiet_live_run(*live):
+        assert toolmend.detect_loops(history, format="anthropic", live_only=True) == []
+
+
+@settings(max_examples=150, deadline=None)
+@given(names=st.lists(st.sampled_from(["grep", "ls", "cat"]), min_size=1, max_size=30))
+def test_a_long_responses_run_is_followed_by_its_names(names: list[str]) -> None:
+    """Every ``function_call`` item is a round: a run of five or more is quiet when no tool is
+    called five times in a row and no call repeats three times (each call here has its own
+    arguments), and more than 25 rounds never is."""
+    items: list[Any] = [{"role": "user", "content": "go"}]
+    for number, name in enumerate(names):
+        call = {"call_id": f"c{number}", "name": name, "arguments": f'{{"n": {number}}}'}
+        items.append({"type": "function_call", **call})
+        items.append({"type": "function_call_output", "call_id": f"c{number}", "output": "ok"})
+    live = vouch(items, provider="openai-responses", format="openai-responses")
+    assert live is not None and live[0] == len(names)
+    found = toolmend.detect_loops(items, format="openai-responses", live_only=True)
+    streaks = any(len(set(names[i : i + 5])) == 1 for i in range(len(names) - 4))
+    assert quiet_live_run(*live) is (not streaks and len(names) <= 25)
+    if quiet_live_run(*live):
+        assert found == []
+    elif streaks:
+        assert found, "the full path must report the streak"

@@ -169,14 +169,27 @@ def detect_loops(
 def quiet_live_run(rounds: int, calls: Sequence[tuple[str, Any]]) -> bool:
     """True only when :func:`detect_loops` with the default limits and ``live_only=True`` finds
     nothing in a live run of ``rounds`` tool rounds making ``calls`` (name, arguments; every
-    name a non-empty string). False says nothing: ask :func:`detect_loops`.
+    name a non-empty string; every round makes at least one call, and ``calls`` lists them
+    round by round, forwards or backwards). False says nothing: ask :func:`detect_loops`.
 
     The hooks' fast path (:func:`toolmend._fastpath.vouch`) gets the run from the format's
     one-pass check of the whole history, and most runs end here without reading an argument:
     a run too short for ``repeated_tool`` and ``long_tool_run`` can only hold a
-    ``repeated_call``, which needs a tool called ``REPEAT`` times."""
-    if rounds >= REPEAT_TOOL or rounds > MAX_ROUNDS:
+    ``repeated_call``, which needs a tool called ``REPEAT`` times. A longer run whose rounds
+    each make one call (a Responses run: every ``function_call`` item is a round) holds a
+    ``repeated_tool`` only where ``REPEAT_TOOL`` calls in a row name one tool, which is read
+    off the names too."""
+    if rounds > MAX_ROUNDS:
         return False
+    if rounds >= REPEAT_TOOL:
+        if rounds != len(calls):  # a round with parallel calls: the guard follows the rounds
+            return False
+        streak, previous = 0, None
+        for name, _ in calls:
+            streak = streak + 1 if name == previous else 1
+            if streak >= REPEAT_TOOL:
+                return False
+            previous = name
     counts: dict[str, int] = {}
     crowded = False
     for name, _ in calls:
@@ -184,14 +197,54 @@ def quiet_live_run(rounds: int, calls: Sequence[tuple[str, Any]]) -> bool:
         crowded = crowded or count >= REPEAT
     if not crowded:
         return True
-    same: dict[tuple[str, str], int] = {}
+    return not _repeats(calls, counts)
+
+
+def _repeats(calls: Sequence[tuple[str, Any]], counts: Mapping[str, int]) -> bool:
+    """Whether a tool called ``REPEAT`` times or more (``counts``) may have been called
+    ``REPEAT`` times with the same canonical arguments. Each tool's calls are compared by a
+    key equal wherever their canonical JSON is: :func:`_flat_key` when every one of them is a
+    flat JSON object (no JSON text to parse or write), else the canonical text itself."""
+    by_name: dict[str, list[Any]] = {}
     for name, arguments in calls:
         if counts[name] >= REPEAT:
-            key = (name, _canonical(arguments))
+            by_name.setdefault(name, []).append(arguments)
+    for called in by_name.values():
+        keys: list[Any] = []
+        for arguments in called:
+            key = _flat_key(arguments)
+            if key is None:
+                keys = [_canonical(arguments) for arguments in called]
+                break
+            keys.append(key)
+        same: dict[Any, int] = {}
+        for key in keys:
             count = same[key] = same.get(key, 0) + 1
             if count >= REPEAT:
-                return False
-    return True
+                return True
+    return False
+
+
+_SCALARS = frozenset({str, int, bool, type(None)})
+
+
+def _flat_key(arguments: Any) -> frozenset[tuple[str, Any]] | None:
+    """A dict of string keys and ``str``, ``int``, ``bool`` or ``None`` values (exactly those
+    types) as the set of its items; None for anything else. Two such dicts have the same
+    canonical JSON only when their items are equal (JSON writes each of those types apart, and
+    each value one way), so equal canonical arguments always have equal keys; the converse may
+    fail (``1 == True``), which only makes the guard be asked. Floats are left out: ``nan`` is
+    not equal to itself."""
+    if type(arguments) is not dict:
+        return None
+    if not (
+        set(map(type, arguments)) <= _STR_ONLY and set(map(type, arguments.values())) <= _SCALARS
+    ):
+        return None
+    return frozenset(arguments.items())
+
+
+_STR_ONLY = frozenset({str})
 
 
 def _read_shifted(module: Format, items: Sequence[Any], start: int) -> Skeleton:

@@ -155,8 +155,9 @@ class Format:
         self, messages: Sequence[Any], profile: Profile, /
     ) -> tuple[int, list[tuple[str, Any]]] | None:
         """:meth:`quick_valid`'s pass, also returning the live run for the loop guard: the
-        number of tool rounds after the last user message and each of their calls as
-        (name, arguments); None when it cannot vouch."""
+        number of tool rounds after the last user message (a round makes at least one call)
+        and each of their calls as (name, arguments), round after round (forwards or
+        backwards); None when it cannot vouch. See :func:`toolmend._loops.quiet_live_run`."""
         return None
 
     def dirty_spans(

@@ -31,6 +31,7 @@ from .. import _jsontext as jsontext
 from .._edits import AsText, Bridge, Item, Keep, Merge, MessageEdit, Placeholder, Plan
 from .._report import InvalidMessageError
 from .._skeleton import ASSISTANT, OTHER, SYSTEM, TOOL, USER, Call, Defect, Result, Skeleton
+from .._spans import all_match
 from . import register
 from ._base import Format
 
@@ -178,63 +179,76 @@ def quick_valid(messages: Sequence[Any] | str, profile: Profile) -> bool:
 
     A valid input is the common case and must cost far less than the ``json.dumps`` the SDK
     does anyway, so plain dicts of the four core item types get one tight pass that builds
-    nothing. Conservative: SDK objects, other item types, unknown roles or a profile with rules
-    this pass does not know answer False, and the full path decides. A property test asserts
-    that True always agrees with the full path.
+    nothing per item: the item ids are kept in a list and checked together at the end
+    (:func:`toolmend._spans.all_match`: one ``bytes.translate`` over them all). Conservative:
+    SDK objects, other item types, unknown roles or a profile with rules this pass does not
+    know answer False, and the full path decides. A property test asserts that True always
+    agrees with the full path.
     """
-    if type(messages) is not list or not messages or not _scannable(profile):
+    if type(messages) is not list or not messages:
         return False
-    max_length = profile.call_id_max_length or 1 << 30
+    max_length = _max_length(profile)
+    if max_length is None:
+        return False
     called: set[str] = set()
     unanswered: set[str] = set()
-    ids: list[str] = []
-    call, answer, keep_id = called.add, unanswered.discard, ids.append
+    ids: list[Any] = []
+    keep_id = ids.append
     after_reasoning = False
     for item in messages:
         if type(item) is not dict:
             return False
-        get = item.get
-        item_type = get("type")
-        item_id = get("id")
+        item_type = item.get("type")
+        if item_type == "function_call_output":  # the commonest item, with no id of its own
+            call_id = item.get("call_id")
+            if (
+                after_reasoning
+                or type(call_id) is not str
+                or call_id not in called  # (never empty: calls have non-empty ids)
+                or item.get("output") is None
+            ):
+                return False
+            unanswered.discard(call_id)
+            item_id = item.get("id")
+            if item_id is not None:
+                keep_id(item_id)
+            continue
+        item_id = item.get("id")
         if item_type == "function_call":
-            call_id = get("call_id")
+            call_id = item.get("call_id")
             if (
                 type(call_id) is not str
                 or not call_id
                 or len(call_id) > max_length
-                or type(get("name")) is not str
-                or type(get("arguments")) is not str
+                or type(item.get("name")) is not str
+                or type(item.get("arguments")) is not str
+                or (
+                    item_id is not None
+                    and (type(item_id) is not str or not item_id.startswith("fc"))
+                )
             ):
                 return False
-            if item_id is not None and (type(item_id) is not str or item_id[:2] != "fc"):
-                return False
-            call(call_id)
+            called.add(call_id)
             unanswered.add(call_id)
             after_reasoning = False
-        elif item_type == "function_call_output":
-            call_id = get("call_id")
+        elif item_type == "reasoning":
             if (
                 after_reasoning
-                or type(call_id) is not str
-                or not call_id
-                or call_id not in called
-                or get("output") is None
+                or item.get("summary") is None
+                or (
+                    item_id is not None
+                    and (type(item_id) is not str or not item_id.startswith("rs"))
+                )
             ):
                 return False
-            answer(call_id)
+            after_reasoning = True
         elif item_type is None or item_type == "message":
-            role = get("role")
-            if type(role) is not str or role not in _MESSAGE_KINDS or get("content") is None:
+            role = item.get("role")
+            if type(role) is not str or role not in _MESSAGE_KINDS or item.get("content") is None:
                 return False
             if after_reasoning and role == "user":
                 return False
             after_reasoning = False
-        elif item_type == "reasoning":
-            if after_reasoning or get("summary") is None:
-                return False
-            if item_id is not None and (type(item_id) is not str or item_id[:2] != "rs"):
-                return False
-            after_reasoning = True
         else:
             return False
         if item_id is not None:
@@ -243,17 +257,29 @@ def quick_valid(messages: Sequence[Any] | str, profile: Profile) -> bool:
         return False
     if not ids:
         return True
-    # Every id at once: one C-level match over the ids joined by spaces (an id holding a space
-    # shows in the count, an id that is no string fails the join), one set for repeats.
+    # every id at once: one set for repeats, one C-level pass for the characters (an id that
+    # is no string fails the join)
     try:
-        joined = " ".join(ids) + " "
+        return len(set(ids)) == len(ids) and all_match(_ID_CHARSET, ids)
     except TypeError:
         return False
-    return (
-        len(set(ids)) == len(ids)
-        and joined.count(" ") == len(ids)
-        and _ID_LIST.fullmatch(joined) is not None
-    )
+
+
+_MAX_LENGTH: dict[int, tuple[Profile, int | None]] = {}
+"""``id(profile)`` -> (the profile, the longest call id it takes, or None when the one-pass
+scans do not model its rules); the profile is kept so its id cannot be reused while the entry
+lives. Worked out once per profile: a hook asks on every request."""
+
+
+def _max_length(profile: Profile) -> int | None:
+    entry = _MAX_LENGTH.get(id(profile))
+    if entry is not None and entry[0] is profile:
+        return entry[1]
+    found = (profile.call_id_max_length or 1 << 30) if _scannable(profile) else None
+    if len(_MAX_LENGTH) >= 256:  # profiles built per call: keep the cache small
+        _MAX_LENGTH.clear()
+    _MAX_LENGTH[id(profile)] = (profile, found)
+    return found
 
 
 def quick_live(
