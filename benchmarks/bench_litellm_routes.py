@@ -16,12 +16,18 @@ loop, each starting 5 ms after the previous one ended so that LiteLLM's backgrou
 the previous call is not charged to the next; LiteLLM's import-time heap is frozen out of the
 garbage collector after the warm-up, as in ``bench_litellm.py`` (its docstring says why).
 
+With ``--http``, each call goes over real HTTP to the strict provider server on 127.0.0.1
+instead of ``mock_response`` (as ``bench_patch.py`` times the openai patch): what a request
+through LiteLLM costs when it is sent, short of a real provider's own time. The server runs in
+this process, on a thread, and every request must be accepted.
+
 With ``--diagnose``, a third kind of call shows LiteLLM's own share: a ``CustomLogger`` whose
 ``async_pre_call_deployment_hook`` returns ``None`` at once (what LiteLLM itself adds on these
 routes for any logger with that hook).
 
 Run with plain Python: ``python benchmarks/bench_litellm_routes.py`` (``--rounds N``, default
-1,000; ``--diagnose``; ``--json`` adds a line of machine-readable results for ``run.py``).
+1,000; ``--http``; ``--diagnose``; ``--json`` adds a line of machine-readable results for
+``run.py``).
 Target: <= 1.05 on each route.
 """
 
@@ -52,6 +58,7 @@ from litellm.integrations.custom_logger import CustomLogger
 
 import toolmend
 from toolmend.integrations.litellm import ToolMend
+from toolmend.testing import StrictProviderServer
 
 
 def as_anthropic(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -95,12 +102,22 @@ class EmptyHook(CustomLogger):
         return None
 
 
-def routes(history: list[dict[str, Any]]) -> dict[str, tuple[Call, int]]:
-    """Route name -> (one call of it, the number of messages or items it carries)."""
+def routes(
+    history: list[dict[str, Any]], server: StrictProviderServer | None = None
+) -> dict[str, tuple[Call, int]]:
+    """Route name -> (one call of it, the number of messages or items it carries); sent to
+    ``server`` when one is given, else answered by ``mock_response``."""
     messages = as_anthropic(history)
     items = as_items(history)
     assert toolmend.check(messages, format="anthropic") == []
     assert toolmend.check(items, format="openai-responses") == []
+
+    def target(provider: str) -> dict[str, Any]:
+        if server is None:
+            return {"mock_response": "OK"}
+        # the server's routes pick their own provider (/messages: Anthropic; /v1/responses:
+        # OpenAI's Responses), as tests/test_litellm_routes.py points LiteLLM at them
+        return {"api_base": server.base_url if provider == "anthropic" else server.openai_base_url}
 
     def anthropic_messages() -> Coroutine[Any, Any, object]:
         return litellm.anthropic_messages(
@@ -108,12 +125,12 @@ def routes(history: list[dict[str, Any]]) -> dict[str, tuple[Call, int]]:
             messages=messages,
             max_tokens=64,
             api_key="sk-test",
-            mock_response="OK",
+            **target("anthropic"),
         )
 
     def aresponses() -> Coroutine[Any, Any, object]:
         return litellm.aresponses(
-            model="openai/gpt-4.1", input=items, api_key="sk-test", mock_response="OK"
+            model="openai/gpt-4.1", input=items, api_key="sk-test", **target("openai")
         )
 
     return {
@@ -126,6 +143,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=1000, help="timed calls of each kind")
     parser.add_argument(
+        "--http", action="store_true", help="send to the strict server instead of mock_response"
+    )
+    parser.add_argument(
         "--diagnose", action="store_true", help="also time a deployment hook that does nothing"
     )
     parser.add_argument("--json", action="store_true", help="a last line of JSON results")
@@ -134,7 +154,8 @@ def main() -> int:
     litellm.suppress_debug_info = True
     history = agent_history(202)[1:]  # 200 messages ending on a whole turn; no system prompt
     assert len(history) == 200
-    calls = routes(history)
+    server = StrictProviderServer().start() if args.http else None
+    calls = routes(history, server)
     loggers: dict[str, list[object]] = {"without": [], "ToolMend": [ToolMend()]}
     if args.diagnose:
         loggers["empty hook"] = [EmptyHook()]
@@ -166,6 +187,9 @@ def main() -> int:
             times[kind].append(call(*kind))
     use_callbacks([])
     loop.close()
+    if server is not None:
+        assert all(r.accepted for r in server.requests), "the server refused a request"
+        server.stop()
     results = {}
     for route, (_, size) in calls.items():
         without = statistics.median(times[(route, "without")])
@@ -189,7 +213,8 @@ def main() -> int:
             )
     worst = max(r["ratio"] for r in results.values())
     if args.json:
-        what = f"litellm.anthropic_messages and aresponses, {len(history)} messages, mock_response"
+        sent = "strict server" if args.http else "mock_response"
+        what = f"litellm.anthropic_messages and aresponses, {len(history)} messages, {sent}"
         print(json.dumps({"ratio": worst, "target": 1.05, "what": what, "routes": results}))
     return 0
 
