@@ -25,7 +25,15 @@ from toolmend import _profiles as profiles
 from toolmend._api import Mended
 from toolmend._loops import quiet_live_run
 
-__all__ = ["HookOptions", "Mended", "check_names", "hook_policy", "mend"]
+__all__ = [
+    "HookOptions",
+    "Mended",
+    "change_codes",
+    "check_names",
+    "hook_policy",
+    "mend",
+    "problem_codes",
+]
 
 logger = logging.getLogger("toolmend")
 
@@ -55,6 +63,17 @@ class HookOptions:
             raise
         except Exception:
             pass
+
+
+def change_codes(changes: Sequence[toolmend.Change]) -> list[str]:
+    """How a log line names each change: ``code@index[id,...]`` (ids and codes, never
+    content)."""
+    return [f"{c.code}@{c.index}" + (f"[{','.join(c.ids)}]" if c.ids else "") for c in changes]
+
+
+def problem_codes(problems: Sequence[toolmend.Problem]) -> str:
+    """How a log line names the problems found: ``code@index``, space separated."""
+    return " ".join(f"{p.code}@{p.index}" for p in problems)
 
 
 def check_names(*, provider: Any = None, policy: Any = None, source: str) -> bool:
@@ -134,7 +153,7 @@ def mend(
                     "toolmend loop guard on %s for %s: %s",
                     source,
                     provider,
-                    " ".join(f"{p.code}@{p.index}" for p in loops),
+                    problem_codes(loops),
                 )
         if live is not None:
             return Mended(messages, loops=loops)
@@ -146,10 +165,7 @@ def mend(
                 "toolmend repaired %s for %s: %s",
                 source,
                 provider,
-                " ".join(
-                    f"{c.code}@{c.index}" + (f"[{','.join(c.ids)}]" if c.ids else "")
-                    for c in result.changes
-                ),
+                " ".join(change_codes(result.changes)),
             )
         elif result.problems:
             logger.warning(
@@ -157,7 +173,7 @@ def mend(
                 len(result.problems),
                 source,
                 provider,
-                " ".join(f"{p.code}@{p.index}" for p in result.problems),
+                problem_codes(result.problems),
             )
     except (toolmend.ToolLoopError, toolmend.ToolChainError):
         raise

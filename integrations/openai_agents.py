@@ -82,7 +82,15 @@ import toolmend
 from toolmend import _fastpath as fastpath
 from toolmend import _routing as routing
 
-from .hooks import HookOptions, OnLoop, check_names, hook_policy, mend
+from .hooks import (
+    HookOptions,
+    OnLoop,
+    change_codes,
+    check_names,
+    hook_policy,
+    mend,
+    problem_codes,
+)
 
 try:
     from agents.models import _openai_shared
@@ -553,7 +561,7 @@ class ToolMendInputFilter:
                 "toolmend loop guard on %s for %s: %s",
                 source,
                 profile,
-                " ".join(f"{p.code}@{p.index}" for p in loops),
+                problem_codes(loops),
             )
 
     def _for_chat(
@@ -585,10 +593,9 @@ class ToolMendInputFilter:
             return None
         repaired = toolmend.repair(items, provider=_PAIRING, format=FORMAT, policy=policy)
         fixed, moved = _outputs_after_calls(repaired.messages)
-        changes = [
-            f"{c.code}@{c.index}" + (f"[{','.join(c.ids)}]" if c.ids else "")
-            for c in repaired.changes
-        ] + [f"moved_result@{index}[{call_id}]" for index, call_id in moved]
+        changes = change_codes(repaired.changes) + [
+            f"moved_result@{index}[{call_id}]" for index, call_id in moved
+        ]
         if changes:
             logger.info(
                 "toolmend repaired %s for %s: %s", source, target.profile, " ".join(changes)
@@ -608,7 +615,7 @@ def _log_left(source: str, profile: str, problems: Sequence[toolmend.Problem], w
         source,
         profile,
         why,
-        " ".join(f"{p.code}@{p.index}" for p in problems),
+        problem_codes(problems),
     )
 
 
@@ -676,17 +683,14 @@ def _log(source: str, result: toolmend.Repair) -> None:
         logger.info(
             "toolmend repaired %s for openai-responses (session rules): %s",
             source,
-            " ".join(
-                f"{c.code}@{c.index}" + (f"[{','.join(c.ids)}]" if c.ids else "")
-                for c in result.changes
-            ),
+            " ".join(change_codes(result.changes)),
         )
     elif result.problems:
         logger.warning(
             "toolmend found %d problem(s) in %s and changed nothing: %s",
             len(result.problems),
             source,
-            " ".join(f"{p.code}@{p.index}" for p in result.problems),
+            problem_codes(result.problems),
         )
 
 
