@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from time import perf_counter
 from typing import Any, Literal
 
 import toolmend
@@ -24,6 +25,7 @@ from toolmend import _policy as policies
 from toolmend import _profiles as profiles
 from toolmend._api import Mended
 from toolmend._loops import quiet_live_run
+from toolmend.integrations import telemetry
 
 __all__ = [
     "HookOptions",
@@ -133,15 +135,20 @@ def mend(
 
     ``source`` names the call site in the log line (``"litellm.completion"``,
     ``"openai.chat.completions.create"``); it never includes message content. ``quiet`` writes
-    no line about the history (repaired, problems left, unreadable), for a hook that has
-    already reported this request once (LiteLLM's second pass over a translated request); a
-    toolmend failure is still logged.
+    no line about the history (repaired, problems left, unreadable) and reports nothing to
+    :mod:`toolmend.integrations.telemetry`, for a hook that has already reported this request
+    once (LiteLLM's second pass over a translated request); a toolmend failure is still logged.
+
+    Unless ``quiet``, each call ends in one :func:`toolmend.integrations.telemetry.record`:
+    an unreadable history counts as ``failed_open`` (it went out unrepaired), a request the
+    loop guard or the strict policy refused as ``problems_left``.
     """
+    started = perf_counter()
+    loops: tuple[toolmend.Problem, ...] = ()
     try:
         # nearly every request: one pass vouches for the history and hands over the live run
         # (see toolmend._fastpath), and the loop guard reads it only when it looks like a loop
         live = fastpath.vouch(messages, provider=provider, format=format)
-        loops: tuple[toolmend.Problem, ...] = ()
         if options.on_loop != "off" and (live is None or not quiet_live_run(*live)):
             loops = tuple(
                 toolmend.detect_loops(
@@ -156,26 +163,42 @@ def mend(
                     problem_codes(loops),
                 )
         if live is not None:
+            if not quiet and telemetry.is_active():
+                _report(source, provider, started, loops=loops)
             return Mended(messages, loops=loops)
         result = toolmend.repair(messages, provider=provider, format=format, policy=options.policy)
+        left = 0
         if quiet:
             pass
         elif result.changes:  # in the try: a line that cannot be written sends the original
-            logger.info(
-                "toolmend repaired %s for %s: %s",
+            problems_left = result.problems_left
+            left = len(problems_left)
+            logger.log(
+                logging.WARNING if left else logging.INFO,
+                "toolmend repaired %s for %s: %s%s",
                 source,
                 provider,
                 " ".join(change_codes(result.changes)),
+                f"; {left} problem(s) left: {problem_codes(problems_left)}" if left else "",
             )
         elif result.problems:
+            left = len(result.problems)
             logger.warning(
                 "toolmend found %d problem(s) in %s for %s and changed nothing: %s",
-                len(result.problems),
+                left,
                 source,
                 provider,
                 problem_codes(result.problems),
             )
-    except (toolmend.ToolLoopError, toolmend.ToolChainError):
+        if not quiet and telemetry.is_active():
+            _report(source, provider, started, result.changes, left, loops)
+    except toolmend.ToolLoopError as refused:
+        if not quiet and telemetry.is_active():
+            _report(source, provider, started, (), len(refused.problems), refused.problems)
+        raise
+    except toolmend.ToolChainError as refused:
+        if not quiet and telemetry.is_active():
+            _report(source, provider, started, (), len(refused.problems), loops)
         raise
     except toolmend.InvalidHistoryError as error:  # the caller's data, not a toolmend bug
         if quiet:
@@ -186,10 +209,49 @@ def mend(
             provider,
             error,
         )
+        _report_failure(source, provider, started)
         return Mended(messages, failed=True)
     except Exception:
         logger.exception(
             "toolmend failed on %s for %s; the original history was sent", source, provider
         )
+        if not quiet:
+            _report_failure(source, provider, started)
         return Mended(messages, failed=True)
     return Mended(result.messages, result.changes, problems=result.problems, loops=loops)
+
+
+def _report(
+    source: str,
+    provider: str,
+    started: float,
+    changes: Sequence[toolmend.Change] = (),
+    left: int = 0,
+    loops: Sequence[toolmend.Problem] = (),
+) -> None:
+    telemetry.record(
+        telemetry.HookReport(
+            telemetry.hook_name(source),
+            provider,
+            telemetry.outcome_of(changed=bool(changes), problems_left=left),
+            telemetry.codes_of(changes),
+            left,
+            telemetry.codes_of(loops),
+            perf_counter() - started,
+        )
+    )
+
+
+def _report_failure(source: str, provider: str, started: float) -> None:
+    """Report a request that went out unrepaired; a failure here is only logged."""
+    try:
+        if telemetry.is_active():
+            report = telemetry.HookReport(
+                telemetry.hook_name(source),
+                provider,
+                "failed_open",
+                duration=perf_counter() - started,
+            )
+            telemetry.record(report)
+    except Exception:
+        logger.exception("toolmend could not report a failed request")

@@ -1,0 +1,223 @@
+"""What each hook call tells an operator's traces and metrics: OpenTelemetry, and other sinks.
+
+Every hook reports one :class:`HookReport` per request through :func:`record`: which hook, for
+which provider, the outcome (``clean``, ``repaired``, ``problems_left``, ``failed_open``), the
+change codes, how many problems are left, what the loop guard found and how long toolmend took.
+Ids and content never reach a report: codes, counts and the names of toolmend's own hooks only.
+
+OpenTelemetry is read through ``opentelemetry-api`` alone (extra ``otel``), and only when the
+application has imported it: this module imports nothing from it, so a process without
+OpenTelemetry pays one dictionary lookup per request. When it is imported:
+
+- the span current at repair time gets the attributes ``toolmend.provider``,
+  ``toolmend.outcome``, ``toolmend.changes.count``, ``toolmend.change_codes`` (sorted, each
+  once), ``toolmend.problems_left.count`` and ``toolmend.loop`` (when the guard fired), if it
+  records (an SDK is configured and the span is sampled);
+- the metrics ``toolmend.requests`` (counter; ``hook``, ``provider``, ``outcome``),
+  ``toolmend.changes`` (counter; ``provider``, ``code``) and ``toolmend.hook.duration``
+  (histogram, seconds; ``hook``, ``provider``) go to the global meter provider once an SDK one
+  is set (the API's own no-op and proxy providers are skipped, so nothing is built for them).
+
+Other sinks (the Prometheus one, :mod:`toolmend.integrations.prometheus`) register with
+:func:`add_sink`. A sink that raises is a toolmend bug: it is logged once, with its traceback,
+and the request goes on.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+import toolmend
+
+__all__ = [
+    "HookReport",
+    "Outcome",
+    "add_sink",
+    "codes_of",
+    "failed_open",
+    "hook_name",
+    "is_active",
+    "outcome_of",
+    "record",
+    "remove_sink",
+    "span_attributes",
+]
+
+logger = logging.getLogger("toolmend")
+
+Outcome = Literal["clean", "repaired", "problems_left", "failed_open"]
+
+METER_NAME: Final = "toolmend"
+"""The instrumentation scope of toolmend's metrics."""
+
+
+@dataclass(frozen=True, slots=True)
+class HookReport:
+    """What one hook call did, in codes and counts (never ids, never content)."""
+
+    hook: str
+    """The hook's name, without the model it was called for (``litellm.acompletion``)."""
+    provider: str
+    """The provider profile the history was held to (``"unknown"`` when it failed before one
+    was chosen)."""
+    outcome: Outcome
+    change_codes: tuple[str, ...] = ()
+    """One code per change made, in order (a code repeats when it was applied more than once)."""
+    problems_left: int = 0
+    """How many problems the history sent still has."""
+    loop_codes: tuple[str, ...] = ()
+    """What the loop guard found (``repeated_tool``), one code per finding."""
+    duration: float = 0.0
+    """Seconds toolmend spent on the request."""
+
+
+Sink = Callable[[HookReport], None]
+
+_sinks: list[Sink] = []
+_failed_sinks: set[int] = set()
+
+
+def add_sink(sink: Sink) -> None:
+    """Send every later :class:`HookReport` to ``sink`` too (once, however often it is added)."""
+    if sink not in _sinks:
+        _sinks.append(sink)
+
+
+def remove_sink(sink: Sink) -> None:
+    """Stop sending reports to ``sink`` (nothing happens when it was not added)."""
+    if sink in _sinks:
+        _sinks.remove(sink)
+
+
+def is_active() -> bool:
+    """Whether anyone may hear a report: a sink was added or OpenTelemetry is imported.
+
+    The hooks ask this before they build a report, so a process with neither pays for nothing
+    else."""
+    return bool(_sinks) or "opentelemetry.trace" in sys.modules
+
+
+def hook_name(source: str) -> str:
+    """A hook's log name without the model it was called for: a metric label must be one of
+    a few values, and a model string is the caller's to choose."""
+    return source.partition("(")[0]
+
+
+def outcome_of(*, changed: bool, problems_left: int, failed: bool = False) -> Outcome:
+    """The outcome of one request, for the ``outcome`` label."""
+    if failed:
+        return "failed_open"
+    if problems_left:
+        return "problems_left"
+    return "repaired" if changed else "clean"
+
+
+def record(report: HookReport) -> None:
+    """Tell OpenTelemetry (when imported) and every added sink what one hook call did.
+
+    Never raises: a sink that fails is logged once, with its traceback, and skipped for this
+    report."""
+    if "opentelemetry.trace" in sys.modules:
+        _deliver(_OTEL, report)
+    for sink in tuple(_sinks):
+        _deliver(sink, report)
+
+
+def failed_open(source: str, provider: str | None = None) -> None:
+    """Record a request a hook sent unchanged because toolmend failed outside :func:`mend`."""
+    if is_active():
+        record(HookReport(hook_name(source), provider or "unknown", "failed_open"))
+
+
+def codes_of(items: Iterable[toolmend.Change | toolmend.Problem]) -> tuple[str, ...]:
+    """The code of each change or problem, in order."""
+    return tuple(item.code for item in items)
+
+
+def _deliver(sink: Sink, report: HookReport) -> None:
+    try:
+        sink(report)
+    except Exception:
+        if id(sink) not in _failed_sinks:
+            _failed_sinks.add(id(sink))
+            logger.exception("toolmend could not report a request to %r; the request went on", sink)
+
+
+class _OpenTelemetry:
+    """The OpenTelemetry sink: span attributes and the three metrics, through the API."""
+
+    def __init__(self) -> None:
+        self._provider: object = None
+        self._instruments: tuple[Any, Any, Any] | None = None
+
+    def __call__(self, report: HookReport) -> None:
+        trace = sys.modules["opentelemetry.trace"]
+        span = trace.get_current_span()
+        if span.is_recording():
+            span.set_attributes(span_attributes(report))
+        instruments = self._instruments_now()
+        if instruments is None:
+            return
+        requests, changes, duration = instruments
+        requests.add(
+            1, {"hook": report.hook, "provider": report.provider, "outcome": report.outcome}
+        )
+        for code, count in Counter(report.change_codes).items():
+            changes.add(count, {"provider": report.provider, "code": code})
+        duration.record(report.duration, {"hook": report.hook, "provider": report.provider})
+
+    def _instruments_now(self) -> tuple[Any, Any, Any] | None:
+        """The instruments of the global meter provider, built once per provider; None while it
+        is the API's own (no SDK configured)."""
+        metrics = sys.modules.get("opentelemetry.metrics")
+        if metrics is None:
+            return None
+        provider = metrics.get_meter_provider()
+        if provider is self._provider:
+            return self._instruments
+        self._provider = provider
+        if type(provider).__module__.startswith("opentelemetry.metrics"):
+            self._instruments = None  # the no-op or proxy provider of the API: no SDK yet
+            return None
+        meter = provider.get_meter(METER_NAME, toolmend.__version__)
+        self._instruments = (
+            meter.create_counter(
+                "toolmend.requests",
+                unit="{request}",
+                description="Requests a toolmend hook saw, by hook, provider and outcome.",
+            ),
+            meter.create_counter(
+                "toolmend.changes",
+                unit="{change}",
+                description="Changes toolmend made to histories, by provider and change code.",
+            ),
+            meter.create_histogram(
+                "toolmend.hook.duration",
+                unit="s",
+                description="Time toolmend spent on a request, by hook and provider.",
+            ),
+        )
+        return self._instruments
+
+
+def span_attributes(report: HookReport) -> dict[str, str | int | Sequence[str]]:
+    """The attributes toolmend puts on the current span for ``report``."""
+    attributes: dict[str, str | int | Sequence[str]] = {
+        "toolmend.provider": report.provider,
+        "toolmend.outcome": report.outcome,
+        "toolmend.changes.count": len(report.change_codes),
+        "toolmend.problems_left.count": report.problems_left,
+    }
+    if report.change_codes:
+        attributes["toolmend.change_codes"] = sorted(set(report.change_codes))
+    if report.loop_codes:
+        attributes["toolmend.loop"] = sorted(set(report.loop_codes))
+    return attributes
+
+
+_OTEL: Final = _OpenTelemetry()
