@@ -51,6 +51,7 @@ from toolmend import _api as api
 from toolmend import _policy as policies
 from toolmend._edits import Blocks, Keep, Placeholder, source_index
 
+from . import telemetry
 from .hooks import HookOptions, OnLoop, check_names, hook_policy, mend
 
 try:
@@ -103,6 +104,7 @@ def _repair_request(llm_request: LlmRequest, options: HookOptions, source: str) 
         raise
     except Exception:
         logger.exception("toolmend failed on %s; the request was sent as ADK built it", source)
+        telemetry.failed_open(source, options.provider)
 
 
 class ToolMendPlugin(BasePlugin):

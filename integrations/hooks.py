@@ -25,7 +25,8 @@ from toolmend import _policy as policies
 from toolmend import _profiles as profiles
 from toolmend._api import Mended
 from toolmend._loops import quiet_live_run
-from toolmend.integrations import telemetry
+
+from . import telemetry
 
 __all__ = [
     "HookOptions",
@@ -130,6 +131,7 @@ def mend(
     options: HookOptions = HookOptions(),
     format: str | None = None,
     quiet: bool = False,
+    request: bool = True,
 ) -> Mended:
     """Repair ``messages`` for ``provider`` on behalf of the hook named ``source``.
 
@@ -141,7 +143,10 @@ def mend(
 
     Unless ``quiet``, each call ends in one :func:`toolmend.integrations.telemetry.record`:
     an unreadable history counts as ``failed_open`` (it went out unrepaired), a request the
-    loop guard or the strict policy refused as ``problems_left``.
+    loop guard or the strict policy refused as ``problems_left``. ``request=False`` marks a
+    history that is not the request being sent (a chat's or an agent's stored history, healed
+    before or apart from a request): its changes are counted, no request is (the request is
+    counted where it is sent).
     """
     started = perf_counter()
     loops: tuple[toolmend.Problem, ...] = ()
@@ -164,7 +169,7 @@ def mend(
                 )
         if live is not None:
             if not quiet and telemetry.is_active():
-                _report(source, provider, started, loops=loops)
+                _report(source, provider, started, loops=loops, request=request)
             return Mended(messages, loops=loops)
         result = toolmend.repair(messages, provider=provider, format=format, policy=options.policy)
         left = 0
@@ -191,7 +196,7 @@ def mend(
                 problem_codes(result.problems),
             )
         if not quiet and telemetry.is_active():
-            _report(source, provider, started, result.changes, left, loops)
+            _report(source, provider, started, result.changes, left, loops, request)
     except toolmend.ToolLoopError as refused:
         if not quiet and telemetry.is_active():
             _report(source, provider, started, (), len(refused.problems), refused.problems)
@@ -209,13 +214,14 @@ def mend(
             provider,
             error,
         )
-        _report_failure(source, provider, started)
+        if request:
+            _report_failure(source, provider, started)
         return Mended(messages, failed=True)
     except Exception:
         logger.exception(
             "toolmend failed on %s for %s; the original history was sent", source, provider
         )
-        if not quiet:
+        if not quiet and request:
             _report_failure(source, provider, started)
         return Mended(messages, failed=True)
     return Mended(result.messages, result.changes, problems=result.problems, loops=loops)
@@ -228,6 +234,7 @@ def _report(
     changes: Sequence[toolmend.Change] = (),
     left: int = 0,
     loops: Sequence[toolmend.Problem] = (),
+    request: bool = True,
 ) -> None:
     telemetry.record(
         telemetry.HookReport(
@@ -238,6 +245,7 @@ def _report(
             left,
             telemetry.codes_of(loops),
             perf_counter() - started,
+            request=request,
         )
     )
 

@@ -88,6 +88,7 @@ import toolmend
 from toolmend import _appending as appending
 from toolmend._appending import AppendIndex
 
+from . import telemetry
 from .hooks import HookOptions, check_names, hook_policy, mend
 
 try:
@@ -328,6 +329,7 @@ class ToolMendHistory(BaseChatMessageHistory):
             raise
         except Exception:
             logger.exception("toolmend failed on a LangChain history read; returned as stored")
+            telemetry.failed_open("langchain.history", self.provider)
             return raw, None
 
     def _repaired_view(self, raw: list[BaseMessage]) -> tuple[list[BaseMessage], _WriteBack | None]:

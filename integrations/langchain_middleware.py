@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import toolmend
 from toolmend import _routing as routing
 
+from . import telemetry
 from .hooks import HookOptions, OnLoop, check_names, mend
 
 if TYPE_CHECKING:
@@ -146,6 +147,7 @@ class ToolMendMiddleware(AgentMiddleware):
             raise
         except Exception:
             logger.exception("toolmend failed on langchain.wrap_model_call; sent unchanged")
+            telemetry.failed_open("langchain.wrap_model_call", self.provider)
             return None
 
     def _repaired_messages(self, request: ModelRequest[Any]) -> list[Any] | None:
@@ -196,6 +198,7 @@ class _PersistingToolMendMiddleware(ToolMendMiddleware):
             source="langchain.before_model",
             options=options,
             format=FORMAT,
+            request=False,  # the agent's state: the request is counted in wrap_model_call
         )
         if mended.messages is messages:
             return None

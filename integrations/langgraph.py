@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 import toolmend
 from toolmend import _appending as appending
 
+from . import telemetry
 from .hooks import HookOptions, Mended, OnLoop, check_names, hook_policy, mend
 
 try:
@@ -151,6 +152,7 @@ class ToolMendPreModelHook:
             logger.exception(
                 "toolmend failed on langgraph.pre_model_hook; the state's messages were sent"
             )
+            telemetry.failed_open("langgraph.pre_model_hook", self.provider)
             return {"llm_input_messages": []}
         repaired = self.repair(messages)
         return {"llm_input_messages": [] if repaired is messages else list(repaired)}
@@ -175,6 +177,7 @@ class ToolMendPreModelHook:
             logger.exception(
                 "toolmend failed on langgraph.pre_model_hook; the state's messages were sent"
             )
+            telemetry.failed_open("langgraph.pre_model_hook", self.provider)
             return messages
         return mended.messages
 
@@ -311,11 +314,20 @@ def _mend_thread(
         return Mended(messages, failed=True)
     if start == len(messages):
         options = HookOptions(provider=provider, policy=keep, on_loop="off")
-        return mend(messages, provider=provider, source=source, options=options, format=FORMAT)
+        return mend(
+            messages,
+            provider=provider,
+            source=source,
+            options=options,
+            format=FORMAT,
+            request=False,
+        )
     part = list(messages[:start])
     answer = replace(keep, frontier="answer")
     options = HookOptions(provider=provider, policy=answer, on_loop="off")
-    mended = mend(part, provider=provider, source=source, options=options, format=FORMAT)
+    mended = mend(
+        part, provider=provider, source=source, options=options, format=FORMAT, request=False
+    )
     if mended.failed or mended.messages is part:
         return Mended(messages, problems=mended.problems, failed=mended.failed)
     return replace(mended, messages=[*mended.messages, *messages[start:]])

@@ -76,12 +76,14 @@ import dataclasses
 import functools
 import logging
 from collections.abc import Mapping, Sequence
+from time import perf_counter
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import toolmend
 from toolmend import _fastpath as fastpath
 from toolmend import _routing as routing
 
+from . import telemetry
 from .hooks import (
     HookOptions,
     OnLoop,
@@ -503,6 +505,7 @@ class ToolMendInputFilter:
             logger.exception(
                 "toolmend failed on agents.call_model_input_filter; the input was sent unchanged"
             )
+            telemetry.failed_open("agents.call_model_input_filter", self.options.provider)
             return model_data
         if items is None:
             return model_data
@@ -546,13 +549,28 @@ class ToolMendInputFilter:
                 items, provider=_RESPONSES, source=source, options=self.options, format=FORMAT
             )
             return None if mended.messages is items else list(mended.messages)
-        return self._for_chat(items, target, model_data.instructions, source)
+        started = perf_counter()
+        found = self._for_chat(items, target, model_data.instructions, source)
+        if telemetry.is_active():
+            _, codes, left, loops = found
+            telemetry.record(
+                telemetry.HookReport(
+                    telemetry.hook_name(source),
+                    target.profile,
+                    telemetry.outcome_of(changed=bool(codes), problems_left=left),
+                    codes,
+                    left,
+                    loops,
+                    perf_counter() - started,
+                )
+            )
+        return found[0]
 
-    def _loop_guard(self, items: list[Any], source: str, profile: str) -> None:
+    def _loop_guard(self, items: list[Any], source: str, profile: str) -> tuple[str, ...]:
         """The loop guard of :func:`toolmend.integrations.hooks.mend`, on the items (the
         Responses format reads their live run straight off them)."""
         if self.options.on_loop == "off":
-            return
+            return ()
         loops = toolmend.detect_loops(
             items, format=FORMAT, raise_=self.options.on_loop == "raise", live_only=True
         )
@@ -563,34 +581,35 @@ class ToolMendInputFilter:
                 profile,
                 problem_codes(loops),
             )
+        return telemetry.codes_of(loops)
 
     def _for_chat(
         self, items: list[Any], target: Target, instructions: str | None, source: str
-    ) -> list[Any] | None:
+    ) -> tuple[list[Any] | None, tuple[str, ...], int, tuple[str, ...]]:
         """``items`` made to pass ``target``'s chat profile once the model converts them (see
-        the module docstring), or None when the conversion passes as it is."""
+        the module docstring), or None when the conversion passes as it is; then the codes of
+        the changes made, how many problems are left and what the loop guard found."""
         profile = toolmend.get_profile(target.profile)
         scannable = _SCANNABLE.get(target.profile)
         if scannable is None:
             scannable = _SCANNABLE[target.profile] = _scannable(profile)
         if scannable and quick_chat_valid(items, profile):
             # nearly every call: the items vouch for their conversion without making it
-            self._loop_guard(items, source, target.profile)
-            return None
+            return None, (), 0, self._loop_guard(items, source, target.profile)
         messages = _converted(items, target, instructions)
         if messages is None:
-            return None  # the SDK cannot convert them either, and says why on the call
+            return None, (), 0, ()  # the SDK cannot convert them either, and says why
         # judged on what the provider receives: the converted messages
-        self._loop_guard(items, source, target.profile)
+        loops = self._loop_guard(items, source, target.profile)
         problems = _chat_problems(messages, target.profile)
         if not problems:
-            return None
+            return None, (), 0, loops
         policy = hook_policy(self.options.policy)
         if policy.mode is toolmend.Mode.STRICT:
             raise toolmend.ToolChainError(problems=problems)
         if policy.mode is toolmend.Mode.REPORT:
             _log_left(source, target.profile, problems, "and changed nothing")
-            return None
+            return None, (), len(problems), loops
         repaired = toolmend.repair(items, provider=_PAIRING, format=FORMAT, policy=policy)
         fixed, moved = _outputs_after_calls(repaired.messages)
         changes = change_codes(repaired.changes) + [
@@ -604,7 +623,8 @@ class ToolMendInputFilter:
         left = _chat_problems(converted, target.profile) if converted is not None else ()
         if left:
             _log_left(source, target.profile, left, "that the items cannot mend")
-        return fixed if changes else None
+        codes = telemetry.codes_of(repaired.changes) + ("moved_result",) * len(moved)
+        return (fixed if changes else None), codes, len(left), loops
 
 
 def _log_left(source: str, profile: str, problems: Sequence[toolmend.Problem], why: str) -> None:
@@ -662,8 +682,20 @@ class ToolMendSessionInput:
         combined = [*history_items, *new_items]
         source = "agents.session_input_callback"
         try:
+            started = perf_counter()
             result = toolmend.repair(combined, provider=_SESSION, format=FORMAT, policy=self.policy)
             _log(source, result)
+            if result.changes and telemetry.is_active():
+                # the session's stored items, not the request: the input filter counts that
+                report = telemetry.HookReport(
+                    source,
+                    _RESPONSES,
+                    "repaired",
+                    telemetry.codes_of(result.changes),
+                    duration=perf_counter() - started,
+                    request=False,
+                )
+                telemetry.record(report)
         except toolmend.ToolChainError:
             raise
         except toolmend.InvalidHistoryError as error:  # the caller's data, not a toolmend bug

@@ -110,6 +110,7 @@ import toolmend
 from toolmend._policy import as_policy
 from toolmend._routing import HOSTS, provider_for_host
 
+from . import telemetry
 from .hooks import HookOptions, OnLoop, check_names, mend
 
 __all__ = [
@@ -542,6 +543,7 @@ def _wrapper(row: Target) -> Callable[[Any, Any, tuple[Any, ...], dict[str, Any]
             raise
         except Exception:
             logger.exception("toolmend failed on %s; the original request was sent", row.label)
+            telemetry.failed_open(row.label)
         return wrapped(*args, **kwargs)
 
     return wrapper
@@ -579,7 +581,14 @@ def _heal_chat(row: Target, instance: Any, kwargs: dict[str, Any]) -> dict[str, 
         on_loop="off",  # the request rows run the loop guard on the whole request
     )
     provider = _variant(row.format, {"model": getattr(instance, "_model", None)})
-    mended = mend(stored, provider=provider, source=row.label, options=options, format=row.format)
+    mended = mend(
+        stored,
+        provider=provider,
+        source=row.label,
+        options=options,
+        format=row.format,
+        request=False,  # the chat's stored history: the request is counted where it is sent
+    )
     if mended.messages is not stored:
         # a new list, not stored[:] = ...: google-genai 1.0 keeps the caller's own history list
         setattr(instance, row.history, list(mended.messages))

@@ -74,6 +74,10 @@ class HookReport:
     """What the loop guard found (``repeated_tool``), one code per finding."""
     duration: float = 0.0
     """Seconds toolmend spent on the request."""
+    request: bool = True
+    """False for a second look at a request another report already counted (a chat's stored
+    history healed before its request is repaired): its changes count, the request and its
+    duration do not, and the span keeps the first report's attributes."""
 
 
 Sink = Callable[[HookReport], None]
@@ -129,9 +133,14 @@ def record(report: HookReport) -> None:
 
 
 def failed_open(source: str, provider: str | None = None) -> None:
-    """Record a request a hook sent unchanged because toolmend failed outside :func:`mend`."""
-    if is_active():
-        record(HookReport(hook_name(source), provider or "unknown", "failed_open"))
+    """Record a request a hook sent unchanged because toolmend failed outside
+    :func:`toolmend.integrations.hooks.mend`. Called from a hook's fail-open path, so it never
+    raises."""
+    try:
+        if is_active():
+            record(HookReport(hook_name(source), provider or "unknown", "failed_open"))
+    except Exception:
+        logger.exception("toolmend could not report a failed request")
 
 
 def codes_of(items: Iterable[toolmend.Change | toolmend.Problem]) -> tuple[str, ...]:
@@ -156,20 +165,20 @@ class _OpenTelemetry:
         self._instruments: tuple[Any, Any, Any] | None = None
 
     def __call__(self, report: HookReport) -> None:
-        trace = sys.modules["opentelemetry.trace"]
-        span = trace.get_current_span()
-        if span.is_recording():
-            span.set_attributes(span_attributes(report))
+        if report.request:
+            span = sys.modules["opentelemetry.trace"].get_current_span()
+            if span.is_recording():
+                span.set_attributes(span_attributes(report))
         instruments = self._instruments_now()
         if instruments is None:
             return
         requests, changes, duration = instruments
-        requests.add(
-            1, {"hook": report.hook, "provider": report.provider, "outcome": report.outcome}
-        )
         for code, count in Counter(report.change_codes).items():
             changes.add(count, {"provider": report.provider, "code": code})
-        duration.record(report.duration, {"hook": report.hook, "provider": report.provider})
+        if report.request:
+            labels = {"hook": report.hook, "provider": report.provider}
+            requests.add(1, {**labels, "outcome": report.outcome})
+            duration.record(report.duration, labels)
 
     def _instruments_now(self) -> tuple[Any, Any, Any] | None:
         """The instruments of the global meter provider, built once per provider; None while it

@@ -20,7 +20,6 @@ WARNING naming the message index and field: no traceback, no RecursionError, no 
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -39,6 +38,14 @@ from toolmend.testing import StrictProviderServer
 
 from support import litellm_proxy
 from support.event_loops import close_loop
+from support.faults import (
+    FAULTS,
+    FULL_PATH_ONLY,
+    InjectedFaultError,
+    fault,
+    faults_for,
+    raise_fault,
+)
 from support.hook_entries import (
     HOOKS,
     Hook,
@@ -76,73 +83,11 @@ def server() -> Iterator[StrictProviderServer]:
 # --- faults inside toolmend ------------------------------------------------------------------
 
 
-class InjectedFaultError(RuntimeError):
-    """What every injected fault raises."""
-
-
-def _raise(*args: Any, **kwargs: Any) -> Any:
-    raise InjectedFaultError("injected fault inside toolmend")
-
-
-def _bad_log_line(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``repair`` works, but one of its changes cannot be written into the log line."""
-    real = toolmend.repair
-
-    def repair(*args: Any, **kwargs: Any) -> Any:
-        bad = toolmend.Change("injected", 0, "", ids=(None,))  # type: ignore[arg-type]
-        return dataclasses.replace(real(*args, **kwargs), changes=(bad,))
-
-    monkeypatch.setattr(toolmend, "repair", repair)
-
-
-def _fault(owner: Any, name: str) -> Callable[[pytest.MonkeyPatch], None]:
-    return lambda monkeypatch: monkeypatch.setattr(owner, name, _raise)
-
-
-FAULTS: dict[str, Callable[[pytest.MonkeyPatch], None]] = {
-    # the core, as every hook reaches it through hooks.mend
-    "vouch": _fault(toolmend._fastpath, "vouch"),  # the fast path, first on every request
-    "damage_in": _fault(toolmend._api, "damage_in"),  # deep inside toolmend.repair
-    "detect_loops": _fault(toolmend, "detect_loops"),  # the loop guard, before repair
-    "log_line": _bad_log_line,  # building the "repaired" log line
-    # each hook's own code around mend
-    "request_profile": _fault(toolmend, "request_profile"),  # reading the model (patch, agent)
-    "profile_for": _fault(litellm_hook, "profile_for"),  # reading the LiteLLM deployment
-    "active": _fault(litellm_hook, "_active"),  # the sync wrapper, before mend
-    "provider_for": _fault(langchain_middleware, "provider_for"),  # the middleware, before mend
-    "frontier": _fault(toolmend._appending, "waiting_calls"),  # the history wrapper's read
-    "index": _fault(toolmend._appending, "index_of"),  # the history wrapper's view of the store
-    "judge": _fault(toolmend._appending, "judge_appends"),  # the history wrapper's write screen
-}
-
-
-def faults_for(hook: Hook) -> list[str]:
-    """The faults that reach ``hook``'s call path."""
-    if hook.name.startswith("ToolMendHistory") and "write" in hook.name:
-        return ["judge", "index"]
-    found = ["vouch", "damage_in", "log_line"]
-    if hook.loop_guard:
-        found.append("detect_loops")
-    found += {
-        "litellm": ["profile_for"],
-        "patch": ["request_profile"],
-        "middleware": ["provider_for", "request_profile"],
-        "history": ["frontier"],
-    }[hook.family]
-    if "active" in hook.before_mend:
-        found.append("active")
-    return found
-
-
-_FULL_PATH_ONLY = frozenset({"damage_in", "detect_loops", "log_line"})
-"""Faults only the full path reaches: a valid request with no loop in it is vouched for by
-``toolmend._fastpath`` and never gets there (in the formats with a one-pass reader)."""
-
 CASES = [
     pytest.param(hook, fault, state, id=f"{hook}-{fault}-{state}")
     for hook in HOOKS
     for fault in faults_for(hook)
-    for state in (("broken",) if fault in _FULL_PATH_ONLY else ("valid", "broken"))
+    for state in (("broken",) if fault in FULL_PATH_ONLY else ("valid", "broken"))
 ]
 
 
@@ -221,8 +166,8 @@ def test_a_fault_inside_toolmend_sends_the_original(
 # --- a fault after the request is built (LiteLLM's record of the attempt) ----------------------
 
 AFTER = {
-    "attach": _fault(litellm_hook, "_attach"),  # the record onto LiteLLM's logging object
-    "copy_record": _fault(litellm_hook, "_copy_record"),  # the record onto the response
+    "attach": fault(litellm_hook, "_attach"),  # the record onto LiteLLM's logging object
+    "copy_record": fault(litellm_hook, "_copy_record"),  # the record onto the response
 }
 
 
@@ -539,7 +484,7 @@ def test_a_fault_in_the_window_of_a_history_read_returns_the_whole_history(
     store.add_messages(langchain_valid())
     wrapped = langchain_hook.ToolMendHistory(store, window=langchain_hook.Window(max_messages=2))
     assert len(wrapped.messages) < len(store.messages)  # the window is on
-    monkeypatch.setattr(toolmend, "trim", _raise)
+    monkeypatch.setattr(toolmend, "trim", raise_fault)
     with caplog.at_level(logging.DEBUG):
         assert wrapped.messages == store.messages
     failures = [r for r in ours(caplog) if r.levelno >= logging.WARNING]
@@ -573,10 +518,10 @@ BUILDERS: dict[str, Callable[..., Any]] = {
 """Every hook constructor, and ``patch()``, given the names of ``names``."""
 
 BUILD_FAULTS: dict[str, Callable[[pytest.MonkeyPatch], None]] = {
-    "openai_chat.read": _fault(toolmend.formats._openai_chat, "read"),  # what issue 24 tried
-    "check": _fault(toolmend, "check"),
-    "get_profile": _fault(toolmend._profiles, "get_profile"),  # the static table's lookup
-    "as_policy": _fault(toolmend._policy, "as_policy"),  # the policy names' lookup
+    "openai_chat.read": fault(toolmend.formats._openai_chat, "read"),  # what issue 24 tried
+    "check": fault(toolmend, "check"),
+    "get_profile": fault(toolmend._profiles, "get_profile"),  # the static table's lookup
+    "as_policy": fault(toolmend._policy, "as_policy"),  # the policy names' lookup
 }
 BUILD_NAMES = {
     "history": "ToolMendHistory",
