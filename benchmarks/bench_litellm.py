@@ -41,6 +41,7 @@ Target: <= 1.05.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import json
 import logging
@@ -54,6 +55,7 @@ from pathlib import Path
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # before LiteLLM is imported
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import bench_otel
 import litellm
 from bench_core import agent_history
 from litellm.integrations.custom_logger import CustomLogger
@@ -91,7 +93,13 @@ def main() -> int:
         help='also time an empty CustomLogger and ToolMend(on_loop="off") in every round',
     )
     parser.add_argument("--json", action="store_true", help="a last line of JSON results")
+    parser.add_argument(
+        "--otel",
+        action="store_true",
+        help="with the OpenTelemetry SDK configured, each call in a span (bench_otel.py)",
+    )
     args = parser.parse_args()
+    request_span = bench_otel.configure() if args.otel else contextlib.nullcontext
     logging.getLogger("toolmend").setLevel(logging.WARNING)
     litellm.suppress_debug_info = True
     history = agent_history(202)[1:]  # 200 messages ending on a whole turn; no system prompt
@@ -108,7 +116,8 @@ def main() -> int:
         while time.perf_counter() < pause:
             time.sleep(0)  # yield the GIL, but keep this core busy
         start = time.perf_counter()
-        litellm.completion(model="gpt-4o", messages=history, mock_response="OK")
+        with request_span():
+            litellm.completion(model="gpt-4o", messages=history, mock_response="OK")
         return time.perf_counter() - start
 
     for _ in range(20):  # warm up every path
@@ -139,6 +148,8 @@ def main() -> int:
     print(f"target (<= 1.05): {'met' if ratio <= 1.05 else 'MISSED'}")
     if args.json:
         what = f"litellm.completion, {len(history)} messages, mock_response"
+        if args.otel:
+            what += ", OpenTelemetry SDK configured"
         print(json.dumps({"ratio": ratio, "target": 1.05, "what": what, "added_us": paired * 1e6}))
     return 0
 

@@ -15,6 +15,7 @@ Target: <= 1.05.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import json
 import logging
@@ -25,6 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import bench_otel
 import openai
 from bench_core import agent_history
 
@@ -37,7 +39,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=300, help="timed calls of each kind")
     parser.add_argument("--json", action="store_true", help="a last line of JSON results")
+    parser.add_argument(
+        "--otel",
+        action="store_true",
+        help="with the OpenTelemetry SDK configured, each call in a span (bench_otel.py)",
+    )
     args = parser.parse_args()
+    request_span = bench_otel.configure() if args.otel else contextlib.nullcontext
     logging.getLogger("toolmend").setLevel(logging.WARNING)
     history = agent_history(202)[1:]  # 201 messages ending on a whole turn; no system prompt
     assert len(history) == 200
@@ -49,7 +57,8 @@ def main() -> int:
 
         def call() -> float:
             start = time.perf_counter()
-            client.chat.completions.create(model="gpt-4o", messages=history)
+            with request_span():
+                client.chat.completions.create(model="gpt-4o", messages=history)
             return time.perf_counter() - start
 
         for _ in range(20):  # warm up the connection, both code paths and the server
@@ -82,6 +91,8 @@ def main() -> int:
     print(f"target (<= 1.05): {'met' if ratio <= 1.05 else 'MISSED'}")
     if args.json:
         what = f"openai chat.completions.create, {len(history)} messages, strict server"
+        if args.otel:
+            what += ", OpenTelemetry SDK configured"
         print(json.dumps({"ratio": ratio, "target": 1.05, "what": what}))
     return 0
 

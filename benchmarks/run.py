@@ -141,6 +141,19 @@ def hook_rows(quick: bool) -> list[dict[str, Any]]:
             "300" if quick else "1000",
         ],
         "openai patch": ["bench_patch.py", "--rounds", "100" if quick else "300"],
+        # toolmend's span attributes and metrics recorded on every call (bench_otel.py)
+        "openai patch, OpenTelemetry": [
+            "bench_patch.py",
+            "--otel",
+            "--rounds",
+            "100" if quick else "300",
+        ],
+        "LiteLLM callback, OpenTelemetry": [
+            "bench_litellm.py",
+            "--otel",
+            "--rounds",
+            "500" if quick else "2000",
+        ],
         "LangChain SQLite history": ["bench_langchain.py", *(["--quick"] if quick else [])],
         "LangGraph pre_model_hook": ["bench_langgraph.py", *(["--quick"] if quick else [])],
         "Google ADK plugin": ["bench_adk.py", *(["--quick"] if quick else [])],
