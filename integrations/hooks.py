@@ -176,7 +176,9 @@ def mend(
         if quiet:
             pass
         elif result.changes:  # in the try: a line that cannot be written sends the original
-            problems_left = result.problems_left
+            # the one-pass check vouches for nearly every repair; judged in full only when not
+            vouched = fastpath.vouch(result.messages, provider=provider, format=format)
+            problems_left = () if vouched is not None else result.problems_left
             left = len(problems_left)
             logger.log(
                 logging.WARNING if left else logging.INFO,
