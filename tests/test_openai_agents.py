@@ -675,3 +675,67 @@ def test_the_example_runs_offline(capsys: pytest.CaptureFixture[str]) -> None:
     printed = capsys.readouterr().out
     assert "without toolmend: HTTP 400" in printed
     assert "every request accepted" in printed
+
+
+# --- telemetry --------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def reports() -> Iterator[list[Any]]:
+    from toolmend.integrations import telemetry
+
+    heard: list[Any] = []
+    telemetry.add_sink(heard.append)
+    yield heard
+    telemetry.remove_sink(heard.append)
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_each_model_call_reports_one_request(
+    server: StrictProviderServer, api: str, reports: list[Any]
+) -> None:
+    """The filter reports each model call once, on the Responses path through ``mend`` and on
+    the Chat Completions path through its own judge of the conversion: ``repaired`` with the
+    codes of what it changed, for the profile the model's provider gets."""
+    server.script([Reply.text("ok")])
+    run(server, api, interrupted(), config=with_toolmend())
+    [report] = [r for r in reports if r.request]
+    assert report.hook == "agents.call_model_input_filter"
+    assert report.provider == {"responses": "openai-responses"}.get(
+        api, api.replace("chat", "openai")
+    )
+    assert (report.outcome, report.problems_left) == ("repaired", 0)
+    assert report.change_codes and all("@" not in code for code in report.change_codes)
+
+
+def test_a_moved_output_and_a_healed_session_are_reported(
+    server: StrictProviderServer, tmp_path: Path, reports: list[Any]
+) -> None:
+    """A Chat Completions move counts as ``moved_result``; the session callback's repair of
+    the stored items counts its changes but is not a request (the filter counts the call)."""
+    server.script([Reply.text("ok"), Reply.text("ok")])
+    run(
+        server,
+        "chat",
+        "Go",
+        config=with_toolmend(),
+        session_path=tmp_path / "a.db",
+        stored=late_output(),
+    )
+    assert [(r.request, r.outcome, r.change_codes) for r in reports] == [
+        (True, "repaired", ("moved_result",))
+    ]
+    reports.clear()
+    run(
+        server,
+        "chat",
+        "Go",
+        config=with_toolmend(),
+        session_path=tmp_path / "b.db",
+        stored=orphan_output(),
+    )
+    assert [(r.hook, r.request, r.outcome) for r in reports] == [
+        ("agents.session_input_callback", False, "repaired"),
+        ("agents.call_model_input_filter", True, "clean"),
+    ]
+    assert reports[0].change_codes == ("dropped_orphan_result",)
