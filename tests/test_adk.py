@@ -532,3 +532,45 @@ def test_the_example_runs_offline(capsys: pytest.CaptureFixture[str]) -> None:
     assert "with ToolMendPlugin: accepted, the tool ran, reply 'Sunny.'" in printed
     assert "repair_session: ['filled_result_name']" in printed
     assert "without the plugin: accepted, reply 'Rain tomorrow.'" in printed
+
+
+# --- telemetry ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("hook", sorted(HOOKS))
+def test_each_model_call_reports_one_request(hook: str, server: StrictProviderServer) -> None:
+    from toolmend.integrations import telemetry
+
+    heard: list[telemetry.HookReport] = []
+    telemetry.add_sink(heard.append)
+    try:
+        server.script([Reply.text("Rain tomorrow.")])
+        service = InMemorySessionService()
+        assert (
+            run(
+                server,
+                service,
+                asyncio.run(stored(service, poisoned("opaque_name"))),
+                **HOOKS[hook],
+            ).error
+            is None
+        )
+        with pytest.MonkeyPatch.context() as faults:
+            faults.setattr(*FAULTS["request_profile"], _raise)
+            logging.getLogger("toolmend").disabled = True
+            try:
+                run(
+                    server,
+                    service,
+                    asyncio.run(stored(service, poisoned("opaque_name"))),
+                    **HOOKS[hook],
+                )
+            finally:
+                logging.getLogger("toolmend").disabled = False
+    finally:
+        telemetry.remove_sink(heard.append)
+    assert [(r.request, r.provider, r.outcome) for r in heard] == [
+        (True, "gemini", "repaired"),
+        (True, "unknown", "failed_open"),
+    ]
+    assert "(" not in heard[0].hook and heard[0].change_codes

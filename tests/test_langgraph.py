@@ -603,3 +603,32 @@ def test_a_missing_langgraph_names_the_extra() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode != 0
     assert "pip install 'toolmend[langgraph]'" in done.stderr
+
+
+# --- telemetry ---------------------------------------------------------------------------------
+
+
+def test_the_hook_reports_each_model_call_and_repair_thread_only_its_changes(
+    strict: StrictProviderServer,
+) -> None:
+    from toolmend.integrations import telemetry
+
+    heard: list[telemetry.HookReport] = []
+    telemetry.add_sink(heard.append)
+    try:
+        graph = agent(strict, InMemorySaver(), ToolMendPreModelHook(model=chat_model(strict)))
+        config = thread("telemetry")
+        interrupt(graph, strict, config, "died")
+        heard.clear()
+        strict.script([Reply.text("Mild.")])
+        graph.invoke({"messages": [HumanMessage("Never mind. Berlin?")]}, config)
+        model_calls = list(heard)
+        heard.clear()
+        repair_thread(graph, config, provider="openai")
+    finally:
+        telemetry.remove_sink(heard.append)
+    assert [(r.hook, r.request, r.outcome) for r in model_calls] == [
+        ("langgraph.pre_model_hook", True, "repaired")
+    ]
+    assert model_calls[0].change_codes == ("answered_missing_call",)
+    assert [(r.request, r.change_codes) for r in heard] == [(False, ("answered_missing_call",))]
