@@ -35,10 +35,12 @@ import gzip
 import json
 import re
 import sys
+import zlib
 from collections import Counter
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Final, Literal
+from typing import BinaryIO, Final, Literal
 
 __all__ = [
     "ERRORS",
@@ -285,6 +287,8 @@ class _Reader:
 
     def feed(self, line: str) -> None:
         self.stats.lines += 1
+        if self.state == "log" and "toolmend" not in line and "Traceback" not in line:
+            return  # nearly every line of a busy log: neither toolmend's nor a traceback
         self._line(line.rstrip("\r\n"), nested=False)
 
     def _line(self, line: str, *, nested: bool) -> None:
@@ -350,35 +354,45 @@ def _message_of(record: dict[str, object]) -> str | None:
     return None
 
 
-def _lines(path: str) -> Iterator[str]:
-    """The lines of ``path`` (``-``: standard input), gzip-compressed or not, as text."""
-    try:
-        if path == "-":
-            data = sys.stdin.buffer.read()
+_GZIP: Final = b"\x1f\x8b"
+
+
+@contextmanager
+def _opened(path: str) -> Iterator[Iterable[bytes]]:
+    """``path`` opened for reading bytes (``-``: standard input), through gzip when it starts
+    like a gzip file."""
+    if path == "-":
+        stdin: BinaryIO = sys.stdin.buffer
+        peek = getattr(stdin, "peek", None)  # a pipe's buffer can look ahead; a test's cannot
+        if peek is not None and peek(2)[:2] == _GZIP:
+            with gzip.GzipFile(fileobj=stdin) as unpacked:
+                yield unpacked
         else:
-            with open(path, "rb") as handle:
-                data = handle.read()
-        if data[:2] == b"\x1f\x8b":
-            data = gzip.decompress(data)
-    except (OSError, EOFError) as error:
-        raise UnreadableLogError(getattr(error, "strerror", None) or str(error)) from None
-    lines = data.decode("utf-8", errors="replace").split("\n")
-    if lines and not lines[-1]:
-        lines.pop()  # the file's last newline ends its last line
-    return iter(lines)
+            yield stdin
+        return
+    with open(path, "rb") as raw:
+        if raw.read(2) == _GZIP:
+            raw.seek(0)
+            with gzip.GzipFile(fileobj=raw) as unpacked:
+                yield unpacked
+        else:
+            raw.seek(0)
+            yield raw
 
 
 def read_files(paths: Iterable[str]) -> Stats:
-    """The counts of every toolmend line in ``paths``, in order; :class:`UnreadableLogError`
-    (with ``.args == (path, reason)``) for a file that cannot be read."""
+    """The counts of every toolmend line in ``paths``, in order, read a line at a time;
+    :class:`UnreadableLogError` (with ``.args == (path, reason)``) for a file that cannot be
+    read."""
     stats = Stats()
     for path in paths:
-        try:
-            lines = _lines(path)
-        except UnreadableLogError as error:
-            raise UnreadableLogError(path, str(error)) from None
-        stats.files.append(path)
         reader = _Reader(stats)
-        for line in lines:
-            reader.feed(line)
+        try:
+            with _opened(path) as handle:
+                stats.files.append(path)
+                for raw in handle:
+                    reader.feed(raw.decode("utf-8", errors="replace"))
+        except (OSError, EOFError, zlib.error) as error:
+            reason = getattr(error, "strerror", None) or str(error) or type(error).__name__
+            raise UnreadableLogError(path, reason) from None
     return stats
