@@ -21,6 +21,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import warnings
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -110,12 +111,16 @@ def test_the_counts_are_what_the_hooks_reported(produced: Produced, kind: str) -
         "anthropic",
         "deepseek",
     }
-    assert got["repaired"]["by_provider"]["openai"]["requests"] == 2
+    assert got["hooks"]["openai.Completions.create"]["repaired"] == 2
     assert got["loops"]["by_provider"]["openai"]["codes"]
     assert got["sent_unrepaired"]["by_hook"] == {
         "openai.Completions.create": {"failed": 1, "unreadable": 0},
         "test.fault": {"failed": 1, "unreadable": 0},
         "test.unreadable": {"failed": 0, "unreadable": 1},
+    }
+    assert got["errors"] == {
+        "a hook failed while it was built": 1,
+        "a report did not reach a telemetry sink": 1,
     }
     # the model in a source is not part of the hook's name
     assert "test.mend" in got["hooks"] and not any("(" in hook for hook in got["hooks"])
@@ -277,7 +282,7 @@ def test_html_never_overwrites_a_log(produced: Produced, tmp_path: Path) -> None
     page = tmp_path / "page.html"
     code, out, _ = stats(str(log), "--html", str(page))
     assert code == 0 and page.read_text().startswith("<!DOCTYPE html>")
-    assert out.startswith(f"{page}: 5 request(s) repaired, 2 with problems left, 3 sent unrepaired")
+    assert out.startswith(f"{page}: 6 request(s) repaired, 2 with problems left, 3 sent unrepaired")
 
 
 def test_the_page_escapes_what_it_read(tmp_path: Path) -> None:
@@ -370,6 +375,32 @@ def test_the_agents_sdk_lines(tmp_path: Path) -> None:
     assert set(got["problems_left"]["by_provider"]) == {"openai", "unknown"}
     text = stats(str(path))[1]
     assert "call_ag_1" not in text and "call_gone" not in text and "gpt-4.1" not in text
+
+
+def test_the_langchain_history_lines(tmp_path: Path) -> None:
+    lc = pytest.importorskip("toolmend.integrations.langchain")
+    from langchain_core.chat_history import InMemoryChatMessageHistory
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        store = InMemoryChatMessageHistory()
+    history = lc.ToolMendHistory(store)
+    path = tmp_path / "langchain.log"
+    handler = logging.FileHandler(path, encoding="utf-8")
+    handler.setFormatter(logging.Formatter(PLAIN_FORMAT))
+    with capture([handler]) as reports:
+        history.add_message(HumanMessage("hi"))
+        history.add_message(ToolMessage(content="21 C", tool_call_id="call_lc_1"))  # no call
+        call = {"id": "call_lc_2", "name": "get_weather", "args": {}}
+        store.add_messages([AIMessage("", tool_calls=[call]), HumanMessage("again")])
+        assert len(history.messages) == 4  # the read answers the call
+    got = summary(str(path))
+    assert got["refused_by_history_store"] == {"add_message": 1}
+    assert actual(got) == expected(reports)
+    assert got["hooks"]["langchain.history"]["repaired"] == 1
+    text = stats(str(path))[1]
+    assert "call_lc_1" not in text and "call_lc_2" not in text and "21 C" not in text
 
 
 # --- a property: any mix of outcomes, any format ----------------------------------------------

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import toolmend
+import toolmend._policy
 from toolmend.integrations import hooks, telemetry
 from toolmend.testing import StrictProviderServer
 
@@ -211,6 +212,14 @@ def produce(folder: Path) -> Produced:
         assert hooks.mend([user(), 42], provider="openai", source="test.unreadable").failed
         with _patched(toolmend, "repair"):  # fails inside mend: logged with its traceback
             assert hooks.mend(chat_broken(), provider="mistral", source="test.fault").failed
+        # errors outside any one request: a hook that cannot be built, a sink that fails
+        with _patched(toolmend._policy, "as_policy"):
+            assert not hooks.check_names(source="TestHook")
+        telemetry.add_sink(_fault)
+        try:
+            hooks.mend(chat_broken(), provider="openai", source="test.sink")
+        finally:
+            telemetry.remove_sink(_fault)
     return Produced(plain, json_log, messages, reports, outside, left)
 
 

@@ -12,8 +12,9 @@ The hooks write one line per request they changed or could not judge clean, on l
   a toolmend bug, logged with its traceback; the original was sent,
 
 plus the OpenAI Agents SDK hooks' variants (``for PROFILE (session rules)``, problems found
-``(in the Chat Completions conversion)``), the LangChain history store's refusals, and a few
-errors outside any one request (a hook that could not be built, a sink that failed).
+``(in the Chat Completions conversion)``), the messages a LangChain history store refused
+(``toolmend rejected ... (message N of add_messages): ...``), and a few errors outside any one
+request (a hook that could not be built, a telemetry sink that failed).
 
 A line is recognised wherever the message sits in it, so any plain logging format works
 (``%(asctime)s %(levelname)s %(name)s: %(message)s``, LiteLLM proxy's prefixes, a
@@ -99,9 +100,7 @@ _FAILED: Final = re.compile(
     r"toolmend(?:'s LiteLLM hook)? failed on "
     rf"(?P<source>a LangChain history read|[^\s(;]+(?:\(.*?\))?){_FOR}; "
 )
-_REFUSED: Final = re.compile(
-    r"toolmend (?:rejected|stored) .*? \(message \d+ of (?P<source>[^)]+)\): "
-)
+_REFUSED: Final = re.compile(r"toolmend rejected .*? \(message \d+ of (?P<source>[^)]+)\): ")
 _CODE: Final = re.compile(r"(?<![\w@\[])([A-Za-z_][\w-]*)@\d+(?:\[[^\]]*\])?")
 """``code@index`` or ``code@index[id,...]``: the code is kept, the rest read past."""
 
@@ -222,7 +221,7 @@ class Stats:
     hooks: dict[str, Counter[str]] = field(default_factory=dict)
     """hook -> :data:`HOOK_COLUMNS` -> requests."""
     refused: Counter[str] = field(default_factory=Counter)
-    """hook -> messages a LangChain history store refused (or stored, in report mode)."""
+    """hook (the store's method) -> messages a LangChain history store refused to write."""
     errors: Counter[str] = field(default_factory=Counter)
     """label (:data:`ERRORS`) -> errors outside any one request."""
 
