@@ -192,7 +192,7 @@ def _wrapped_lines(produced: Produced) -> list[str]:
             out.append("2026-12-02T01:00:00Z stderr F " + json.dumps({"msg": line}))
         elif how == 4:  # LiteLLM's plain formatter with request correlation
             out.append(
-                f"01:00:00 - toolmend:INFO: hooks.py:176 - {line} [trace_id=t1 session_id=s]"
+                f"01:00:00 - toolmend:INFO: hooks.py:176 - {line} [trace_id=t1 session_id=ann@1]"
             )
         else:
             out.append(f"app-1  | {line}")
@@ -234,6 +234,30 @@ def test_wrapped_lines_read_as_the_bare_messages(produced: Produced, tmp_path: P
     for part in ("repaired", "problems_left", "loops", "sent_unrepaired", "hooks"):
         assert got[part] == bare[part], part
     assert "fake.hook" not in got["hooks"]
+
+
+@pytest.mark.parametrize(
+    ("line", "event"),
+    [
+        (  # a model with a colon, a space and " for " in it
+            "toolmend repaired litellm.acompletion(bedrock/x:0 for y) for anthropic: "
+            "moved_result@3[a,b] answered_missing_call@5[c]",
+            logs.Event(
+                "repaired",
+                "litellm.acompletion",
+                "anthropic",
+                ("moved_result", "answered_missing_call"),
+            ),
+        ),
+        (  # LiteLLM's plain formatter appends the request's correlation ids
+            "toolmend repaired a.b for openai: moved_result@1[x]; 1 problem(s) left: "
+            "missing_result@4 [trace_id=t1 session_id=ann@1]",
+            logs.Event("repaired", "a.b", "openai", ("moved_result",), ("missing_result",)),
+        ),
+    ],
+)
+def test_a_line_with_odd_names(line: str, event: logs.Event) -> None:
+    assert logs.parse_message(f"12:00:00 - toolmend:INFO: {line}") == event
 
 
 def test_standard_input_and_gzip(produced: Produced, tmp_path: Path) -> None:
