@@ -11,6 +11,7 @@ what ``toolmend stats`` reads in the logs with what the hooks said they did
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections import Counter
 from collections.abc import Iterator, Sequence
@@ -186,12 +187,12 @@ def produce(folder: Path) -> Produced:
             ]
             client.responses.create(model="gpt-4o", input=responses_input)
             assert server.last_request.accepted
-            with _patched(toolmend, "request_profile"):  # fails in the patch, outside mend
-                try:  # the original goes out, and the server refuses it
-                    client.chat.completions.create(model="gpt-4o", messages=chat_broken())
-                except openai.BadRequestError:
-                    outside["openai.Completions.create"] += 1
-            assert outside
+            before = len(reports)
+            # fails in the patch, outside mend: the original goes out, and the server refuses it
+            with _patched(toolmend, "request_profile"), contextlib.suppress(openai.BadRequestError):
+                client.chat.completions.create(model="gpt-4o", messages=chat_broken())
+            if len(reports) == before:  # no telemetry.failed_open report from the patch (yet)
+                outside["openai.Completions.create"] += 1
         finally:
             tm.unpatch()
         source = f"test.mend({MODEL_IN_SOURCE})"
