@@ -34,7 +34,7 @@ from hypothesis import strategies as st
 import toolmend
 from toolmend._cli import main
 from toolmend._stats import logs
-from toolmend.integrations import hooks, telemetry
+from toolmend.integrations import hooks
 
 from support.stats_logs import (
     FAULT_TEXT,
@@ -528,6 +528,3 @@ def test_the_installed_command(produced: Produced, tmp_path: Path) -> None:
         [*command, "stats", str(tmp_path / "gone.log")], capture_output=True, text=True, check=False
     )
     assert missing.returncode == 2 and "No such file or directory" in missing.stderr
-
-
-_ = telemetry  # the reports compared above come from toolmend.integrations.telemetry
