@@ -55,6 +55,7 @@ LAYERS: dict[str, int] = {
     "_cli": 4,
     "_demo": 4,
     "_show": 4,
+    "_stats": 4,
     "testing": 4,
 }
 """Top-level module or subpackage of ``toolmend`` -> its layer."""
@@ -64,8 +65,8 @@ PUBLIC_SUBPACKAGES = {"formats", "testing", "integrations"}
 server and its pytest plugin, and the hooks."""
 
 LAZY_IMPORTS = {"_cli"}
-"""Modules whose function-level imports load heavy parts on demand (the CLI's ``show`` and
-``demo`` subcommands), not to dodge a cycle."""
+"""Modules whose function-level imports load heavy parts on demand (the CLI's ``show``,
+``stats`` and ``demo`` subcommands), not to dodge a cycle."""
 
 
 def _module_name(path: Path) -> str:

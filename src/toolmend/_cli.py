@@ -1,4 +1,5 @@
-"""The ``toolmend`` command: ``check`` and ``repair`` a history saved as JSON.
+"""The ``toolmend`` command: ``check``, ``repair`` and ``show`` a history saved as JSON, and
+count what the hooks did from their log lines (``stats``).
 
 ``toolmend check FILE [--provider P] [--format F]``
     Lists the problems, one per line with the provider's error text. Exit 0 when the provider
@@ -14,6 +15,15 @@
     standard output is a terminal and ``NO_COLOR`` is unset. ``--html OUT.html`` writes the same,
     input and repair side by side, as one self-contained page instead. Exit codes as ``check``.
     This is the one command that shows message content, because the user asks to see it.
+
+``toolmend stats FILE... [--json | --html [PATH]]``
+    Reads log files holding toolmend's log lines (plain or JSON-formatted logging, mixed with
+    any other lines; ``-`` reads standard input, a gzip file is read as its text) and prints
+    tables: requests repaired by provider and change code, requests sent with problems left,
+    loop guard findings, requests sent unrepaired by hook. Codes and counts only: the ids in
+    the lines are never printed. ``--json`` prints the counts as JSON; ``--html`` writes a
+    self-contained page with a chart to PATH (standard output without one). Exit 0, or 2 when
+    a file cannot be read.
 
 FILE holds a JSON list of messages, or a logged request body with a ``messages``, ``contents``
 or ``input`` key (the repaired output keeps the body around the history). ``-`` reads standard
@@ -176,6 +186,53 @@ def _run_show(args: argparse.Namespace) -> int:
     return 1 if view.before.problems else 0
 
 
+_PAGE_SUFFIXES = (".html", ".htm")
+
+
+def _run_stats(args: argparse.Namespace) -> int:
+    from ._stats import html as stats_html
+    from ._stats import logs, tables
+
+    page_path: str | None = args.html
+    if page_path not in (None, "-"):
+        # `--html a.log b.log` would name a log as the page: never write over a file that is
+        # not a page, nor over one being read
+        assert page_path is not None
+        if page_path in args.files or (
+            os.path.exists(page_path) and not page_path.lower().endswith(_PAGE_SUFFIXES)
+        ):
+            _fail(
+                page_path,
+                "not overwritten with the HTML page (name the page .html, or put --html PATH "
+                "after the log files)",
+            )
+    try:
+        stats = logs.read_files(args.files)
+    except logs.UnreadableLogError as error:
+        _fail(*error.args)
+    if args.json:
+        sys.stdout.write(json.dumps(tables.summary(stats), indent=2) + "\n")
+    elif page_path is None:
+        sys.stdout.write(tables.render_text(stats))
+    else:
+        page = stats_html.render(stats)
+        if page_path == "-":
+            sys.stdout.write(page)
+            return 0
+        try:
+            with open(page_path, "w", encoding="utf-8") as handle:
+                handle.write(page)
+        except OSError as error:
+            _fail(page_path, error.strerror or str(error))
+        print(
+            f"{page_path}: {stats.repaired.total_requests} request(s) repaired, "
+            f"{stats.problems_left.total_requests} with problems left, "
+            f"{stats.total_failures} sent unrepaired ({stats.toolmend_lines} toolmend lines "
+            f"in {stats.lines})"
+        )
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="toolmend",
@@ -206,6 +263,23 @@ def _parser() -> argparse.ArgumentParser:
             command.add_argument(
                 "--html", metavar="OUT.html", help="write a self-contained HTML page instead"
             )
+    summary = "count what the hooks did, from their log lines"
+    stats = commands.add_parser("stats", help=summary, description=summary)
+    stats.add_argument(
+        "files",
+        nargs="+",
+        metavar="FILE",
+        help="log file with toolmend's lines (plain or JSON logging; gzip ok); - for stdin",
+    )
+    output = stats.add_mutually_exclusive_group()
+    output.add_argument("--json", action="store_true", help="print the counts as JSON")
+    output.add_argument(
+        "--html",
+        nargs="?",
+        const="-",
+        metavar="PATH",
+        help="write a self-contained HTML page with a chart to PATH (stdout without PATH)",
+    )
     summary = "send broken histories through the real SDKs to a local strict provider"
     demo = commands.add_parser("demo", help=summary, description=summary)
     demo.add_argument("-v", "--verbose", action="store_true", help="full errors and changes")
@@ -219,6 +293,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ._demo import main as demo_main
 
         return demo_main(verbose=args.verbose)
+    if args.command == "stats":
+        return _run_stats(args)
     runner = {"check": _run_check, "repair": _run_repair, "show": _run_show}[args.command]
     try:
         return runner(args)
