@@ -105,7 +105,9 @@ saw a loop or failed, the attempt also carries a record, a plain dict::
 * on the proxy: the ``x-toolmend-changes`` response header (``code@index[ids]``, space
   separated; ``code@route:index[ids]`` for a second pass's change) and ``x-toolmend-provider``,
   on ``/v1/messages`` too (whose response is a plain dict: the record comes from the logging
-  object).
+  object);
+* on the proxy's ``/metrics``, when LiteLLM's own ``prometheus`` callback is configured too:
+  toolmend's request, change and duration metrics (:mod:`toolmend.integrations.prometheus`).
 
 Limits
 ------
@@ -126,6 +128,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -371,6 +374,7 @@ class ToolMend(CustomLogger):
 
         Returns a new kwargs dict with a new history, or ``None`` when nothing changed
         (LiteLLM then keeps the request as it is)."""
+        _follow_prometheus()
         route = ROUTES.get(str(getattr(call_type, "value", call_type)))
         if route is None:
             return None
@@ -495,6 +499,7 @@ def _sync_request(
     handler = _active() if at is not None else None
     if handler is None or at is None:
         return None
+    _follow_prometheus()
     route = ROUTES[args[0]]
     history = kwargs.get(route.key)
     if not isinstance(history, list) or not history or route.continues(kwargs):
@@ -630,6 +635,46 @@ def uninstall() -> None:
             module = importlib.import_module(module_name)
             wrapt.unwrap_object(module, attribute, handle, missing_ok=True)
             del _handles[key]
+
+
+# --- Prometheus: toolmend's metrics beside LiteLLM's own ----------------------------------------
+
+PROMETHEUS_ENV = "TOOLMEND_PROMETHEUS"
+"""``1`` counts every request in :mod:`toolmend.integrations.prometheus` even without LiteLLM's
+``prometheus`` callback, ``0`` never does; unset, the metrics follow LiteLLM's callback."""
+
+_callbacks_seen: tuple[int, int] | None = None
+
+
+def _follow_prometheus() -> None:
+    """Turn toolmend's Prometheus metrics on when LiteLLM's own ``prometheus`` callback is
+    configured (the proxy's ``/metrics`` then shows them; see :data:`PROMETHEUS_ENV`).
+
+    LiteLLM's callback lists are read again only when their lengths change (the proxy fills them
+    after building this callback, and may add one later), so a request pays two ``len()``. A
+    failure is logged once per change and the request goes on without the metrics."""
+    global _callbacks_seen
+    seen = (len(litellm.callbacks), len(litellm.success_callback))
+    if seen == _callbacks_seen:
+        return
+    _callbacks_seen = seen
+    wanted = os.environ.get(PROMETHEUS_ENV, "")
+    if wanted == "0" or not (wanted == "1" or _litellm_prometheus()):
+        return
+    try:
+        from . import prometheus
+
+        prometheus.enable()
+    except Exception:
+        logger.exception("toolmend could not turn on its Prometheus metrics; requests go on")
+
+
+def _litellm_prometheus() -> bool:
+    """Whether LiteLLM's ``prometheus`` callback is configured (by name or as its logger)."""
+    return any(
+        callback == "prometheus" or type(callback).__name__ == "PrometheusLogger"
+        for callback in (*litellm.callbacks, *litellm.success_callback)
+    )
 
 
 proxy_handler: ToolMend
