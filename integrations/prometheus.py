@@ -57,7 +57,7 @@ from __future__ import annotations
 
 import threading
 from collections import Counter as Tally
-from typing import Final
+from typing import Any, Final
 
 from . import telemetry
 
@@ -117,12 +117,24 @@ class PrometheusSink:
             buckets=BUCKETS,
         )
 
+        self._children: dict[tuple[str, str, str], tuple[Any, Any]] = {}
+        """(hook, provider, outcome) -> its request counter and duration histogram: the few
+        label sets a process sees, looked up once (``labels()`` takes a lock every call)."""
+
     def __call__(self, report: telemetry.HookReport) -> None:
-        self.requests.labels(report.hook, report.provider, report.outcome).inc()
+        key = (report.hook, report.provider, report.outcome)
+        children = self._children.get(key)
+        if children is None:
+            children = (
+                self.requests.labels(*key),
+                self.duration.labels(report.hook, report.provider),
+            )
+            self._children[key] = children
+        children[0].inc()
+        children[1].observe(report.duration)
         if report.change_codes:
             for code, count in Tally(report.change_codes).items():
                 self.changes.labels(report.provider, code).inc(count)
-        self.duration.labels(report.hook, report.provider).observe(report.duration)
 
     def __repr__(self) -> str:
         return f"PrometheusSink(registry={self.registry!r})"
