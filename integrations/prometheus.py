@@ -47,7 +47,8 @@ counters and a histogram: in one process they live in the registry, in multiproc
 (``PROMETHEUS_MULTIPROC_DIR`` set before ``prometheus_client`` is imported, as LiteLLM's workers
 have it) they write to that directory and ``/metrics`` adds up every worker's counts.
 An operator who already exports OpenTelemetry metrics gets the same three from
-:mod:`~toolmend.integrations.telemetry` and need not turn this on.
+:mod:`~toolmend.integrations.telemetry` and need not turn this on; with the OpenTelemetry
+Prometheus exporter on the same registry, should not (the same names twice).
 
 A failure in this sink never costs a request: :func:`toolmend.integrations.telemetry.record`
 logs it once, with its traceback, and the request goes on.

@@ -10,13 +10,15 @@ beside LiteLLM's own metrics, and no label carries an id, a model or content.
 In-process, with a private ``CollectorRegistry`` and toolmend's own ``mend()`` (what every hook
 calls): what the sink counts; no toolmend metric without the sink, or without LiteLLM's
 ``prometheus`` callback (``TOOLMEND_PROMETHEUS`` aside); a sink that raises never costs a
-request; a failure turning the metrics on neither. In subprocesses: two workers in
+request; a failure turning the metrics on neither; without ``prometheus_client`` the import names
+the extra. In subprocesses: two workers in
 ``prometheus_client``'s multiprocess mode (how LiteLLM runs more than one worker) add up on one
 ``MultiProcessCollector``, the collector LiteLLM's ``/metrics`` then serves.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import logging
 import os
@@ -168,6 +170,15 @@ def test_a_failing_sink_never_costs_a_request(
     failures = [r for r in caplog.records if r.name == "toolmend" and r.levelno >= logging.ERROR]
     assert len(failures) == 1, [r.getMessage() for r in failures]
     assert failures[0].exc_info is not None and failures[0].exc_info[0] is InjectedFaultError
+
+
+def test_without_prometheus_client_the_import_names_the_extra(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "prometheus_client", None)  # as if not installed
+    monkeypatch.delitem(sys.modules, "toolmend.integrations.prometheus")
+    with pytest.raises(ImportError, match=r"pip install 'toolmend\[prometheus\]'"):
+        importlib.import_module("toolmend.integrations.prometheus")
 
 
 # --- LiteLLM's callback turns the metrics on ---------------------------------------------------
