@@ -117,7 +117,6 @@ class PrometheusSink:
             registry=registry,
             buckets=BUCKETS,
         )
-
         self._children: dict[tuple[str, str, str], tuple[Any, Any]] = {}
         """(hook, provider, outcome) -> its request counter and duration histogram: the few
         label sets a process sees, looked up once (``labels()`` takes a lock every call)."""
