@@ -221,6 +221,16 @@ def test_the_litellm_callback_follows_litellm_prometheus_callback(
     assert prometheus.is_enabled()
 
 
+def test_litellm_prometheus_as_a_success_callback_counts_too(litellm_callbacks: list[Any]) -> None:
+    """The older config form, ``success_callback: ["prometheus"]``, mounts ``/metrics`` too."""
+    import litellm
+
+    litellm_callbacks.append(litellm_hook.ToolMend())
+    litellm.success_callback.append("prometheus")
+    litellm_hook._follow_prometheus()
+    assert prometheus.is_enabled()
+
+
 def test_the_env_var_turns_the_metrics_on_without_litellm_prometheus(
     litellm_callbacks: list[Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
