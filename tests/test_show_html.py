@@ -13,7 +13,6 @@ change is marked exactly once.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -28,30 +27,13 @@ import pytest
 import toolmend
 from toolmend._cli import main
 
+from support.browser import CHROMIUM, SCREENSHOT_EXAMPLE, chromium, needs_chromium
 from support.show_cases import EXAMPLES, ROOT, Case, cases, history_of, long_history
 
-
-def _screenshot_example() -> Any:
-    """``examples/show_screenshot.py``, whose chromium and launch options these tests share
-    (they also run it whole, below)."""
-    spec = importlib.util.spec_from_file_location(
-        "show_screenshot", ROOT / "examples" / "show_screenshot.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-_EXAMPLE = _screenshot_example()
-CHROMIUM: str = _EXAMPLE.CHROMIUM
-ARGS: list[str] = _EXAMPLE.CHROMIUM_ARGS
+_EXAMPLE = SCREENSHOT_EXAMPLE
 
 pytestmark = [
-    pytest.mark.skipif(
-        not Path(CHROMIUM).exists(),
-        reason=f"no chromium at {CHROMIUM}: apt-get install chromium (or set TOOLMEND_CHROMIUM)",
-    ),
+    needs_chromium,
     pytest.mark.slow,  # every test here starts chromium, or the screenshot script
 ]
 
@@ -88,11 +70,7 @@ _DOM = """(look) => {
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    sync_api = pytest.importorskip("playwright.sync_api", reason="pip install -e '.[test]'")
-    with sync_api.sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield launched
-        launched.close()
+    yield from chromium()
 
 
 class Opened:

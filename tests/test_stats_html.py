@@ -9,7 +9,6 @@ exactly the numbers of ``toolmend stats --json``.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,30 +18,14 @@ import pytest
 
 from toolmend._cli import main
 
+from support.browser import chromium, needs_chromium
 from support.stats_logs import SECRET_IDS, Produced, produce
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _launch_options() -> tuple[str, list[str]]:
-    """The chromium and launch options of ``examples/show_screenshot.py``, which the show
-    page's tests use too."""
-    spec = importlib.util.spec_from_file_location(
-        "show_screenshot", ROOT / "examples" / "show_screenshot.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.CHROMIUM, list(module.CHROMIUM_ARGS)
-
-
-CHROMIUM, ARGS = _launch_options()
-
 pytestmark = [
-    pytest.mark.skipif(
-        not Path(CHROMIUM).exists(),
-        reason=f"no chromium at {CHROMIUM}: apt-get install chromium (or set TOOLMEND_CHROMIUM)",
-    ),
+    needs_chromium,
     pytest.mark.slow,  # every test here starts chromium
 ]
 
@@ -71,11 +54,7 @@ def produced(tmp_path_factory: pytest.TempPathFactory) -> Produced:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    sync_api = pytest.importorskip("playwright.sync_api", reason="pip install -e '.[test]'")
-    with sync_api.sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield launched
-        launched.close()
+    yield from chromium()
 
 
 def _open(browser: Any, path: Path) -> dict[str, Any]:
