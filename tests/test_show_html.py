@@ -27,10 +27,8 @@ import pytest
 import toolmend
 from toolmend._cli import main
 
-from support.browser import CHROMIUM, SCREENSHOT_EXAMPLE, chromium, needs_chromium
+from support.browser import CHROMIUM, chromium, needs_chromium
 from support.show_cases import EXAMPLES, ROOT, Case, cases, history_of, long_history
-
-_EXAMPLE = SCREENSHOT_EXAMPLE
 
 pytestmark = [
     needs_chromium,
