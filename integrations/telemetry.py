@@ -44,6 +44,7 @@ __all__ = [
     "is_active",
     "outcome_of",
     "record",
+    "record_later",
     "remove_sink",
     "span_attributes",
 ]
@@ -123,9 +124,28 @@ def record(report: HookReport) -> None:
     Never raises: a sink that fails is logged once, with its traceback, and skipped for this
     report."""
     if "opentelemetry.trace" in sys.modules:
-        _deliver(_OTEL, report)
+        _deliver(_OTEL, _OTEL, report)
     for sink in tuple(_sinks):
-        _deliver(sink, report)
+        _deliver(sink, sink, report)
+
+
+def record_later(request: HookReport, later: HookReport) -> None:
+    """Tell OpenTelemetry and the sinks that ask for it what a later pass over a request already
+    reported found (LiteLLM's second pass over the request it translated for another route),
+    without counting the request again.
+
+    ``later`` is that pass alone (its provider, the change codes it added); ``request`` is the
+    whole request now (every pass's change codes, the problems left, the outcome). The current
+    span's attributes are set from ``request`` again, and ``toolmend.changes`` counts ``later``'s
+    codes; ``toolmend.requests`` and ``toolmend.hook.duration`` are left alone. A sink hears of
+    it only when it has a ``later`` method, called with both reports (a sink that counts a
+    request per call must not count this one). Never raises, like :func:`record`."""
+    if "opentelemetry.trace" in sys.modules:
+        _deliver(_OTEL, _OTEL.later, request, later)
+    for sink in tuple(_sinks):
+        method = getattr(sink, "later", None)
+        if callable(method):
+            _deliver(sink, method, request, later)
 
 
 def failed_open(source: str, provider: str | None = None) -> None:
@@ -139,9 +159,10 @@ def codes_of(items: Iterable[toolmend.Change | toolmend.Problem]) -> tuple[str, 
     return tuple(item.code for item in items)
 
 
-def _deliver(sink: Sink, report: HookReport) -> None:
+def _deliver(sink: object, call: Callable[..., None], *reports: HookReport) -> None:
+    """``call(*reports)`` for ``sink`` (the sink itself, or its ``later`` method)."""
     try:
-        sink(report)
+        call(*reports)
     except Exception:
         if id(sink) not in _failed_sinks:
             _failed_sinks.add(id(sink))
@@ -170,6 +191,19 @@ class _OpenTelemetry:
         for code, count in Counter(report.change_codes).items():
             changes.add(count, {"provider": report.provider, "code": code})
         duration.record(report.duration, {"hook": report.hook, "provider": report.provider})
+
+    def later(self, request: HookReport, later: HookReport) -> None:
+        """A later pass over a request already counted: the span again, its changes only."""
+        trace = sys.modules["opentelemetry.trace"]
+        span = trace.get_current_span()
+        if span.is_recording():
+            span.set_attributes(span_attributes(request))
+        instruments = self._instruments_now()
+        if instruments is None:
+            return
+        changes = instruments[1]
+        for code, count in Counter(later.change_codes).items():
+            changes.add(count, {"provider": later.provider, "code": code})
 
     def _instruments_now(self) -> tuple[Any, Any, Any] | None:
         """The instruments of the global meter provider, built once per provider; None while it
