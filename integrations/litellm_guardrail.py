@@ -39,7 +39,7 @@ This module needs no LiteLLM: it deals in plain dicts.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from .telemetry import outcome_of
@@ -68,19 +68,19 @@ def entry(
     """toolmend's guardrail entry for a request whose record is ``record`` (the dict
     :mod:`toolmend.integrations.litellm` keeps; ``None`` when there was nothing to tell), held
     to the profile ``provider``, whose history went out with the problems ``left`` (codes)."""
-    changes = Counter(c["code"] for c in record["changes"]) if record else Counter[str]()
-    problems = Counter(left)
-    loops = Counter(p["code"] for p in record["loops"]) if record else Counter[str]()
     failed = failed or bool(record and record["failed"])
-    if failed:
-        status = "guardrail_failed_to_respond"
-    elif changes:
-        status = "guardrail_intervened"
-    elif problems or loops:
-        status = "guardrail_flagged"
+    if record is None and not left and not failed:  # nearly every request: nothing to count
+        changes: dict[str, int] = {}
+        problems: dict[str, int] = {}
+        loops: dict[str, int] = {}
+        status, outcome, categories = "success", "clean", []
     else:
-        status = "success"
-    outcome = outcome_of(changed=bool(changes), problems_left=len(problems), failed=failed)
+        changes = _counts(c["code"] for c in record["changes"]) if record else {}
+        problems = _counts(left)
+        loops = _counts(p["code"] for p in record["loops"]) if record else {}
+        status = _status(changes=bool(changes), flagged=bool(problems or loops), failed=failed)
+        outcome = outcome_of(changed=bool(changes), problems_left=len(left), failed=failed)
+        categories = sorted({*changes, *problems, *loops})
     return {
         "guardrail_name": NAME,
         "guardrail_provider": NAME,
@@ -90,15 +90,28 @@ def entry(
         "guardrail_response": {
             "outcome": outcome,
             "provider": provider,
-            "changes": dict(changes),
-            "problems_left": dict(problems),
-            "loops": dict(loops),
+            "changes": changes,
+            "problems_left": problems,
+            "loops": loops,
         },
-        "violation_categories": sorted({*changes, *problems, *loops}),
+        "violation_categories": categories,
         "start_time": started,
         "end_time": ended,
         "duration": duration,
     }
+
+
+def _counts(codes: Iterable[str]) -> dict[str, int]:
+    return dict(Counter(codes))
+
+
+def _status(*, changes: bool, flagged: bool, failed: bool) -> str:
+    """LiteLLM's ``GuardrailStatus`` for what toolmend did."""
+    if failed:
+        return "guardrail_failed_to_respond"
+    if changes:
+        return "guardrail_intervened"
+    return "guardrail_flagged" if flagged else "success"
 
 
 def with_entry(
