@@ -105,7 +105,16 @@ saw a loop or failed, the attempt also carries a record, a plain dict::
 * on the proxy: the ``x-toolmend-changes`` response header (``code@index[ids]``, space
   separated; ``code@route:index[ids]`` for a second pass's change) and ``x-toolmend-provider``,
   on ``/v1/messages`` too (whose response is a plain dict: the record comes from the logging
-  object).
+  object);
+* for LiteLLM's logging integrations and traces: a guardrail entry named ``toolmend`` in the
+  standard logging payload's ``guardrail_information``, for every request the callback saw,
+  clean ones too (:mod:`toolmend.integrations.litellm_guardrail`), which LiteLLM's ``otel``
+  callback exports as a ``guardrail`` span.
+
+Telemetry (:mod:`toolmend.integrations.telemetry`): a client request is reported once, by its
+first pass; a second pass that finds something adds its changes with
+:func:`~toolmend.integrations.telemetry.record_later` (no second request), and a toolmend error
+in this module before the repair reports ``failed_open``.
 
 Limits
 ------
