@@ -38,6 +38,7 @@ from litellm.litellm_core_utils.litellm_logging import _get_status_fields
 from litellm.types.utils import GuardrailStatus, StandardLoggingGuardrailInformation
 
 import toolmend
+import toolmend._fastpath
 from test_litellm_routes import READ_OUT, claude_code_history, deployments, messages_call
 from toolmend.integrations import litellm as hook
 from toolmend.integrations import litellm_guardrail
@@ -433,3 +434,30 @@ def test_litellms_fail_open_sites_count_failed_open(
     assert [(a["hook"], a["outcome"], v) for a, v in points] == [(hook_name, "failed_open", 1)]
     logged = [r for r in caplog.records if r.name == "toolmend"]
     assert len(logged) == 1 and logged[0].exc_info is not None, [r.getMessage() for r in logged]
+
+
+def test_a_fault_inside_the_repair_of_a_translated_request_is_one_failed_entry(
+    server: StrictProviderServer,
+    loop: asyncio.AbstractEventLoop,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The first pass fails open (the original goes out, the provider's 400), the second is
+    skipped: one entry, ``guardrail_failed_to_respond``, and one ``failed_open`` request."""
+    monkeypatch.setattr(toolmend._fastpath, "vouch", _fault)
+    litellm.callbacks = [ToolMend(), PAYLOADS]
+    with otel.installed() as memory, caplog.at_level(logging.WARNING, logger="toolmend"):
+        with pytest.raises(litellm.BadRequestError):
+            messages_call(loop, deployments(server)["gpt"], claude_code_history())
+        points = memory.points("toolmend.requests")
+    assert server.last_request.status == 400
+    (payload,) = PAYLOADS.wait(loop)
+    found = the_entry(payload)
+    assert (found["guardrail_status"], found["guardrail_action"]) == (
+        "guardrail_failed_to_respond",
+        "failed_open",
+    )
+    assert [(a["hook"], a["outcome"], v) for a, v in points] == [
+        ("litellm.anthropic_messages", "failed_open", 1)
+    ]
+    assert len([r for r in caplog.records if r.name == "toolmend"]) == 1
