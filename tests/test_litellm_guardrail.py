@@ -195,6 +195,7 @@ def test_a_repaired_chat_call_carries_one_toolmend_entry(
     metadata = {"team": "search"}
     chat(loop, server, chat_broken(), sync=sync, metadata=metadata)
     assert server.last_request.accepted, server.last_request.error
+    assert KEY not in json.dumps(server.last_request.body)  # LiteLLM's, not the provider's
     assert metadata == {"team": "search"}  # the caller's dict is not written to
     (payload,) = PAYLOADS.wait(loop)
     found = the_entry(payload)
@@ -246,6 +247,7 @@ def test_a_translated_request_has_one_entry_with_both_passes(
     litellm.callbacks = [ToolMend(), PAYLOADS]
     messages_call(loop, params, claude_code_history())
     assert server.last_request.accepted, server.last_request.error
+    assert KEY not in json.dumps(server.last_request.body)
     (payload,) = PAYLOADS.wait(loop)
     found = the_entry(payload)
     (record,) = PAYLOADS.records
