@@ -426,9 +426,9 @@ class ToolMend(CustomLogger):
             second=step == "second",
             quiet=step == "second" and _passes.spoke(logging_obj),
         )
-        guardrail = _note_pass(logging_obj, route.name, step, outcome)
+        _note_pass(logging_obj, route.name, step, outcome)
         sent = kwargs if outcome.history is history else {**kwargs, route.key: outcome.history}
-        return _with_guardrail(sent, guardrail, route)
+        return _with_guardrail(sent, _request_entry(logging_obj, outcome), route)
 
     async def async_post_call_response_headers_hook(
         self,
@@ -573,12 +573,10 @@ _passes = Passes()
 
 def _note_pass(
     logging_obj: object, route: str, step: Pass, outcome: _Outcome, *, setup: bool = False
-) -> dict[str, Any] | None:
+) -> None:
     """Remember a pass over the client request ``logging_obj`` stands for and put the
     request's record on it (:func:`_attach`), after the request is built: a failure is logged,
-    the call goes on. A second pass that found something tells telemetry what it added.
-
-    Returns toolmend's guardrail entry for the request as it now stands (both passes)."""
+    the call goes on. A second pass that found something tells telemetry what it added."""
     try:
         if step == "first":
             _passes.first(
@@ -609,7 +607,6 @@ def _note_pass(
                 _report_later(logging_obj, route, outcome)
     except Exception:
         logger.exception("toolmend could not attach its record to the LiteLLM call")
-    return _request_entry(logging_obj, outcome)
 
 
 def _report_later(logging_obj: object, route: str, outcome: _Outcome) -> None:
