@@ -19,6 +19,8 @@ LiteLLM itself:
   only the deployment's provider forbids. It writes no line of its own when the first pass
   wrote one, and its changes join the first pass's record, so a client request gets one line
   and one record. A new deployment attempt on the first route (a retry, a fallback) starts over.
+  :meth:`Passes.summary` gives the request as the passes so far left it (its record, the
+  problems left, its time), for its guardrail entry and its telemetry.
 
 The state of a client request lives in a :class:`weakref.WeakKeyDictionary` keyed by LiteLLM's
 logging object (one per client request, handed from route to route), so nothing is added to

@@ -41,7 +41,7 @@ import toolmend
 import toolmend._fastpath
 from test_litellm_routes import READ_OUT, claude_code_history, deployments, messages_call
 from toolmend.integrations import litellm as hook
-from toolmend.integrations import litellm_guardrail
+from toolmend.integrations import litellm_guardrail, telemetry
 from toolmend.integrations.litellm import ToolMend
 from toolmend.integrations.litellm_guardrail import KEY, entry, with_entry
 from toolmend.testing import StrictProviderServer
@@ -462,4 +462,40 @@ def test_a_fault_inside_the_repair_of_a_translated_request_is_one_failed_entry(
     assert [(a["hook"], a["outcome"], v) for a, v in points] == [
         ("litellm.anthropic_messages", "failed_open", 1)
     ]
+    assert len([r for r in caplog.records if r.name == "toolmend"]) == 1
+
+
+def test_record_later_reaches_only_the_sinks_that_ask_for_it(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A sink counts a request per report it gets: a later pass's report goes only to a sink
+    with a ``later`` method (the Prometheus sink may add one), and one that raises is logged
+    once, like any sink."""
+    heard: list[Any] = []
+
+    class Later:
+        def __call__(self, report: telemetry.HookReport) -> None:
+            heard.append(("request", report))
+
+        def later(self, request: telemetry.HookReport, later: telemetry.HookReport) -> None:
+            heard.append(("later", request, later))
+
+    class Broken(Later):
+        def later(self, request: telemetry.HookReport, later: telemetry.HookReport) -> None:
+            raise RuntimeError("injected fault in a sink")
+
+    plain = heard.append
+    sinks = [Later(), Broken(), plain]
+    request = telemetry.HookReport("litellm.anthropic_messages", "anthropic", "repaired", ("a",))
+    later = telemetry.HookReport("litellm.acompletion", "gemini", "repaired", ("b",))
+    for sink in sinks:
+        telemetry.add_sink(sink)
+    try:
+        with caplog.at_level(logging.ERROR, logger="toolmend"):
+            telemetry.record_later(request, later)
+            telemetry.record_later(request, later)
+    finally:
+        for sink in sinks:
+            telemetry.remove_sink(sink)
+    assert heard == [("later", request, later)] * 2
     assert len([r for r in caplog.records if r.name == "toolmend"]) == 1
