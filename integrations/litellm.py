@@ -345,7 +345,11 @@ class ToolMend(CustomLogger):
         thinking: object,
         second: bool,
         quiet: bool,
+        logging_obj: object = None,
     ) -> _Outcome:
+        """One pass (see :meth:`mend_request`). A request the options refuse (the loop guard's
+        ``"raise"``, the strict policy) gets its guardrail entry on ``logging_obj``, LiteLLM's
+        logging object, before the refusal is raised: the failure LiteLLM logs carries it."""
         started = time.time()
         clock = time.perf_counter()
         provider: str | None = None
@@ -377,7 +381,9 @@ class ToolMend(CustomLogger):
                 )
             spent = time.perf_counter() - clock
             return _Outcome(mended.messages, None, False, provider, started, spent)
-        except (toolmend.ToolLoopError, toolmend.ToolChainError):
+        except (toolmend.ToolLoopError, toolmend.ToolChainError) as refused:
+            if logging_obj is not None and provider is not None:
+                _note_refusal(logging_obj, ROUTES[route], refused, provider, started, clock)
             raise
         except Exception:
             logger.exception("toolmend's LiteLLM hook failed on %s; sent unchanged", source)
@@ -425,6 +431,7 @@ class ToolMend(CustomLogger):
             thinking=kwargs.get("thinking"),
             second=step == "second",
             quiet=step == "second" and _passes.spoke(logging_obj),
+            logging_obj=logging_obj,
         )
         _note_pass(logging_obj, route.name, step, outcome)
         sent = kwargs if outcome.history is history else {**kwargs, route.key: outcome.history}
@@ -667,6 +674,63 @@ def _request_entry(logging_obj: object, outcome: _Outcome | None) -> dict[str, A
     if summary is None:
         return None if outcome is None else _entry(outcome)
     return _entry(summary)
+
+
+def _note_refusal(
+    logging_obj: object,
+    route: Route,
+    refused: toolmend.ToolLoopError | toolmend.ToolChainError,
+    provider: str,
+    started: float,
+    clock: float,
+) -> None:
+    """Put the guardrail entry of a request toolmend refused on LiteLLM's logging object (the
+    hook hands no request back then): ``guardrail_intervened``, as LiteLLM's guardrails record
+    a request they block, with the problems found. A failure here is logged; the refusal goes
+    on."""
+    try:
+        codes = tuple(p.code for p in refused.problems)
+        loops = [{"code": code} for code in codes]
+        record = {
+            "changes": [],
+            "problems": [],
+            "loops": loops if isinstance(refused, toolmend.ToolLoopError) else [],
+            "failed": False,
+        }
+        spent = time.perf_counter() - clock
+        guardrail = litellm_guardrail.entry(
+            record,
+            provider=provider,
+            left=codes,
+            started=started,
+            ended=started + spent,
+            duration=spent,
+            refused=True,
+        )
+        details = getattr(logging_obj, "model_call_details", None)
+        targets = (
+            getattr(logging_obj, "litellm_params", None),
+            details.get("litellm_params") if isinstance(details, dict) else None,
+        )
+        done: list[object] = []
+        for params in targets:
+            if isinstance(params, dict) and not any(params is d for d in done):
+                done.append(params)
+                params.update(_new_buckets(params, guardrail, chat=route.format == "openai"))
+    except Exception:
+        logger.exception("toolmend could not add its guardrail record to the LiteLLM call")
+
+
+def _new_buckets(
+    params: dict[str, Any], guardrail: dict[str, Any], *, chat: bool
+) -> dict[str, object]:
+    """The metadata buckets of ``params`` that :func:`litellm_guardrail.with_entry` made new."""
+    made = litellm_guardrail.with_entry(params, guardrail, chat=chat)
+    return {
+        name: made[name]
+        for name in ("metadata", "litellm_metadata")
+        if name in made and made[name] is not params.get(name)
+    }
 
 
 def _with_guardrail(

@@ -19,7 +19,9 @@ translated replaces the entry with the request's whole record (both passes); it 
 The entry holds codes and counts only, never an id and never content:
 
 * ``guardrail_status`` in LiteLLM's own words: ``guardrail_intervened`` when toolmend changed the
-  history, ``guardrail_flagged`` when it only found problems it left (or a loop), and
+  history or refused it (the loop guard's ``"raise"``, the strict policy; the entry then comes
+  with the failure LiteLLM logs), ``guardrail_flagged`` when it only found problems it left (or
+  a loop), and
   ``guardrail_failed_to_respond`` when toolmend failed and the history went out as it was;
   ``success`` otherwise;
 * ``guardrail_action``: toolmend's outcome (``clean``, ``repaired``, ``problems_left``,
@@ -64,10 +66,12 @@ def entry(
     ended: float,
     duration: float,
     failed: bool = False,
+    refused: bool = False,
 ) -> dict[str, Any]:
     """toolmend's guardrail entry for a request whose record is ``record`` (the dict
     :mod:`toolmend.integrations.litellm` keeps; ``None`` when there was nothing to tell), held
-    to the profile ``provider``, whose history went out with the problems ``left`` (codes)."""
+    to the profile ``provider``, whose history went out with the problems ``left`` (codes), or
+    was ``refused`` (the loop guard's ``"raise"``, the strict policy: nothing went out)."""
     failed = failed or bool(record and record["failed"])
     if record is None and not left and not failed:  # nearly every request: nothing to count
         changes: dict[str, int] = {}
@@ -78,7 +82,9 @@ def entry(
         changes = _counts(c["code"] for c in record["changes"]) if record else {}
         problems = _counts(left)
         loops = _counts(p["code"] for p in record["loops"]) if record else {}
-        status = _status(changes=bool(changes), flagged=bool(problems or loops), failed=failed)
+        status = _status(
+            changes=bool(changes) or refused, flagged=bool(problems or loops), failed=failed
+        )
         outcome = outcome_of(changed=bool(changes), problems_left=len(left), failed=failed)
         categories = sorted({*changes, *problems, *loops})
     return {

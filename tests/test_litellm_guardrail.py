@@ -499,3 +499,24 @@ def test_record_later_reaches_only_the_sinks_that_ask_for_it(
             telemetry.remove_sink(sink)
     assert heard == [("later", request, later)] * 2
     assert len([r for r in caplog.records if r.name == "toolmend"]) == 1
+
+
+def test_a_request_the_strict_policy_refuses_is_logged_with_an_intervened_entry(
+    server: StrictProviderServer, loop: asyncio.AbstractEventLoop
+) -> None:
+    """Nothing is sent; the failure LiteLLM logs carries the entry, as a request one of
+    LiteLLM's guardrails blocks does."""
+    litellm.callbacks = [ToolMend(policy="strict"), PAYLOADS]
+    with pytest.raises(toolmend.ToolChainError):
+        chat(loop, server, chat_broken())
+    assert not server.requests
+    (payload,) = PAYLOADS.wait(loop)
+    found = the_entry(payload)
+    assert (found["guardrail_status"], found["guardrail_action"]) == (
+        "guardrail_intervened",
+        "problems_left",
+    )
+    expected = Counter(p.code for p in toolmend.check(chat_broken(), provider="openai"))
+    assert found["guardrail_response"]["problems_left"] == dict(expected)
+    assert found["guardrail_response"]["changes"] == {}
+    assert_no_ids_or_content(found)
