@@ -144,7 +144,8 @@ def mend(
     request already reported, whose first pass had nothing to say (the hook tells telemetry what
     it added, :func:`toolmend.integrations.telemetry.record_later`).
 
-    Unless ``quiet``, each call ends in one :func:`toolmend.integrations.telemetry.record`:
+    Unless ``quiet`` or ``report=False``, each call ends in one
+    :func:`toolmend.integrations.telemetry.record`:
     an unreadable history counts as ``failed_open`` (it went out unrepaired), a request the
     loop guard or the strict policy refused as ``problems_left``.
     """
