@@ -132,6 +132,7 @@ def mend(
     format: str | None = None,
     quiet: bool = False,
     request: bool = True,
+    report: bool = True,
 ) -> Mended:
     """Repair ``messages`` for ``provider`` on behalf of the hook named ``source``.
 
@@ -140,8 +141,12 @@ def mend(
     no line about the history (repaired, problems left, unreadable) and reports nothing to
     :mod:`toolmend.integrations.telemetry`, for a hook that has already reported this request
     once (LiteLLM's second pass over a translated request); a toolmend failure is still logged.
+    ``report=False`` reports nothing to telemetry but still writes the line: a later pass over a
+    request already reported, whose first pass had nothing to say (the hook tells telemetry what
+    it added, :func:`toolmend.integrations.telemetry.record_later`).
 
-    Unless ``quiet``, each call ends in one :func:`toolmend.integrations.telemetry.record`:
+    Unless ``quiet`` or ``report=False``, each call ends in one
+    :func:`toolmend.integrations.telemetry.record`:
     an unreadable history counts as ``failed_open`` (it went out unrepaired), a request the
     loop guard or the strict policy refused as ``problems_left``. ``request=False`` marks a
     history that is not the request being sent (a chat's or an agent's stored history, healed
@@ -149,6 +154,7 @@ def mend(
     counted where it is sent).
     """
     started = perf_counter()
+    reporting = report and not quiet
     loops: tuple[toolmend.Problem, ...] = ()
     try:
         # nearly every request: one pass vouches for the history and hands over the live run
@@ -168,7 +174,7 @@ def mend(
                     problem_codes(loops),
                 )
         if live is not None:
-            if not quiet and telemetry.is_active():
+            if reporting and telemetry.is_active():
                 _report(source, provider, started, loops=loops, request=request)
             return Mended(messages, loops=loops)
         result = toolmend.repair(messages, provider=provider, format=format, policy=options.policy)
@@ -197,14 +203,14 @@ def mend(
                 provider,
                 problem_codes(result.problems),
             )
-        if not quiet and telemetry.is_active():
+        if reporting and telemetry.is_active():
             _report(source, provider, started, result.changes, left, loops, request)
     except toolmend.ToolLoopError as refused:
-        if not quiet and telemetry.is_active():
+        if reporting and telemetry.is_active():
             _report(source, provider, started, (), len(refused.problems), refused.problems)
         raise
     except toolmend.ToolChainError as refused:
-        if not quiet and telemetry.is_active():
+        if reporting and telemetry.is_active():
             _report(source, provider, started, (), len(refused.problems), loops)
         raise
     except toolmend.InvalidHistoryError as error:  # the caller's data, not a toolmend bug
@@ -216,14 +222,14 @@ def mend(
             provider,
             error,
         )
-        if request:
+        if report and request:
             _report_failure(source, provider, started)
         return Mended(messages, failed=True)
     except Exception:
         logger.exception(
             "toolmend failed on %s for %s; the original history was sent", source, provider
         )
-        if not quiet and request:
+        if reporting and request:
             _report_failure(source, provider, started)
         return Mended(messages, failed=True)
     return Mended(result.messages, result.changes, problems=result.problems, loops=loops)

@@ -108,6 +108,15 @@ saw a loop or failed, the attempt also carries a record, a plain dict::
   object);
 * on the proxy's ``/metrics``, when LiteLLM's own ``prometheus`` callback is configured too:
   toolmend's request, change and duration metrics (:mod:`toolmend.integrations.prometheus`).
+* for LiteLLM's logging integrations and traces: a guardrail entry named ``toolmend`` in the
+  standard logging payload's ``guardrail_information``, for every request the callback saw,
+  clean ones too (:mod:`toolmend.integrations.litellm_guardrail`), which LiteLLM's ``otel``
+  callback exports as a ``guardrail`` span.
+
+Telemetry (:mod:`toolmend.integrations.telemetry`): a client request is reported once, by its
+first pass; a second pass that finds something adds its changes with
+:func:`~toolmend.integrations.telemetry.record_later` (no second request), and a toolmend error
+in this module before the repair reports ``failed_open``.
 
 Limits
 ------
@@ -130,6 +139,7 @@ import functools
 import logging
 import os
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -137,8 +147,9 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import toolmend
 from toolmend import _routing as routing
 
+from . import litellm_guardrail, telemetry
 from .hooks import HookOptions, Mended, OnLoop, check_names, mend
-from .litellm_routes import ROUTES, Pass, Passes, route_profile
+from .litellm_routes import ROUTES, Pass, Passes, Route, Summary, route_profile
 
 try:
     import litellm
@@ -337,7 +348,15 @@ class ToolMend(CustomLogger):
         thinking: object,
         second: bool,
         quiet: bool,
+        logging_obj: object = None,
     ) -> _Outcome:
+        """One pass (see :meth:`mend_request`). A request the options refuse (the loop guard's
+        ``"raise"``, the strict policy) gets its guardrail entry on ``logging_obj``, LiteLLM's
+        logging object, before the refusal is raised: the failure LiteLLM logs carries it."""
+        started = time.time()
+        clock = time.perf_counter()
+        provider: str | None = None
+        reported = False
         try:
             model_name = _text(model) or ""
             deployment = self.options.provider or profile_for(
@@ -353,16 +372,28 @@ class ToolMend(CustomLogger):
                 options=options,
                 format=way.format,
                 quiet=quiet,
+                report=not second,  # a request is reported once, by its first pass
             )
+            reported = True
             if mended.changes or mended.problems or mended.loops or mended.failed:
                 record = _record(provider, model_name, mended)
-                return _Outcome(mended.messages, record, mended.failed)
-            return _Outcome(mended.messages, None, False)
-        except (toolmend.ToolLoopError, toolmend.ToolChainError):
+                left = _left(mended, provider, way.format)
+                spent = time.perf_counter() - clock
+                return _Outcome(
+                    mended.messages, record, mended.failed, provider, started, spent, left
+                )
+            spent = time.perf_counter() - clock
+            return _Outcome(mended.messages, None, False, provider, started, spent)
+        except (toolmend.ToolLoopError, toolmend.ToolChainError) as refused:
+            if logging_obj is not None and provider is not None:
+                _note_refusal(logging_obj, ROUTES[route], refused, provider, started, clock)
             raise
         except Exception:
             logger.exception("toolmend's LiteLLM hook failed on %s; sent unchanged", source)
-            return _Outcome(messages, None, True)
+            if not (second or reported):
+                telemetry.failed_open(source, provider)
+            spent = time.perf_counter() - clock
+            return _Outcome(messages, None, True, provider or "unknown", started, spent)
 
     # --- LiteLLM hooks -------------------------------------------------------------------------
 
@@ -372,8 +403,10 @@ class ToolMend(CustomLogger):
         """Async path, proxy, and sync ``responses``: repair the request's history for this
         deployment attempt, in the format of its route (:data:`ROUTES`).
 
-        Returns a new kwargs dict with a new history, or ``None`` when nothing changed
-        (LiteLLM then keeps the request as it is)."""
+        Returns a new kwargs dict: the new history when one was repaired, and toolmend's
+        guardrail entry in its metadata (:mod:`toolmend.integrations.litellm_guardrail`);
+        ``None`` when toolmend has nothing to do with the call (LiteLLM then keeps the request
+        as it is)."""
         _follow_prometheus()
         route = ROUTES.get(str(getattr(call_type, "value", call_type)))
         if route is None:
@@ -388,9 +421,10 @@ class ToolMend(CustomLogger):
             logger.exception(
                 "toolmend's LiteLLM hook failed on litellm.%s; sent unchanged", route.name
             )
+            telemetry.failed_open(f"litellm.{route.name}")
             return None
-        if step == "skip":
-            return None
+        if step == "skip":  # the first pass failed open: its entry goes on with the request
+            return _with_guardrail(kwargs, _request_entry(logging_obj, None), route)
         outcome = self._repair(
             history,
             model=kwargs.get("model"),
@@ -401,11 +435,11 @@ class ToolMend(CustomLogger):
             thinking=kwargs.get("thinking"),
             second=step == "second",
             quiet=step == "second" and _passes.spoke(logging_obj),
+            logging_obj=logging_obj,
         )
         _note_pass(logging_obj, route.name, step, outcome)
-        if outcome.history is history:
-            return None
-        return {**kwargs, route.key: outcome.history}
+        sent = kwargs if outcome.history is history else {**kwargs, route.key: outcome.history}
+        return _with_guardrail(sent, _request_entry(logging_obj, outcome), route)
 
     async def async_post_call_response_headers_hook(
         self,
@@ -468,6 +502,7 @@ def _function_setup(
         raise
     except Exception:
         logger.exception("toolmend's LiteLLM hook failed on litellm.%s; sent unchanged", args[0])
+        telemetry.failed_open(f"litellm.{args[0]}")
         prepared = None
     if prepared is None:
         return wrapped(*args, **kwargs)
@@ -517,17 +552,31 @@ def _sync_request(
         second=False,
         quiet=False,
     )
-    if outcome.history is history:
-        return kwargs, route.name, outcome
-    return {**kwargs, route.key: outcome.history}, route.name, outcome
+    sent = kwargs if outcome.history is history else {**kwargs, route.key: outcome.history}
+    return _with_guardrail(sent, _entry(outcome), route), route.name, outcome
 
 
 class _Outcome(NamedTuple):
-    """One pass over a request's history: what to send, the record, whether toolmend failed."""
+    """One pass over a request's history: what to send, the record, whether toolmend failed,
+    the profile it was held to, when the pass started (epoch seconds) and how long it took."""
 
     history: Any
     record: dict[str, Any] | None
     failed: bool
+    provider: str = "unknown"
+    started: float = 0.0
+    spent: float = 0.0
+    left: tuple[str, ...] = ()
+    """The code of each problem the history sent still has."""
+
+
+def _left(mended: Mended, provider: str, format: str) -> tuple[str, ...]:
+    """The codes of the problems the history ``mended`` sends still has: those found when
+    nothing was changed, else what :func:`toolmend.check` finds in the repaired history (the
+    record lists what the history broke as it came)."""
+    if mended.failed or not mended.changes:
+        return tuple(p.code for p in mended.problems)
+    return tuple(p.code for p in toolmend.check(mended.messages, provider=provider, format=format))
 
 
 _passes = Passes()
@@ -539,17 +588,168 @@ def _note_pass(
 ) -> None:
     """Remember a pass over the client request ``logging_obj`` stands for and put the
     request's record on it (:func:`_attach`), after the request is built: a failure is logged,
-    the call goes on."""
+    the call goes on. A second pass that found something tells telemetry what it added."""
     try:
         if step == "first":
-            _passes.first(logging_obj, route, outcome.record, failed=outcome.failed, setup=setup)
+            _passes.first(
+                logging_obj,
+                route,
+                outcome.record,
+                failed=outcome.failed,
+                setup=setup,
+                provider=outcome.provider,
+                started=outcome.started,
+                spent=outcome.spent,
+                left=outcome.left,
+            )
             _attach(logging_obj, outcome.record)
         else:
-            replace_record, merged = _passes.second(logging_obj, route, outcome.record)
+            replace_record, merged = _passes.second(
+                logging_obj,
+                route,
+                outcome.record,
+                ended=outcome.started + outcome.spent,
+                spent=outcome.spent,
+                failed=outcome.failed,
+                left=outcome.left,
+            )
             if replace_record:
                 _attach(logging_obj, merged)
+            if (outcome.record is not None or outcome.failed) and telemetry.is_active():
+                _report_later(logging_obj, route, outcome)
     except Exception:
         logger.exception("toolmend could not attach its record to the LiteLLM call")
+
+
+def _report_later(logging_obj: object, route: str, outcome: _Outcome) -> None:
+    """Telemetry for a second pass that found something: the request was counted by its first
+    pass, so only what this pass added (:func:`toolmend.integrations.telemetry.record_later`)."""
+    summary = _passes.summary(logging_obj)
+    if summary is None:
+        return
+    telemetry.record_later(
+        _report(f"litellm.{summary.route}", summary),
+        _report(f"litellm.{route}", outcome),
+    )
+
+
+def _report(hook: str, seen: _Outcome | Summary) -> telemetry.HookReport:
+    """The telemetry report of a pass (``_Outcome``) or of a whole request (``Summary``)."""
+    record = seen.record
+    changes = tuple(c["code"] for c in record["changes"]) if record else ()
+    return telemetry.HookReport(
+        hook,
+        seen.provider,
+        telemetry.outcome_of(
+            changed=bool(changes), problems_left=len(seen.left), failed=seen.failed
+        ),
+        changes,
+        len(seen.left),
+        tuple(p["code"] for p in record["loops"]) if record else (),
+    )
+
+
+def _entry(seen: _Outcome | Summary) -> dict[str, Any] | None:
+    """toolmend's guardrail entry for a request seen by one pass (``_Outcome``) or by every
+    pass so far (``Summary``)."""
+    try:
+        ended = seen.ended if isinstance(seen, Summary) else seen.started + seen.spent
+        return litellm_guardrail.entry(
+            seen.record,
+            provider=seen.provider,
+            left=seen.left,
+            started=seen.started,
+            ended=ended,
+            duration=seen.spent,
+            failed=seen.failed,
+        )
+    except Exception:
+        logger.exception("toolmend could not make its guardrail record for the LiteLLM call")
+        return None
+
+
+def _request_entry(logging_obj: object, outcome: _Outcome | None) -> dict[str, Any] | None:
+    """toolmend's guardrail entry for the client request ``logging_obj`` stands for, every pass
+    so far in it; for ``outcome`` alone when LiteLLM gave no logging object."""
+    try:
+        summary = _passes.summary(logging_obj)
+    except Exception:
+        logger.exception("toolmend could not make its guardrail record for the LiteLLM call")
+        return None
+    if summary is None:
+        return None if outcome is None else _entry(outcome)
+    return _entry(summary)
+
+
+def _note_refusal(
+    logging_obj: object,
+    route: Route,
+    refused: toolmend.ToolLoopError | toolmend.ToolChainError,
+    provider: str,
+    started: float,
+    clock: float,
+) -> None:
+    """Put the guardrail entry of a request toolmend refused on LiteLLM's logging object (the
+    hook hands no request back then): ``guardrail_intervened``, as LiteLLM's guardrails record
+    a request they block, with the problems found. A failure here is logged; the refusal goes
+    on."""
+    try:
+        codes = tuple(p.code for p in refused.problems)
+        loops = [{"code": code} for code in codes]
+        record = {
+            "changes": [],
+            "problems": [],
+            "loops": loops if isinstance(refused, toolmend.ToolLoopError) else [],
+            "failed": False,
+        }
+        spent = time.perf_counter() - clock
+        guardrail = litellm_guardrail.entry(
+            record,
+            provider=provider,
+            left=codes,
+            started=started,
+            ended=started + spent,
+            duration=spent,
+            refused=True,
+        )
+        details = getattr(logging_obj, "model_call_details", None)
+        targets = (
+            getattr(logging_obj, "litellm_params", None),
+            details.get("litellm_params") if isinstance(details, dict) else None,
+        )
+        done: list[object] = []
+        for params in targets:
+            if isinstance(params, dict) and not any(params is d for d in done):
+                done.append(params)
+                params.update(_new_buckets(params, guardrail, chat=route.format == "openai"))
+    except Exception:
+        logger.exception("toolmend could not add its guardrail record to the LiteLLM call")
+
+
+def _new_buckets(
+    params: dict[str, Any], guardrail: dict[str, Any], *, chat: bool
+) -> dict[str, object]:
+    """The metadata buckets of ``params`` that :func:`litellm_guardrail.with_entry` made new."""
+    made = litellm_guardrail.with_entry(params, guardrail, chat=chat)
+    return {
+        name: made[name]
+        for name in ("metadata", "litellm_metadata")
+        if name in made and made[name] is not params.get(name)
+    }
+
+
+def _with_guardrail(
+    kwargs: dict[str, object], guardrail: dict[str, Any] | None, route: Route
+) -> dict[str, object]:
+    """``kwargs`` with ``guardrail`` in their metadata (or as they are, when there is no entry
+    or it cannot be put there: logged, and the call goes on)."""
+    if guardrail is None:
+        return kwargs
+    try:
+        return litellm_guardrail.with_entry(kwargs, guardrail, chat=route.format == "openai")
+    except Exception:
+        logger.exception("toolmend could not add its guardrail record to the LiteLLM call")
+        return kwargs
 
 
 def _update_response_metadata(

@@ -19,6 +19,8 @@ LiteLLM itself:
   only the deployment's provider forbids. It writes no line of its own when the first pass
   wrote one, and its changes join the first pass's record, so a client request gets one line
   and one record. A new deployment attempt on the first route (a retry, a fallback) starts over.
+  :meth:`Passes.summary` gives the request as the passes so far left it (its record, the
+  problems left, its time), for its guardrail entry and its telemetry.
 
 The state of a client request lives in a :class:`weakref.WeakKeyDictionary` keyed by LiteLLM's
 logging object (one per client request, handed from route to route), so nothing is added to
@@ -31,11 +33,11 @@ import threading
 import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from toolmend import _routing as routing
 
-__all__ = ["ROUTES", "Passes", "Route", "route_profile"]
+__all__ = ["ROUTES", "Passes", "Route", "Summary", "route_profile"]
 
 
 @dataclass(frozen=True)
@@ -138,6 +140,32 @@ class _Request:
     names: dict[str, Any] | None = None
     """``provider`` and ``model`` of the latest second pass with something to tell, for a record
     the first pass did not start."""
+    provider: str = "unknown"
+    """The profile the first pass held the history to."""
+    started: float = 0.0
+    """When the first pass started (epoch seconds)."""
+    ended: float = 0.0
+    """When the latest pass ended (epoch seconds)."""
+    spent: float = 0.0
+    """Seconds toolmend spent on the request, every pass added up."""
+    current: dict[str, Any] | None = None
+    """The request's record as it is now (the first pass's, merged with the later ones')."""
+    left: tuple[str, ...] = ()
+    """The codes of the problems the history sent still has (after the latest pass)."""
+
+
+class Summary(NamedTuple):
+    """A client request so far, for its guardrail entry and its telemetry."""
+
+    route: str
+    """The route of the first pass."""
+    provider: str
+    record: dict[str, Any] | None
+    failed: bool
+    started: float
+    ended: float
+    spent: float
+    left: tuple[str, ...]
 
 
 class Passes:
@@ -168,13 +196,30 @@ class Passes:
         *,
         failed: bool = False,
         setup: bool = False,
+        provider: str = "unknown",
+        started: float = 0.0,
+        spent: float = 0.0,
+        left: tuple[str, ...] = (),
     ) -> None:
         """Note the first pass over the client request ``logging_obj`` stands for: its
         ``record``, and whether toolmend ``failed`` (then a second pass is skipped: the
-        translated request goes out as LiteLLM built it, and the failure is logged once)."""
+        translated request goes out as LiteLLM built it, and the failure is logged once); its
+        ``provider`` profile, when it ``started`` (epoch seconds), the seconds it ``spent`` and the
+        codes of the problems ``left`` in the history it sent."""
         if logging_obj is None:
             return
-        request = _Request(route, setup, spoke=record is not None or failed, record=record)
+        request = _Request(
+            route,
+            setup,
+            spoke=record is not None or failed,
+            record=record,
+            provider=provider,
+            started=started,
+            ended=started + spent,
+            spent=spent,
+            current=record,
+            left=left,
+        )
         request.failed = failed or bool(record and record.get("failed"))
         with self._lock:
             self._requests[logging_obj] = request
@@ -184,18 +229,49 @@ class Passes:
         request = self._requests.get(logging_obj) if logging_obj is not None else None
         return request is not None and request.spoke
 
+    def summary(self, logging_obj: object) -> Summary | None:
+        """The client request ``logging_obj`` stands for, as the passes so far left it."""
+        request = self._requests.get(logging_obj) if logging_obj is not None else None
+        if request is None:
+            return None
+        return Summary(
+            request.route,
+            request.provider,
+            request.current,
+            request.failed,
+            request.started,
+            request.ended,
+            request.spent,
+            request.left,
+        )
+
     def second(
-        self, logging_obj: object, route: str, record: dict[str, Any] | None
+        self,
+        logging_obj: object,
+        route: str,
+        record: dict[str, Any] | None,
+        *,
+        ended: float = 0.0,
+        spent: float = 0.0,
+        failed: bool = False,
+        left: tuple[str, ...] = (),
     ) -> tuple[bool, dict[str, Any] | None]:
         """Merge a second pass's ``record`` into the client request's record: whether the
         record on the logging object must be replaced, and by what (``None``: nothing to tell).
         Each change and problem of a second pass carries ``"route"``: its index is into the
         history LiteLLM built for that route. Its problems are kept only when the first pass
-        left none (the same problems seen again in the translated shape are not news)."""
+        left none (the same problems seen again in the translated shape are not news). The pass
+        ``ended`` then (epoch seconds) and ``spent`` that many seconds; ``failed`` says toolmend
+        failed on it (outside the repair, so ``record`` cannot say it); ``left`` are the codes of
+        the problems the history it sent still has, which the request's now are."""
         with self._lock:
             request = self._requests.get(logging_obj)
             if request is None:  # pragma: no cover - begin() said "second"
                 return True, record
+            request.ended = max(request.ended, ended)
+            request.spent += spent
+            request.failed = request.failed or failed
+            request.left = left
             if record is None:
                 if request.later is None or request.later.pop(route, None) is None:
                     return False, None  # nothing new: the record in place stays
@@ -210,7 +286,8 @@ class Passes:
                 }
                 if record.get("failed"):
                     request.failed = True
-            return True, self._merged(request)
+            request.current = self._merged(request)
+            return True, request.current
 
     @staticmethod
     def _merged(request: _Request) -> dict[str, Any] | None:

@@ -122,6 +122,13 @@ class PrometheusSink:
         label sets a process sees, looked up once (``labels()`` takes a lock every call)."""
 
     def __call__(self, report: telemetry.HookReport) -> None:
+        if report.request:
+            self._count_request(report)
+        if report.change_codes:
+            for code, count in Tally(report.change_codes).items():
+                self.changes.labels(report.provider, code).inc(count)
+
+    def _count_request(self, report: telemetry.HookReport) -> None:
         key = (report.hook, report.provider, report.outcome)
         children = self._children.get(key)
         if children is None:
@@ -132,9 +139,6 @@ class PrometheusSink:
             self._children[key] = children
         children[0].inc()
         children[1].observe(report.duration)
-        if report.change_codes:
-            for code, count in Tally(report.change_codes).items():
-                self.changes.labels(report.provider, code).inc(count)
 
     def __repr__(self) -> str:
         return f"PrometheusSink(registry={self.registry!r})"

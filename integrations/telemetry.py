@@ -25,6 +25,7 @@ and the request goes on.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import sys
 from collections import Counter
@@ -44,6 +45,7 @@ __all__ = [
     "is_active",
     "outcome_of",
     "record",
+    "record_later",
     "remove_sink",
     "span_attributes",
 ]
@@ -127,9 +129,26 @@ def record(report: HookReport) -> None:
     Never raises: a sink that fails is logged once, with its traceback, and skipped for this
     report."""
     if "opentelemetry.trace" in sys.modules:
-        _deliver(_OTEL, report)
+        _deliver(_OTEL, _OTEL, report)
     for sink in tuple(_sinks):
-        _deliver(sink, report)
+        _deliver(sink, sink, report)
+
+
+def record_later(request: HookReport, later: HookReport) -> None:
+    """Tell OpenTelemetry and the sinks what a later pass over a request already reported found
+    (LiteLLM's second pass over the request it translated for another route), without counting
+    the request again.
+
+    ``later`` is that pass alone (its provider, the change codes it added); ``request`` is the
+    whole request now (every pass's change codes, the problems left, the outcome). Every sink
+    gets ``later`` as a report that is not a request (``request=False``: its changes count, no
+    request, no duration); the current span's attributes are set from ``request`` again. Never
+    raises, like :func:`record`."""
+    extra = dataclasses.replace(later, request=False)
+    if "opentelemetry.trace" in sys.modules:
+        _deliver(_OTEL, _OTEL.later, request, extra)
+    for sink in tuple(_sinks):
+        _deliver(sink, sink, extra)
 
 
 def failed_open(source: str, provider: str | None = None) -> None:
@@ -148,9 +167,10 @@ def codes_of(items: Iterable[toolmend.Change | toolmend.Problem]) -> tuple[str, 
     return tuple(item.code for item in items)
 
 
-def _deliver(sink: Sink, report: HookReport) -> None:
+def _deliver(sink: object, call: Callable[..., None], *reports: HookReport) -> None:
+    """``call(*reports)`` for ``sink`` (the sink itself, or its ``later`` method)."""
     try:
-        sink(report)
+        call(*reports)
     except Exception:
         if id(sink) not in _failed_sinks:
             _failed_sinks.add(id(sink))
@@ -179,6 +199,14 @@ class _OpenTelemetry:
             labels = {"hook": report.hook, "provider": report.provider}
             requests.add(1, {**labels, "outcome": report.outcome})
             duration.record(report.duration, labels)
+
+    def later(self, request: HookReport, later: HookReport) -> None:
+        """A later pass over a request already counted: the span from the whole request, then
+        the pass's own changes (``later.request`` is False)."""
+        span = sys.modules["opentelemetry.trace"].get_current_span()
+        if span.is_recording():
+            span.set_attributes(span_attributes(request))
+        self(later)
 
     def _instruments_now(self) -> tuple[Any, Any, Any] | None:
         """The instruments of the global meter provider, built once per provider; None while it

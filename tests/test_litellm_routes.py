@@ -24,6 +24,8 @@ import asyncio
 import copy
 import json
 import logging
+import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -45,7 +47,7 @@ from toolmend.integrations.litellm import ToolMend
 from toolmend.integrations.litellm_routes import ROUTES, Passes, route_profile
 from toolmend.testing import RecordedRequest, StrictProviderServer
 
-from support import litellm_proxy
+from support import litellm_payloads, litellm_proxy
 from support.agent_runs import agent_runs
 from support.block_histories import to_anthropic
 from support.event_loops import close_loop
@@ -676,36 +678,52 @@ litellm_settings:
 STARTUP_SECONDS = 150
 """Two proxies starting at once on a busy 2-core machine take longer than one."""
 
+_CALLBACKS = {
+    "with": '  callbacks: ["otel", "toolmend.integrations.litellm.proxy_handler", '
+    '"payloads.handler"]\n',
+    "without": '  callbacks: ["payloads.handler"]\n',
+}
+"""The proxy with toolmend also runs LiteLLM's ``otel`` callback, exporting its spans to the
+console (its log), where the ``guardrail`` span of toolmend's entry is read."""
+
+_OTEL_ENV = {"OTEL_EXPORTER": "console", "OTEL_BSP_SCHEDULE_DELAY": "100"}
+
+PROXY_FOLDERS: dict[str, Path] = {}
+"""Each proxy's folder (its log and payloads.jsonl), by kind, while :func:`proxies` runs."""
+
 
 @pytest.fixture(scope="module")
 def proxies(
     server: StrictProviderServer, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[dict[str, str]]:
     """Two real ``litellm --config`` processes listing every deployment: ``"with"`` the
-    toolmend callback, ``"without"``; started together, stopped at the end of the module."""
+    toolmend callback (and LiteLLM's ``otel``), ``"without"``; both with a logging callback
+    that writes what their logging gets (``tests/support/litellm_payloads.py``); started
+    together, stopped at the end of the module."""
     reason = litellm_proxy.unavailable()
     if reason:
         pytest.skip(reason)
     running: dict[str, litellm_proxy.Proxy] = {}
     try:
-        for kind, callbacks in (
-            ("with", "  callbacks: toolmend.integrations.litellm.proxy_handler\n"),
-            ("without", ""),
-        ):
-            folder = tmp_path_factory.mktemp(f"proxy_{kind}")
-            config = Path(folder) / "config.yaml"
+        for kind, callbacks in _CALLBACKS.items():
+            folder = Path(tmp_path_factory.mktemp(f"proxy_{kind}"))
+            shutil.copy(litellm_payloads.__file__, folder / "payloads.py")
+            config = folder / "config.yaml"
             config.write_text(
                 _CONFIG.format(
                     anthropic=server.base_url, openai=server.openai_base_url, callbacks=callbacks
                 )
             )
-            running[kind] = litellm_proxy.Proxy(config, Path(folder), {})
+            env = _OTEL_ENV if kind == "with" else {}
+            running[kind] = litellm_proxy.Proxy(config, folder, env)
+            PROXY_FOLDERS[kind] = folder
         for proxy in running.values():
             proxy.wait_ready(seconds=STARTUP_SECONDS)
         yield {kind: proxy.base for kind, proxy in running.items()}
     finally:
         for proxy in running.values():
             proxy.stop()
+        PROXY_FOLDERS.clear()
 
 
 @pytest.mark.slow
@@ -764,3 +782,113 @@ def test_proxy_v1_responses_with_the_openai_sdk(
     sent = server.last_request
     assert sent.accepted and sent.api == ("responses" if name == "gpt" else "messages"), sent.error
     assert_real_results_kept(sent, {"call_ls": LS_OUT})
+
+
+# --- what the proxy's logging and its OpenTelemetry see ------------------------------------------
+
+
+def logged_after(kind: str, seen: int) -> dict[str, Any]:
+    """The next request the proxy ``kind`` logged after its first ``seen``, once it is logged."""
+    deadline = time.monotonic() + 15
+    while True:
+        logged = litellm_payloads.read(PROXY_FOLDERS[kind])
+        if len(logged) > seen:
+            return logged[seen]
+        assert time.monotonic() < deadline, f"the {kind} proxy logged nothing"
+        time.sleep(0.1)
+
+
+def console_spans(kind: str) -> list[dict[str, Any]]:
+    """The spans the proxy's ``otel`` callback printed to its log (the console exporter writes
+    each as an indented JSON object starting on a line of its own)."""
+    spans: list[dict[str, Any]] = []
+    block: list[str] | None = None
+    for line in (PROXY_FOLDERS[kind] / "proxy.log").read_text().splitlines():
+        if line == "{":
+            block = [line]
+        elif block is not None:
+            block.append(line)
+            if line == "}":
+                spans.append(json.loads("\n".join(block)))
+                block = None
+    return spans
+
+
+def toolmend_entries(logged: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
+        entry
+        for entry in logged["guardrail_information"] or ()
+        if entry.get("guardrail_name") == "toolmend"
+    ]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("route", ["/v1/messages", "/v1/chat/completions"])
+def test_proxy_logging_gets_toolmends_guardrail_entry_and_otel_makes_it_a_span(
+    server: StrictProviderServer, proxies: dict[str, str], route: str
+) -> None:
+    """The proxy keeps its metadata in ``litellm_metadata`` on ``/v1/messages`` and in
+    ``metadata`` on ``/v1/chat/completions``: on both, the payload every logging integration
+    of the proxy gets has toolmend's one entry (the translated ``/v1/messages`` to OpenAI
+    passes the hook twice), and LiteLLM's ``otel`` callback exports it as a ``guardrail`` span.
+    Without toolmend the provider's 400 is logged with no entry."""
+
+    def create(kind: str) -> Any:
+        if route == "/v1/messages":
+            client = anthropic.Anthropic(base_url=proxies[kind], api_key="sk-toolmend")
+            return client.with_options(max_retries=0).messages.create(
+                model="gpt", max_tokens=64, system="Be brief.", messages=claude_code_history()
+            )
+        chat = openai.OpenAI(base_url=proxies[kind] + "/v1", api_key="sk-toolmend", max_retries=0)
+        broken = [
+            {"role": "user", "content": "List the project."},
+            {"role": "tool", "tool_call_id": "call_gone", "content": "stale"},
+        ]
+        return chat.chat.completions.create(model="gpt", messages=broken)  # type: ignore[arg-type]
+
+    seen = {kind: len(litellm_payloads.read(PROXY_FOLDERS[kind])) for kind in proxies}
+    with pytest.raises((anthropic.APIStatusError, openai.APIStatusError)):
+        create("without")
+    assert server.last_request.status == 400
+    failed = logged_after("without", seen["without"])
+    assert failed["event"] == "failure" and toolmend_entries(failed) == []
+    server.clear()
+    create("with")
+    assert server.last_request.accepted, server.last_request.error
+    logged = logged_after("with", seen["with"])
+    (entry,) = toolmend_entries(logged)
+    assert logged["event"] == "success"
+    assert logged["status_fields"]["guardrail_status"] == "guardrail_intervened"
+    assert (entry["guardrail_status"], entry["guardrail_action"]) == (
+        "guardrail_intervened",
+        "repaired",
+    )
+    assert entry["guardrail_response"]["changes"]["dropped_orphan_result"] == 1
+    assert "toolu_01Gone" not in json.dumps(entry) and "stale" not in json.dumps(entry)
+
+    deadline = time.monotonic() + 15
+    while True:  # the console exporter prints a batch every 100 ms
+        spans = [
+            span
+            for span in console_spans("with")
+            if span["name"] == "guardrail"
+            and span["attributes"].get("guardrail_name") == "toolmend"
+            and json.loads(span["attributes"]["guardrail_response"]) == entry["guardrail_response"]
+        ]
+        if spans:
+            break
+        assert time.monotonic() < deadline, "no toolmend guardrail span was exported"
+        time.sleep(0.1)
+    attributes = spans[-1]["attributes"]
+    assert attributes["guardrail_status"] == "guardrail_intervened"
+    assert attributes["guardrail_mode"] == "pre_call"
+    assert json.loads(attributes["guardrail_violation_categories"]) == entry["violation_categories"]
+    # and toolmend's own attributes on the span current at repair time (the proxy's endpoint)
+    marked = [
+        s["attributes"] for s in console_spans("with") if "toolmend.outcome" in s["attributes"]
+    ]
+    assert any(
+        a["toolmend.outcome"] == "repaired"
+        and "dropped_orphan_result" in a["toolmend.change_codes"]
+        for a in marked
+    ), marked

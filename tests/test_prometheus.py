@@ -114,6 +114,19 @@ def test_problems_left_and_a_failure_are_outcomes_of_their_own(
     assert _value(registry, "toolmend_requests_total", **hook, outcome="failed_open") == 1
 
 
+def test_a_stored_history_healed_counts_its_changes_not_a_request(registry: Any) -> None:
+    """``request=False`` (a chat's stored history, LiteLLM's second pass): the changes are
+    counted, no request and no duration."""
+    expected = _codes(chat_broken())
+    hooks.mend(chat_broken(), provider="openai", source="genai.Chat", request=False)
+    for code, count in expected.items():
+        assert _value(registry, "toolmend_changes_total", provider="openai", code=code) == count
+    names = {sample.name for sample in _toolmend_samples(registry) if sample.value}
+    assert not any(
+        name.startswith(("toolmend_requests", "toolmend_hook_duration")) for name in names
+    )
+
+
 def test_nothing_is_counted_without_the_sink() -> None:
     """The fail-without: the same repair, with the sink off, leaves the registry empty."""
     own = CollectorRegistry()

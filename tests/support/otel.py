@@ -53,6 +53,10 @@ class OtelSdk:
                         found[tuple(sorted(point.attributes.items()))] = value  # type: ignore[union-attr]
         return found
 
+    def pairs(self, name: str) -> list[tuple[dict[str, Any], Any]]:
+        """``(attributes, value)`` of each data point of the metric ``name``."""
+        return [(dict(key), value) for key, value in self.points(name).items()]
+
     def metric_names(self) -> set[str]:
         data = self.reader.get_metrics_data()
         return {
