@@ -62,6 +62,7 @@ from litellm.integrations.custom_logger import CustomLogger
 
 import toolmend
 from toolmend.integrations.litellm import ToolMend
+from toolmend.testing import StrictProviderServer
 
 _LOGGER_LISTS = (
     "input_callback",
@@ -94,12 +95,21 @@ def main() -> int:
     )
     parser.add_argument("--json", action="store_true", help="a last line of JSON results")
     parser.add_argument(
+        "--http", action="store_true", help="send to the strict server instead of mock_response"
+    )
+    parser.add_argument(
         "--otel",
         action="store_true",
         help="with the OpenTelemetry SDK configured, each call in a span (bench_otel.py)",
     )
     args = parser.parse_args()
     request_span = bench_otel.configure() if args.otel else contextlib.nullcontext
+    server = StrictProviderServer().start() if args.http else None
+    target: dict[str, object] = (
+        {"mock_response": "OK"}
+        if server is None
+        else {"api_base": server.openai_base_url, "api_key": "t", "max_retries": 0}
+    )
     logging.getLogger("toolmend").setLevel(logging.WARNING)
     litellm.suppress_debug_info = True
     history = agent_history(202)[1:]  # 200 messages ending on a whole turn; no system prompt
@@ -117,7 +127,7 @@ def main() -> int:
             time.sleep(0)  # yield the GIL, but keep this core busy
         start = time.perf_counter()
         with request_span():
-            litellm.completion(model="gpt-4o", messages=history, mock_response="OK")
+            litellm.completion(model="gpt-4o", messages=history, **target)
         return time.perf_counter() - start
 
     for _ in range(20):  # warm up every path
@@ -135,9 +145,13 @@ def main() -> int:
         for name in order:
             times[name].append(call(kinds[name]))
     use_callbacks([])
+    if server is not None:
+        assert all(r.accepted for r in server.requests), "the server refused a request"
+        server.stop()
     ms = {name: statistics.median(values) * 1000 for name, values in times.items()}
     ratio = ms["ToolMend"] / ms["without"]
-    print(f"history: {len(history)} messages, {args.rounds} rounds, mock_response")
+    sent = "strict server" if args.http else "mock_response"
+    print(f"history: {len(history)} messages, {args.rounds} rounds, {sent}")
     for name, value in ms.items():
         print(f"median {name:<24} {value:.3f} ms  ({value / ms['without']:.3f})")
     paired = statistics.median(
@@ -147,7 +161,7 @@ def main() -> int:
     print(f"ratio of medians (with ToolMend / without): {ratio:.3f}")
     print(f"target (<= 1.05): {'met' if ratio <= 1.05 else 'MISSED'}")
     if args.json:
-        what = f"litellm.completion, {len(history)} messages, mock_response"
+        what = f"litellm.completion, {len(history)} messages, {sent}"
         if args.otel:
             what += ", OpenTelemetry SDK configured"
         print(json.dumps({"ratio": ratio, "target": 1.05, "what": what, "added_us": paired * 1e6}))

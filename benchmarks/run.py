@@ -151,6 +151,7 @@ def hook_rows(quick: bool) -> list[dict[str, Any]]:
         "LiteLLM callback, OpenTelemetry": [
             "bench_litellm.py",
             "--otel",
+            "--http",
             "--rounds",
             "500" if quick else "2000",
         ],
