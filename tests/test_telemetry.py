@@ -369,3 +369,25 @@ def test_requests_reported_while_the_instruments_are_built_are_all_counted(
         meanwhile.join(10)
         assert sum(sdk.points("toolmend.requests").values()) == 2
 
+
+@pytest.mark.slow
+def test_the_hook_benchmarks_measure_a_process_without_opentelemetry() -> None:
+    """``bench_patch.py`` and ``bench_litellm.py`` without ``--otel`` time the hooks as a process
+    without OpenTelemetry runs them (one dictionary lookup): they import none of it, and run
+    where the SDK is not installed."""
+    script = """
+import os, sys
+os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+sys.path.insert(0, "benchmarks")
+import bench_litellm, bench_patch
+print(sorted(m for m in sys.modules if m.startswith("opentelemetry")))
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+        cwd=Path(__file__).resolve().parent.parent,
+    )
+    assert done.stdout.strip() == "[]"
