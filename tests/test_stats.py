@@ -528,3 +528,22 @@ def test_the_installed_command(produced: Produced, tmp_path: Path) -> None:
         [*command, "stats", str(tmp_path / "gone.log")], capture_output=True, text=True, check=False
     )
     assert missing.returncode == 2 and "No such file or directory" in missing.stderr
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "toolmend could not add its guardrail record to the LiteLLM call",
+        "toolmend could not make its guardrail record for the LiteLLM call",
+        "toolmend could not turn on its Prometheus metrics; requests go on",
+        "toolmend failed on langgraph.repair_thread; nothing was written",
+        "toolmend failed on aadd_messages; the messages were stored as given",
+        "toolmend failed on agents.session_input_callback; the items were left as they are",
+    ],
+)
+def test_toolmend_errors_that_send_no_request_are_errors_not_requests(line: str) -> None:
+    """Every ERROR toolmend logs is counted; one on a stored history, on messages being
+    written or outside any request sent nothing, so it is not a request sent unrepaired (the
+    telemetry reports no ``failed_open`` for it either)."""
+    event = logs.parse_message(f"2026-12-02 02:40:00 ERROR toolmend: {line}")
+    assert event is not None and event.kind == "error", event
