@@ -547,3 +547,17 @@ def test_toolmend_errors_that_send_no_request_are_errors_not_requests(line: str)
     telemetry reports no ``failed_open`` for it either)."""
     event = logs.parse_message(f"2026-12-02 02:40:00 ERROR toolmend: {line}")
     assert event is not None and event.kind == "error", event
+
+
+def test_an_id_with_a_bracket_and_a_line_with_no_code_read(tmp_path: Path) -> None:
+    """A tool call id is the caller's to choose and may hold ``]``: the code before it is still
+    read. A repaired line whose codes cannot be read at all is still a request, and the page
+    is still written (its chart has no bar for it)."""
+    line = "toolmend repaired a.b for openai: moved_result@1[x]y] answered_missing_call@2[z]"
+    event = logs.parse_message(line)
+    assert event is not None and event.codes == ("moved_result", "answered_missing_call")
+    log = tmp_path / "odd.log"
+    log.write_text("INFO toolmend: toolmend repaired a.b for openai: ???\n")
+    code, page, err = stats(str(log), "--html")
+    assert code == 0, err
+    assert "</html>" in page and "<svg" not in page

@@ -102,9 +102,10 @@ _FAILED: Final = re.compile(
     rf"(?P<source>a LangChain history read|[^\s(;]+(?:\(.*?\))?){_FOR}; "
 )
 _REFUSED: Final = re.compile(r"toolmend rejected .*? \(message \d+ of (?P<source>[^)]+)\): ")
-_CODE: Final = re.compile(r"(?<!\S)([A-Za-z_][\w-]*)@\d+(?:\[[^\]]*\])?(?=\s|;|$)")
+_CODE: Final = re.compile(r"(?<!\S)([A-Za-z_][\w-]*)@\d+(?:\[.*?\])?(?=\s|;|$)")
 """A whole ``code@index`` or ``code@index[id,...]`` token: the code is kept, the rest read
-past (so a ``session_id=user@1`` a log formatter appends is not a code)."""
+past (so a ``session_id=user@1`` a log formatter appends is not a code). The ids are the
+caller's and may hold ``]`` or spaces: the brackets close where the token ends."""
 
 _HOOK_ALIASES: Final = {"a LangChain history read": "langchain.history"}
 
