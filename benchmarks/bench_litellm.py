@@ -55,7 +55,6 @@ from pathlib import Path
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # before LiteLLM is imported
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import bench_otel
 import litellm
 from bench_core import agent_history
 from litellm.integrations.custom_logger import CustomLogger
@@ -103,7 +102,11 @@ def main() -> int:
         help="with the OpenTelemetry SDK configured, each call in a span (bench_otel.py)",
     )
     args = parser.parse_args()
-    request_span = bench_otel.configure() if args.otel else contextlib.nullcontext
+    request_span = contextlib.nullcontext
+    if args.otel:  # imported only then: without it the run has no OpenTelemetry at all
+        import bench_otel
+
+        request_span = bench_otel.configure()
     server = StrictProviderServer().start() if args.http else None
     target: dict[str, object] = (
         {"mock_response": "OK"}

@@ -26,7 +26,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import bench_otel
 import openai
 from bench_core import agent_history
 
@@ -45,7 +44,11 @@ def main() -> int:
         help="with the OpenTelemetry SDK configured, each call in a span (bench_otel.py)",
     )
     args = parser.parse_args()
-    request_span = bench_otel.configure() if args.otel else contextlib.nullcontext
+    request_span = contextlib.nullcontext
+    if args.otel:  # imported only then: without it the run has no OpenTelemetry at all
+        import bench_otel
+
+        request_span = bench_otel.configure()
     logging.getLogger("toolmend").setLevel(logging.WARNING)
     history = agent_history(202)[1:]  # 201 messages ending on a whole turn; no system prompt
     assert len(history) == 200

@@ -854,14 +854,14 @@ def _follow_prometheus() -> None:
     after building this callback, and may add one later), so a request pays two ``len()``. A
     failure is logged once per change and the request goes on without the metrics."""
     global _callbacks_seen
-    seen = (len(litellm.callbacks), len(litellm.success_callback))
-    if seen == _callbacks_seen:
-        return
-    _callbacks_seen = seen
-    wanted = os.environ.get(PROMETHEUS_ENV, "")
-    if wanted == "0" or not (wanted == "1" or _litellm_prometheus()):
-        return
-    try:
+    try:  # called first thing on every request, before the hook's own fail-open guard
+        seen = (len(litellm.callbacks), len(litellm.success_callback))
+        if seen == _callbacks_seen:
+            return
+        _callbacks_seen = seen
+        wanted = os.environ.get(PROMETHEUS_ENV, "")
+        if wanted == "0" or not (wanted == "1" or _litellm_prometheus()):
+            return
         from . import prometheus
 
         prometheus.enable()

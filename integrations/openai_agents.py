@@ -550,20 +550,22 @@ class ToolMendInputFilter:
             )
             return None if mended.messages is items else list(mended.messages)
         started = perf_counter()
-        found = self._for_chat(items, target, model_data.instructions, source)
+        try:
+            found = self._for_chat(items, target, model_data.instructions, source)
+        except (toolmend.ToolLoopError, toolmend.ToolChainError) as refused:
+            # refused before anything is sent: problems left, as mend() reports it
+            if telemetry.is_active():
+                found_loops = (
+                    refused.problems if isinstance(refused, toolmend.ToolLoopError) else ()
+                )
+                refused_codes = telemetry.codes_of(found_loops)
+                _report_chat(
+                    source, target.profile, started, (), len(refused.problems), refused_codes
+                )
+            raise
         if telemetry.is_active():
             _, codes, left, loops = found
-            telemetry.record(
-                telemetry.HookReport(
-                    telemetry.hook_name(source),
-                    target.profile,
-                    telemetry.outcome_of(changed=bool(codes), problems_left=left),
-                    codes,
-                    left,
-                    loops,
-                    perf_counter() - started,
-                )
-            )
+            _report_chat(source, target.profile, started, codes, left, loops)
         return found[0]
 
     def _loop_guard(self, items: list[Any], source: str, profile: str) -> tuple[str, ...]:
@@ -625,6 +627,28 @@ class ToolMendInputFilter:
             _log_left(source, target.profile, left, "that the items cannot mend")
         codes = telemetry.codes_of(repaired.changes) + ("moved_result",) * len(moved)
         return (fixed if changes else None), codes, len(left), loops
+
+
+def _report_chat(
+    source: str,
+    profile: str,
+    started: float,
+    codes: tuple[str, ...],
+    left: int,
+    loops: tuple[str, ...],
+) -> None:
+    """The telemetry report of one model call judged on the Chat Completions path."""
+    telemetry.record(
+        telemetry.HookReport(
+            telemetry.hook_name(source),
+            profile,
+            telemetry.outcome_of(changed=bool(codes), problems_left=left),
+            codes,
+            left,
+            loops,
+            perf_counter() - started,
+        )
+    )
 
 
 def _log_left(source: str, profile: str, problems: Sequence[toolmend.Problem], why: str) -> None:

@@ -543,7 +543,8 @@ def _wrapper(row: Target) -> Callable[[Any, Any, tuple[Any, ...], dict[str, Any]
             raise
         except Exception:
             logger.exception("toolmend failed on %s; the original request was sent", row.label)
-            telemetry.failed_open(row.label)
+            if not row.stores:  # a chat's stored history: its request is counted where it is sent
+                telemetry.failed_open(row.label)
         return wrapped(*args, **kwargs)
 
     return wrapper

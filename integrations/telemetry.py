@@ -28,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import sys
+import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -183,6 +184,7 @@ class _OpenTelemetry:
     def __init__(self) -> None:
         self._provider: object = None
         self._instruments: tuple[Any, Any, Any] | None = None
+        self._lock = threading.Lock()
 
     def __call__(self, report: HookReport) -> None:
         if report.request:
@@ -217,12 +219,22 @@ class _OpenTelemetry:
         provider = metrics.get_meter_provider()
         if provider is self._provider:
             return self._instruments
-        self._provider = provider
+        # a new provider: built by one thread, and its instruments stored before the provider,
+        # so a thread that sees the provider never reads the instruments of none or of another
+        with self._lock:
+            if provider is not self._provider:
+                self._instruments = self._built(provider)
+                self._provider = provider
+            return self._instruments
+
+    @staticmethod
+    def _built(provider: Any) -> tuple[Any, Any, Any] | None:
+        """The three instruments on ``provider``; None for the API's own no-op or proxy
+        provider (no SDK yet)."""
         if type(provider).__module__.startswith("opentelemetry.metrics"):
-            self._instruments = None  # the no-op or proxy provider of the API: no SDK yet
             return None
         meter = provider.get_meter(METER_NAME, toolmend.__version__)
-        self._instruments = (
+        return (
             meter.create_counter(
                 "toolmend.requests",
                 unit="{request}",
@@ -239,7 +251,6 @@ class _OpenTelemetry:
                 description="Time toolmend spent on a request, by hook and provider.",
             ),
         )
-        return self._instruments
 
 
 def span_attributes(report: HookReport) -> dict[str, str | int | Sequence[str]]:

@@ -510,3 +510,21 @@ def test_a_request_the_strict_policy_refuses_is_logged_with_an_intervened_entry(
     assert found["guardrail_response"]["problems_left"] == dict(expected)
     assert found["guardrail_response"]["changes"] == {}
     assert_no_ids_or_content(found)
+
+
+def test_a_fault_following_litellms_prometheus_callback_never_costs_the_request(
+    server: StrictProviderServer,
+    loop: asyncio.AbstractEventLoop,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The async hook first looks for LiteLLM's ``prometheus`` callback: a toolmend error
+    there is logged once, and the request is still repaired and sent."""
+    monkeypatch.setattr(hook, "_callbacks_seen", None)
+    monkeypatch.setattr(hook, "_litellm_prometheus", _fault)
+    litellm.callbacks = [ToolMend(), PAYLOADS]
+    with caplog.at_level(logging.WARNING, logger="toolmend"):
+        chat(loop, server, chat_broken())
+    assert server.last_request.accepted, server.last_request.error
+    logged = [r for r in caplog.records if r.name == "toolmend" and r.levelno >= logging.ERROR]
+    assert len(logged) == 1 and logged[0].exc_info is not None, [r.getMessage() for r in logged]

@@ -739,3 +739,31 @@ def test_a_moved_output_and_a_healed_session_are_reported(
         ("agents.call_model_input_filter", True, "clean"),
     ]
     assert reports[0].change_codes == ("dropped_orphan_result",)
+
+
+@pytest.mark.parametrize("api", ["responses", "chat"])
+@pytest.mark.parametrize("refusal", ["strict", "loop"])
+def test_a_call_the_options_refuse_is_reported_as_problems_left(
+    server: StrictProviderServer, api: str, refusal: str, reports: list[Any]
+) -> None:
+    """Like every hook (``mend``), the filter reports a model call it refuses before anything
+    is sent (the strict policy, the loop guard's ``"raise"``) as ``problems_left``, on the Chat
+    Completions path too."""
+    if refusal == "strict":
+        given, config, error = (
+            interrupted(),
+            with_toolmend(policy="strict"),
+            toolmend.ToolChainError,
+        )
+    else:
+        given = [user("Weather?")]
+        for i in range(6):
+            given += [call(f"call_{i}"), output(f"call_{i}")]
+        config, error = with_toolmend(on_loop="raise"), toolmend.ToolLoopError
+    count = len(server.requests)
+    with pytest.raises(error):
+        run(server, api, given, config=config)
+    assert len(server.requests) == count  # nothing was sent
+    [report] = [r for r in reports if r.request]
+    assert report.hook == "agents.call_model_input_filter"
+    assert report.outcome == "problems_left" and report.problems_left > 0

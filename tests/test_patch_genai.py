@@ -308,3 +308,30 @@ def test_repair_chat_history_keeps_calls_this_turn_answers(strict_provider: Any)
     assert record.accepted, record.error
     assert [c["role"] for c in record.history] == ["user", "model", "user"]
     assert record.history[2]["parts"][0]["functionResponse"]["response"] == {"result": "meme.png"}
+
+
+def test_a_fault_healing_the_chat_history_is_not_a_failed_request(
+    strict_provider: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The stored-history heal is not the request (the ``Models`` row sends and counts it), so a
+    toolmend fault in the heal reports no ``failed_open`` request of its own: the turn counts
+    once, as the request row saw it."""
+    from toolmend.integrations import telemetry
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("injected fault inside toolmend")
+
+    heard: list[telemetry.HookReport] = []
+    telemetry.add_sink(heard.append)
+    monkeypatch.setattr(tm, "as_policy", broken)  # the heal's own step, before its mend
+    try:
+        tm.patch(repair_chat_history=True)
+        client = _client(strict_provider)
+        chat = client.chats.create(model=MODEL, history=seed_003()[:-1])
+        chat.send_message("Another one")
+    finally:
+        telemetry.remove_sink(heard.append)
+    assert strict_provider.last_request.accepted, strict_provider.last_request.error
+    assert [(r.hook, r.outcome) for r in heard if r.request] == [
+        ("google_genai.Models.generate_content", "repaired")
+    ]

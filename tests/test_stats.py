@@ -528,3 +528,36 @@ def test_the_installed_command(produced: Produced, tmp_path: Path) -> None:
         [*command, "stats", str(tmp_path / "gone.log")], capture_output=True, text=True, check=False
     )
     assert missing.returncode == 2 and "No such file or directory" in missing.stderr
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "toolmend could not add its guardrail record to the LiteLLM call",
+        "toolmend could not make its guardrail record for the LiteLLM call",
+        "toolmend could not turn on its Prometheus metrics; requests go on",
+        "toolmend failed on langgraph.repair_thread; nothing was written",
+        "toolmend failed on aadd_messages; the messages were stored as given",
+        "toolmend failed on agents.session_input_callback; the items were left as they are",
+    ],
+)
+def test_toolmend_errors_that_send_no_request_are_errors_not_requests(line: str) -> None:
+    """Every ERROR toolmend logs is counted; one on a stored history, on messages being
+    written or outside any request sent nothing, so it is not a request sent unrepaired (the
+    telemetry reports no ``failed_open`` for it either)."""
+    event = logs.parse_message(f"2026-12-02 02:40:00 ERROR toolmend: {line}")
+    assert event is not None and event.kind == "error", event
+
+
+def test_an_id_with_a_bracket_and_a_line_with_no_code_read(tmp_path: Path) -> None:
+    """A tool call id is the caller's to choose and may hold ``]``: the code before it is still
+    read. A repaired line whose codes cannot be read at all is still a request, and the page
+    is still written (its chart has no bar for it)."""
+    line = "toolmend repaired a.b for openai: moved_result@1[x]y] answered_missing_call@2[z]"
+    event = logs.parse_message(line)
+    assert event is not None and event.codes == ("moved_result", "answered_missing_call")
+    log = tmp_path / "odd.log"
+    log.write_text("INFO toolmend: toolmend repaired a.b for openai: ???\n")
+    code, page, err = stats(str(log), "--html")
+    assert code == 0, err
+    assert "</html>" in page and "<svg" not in page

@@ -16,6 +16,7 @@ import logging
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -325,5 +326,68 @@ print(sorted(m for m in sys.modules if m.startswith("opentelemetry")))
 """
     done = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stdout.strip() == "[]"
+
+
+# --- threads ---------------------------------------------------------------------------------
+
+
+def test_requests_reported_while_the_instruments_are_built_are_all_counted(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The first reports after an SDK is set come from several threads at once (a proxy's
+    workers): one builds the instruments, and a report made meanwhile is counted in them, not
+    dropped (nor counted in the instruments of the provider before)."""
+    import threading
+
+    from opentelemetry import metrics
+
+    report = telemetry.HookReport("test.hook", "openai", "clean")
+    with otel_sdk() as sdk:
+        provider = metrics.get_meter_provider()
+        building, go_on = threading.Event(), threading.Event()
+        real = provider.get_meter
+        first = [True]
+
+        def slow_get_meter(*args: Any, **kwargs: Any) -> Any:
+            if first[0]:  # the first thread to build waits here, holding the build
+                first[0] = False
+                building.set()
+                go_on.wait(10)
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(provider, "get_meter", slow_get_meter)
+        builder = threading.Thread(target=telemetry.record, args=(report,))
+        builder.start()
+        assert building.wait(10)
+        meanwhile = threading.Thread(target=telemetry.record, args=(report,))
+        meanwhile.start()
+        meanwhile.join(0.5)  # it waits for the build, or (the bug) drops its report at once
+        go_on.set()
+        builder.join(10)
+        meanwhile.join(10)
+        assert sum(sdk.points("toolmend.requests").values()) == 2
+
+
+@pytest.mark.slow
+def test_the_hook_benchmarks_measure_a_process_without_opentelemetry() -> None:
+    """``bench_patch.py`` and ``bench_litellm.py`` without ``--otel`` time the hooks as a process
+    without OpenTelemetry runs them (one dictionary lookup): they import none of it, and run
+    where the SDK is not installed."""
+    script = """
+import os, sys
+os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+sys.path.insert(0, "benchmarks")
+import bench_litellm, bench_patch
+print(sorted(m for m in sys.modules if m.startswith("opentelemetry")))
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+        cwd=Path(__file__).resolve().parent.parent,
     )
     assert done.stdout.strip() == "[]"

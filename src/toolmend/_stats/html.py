@@ -96,6 +96,8 @@ def _chart(table: Table) -> list[str]:
     per_code: Counter[str] = Counter()
     for (_, code), count in table.code_items.items():
         per_code[code] += count
+    if not per_code:  # repaired lines whose codes could not be read: nothing to draw
+        return []
     codes = sorted(per_code, key=lambda code: (-per_code[code], code))
     most = max(per_code.values())
     height = _ROW * len(codes) + 8

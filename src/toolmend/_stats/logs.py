@@ -14,7 +14,8 @@ The hooks write one line per request they changed or could not judge clean, on l
 plus the OpenAI Agents SDK hooks' variants (``for PROFILE (session rules)``, problems found
 ``(in the Chat Completions conversion)``), the messages a LangChain history store refused
 (``toolmend rejected ... (message N of add_messages): ...``), and a few errors outside any one
-request (a hook that could not be built, a telemetry sink that failed).
+request (a hook that could not be built, a telemetry sink that failed, a failure on a stored
+history or on messages being written, which sends nothing).
 
 A line is recognised wherever the message sits in it, so any plain logging format works
 (``%(asctime)s %(levelname)s %(name)s: %(message)s``, LiteLLM proxy's prefixes, a
@@ -101,9 +102,10 @@ _FAILED: Final = re.compile(
     rf"(?P<source>a LangChain history read|[^\s(;]+(?:\(.*?\))?){_FOR}; "
 )
 _REFUSED: Final = re.compile(r"toolmend rejected .*? \(message \d+ of (?P<source>[^)]+)\): ")
-_CODE: Final = re.compile(r"(?<!\S)([A-Za-z_][\w-]*)@\d+(?:\[[^\]]*\])?(?=\s|;|$)")
+_CODE: Final = re.compile(r"(?<!\S)([A-Za-z_][\w-]*)@\d+(?:\[.*?\])?(?=\s|;|$)")
 """A whole ``code@index`` or ``code@index[id,...]`` token: the code is kept, the rest read
-past (so a ``session_id=user@1`` a log formatter appends is not a code)."""
+past (so a ``session_id=user@1`` a log formatter appends is not a code). The ids are the
+caller's and may hold ``]`` or spaces: the brackets close where the token ends."""
 
 _HOOK_ALIASES: Final = {"a LangChain history read": "langchain.history"}
 
@@ -116,6 +118,13 @@ ERRORS: Final[tuple[tuple[re.Pattern[str], str], ...]] = tuple(
         (r"toolmend could not write its proxy response headers", "a proxy header was not written"),
         (r"toolmend could not attach its record", "a LiteLLM record was not attached"),
         (r"toolmend could not report a", "a report did not reach a telemetry sink"),
+        (r"toolmend could not (?:make|add) its guardrail record", "a guardrail entry was not made"),
+        (r"toolmend could not turn on its Prometheus", "the Prometheus metrics were not turned on"),
+        (  # a stored history or the messages being written, not a request: nothing was sent
+            r"toolmend failed on \S+; (?:nothing was written|the messages were stored as given"
+            r"|the items were left as they are)",
+            "a stored history was left as it was",
+        ),
         (r"toolmend: (?:\S+ is set but )?patching .*?failed", "an SDK was not patched"),
     )
 )
@@ -149,13 +158,13 @@ def parse_message(message: str) -> Event | None:
         return Event("loop", _hook(match["source"]), match["provider"], _codes(match["rest"]))
     if match := _UNREADABLE.search(message):
         return Event("unreadable", _hook(match["source"]), match["provider"] or UNKNOWN)
-    if match := _FAILED.search(message):
-        return Event("failed", _hook(match["source"]), match["provider"] or UNKNOWN)
     if match := _REFUSED.search(message):
         return Event("refused", _hook(match["source"]))
-    for pattern, label in ERRORS:
+    for pattern, label in ERRORS:  # before the failures: some failures send no request
         if pattern.search(message):
             return Event("error", label)
+    if match := _FAILED.search(message):
+        return Event("failed", _hook(match["source"]), match["provider"] or UNKNOWN)
     return None
 
 
