@@ -178,14 +178,15 @@ def mend(
                 _report(source, provider, started, loops=loops, request=request)
             return Mended(messages, loops=loops)
         result = toolmend.repair(messages, provider=provider, format=format, policy=options.policy)
-        left = 0
-        if quiet:
-            pass
-        elif result.changes:  # in the try: a line that cannot be written sends the original
+        problems_left = result.problems
+        if result.changes:
             # the one-pass check vouches for nearly every repair; judged in full only when not
             vouched = fastpath.vouch(result.messages, provider=provider, format=format)
             problems_left = () if vouched is not None else result.problems_left
-            left = len(problems_left)
+        left = len(problems_left)
+        if quiet:
+            pass
+        elif result.changes:  # in the try: a line that cannot be written sends the original
             logger.log(
                 logging.WARNING if left else logging.INFO,
                 "toolmend repaired %s for %s: %s%s",
@@ -195,7 +196,6 @@ def mend(
                 f"; {left} problem(s) left: {problem_codes(problems_left)}" if left else "",
             )
         elif result.problems:
-            left = len(result.problems)
             logger.warning(
                 "toolmend found %d problem(s) in %s for %s and changed nothing: %s",
                 left,
@@ -232,7 +232,9 @@ def mend(
         if reporting and request:
             _report_failure(source, provider, started)
         return Mended(messages, failed=True)
-    return Mended(result.messages, result.changes, problems=result.problems, loops=loops)
+    return Mended(
+        result.messages, result.changes, problems=result.problems, loops=loops, left=problems_left
+    )
 
 
 def _report(

@@ -377,7 +377,7 @@ class ToolMend(CustomLogger):
             reported = True
             if mended.changes or mended.problems or mended.loops or mended.failed:
                 record = _record(provider, model_name, mended)
-                left = _left(mended, provider, way.format)
+                left = tuple(problem.code for problem in mended.left)
                 spent = time.perf_counter() - clock
                 return _Outcome(
                     mended.messages, record, mended.failed, provider, started, spent, left
@@ -568,15 +568,6 @@ class _Outcome(NamedTuple):
     spent: float = 0.0
     left: tuple[str, ...] = ()
     """The code of each problem the history sent still has."""
-
-
-def _left(mended: Mended, provider: str, format: str) -> tuple[str, ...]:
-    """The codes of the problems the history ``mended`` sends still has: those found when
-    nothing was changed, else what :func:`toolmend.check` finds in the repaired history (the
-    record lists what the history broke as it came)."""
-    if mended.failed or not mended.changes:
-        return tuple(p.code for p in mended.problems)
-    return tuple(p.code for p in toolmend.check(mended.messages, provider=provider, format=format))
 
 
 _passes = Passes()

@@ -228,6 +228,25 @@ def test_a_clean_request_gets_a_success_entry(
     assert found["violation_categories"] == []
 
 
+def test_problems_left_by_the_report_policy_are_flagged(
+    server: StrictProviderServer, loop: asyncio.AbstractEventLoop
+) -> None:
+    """Under the report policy the history goes out as it came (the provider's 400): the
+    entry is ``guardrail_flagged`` and counts the problems the provider then saw."""
+    litellm.callbacks = [ToolMend(policy="report"), PAYLOADS]
+    with pytest.raises(litellm.BadRequestError):
+        chat(loop, server, chat_broken())
+    (payload,) = PAYLOADS.wait(loop)
+    found = the_entry(payload)
+    expected = Counter(p.code for p in toolmend.check(chat_broken(), provider="openai"))
+    assert expected
+    assert (found["guardrail_status"], found["guardrail_action"]) == (
+        "guardrail_flagged",
+        "problems_left",
+    )
+    assert found["guardrail_response"]["problems_left"] == dict(expected)
+
+
 @pytest.mark.parametrize("name", ["gpt", "gemini"])
 def test_a_translated_request_has_one_entry_with_both_passes(
     server: StrictProviderServer, loop: asyncio.AbstractEventLoop, name: str

@@ -252,6 +252,9 @@ class Mended:
     """The problems of the ranges mended, in order."""
     loops: tuple[Problem, ...] = ()
     """What the hooks' loop guard found (see :func:`toolmend.detect_loops`)."""
+    left: tuple[Problem, ...] = ()
+    """What the history the hooks send still breaks (empty after a successful repair; the
+    problems found when nothing was changed)."""
     failed: bool = False
     """True when toolmend raised inside a hook and the original history went out unrepaired."""
 
