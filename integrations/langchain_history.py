@@ -74,7 +74,6 @@ so LangChain is imported when this module is.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import inspect
 import logging
@@ -88,6 +87,7 @@ import toolmend
 from toolmend import _appending as appending
 from toolmend._appending import AppendIndex
 
+from . import langchain_stores as stores
 from . import telemetry
 from .hooks import HookOptions, check_names, hook_policy, mend
 
@@ -140,11 +140,6 @@ class Rejected:
 
 _NEEDS_READ = object()
 """What :meth:`ToolMendHistory._screen` returns when it must see the store first."""
-
-
-def _is_async_only(inner: Any) -> bool:
-    """A store that refuses its sync methods (``SQLChatMessageHistory`` on an async engine)."""
-    return getattr(inner, "async_mode", None) is True
 
 
 class _Guard(threading.local):
@@ -237,7 +232,7 @@ class ToolMendHistory(BaseChatMessageHistory):
         window: Window | None = None,
         policy: toolmend.Policy | str | None = None,
         repair_on_read: bool = True,
-        write_back: bool = False,
+        write_back: bool | str = False,
     ) -> None:
         super().__init__()
         # an unknown provider or policy name fails here, not on every read; a toolmend bug is
@@ -248,7 +243,7 @@ class ToolMendHistory(BaseChatMessageHistory):
         self.window = window
         self.policy = hook_policy(policy, frontier="keep")
         self.repair_on_read = repair_on_read
-        self.write_back = write_back
+        self.write_back = _checked_write_back(inner, write_back)
         self._keep_options = HookOptions(provider=provider, policy=self.policy, on_loop="off")
         self._answer_options = replace(
             self._keep_options, policy=replace(self.policy, frontier="answer")
@@ -292,7 +287,7 @@ class ToolMendHistory(BaseChatMessageHistory):
     @property
     def async_only(self) -> bool:
         """Whether the wrapped store works only through its async methods."""
-        return _is_async_only(self.inner)
+        return stores.is_async_only(self.inner)
 
     # --- reads --------------------------------------------------------------------------------
 
@@ -344,7 +339,7 @@ class ToolMendHistory(BaseChatMessageHistory):
         if not (changes and self.write_back):
             return view, None
         write = _without_placeholders(raw, repaired)
-        return view, (None if _same(write, raw) else (write, changes))
+        return view, (None if stores.same(write, raw) else (write, changes))
 
     def _repaired(
         self, raw: list[BaseMessage], waiting: bool
@@ -436,15 +431,17 @@ class ToolMendHistory(BaseChatMessageHistory):
         changes: Sequence[toolmend.Change],
     ) -> None:
         """Replace the store's ``raw`` with ``repaired``, only if the store still holds exactly
-        ``raw`` (see the class: compare and swap)."""
+        ``raw``, in one atomic step of the store (:mod:`.langchain_stores`). Fails open: an
+        error of the store (the swap wrote nothing) is logged and the read goes on."""
         self._index = None
-        swapped = _sql_swap(self.inner, raw, repaired)
-        if swapped is None:  # any other store: compare, then clear and add
-            swapped = _same(self.inner.messages, raw)
-            if swapped:
-                self.inner.clear()
-                self.inner.add_messages(repaired)
-        self._wrote_back(swapped, raw, repaired, changes)
+        try:
+            swapped = stores.swap(self.inner, raw, repaired)
+            if swapped is None and self.write_back == stores.UNGUARDED:
+                swapped = stores.unguarded_swap(self.inner, raw, repaired)
+        except Exception:
+            self._swap_failed()
+            return
+        self._wrote_back(bool(swapped), raw, repaired, changes)
 
     async def _write_back_async(
         self,
@@ -452,15 +449,24 @@ class ToolMendHistory(BaseChatMessageHistory):
         repaired: list[BaseMessage],
         changes: Sequence[toolmend.Change],
     ) -> None:
-        self._index = None
-        swapped = await _asql_swap(self.inner, raw, repaired)
-        if swapped is None:
-            swapped = _same(await self.inner.aget_messages(), raw)
-            if swapped:
-                await self.inner.aclear()
-                await self.inner.aadd_messages(repaired)
         with self._lock:
-            self._wrote_back(swapped, raw, repaired, changes)
+            self._index = None
+        try:
+            swapped = await stores.aswap(self.inner, raw, repaired)
+            if swapped is None and self.write_back == stores.UNGUARDED:
+                swapped = await stores.aunguarded_swap(self.inner, raw, repaired)
+        except Exception:
+            self._swap_failed()
+            return
+        with self._lock:
+            self._wrote_back(bool(swapped), raw, repaired, changes)
+
+    def _swap_failed(self) -> None:
+        logger.exception(
+            "toolmend could not write the repaired history back (the store is as it was); "
+            "the read returned the repaired history"
+        )
+        telemetry.failed_open("langchain.history", self.provider)
 
     def _wrote_back(
         self,
@@ -679,127 +685,56 @@ _WriteBack = tuple[list[BaseMessage], tuple[toolmend.Change, ...]]
 """What a read writes back: the repaired history, and the changes that made it."""
 
 
-def _same(current: Sequence[Any], raw: Sequence[Any]) -> bool:
-    """Whether the store's ``current`` messages are still the ``raw`` ones a repair read."""
-    return len(current) == len(raw) and all(
-        a is b or a == b for a, b in zip(current, raw, strict=True)
-    )
-
-
 def _without_placeholders(raw: Sequence[Any], repaired: Sequence[Any]) -> list[BaseMessage]:
-    """``repaired`` without the placeholder results the repair added: a write-back never
-    answers a call for its writer. With several writers on one session, a call another writer
-    stored may still be waiting for the result that writer is about to store; a placeholder
-    in the store would turn that real result into a duplicate. Reads add the placeholders
-    again every time (the same text), so what is sent is the same."""
-    results = {m.tool_call_id for m in raw if _message_type(m) in _TOOL_TYPES}
+    """``repaired`` without the results the repair made up: a write-back never answers a call
+    for its writer. With several writers on one session, a call another writer stored may
+    still be waiting for the result that writer is about to store; a placeholder in the store
+    would turn that real result into a duplicate. Reads add the placeholders again every time
+    (the same text), so what is sent is the same.
+
+    A result the repair made up is one not in ``raw`` whose call id and content no stored
+    result has. Matching by call id alone (before issue 31) let a placeholder through when the
+    call's real result was stored too but dropped by the repair (stored before its call, or
+    a second copy): the placeholder then took its place in the store."""
+    results = {
+        (m.tool_call_id, _content_key(m.content)) for m in raw if _message_type(m) in _TOOL_TYPES
+    }
     stored = {id(m) for m in raw}
     return [
         m
         for m in repaired
-        if id(m) in stored or _message_type(m) not in _TOOL_TYPES or m.tool_call_id in results
+        if id(m) in stored
+        or _message_type(m) not in _TOOL_TYPES
+        or (m.tool_call_id, _content_key(m.content)) in results
     ]
 
 
-@dataclass(frozen=True)
-class _SqlSession:
-    """The rows of one session of a ``SQLChatMessageHistory`` on SQLite: what a swap reads,
-    deletes and inserts, whichever engine (sync or async) runs the statements."""
+def _content_key(content: Any) -> str:
+    """A message content (a string, or a list of blocks) as something to compare and hash."""
+    return content if isinstance(content, str) else repr(content)
 
-    engine: Any
-    model: Any
-    column: Any
-    session_id: Any
-    converter: Any
 
-    def select(self) -> Any:
-        from sqlalchemy import select
-
-        return (
-            select(self.model).where(self.column == self.session_id).order_by(self.model.id.asc())
+def _checked_write_back(inner: Any, write_back: bool | str) -> bool | str:
+    """``write_back`` if the store can take it: ``True`` needs a store whose swap is atomic
+    (:data:`.langchain_stores.SUPPORTED`); ``"unguarded"`` is the weaker mode any store takes.
+    Anything else raises ``ValueError`` naming the store's class."""
+    if write_back is False or write_back == stores.UNGUARDED:
+        return write_back
+    if write_back is not True:
+        raise ValueError(
+            f"ToolMendHistory: write_back must be True, False or {stores.UNGUARDED!r}, "
+            f"not {write_back!r}"
         )
-
-    def delete(self) -> Any:
-        from sqlalchemy import delete
-
-        return delete(self.model).where(self.column == self.session_id)
-
-    def holds(self, rows: Any, raw: Sequence[Any]) -> bool:
-        """Whether ``rows`` are still the messages ``raw``."""
-        return _same([self.converter.from_sql_model(row) for row in rows], raw)
-
-    def rows(self, messages: Sequence[Any]) -> list[Any]:
-        return [self.converter.to_sql_model(m, self.session_id) for m in messages]
-
-
-def _sql_session(inner: Any, async_mode: bool) -> _SqlSession | None:
-    """The session of a ``SQLChatMessageHistory`` on SQLite in ``async_mode`` (or not), or
-    None for any other store."""
-    if bool(getattr(inner, "async_mode", False)) != async_mode:
-        return None
-    engine: Any = getattr(inner, "async_engine" if async_mode else "engine", None)
-    model = getattr(inner, "sql_model_class", None)
-    converter = getattr(inner, "converter", None)
-    field_name = getattr(inner, "session_id_field_name", None)
-    dialect = getattr(getattr(engine, "dialect", None), "name", None)
-    if model is None or converter is None or field_name is None or dialect != "sqlite":
-        return None
-    return _SqlSession(engine, model, getattr(model, field_name), inner.session_id, converter)
-
-
-def _sql_swap(inner: Any, raw: Sequence[Any], repaired: Sequence[Any]) -> bool | None:
-    """Replace a SQLite session's rows holding ``raw`` with ``repaired`` in one transaction
-    that holds SQLite's write lock from the re-read to the commit (``BEGIN IMMEDIATE``), so
-    no other connection, thread or process, can add a row in between. True: swapped; False:
-    the rows are no longer ``raw`` (nothing written); None: not a sync SQLite store."""
-    store = _sql_session(inner, async_mode=False)
-    if store is None:
-        return None
-    from sqlalchemy.orm import Session
-
-    with store.engine.connect() as plain:
-        connection = plain.execution_options(isolation_level="AUTOCOMMIT")
-        connection.exec_driver_sql("BEGIN IMMEDIATE")
-        try:
-            with Session(bind=connection) as session:
-                if not store.holds(session.scalars(store.select()), raw):
-                    connection.exec_driver_sql("ROLLBACK")
-                    return False
-                session.execute(store.delete())
-                session.add_all(store.rows(repaired))
-                session.flush()
-            connection.exec_driver_sql("COMMIT")
-        except BaseException:
-            with contextlib.suppress(Exception):
-                connection.exec_driver_sql("ROLLBACK")
-            raise
-    return True
-
-
-async def _asql_swap(inner: Any, raw: Sequence[Any], repaired: Sequence[Any]) -> bool | None:
-    """:func:`_sql_swap` for ``SQLChatMessageHistory`` on an async SQLite engine: the same
-    statements (:class:`_SqlSession`), awaited."""
-    store = _sql_session(inner, async_mode=True)
-    if store is None:
-        return None
-    from sqlalchemy.ext.asyncio import AsyncSession
-
-    async with store.engine.connect() as plain:
-        connection = await plain.execution_options(isolation_level="AUTOCOMMIT")
-        await connection.exec_driver_sql("BEGIN IMMEDIATE")
-        try:
-            async with AsyncSession(bind=connection) as session:
-                if not store.holds(await session.scalars(store.select()), raw):
-                    await connection.exec_driver_sql("ROLLBACK")
-                    return False
-                await session.execute(store.delete())
-                session.add_all(store.rows(repaired))
-                await session.flush()
-            await connection.exec_driver_sql("COMMIT")
-        except BaseException:
-            with contextlib.suppress(Exception):
-                await connection.exec_driver_sql("ROLLBACK")
-            raise
+    if stores.kind_of(inner) is None:
+        store = f"{type(inner).__module__}.{type(inner).__qualname__}"
+        raise ValueError(
+            f"ToolMendHistory: write_back=True needs a store that can replace a session's "
+            f"history atomically, and {store} cannot; supported: {'; '.join(stores.SUPPORTED)}. "
+            f"Pass write_back={stores.UNGUARDED!r} for the weaker mode (compare, clear, add under "
+            "this process's lock: safe only when every writer of the session goes through "
+            "wrappers of this store object in this process), or write_back=False (reads are "
+            "repaired all the same)."
+        )
     return True
 
 
