@@ -48,17 +48,22 @@ A write-back is a compare-and-swap: it replaces the store's history only if the 
 holds exactly what the read repaired, and otherwise writes nothing (logged at INFO; the
 next read tries again). Refusing when the store moved was chosen over merging (a repair
 computed on a history that has changed is not a repair of the new one) and over writing
-only the difference (LangChain stores can only append or clear). On
-``SQLChatMessageHistory`` over SQLite (sync or async) the re-read, the delete and the
-inserts run in one transaction that takes SQLite's write lock first (``BEGIN
-IMMEDIATE``), so another connection, thread or process cannot append in between. Other
-stores are compared and then cleared and refilled under the lock above: safe against every
-writer in the process that goes through a wrapper; against another process writing to
-such a store (Redis, a file), only the short step between the compare and the clear is
-open, so prefer ``write_back=False`` there. A write-back never stores toolmend's
-placeholder results: a call another writer stored may still be waiting for the result
-that writer is about to store, and a placeholder would turn it into a duplicate. Reads
-answer such calls again each time, with the same text, so what is sent is the same.
+only the difference (LangChain stores can only append or clear). The swap is one atomic
+step of the store itself (:mod:`.langchain_stores`): a transaction on ``SQLChatMessageHistory``
+over SQLite (``BEGIN IMMEDIATE``) or PostgreSQL (a ``LOCK TABLE`` that shuts out every other
+writer of the table until it commits), the same on langchain-postgres's
+``PostgresChatMessageHistory``, ``WATCH``/``MULTI``/``EXEC`` on langchain-community's
+``RedisChatMessageHistory``, one assignment on ``InMemoryChatMessageHistory``. So no writer,
+in this process or another, on this host or another, through a wrapper or not, can write in
+between, and a swap that fails commits nothing: the read logs the error and still returns the
+repaired history. On any other store ``write_back=True`` raises ``ValueError`` when the wrapper
+is built, unless ``write_back="unguarded"`` opts into compare, ``clear()``, ``add_messages()``
+under the lock above (safe only when every writer of the session goes through wrappers of that
+one store object in this process; a refill that fails puts the history read back). A
+write-back never stores a result the repair made up (toolmend's placeholders): a call another
+writer stored may still be waiting for the result that writer is about to store, and a
+placeholder would turn it into a duplicate. Reads answer such calls again each time, with the
+same text, so what is sent is the same.
 
 Every read and write goes through toolmend's fail-open path: a toolmend failure is logged and
 the original history goes out (a read returns what the store holds, a write stores the batch as
@@ -204,8 +209,10 @@ class ToolMendHistory(BaseChatMessageHistory):
       return everything as it is, and log what is wrong).
     * **repair_on_read** - *(optional)* repair what reads return (default True).
     * **write_back** - *(optional)* also write a read's repair into the store (default False),
-      only while the store still holds what was read (compare-and-swap; see the module
-      docstring), and never toolmend's placeholder results.
+      only while the store still holds what was read, in one atomic step of the store
+      (compare-and-swap; see the module docstring), and never toolmend's placeholder results.
+      ``True`` needs a store that can swap atomically (``ValueError`` otherwise, naming them);
+      ``"unguarded"`` is the weaker mode for any store (one process, one store object).
 
     >>> from langchain_core.chat_history import InMemoryChatMessageHistory
     >>> from langchain_core.messages import AIMessage, HumanMessage, ToolMessage

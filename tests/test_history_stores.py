@@ -389,3 +389,79 @@ def test_a_write_back_never_stores_a_made_up_result() -> None:
     assert toolmend.PLACEHOLDER_TEXT in contents(history.messages)
     assert contents(inner.messages) == ["q", "c", "r", "x", "c", "q2"]
     assert [r.reason for r in history.rejected] == ["dropped_on_write_back"]
+
+
+# --- async-only stores --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["sql_postgres", "langchain_postgres"])
+@pytest.mark.parametrize("fails", [False, True], ids=["swaps", "fails_halfway"])
+def test_an_async_only_postgres_store_swaps_in_one_transaction(
+    postgres_server: PostgresServer,
+    kind: str,
+    fails: bool,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """``SQLChatMessageHistory`` on an async engine (psycopg), and a langchain-postgres store
+    given only an async connection: the same swap, awaited; one failing halfway writes nothing
+    and the read fails open."""
+    import asyncio
+
+    import psycopg
+    from langchain_community.chat_message_histories import SQLChatMessageHistory
+    from langchain_postgres import PostgresChatMessageHistory
+
+    database = postgres_server.new_database()
+
+    def fail(stage: str) -> None:
+        if stage == "writing":
+            raise ConnectionError("the store went away mid-swap")
+
+    async def run() -> tuple[list[BaseMessage], list[BaseMessage]]:
+        if kind == "sql_postgres":
+            url = postgres_server.url(database)
+            inner: Any = SQLChatMessageHistory("s", connection=url, async_mode=True)
+            close: Any = inner.async_engine.dispose
+        else:
+            connection = await psycopg.AsyncConnection.connect(postgres_server.dsn(database))
+            await PostgresChatMessageHistory.acreate_tables(connection, "message_store")
+            session = "00000000-0000-4000-8000-000000000001"
+            inner = PostgresChatMessageHistory(
+                "message_store", session, async_connection=connection
+            )
+            close = connection.close
+        try:
+            history = ToolMendHistory(inner, write_back=True)
+            assert history.async_only
+            await inner.aadd_messages(POISONED)
+            if fails:
+                monkeypatch.setattr(langchain_stores, "pause", fail)
+            return await history.aget_messages(), await inner.aget_messages()
+        finally:
+            await close()
+
+    with caplog.at_level(logging.ERROR, logger="toolmend"):
+        view, stored = asyncio.run(run())
+    assert contents(view) == ["q", "q2"]
+    assert contents(stored) == (["q", "stray", "q2"] if fails else ["q", "q2"])
+    assert ("could not write the repaired history back" in caplog.text) is fails
+
+
+def test_a_sqlite_swap_failing_halfway_writes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SQLite's swap (``BEGIN IMMEDIATE``) is rolled back whole too."""
+
+    def fail(stage: str) -> None:
+        if stage == "writing":
+            raise ConnectionError("the store went away mid-swap")
+
+    inner = open_store({"kind": "sqlite", "url": f"sqlite:///{tmp_path / 'chat.db'}"}, "s")
+    try:
+        inner.add_messages(POISONED)
+        monkeypatch.setattr(langchain_stores, "pause", fail)
+        assert contents(ToolMendHistory(inner, write_back=True).messages) == ["q", "q2"]
+        assert contents(inner.messages) == ["q", "stray", "q2"]
+    finally:
+        close_store(inner)

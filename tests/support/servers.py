@@ -15,6 +15,7 @@ fails instead, so CI always runs them. Each test gets a database (PostgreSQL) or
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import shutil
@@ -26,16 +27,26 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 
-__all__ = ["PostgresServer", "RedisServer", "postgres_server", "redis_server", "unavailable"]
+__all__ = [
+    "PostgresServer",
+    "RedisServer",
+    "ServerUnavailableError",
+    "postgres_server",
+    "redis_server",
+    "running_postgres",
+    "running_redis",
+    "unavailable",
+]
 
 START_SECONDS = 60.0
 """How long a server may take to answer (it takes about a second; a busy machine, more)."""
 
 
-def unavailable(what: str) -> None:
+def unavailable(what: str) -> NoReturn:
     """Skip the test (fail it under CI: CI must run these tests) because ``what`` is missing."""
     message = f"{what} (apt-get install postgresql redis-server; .ci/run installs them)"
     if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
@@ -124,52 +135,58 @@ def _as_postgres(command: list[str]) -> list[str]:
     return ["runuser", "-u", "postgres", "--", *command]
 
 
-@pytest.fixture(scope="session")
-def postgres_server() -> Iterator[PostgresServer]:
-    """This worker's PostgreSQL server (skips, or fails under CI, when there is none)."""
-    pytest.importorskip("psycopg")
+class ServerUnavailableError(Exception):
+    """No server can be started here; the message says what is missing."""
+
+
+@contextlib.contextmanager
+def running_postgres() -> Iterator[PostgresServer]:
+    """A PostgreSQL server on 127.0.0.1 for the ``with`` block (:class:`ServerUnavailableError` if there
+    is none to start)."""
     bin_dir = _postgres_bin()
     if bin_dir is None:
-        unavailable("no PostgreSQL server binaries in /usr/lib/postgresql/*/bin")
-    assert bin_dir is not None
+        raise ServerUnavailableError("no PostgreSQL server binaries in /usr/lib/postgresql/*/bin")
     if os.geteuid() == 0 and shutil.which("runuser") is None:
-        unavailable("PostgreSQL cannot run as root and runuser is missing")
+        raise ServerUnavailableError("PostgreSQL cannot run as root and runuser is missing")
     home = Path(tempfile.mkdtemp(prefix="toolmend-pg-"))
     data, log = home / "data", home / "log"
-    if os.geteuid() == 0:
-        shutil.chown(home, "postgres", "postgres")
-    initdb = [str(bin_dir / "initdb"), "-D", str(data), "-U", "postgres", "-A", "trust"]
-    done = subprocess.run(
-        _as_postgres([*initdb, "--no-sync", "-E", "UTF8", "--locale", "C"]),
-        capture_output=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        shutil.rmtree(home, ignore_errors=True)
-        unavailable(f"initdb failed: {done.stderr.decode(errors='replace')[-500:]}")
-    port = _free_port()
-    settings = {
-        "listen_addresses": "127.0.0.1",
-        "port": str(port),
-        "unix_socket_directories": str(home),
-        "fsync": "off",
-        "synchronous_commit": "off",
-        "full_page_writes": "off",
-        "max_connections": "200",
-    }
-    options = [part for name, value in settings.items() for part in ("-c", f"{name}={value}")]
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            _as_postgres([str(bin_dir / "postgres"), "-D", str(data), *options]),
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
     try:
-        _wait_for("postgres", port, process, log)
-        _ready(PostgresServer(port))
-        yield PostgresServer(port)
+        if os.geteuid() == 0:
+            shutil.chown(home, "postgres", "postgres")
+        initdb = [str(bin_dir / "initdb"), "-D", str(data), "-U", "postgres", "-A", "trust"]
+        done = subprocess.run(
+            _as_postgres([*initdb, "--no-sync", "-E", "UTF8", "--locale", "C"]),
+            capture_output=True,
+            check=False,
+        )
+        if done.returncode != 0:
+            raise ServerUnavailableError(
+                f"initdb failed: {done.stderr.decode(errors='replace')[-500:]}"
+            )
+        port = _free_port()
+        settings = {
+            "listen_addresses": "127.0.0.1",
+            "port": str(port),
+            "unix_socket_directories": str(home),
+            "fsync": "off",
+            "synchronous_commit": "off",
+            "full_page_writes": "off",
+            "max_connections": "200",
+        }
+        options = [part for name, value in settings.items() for part in ("-c", f"{name}={value}")]
+        with log.open("wb") as out:
+            process = subprocess.Popen(
+                _as_postgres([str(bin_dir / "postgres"), "-D", str(data), *options]),
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
+        try:
+            _wait_for("postgres", port, process, log)
+            _ready(PostgresServer(port))
+            yield PostgresServer(port)
+        finally:
+            _stop(process)
     finally:
-        _stop(process)
         shutil.rmtree(home, ignore_errors=True)
 
 
@@ -188,24 +205,49 @@ def _ready(server: PostgresServer) -> None:
             time.sleep(0.05)
 
 
-@pytest.fixture(scope="session")
-def redis_server() -> Iterator[RedisServer]:
-    """This worker's redis-server (skips, or fails under CI, when there is none)."""
-    pytest.importorskip("redis")
+@contextlib.contextmanager
+def running_redis() -> Iterator[RedisServer]:
+    """A redis-server on 127.0.0.1 for the ``with`` block (:class:`ServerUnavailableError` if there is
+    none to start)."""
     binary = shutil.which("redis-server")
     if binary is None:
-        unavailable("no redis-server on PATH")
-    assert binary is not None
+        raise ServerUnavailableError("no redis-server on PATH")
     home = Path(tempfile.mkdtemp(prefix="toolmend-redis-"))
     log = home / "log"
     port = _free_port()
     command = [binary, "--bind", "127.0.0.1", "--port", str(port), "--dir", str(home)]
     command += ["--save", "", "--appendonly", "no", "--protected-mode", "yes"]
-    with log.open("wb") as out:
-        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
     try:
-        _wait_for("redis-server", port, process, log)
-        yield RedisServer(port)
+        with log.open("wb") as out:
+            process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
+        try:
+            _wait_for("redis-server", port, process, log)
+            yield RedisServer(port)
+        finally:
+            _stop(process)
     finally:
-        _stop(process)
         shutil.rmtree(home, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """This worker's PostgreSQL server (skips, or fails under CI, when there is none)."""
+    pytest.importorskip("psycopg")
+    with contextlib.ExitStack() as stack:
+        try:
+            server = stack.enter_context(running_postgres())
+        except ServerUnavailableError as error:
+            unavailable(str(error))
+        yield server
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[RedisServer]:
+    """This worker's redis-server (skips, or fails under CI, when there is none)."""
+    pytest.importorskip("redis")
+    with contextlib.ExitStack() as stack:
+        try:
+            server = stack.enter_context(running_redis())
+        except ServerUnavailableError as error:
+            unavailable(str(error))
+        yield server
