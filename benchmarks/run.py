@@ -156,6 +156,11 @@ def hook_rows(quick: bool) -> list[dict[str, Any]]:
             "500" if quick else "2000",
         ],
         "LangChain SQLite history": ["bench_langchain.py", *(["--quick"] if quick else [])],
+        # starts PostgreSQL and redis-server (Debian's) on 127.0.0.1: tests/support/servers.py
+        "LangChain PostgreSQL/Redis": [
+            "bench_history_stores.py",
+            *(["--quick"] if quick else []),
+        ],
         "LangGraph pre_model_hook": ["bench_langgraph.py", *(["--quick"] if quick else [])],
         "Google ADK plugin": ["bench_adk.py", *(["--quick"] if quick else [])],
         "Agents SDK input filter": ["bench_openai_agents.py", *(["--quick"] if quick else [])],
