@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
 from langchain_core.chat_history import BaseChatMessageHistory, InMemoryChatMessageHistory
 from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 
@@ -38,6 +39,7 @@ import toolmend
 from toolmend.integrations import langchain_stores
 from toolmend.integrations.langchain import ToolMendHistory
 
+from support.fuzz_cases import Case, cases
 from support.servers import PostgresServer, RedisServer, postgres_server, redis_server
 from support.shared_stores import KINDS, close_store, open_store, prepare
 from support.store_writer import call_id, handler_of, session_name
@@ -228,6 +230,7 @@ def waiting_on_a_lock(spec: dict[str, Any]) -> bool:
     return bool(row and row[0])
 
 
+@pytest.mark.slow  # starts the servers (once per worker)
 def test_a_write_during_a_paused_swap_survives(
     spec: dict[str, Any], store: Any, paused: Paused
 ) -> None:
@@ -273,6 +276,7 @@ def test_a_write_during_a_paused_swap_survives(
 # --- a swap that fails halfway ------------------------------------------------------------------
 
 
+@pytest.mark.slow  # starts the servers (once per worker)
 def test_a_swap_failing_halfway_writes_nothing_and_the_read_fails_open(
     store: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -394,6 +398,7 @@ def test_a_write_back_never_stores_a_made_up_result() -> None:
 # --- async-only stores --------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # starts the servers (once per worker)
 @pytest.mark.parametrize("kind", ["sql_postgres", "langchain_postgres"])
 @pytest.mark.parametrize("fails", [False, True], ids=["swaps", "fails_halfway"])
 def test_an_async_only_postgres_store_swaps_in_one_transaction(
@@ -465,3 +470,26 @@ def test_a_sqlite_swap_failing_halfway_writes_nothing(
         assert contents(inner.messages) == ["q", "stray", "q2"]
     finally:
         close_store(inner)
+
+
+# --- a property of every write-back ------------------------------------------------------------
+
+
+def _said(message: BaseMessage) -> tuple[str, str, str]:
+    return message.type, repr(message.content), str(getattr(message, "tool_call_id", ""))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=cases("langchain"))
+def test_a_write_back_only_takes_messages_out_or_moves_them(case: Case) -> None:
+    """Whatever the stored history (fuzzed LangChain histories, valid and damaged): after a
+    write-back read, every stored message was stored before (no made-up result, no copy), and
+    the ones taken out are in ``rejected`` or were a second copy."""
+    inner = InMemoryChatMessageHistory()
+    inner.add_messages(case.damaged)
+    before = Counter(_said(m) for m in inner.messages)
+    history = ToolMendHistory(inner, write_back=True)
+    _ = history.messages
+    after = Counter(_said(m) for m in inner.messages)
+    assert after <= before  # a sub-multiset: nothing added
+    assert not any(content == repr(toolmend.PLACEHOLDER_TEXT) for _, content, _ in after)
