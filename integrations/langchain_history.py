@@ -155,7 +155,10 @@ class _Guard(threading.local):
 class _StoreLocks:
     """What every wrapper of one store object shares in this process: a thread lock, an
     ``asyncio.Lock`` per event loop for a store that only works async, and the store's index
-    (so a result another wrapper stored counts at once)."""
+    (so a result another wrapper stored counts at once). Store objects that share one
+    connection (langchain-postgres: a psycopg connection runs one transaction at a time) share
+    the thread lock too, so a write-back's transaction never has another store's write and
+    commit run inside it."""
 
     thread: threading.RLock = field(default_factory=threading.RLock)
     loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = field(
@@ -164,12 +167,17 @@ class _StoreLocks:
     wrappers: int = 0
     index: AppendIndex | None = None
     """The store's calls and results as its wrappers last saw them (None: read the store)."""
+    connection: int | None = None
+    """``id`` of the connection whose lock :attr:`thread` is (see :data:`_CONNECTION_LOCKS`)."""
 
 
 _STORE_LOCKS: dict[int, _StoreLocks] = {}
 """By ``id(store)``. Each wrapper holds its store, so the id cannot be reused while an entry
 lives; the last wrapper of a store to go removes the entry (stores are often pydantic models,
 which take no weak reference, hence ids and a count)."""
+_CONNECTION_LOCKS: dict[int, tuple[threading.RLock, int]] = {}
+"""By ``id(connection)``: the thread lock of the stores sharing that connection, and how many
+:class:`_StoreLocks` use it (each holds a store, which holds the connection)."""
 _STORE_LOCKS_LOCK = threading.Lock()
 
 
@@ -179,7 +187,14 @@ def _locks_for(store: Any, owner: Any) -> _StoreLocks:
     with _STORE_LOCKS_LOCK:
         locks = _STORE_LOCKS.get(key)
         if locks is None:
-            locks = _STORE_LOCKS[key] = _StoreLocks()
+            connection = stores.shared_connection(store)
+            if connection is None:
+                locks = _StoreLocks()
+            else:
+                lock, users = _CONNECTION_LOCKS.get(id(connection), (threading.RLock(), 0))
+                _CONNECTION_LOCKS[id(connection)] = (lock, users + 1)
+                locks = _StoreLocks(thread=lock, connection=id(connection))
+            _STORE_LOCKS[key] = locks
         locks.wrappers += 1
     weakref.finalize(owner, _release_locks, key)
     return locks
@@ -192,6 +207,12 @@ def _release_locks(key: int) -> None:
             locks.wrappers -= 1
             if locks.wrappers <= 0:
                 del _STORE_LOCKS[key]
+                if locks.connection is not None:
+                    lock, users = _CONNECTION_LOCKS[locks.connection]
+                    if users <= 1:
+                        del _CONNECTION_LOCKS[locks.connection]
+                    else:
+                        _CONNECTION_LOCKS[locks.connection] = (lock, users - 1)
 
 
 class ToolMendHistory(BaseChatMessageHistory):

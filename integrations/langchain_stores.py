@@ -54,6 +54,7 @@ __all__ = [
     "is_async_only",
     "kind_of",
     "same",
+    "shared_connection",
     "swap",
     "unguarded_swap",
 ]
@@ -107,6 +108,15 @@ def is_async_only(inner: Any) -> bool:
         and getattr(inner, "_connection", None) is None
         and getattr(inner, "_aconnection", None) is not None
     )
+
+
+def shared_connection(inner: Any) -> Any:
+    """The sync connection a langchain-postgres store may share with other store objects
+    (its docs advise one connection for many), or None: the wrappers of every store on it take
+    one lock, as a psycopg connection holds one transaction at a time."""
+    if _is_langchain_postgres(inner):
+        return getattr(inner, "_connection", None)
+    return None
 
 
 def kind_of(inner: Any) -> str | None:

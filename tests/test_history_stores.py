@@ -273,6 +273,54 @@ def test_a_write_during_a_paused_swap_survives(
         close_store(other)
 
 
+@pytest.mark.slow  # starts the servers (once per worker)
+def test_store_objects_sharing_a_psycopg_connection_take_turns(
+    postgres_server: PostgresServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """langchain-postgres advises one connection for many store objects. A psycopg connection
+    runs one transaction at a time: another store object's write (an insert and a commit) run
+    on it during a swap would land inside the swap's transaction. So the wrappers of the stores
+    on one connection share one lock: B's write waits for A's swap, then lands after it."""
+    import psycopg
+    from langchain_postgres import PostgresChatMessageHistory
+
+    hook = Paused("writing")  # A stops with the old rows deleted, the new ones not written
+    monkeypatch.setattr(langchain_stores, "pause", hook)
+    connection = psycopg.connect(postgres_server.dsn(postgres_server.new_database()))
+    try:
+        PostgresChatMessageHistory.create_tables(connection, "message_store")
+        session = "00000000-0000-4000-8000-000000000002"
+        one = PostgresChatMessageHistory("message_store", session, sync_connection=connection)
+        two = PostgresChatMessageHistory("message_store", session, sync_connection=connection)
+        one.add_messages(POISONED)
+        a, b = ToolMendHistory(one, write_back=True), ToolMendHistory(two)
+        views: list[list[BaseMessage]] = []
+        failures: list[BaseException] = []
+
+        def write() -> None:
+            try:
+                b.add_message(HumanMessage("late"))
+            except BaseException as error:
+                failures.append(error)
+
+        reader = threading.Thread(target=lambda: views.append(a.messages))
+        writer = threading.Thread(target=write)
+        reader.start()
+        assert hook.reached.wait(WAIT)
+        writer.start()
+        writer.join(0.2)  # a B that did not wait would be done by now (or failed)
+        assert writer.is_alive() and failures == []
+        hook.release.set()
+        reader.join(WAIT)
+        writer.join(WAIT)
+        assert failures == []
+        assert contents(views[0]) == ["q", "q2"]
+        assert contents(two.messages) == ["q", "q2", "late"]
+    finally:
+        hook.release.set()
+        connection.close()
+
+
 # --- a swap that fails halfway ------------------------------------------------------------------
 
 
