@@ -722,8 +722,9 @@ def _without_placeholders(raw: Sequence[Any], repaired: Sequence[Any]) -> list[B
 
     A result the repair made up is one not in ``raw`` whose call id and content no stored
     result has. Matching by call id alone (before issue 31) let a placeholder through when the
-    call's real result was stored too but dropped by the repair (stored before its call, or
-    a second copy): the placeholder then took its place in the store."""
+    call's real result was stored too: two racing refills left a call and its result twice,
+    the repair dropped the second result and answered the second copy of the call with a
+    placeholder, which the write-back stored."""
     results = {
         (m.tool_call_id, _content_key(m.content)) for m in raw if _message_type(m) in _TOOL_TYPES
     }
