@@ -19,15 +19,18 @@ inert there:
 * :func:`terminal` for text printed on a terminal: control and invisible characters shown as
   ``\\n``, ``\\x1b``, ``\\u202e`` (readable, not meant to be reversed), so a value can neither
   drive the terminal (ESC, OSC, CR, NUL) nor reorder or hide what is printed (bidi).
-* HTML pages escape with :func:`html.escape` after :func:`terminal`, so bidi controls show too.
+* :func:`html` for HTML pages: :func:`html.escape`, after the control and invisible characters
+  but the line break and the tab are shown as :func:`terminal` shows them, so a bidi control
+  cannot reorder a page either.
 """
 
 from __future__ import annotations
 
+import html as _html
 import re
 from typing import Final
 
-__all__ = ["header", "log", "terminal", "unescape"]
+__all__ = ["header", "html", "log", "terminal", "unescape"]
 
 _FORMAT_CHARS: Final = (
     "\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e\u200b-\u200f\u202a-\u202e"
@@ -114,3 +117,20 @@ def terminal(value: object) -> str:
     """
     text = value if isinstance(value, str) else str(value)
     return text.translate(TERMINAL_ESCAPES)
+
+
+_PAGE_ESCAPES: Final = {
+    code: shown for code, shown in TERMINAL_ESCAPES.items() if code not in (0x0A, 0x09)
+}
+
+
+def html(value: object, quote: bool = True) -> str:
+    """``value`` (as ``str``) for an HTML page, in text or in a quoted attribute: what
+    :func:`html.escape` escapes, and control and invisible characters shown escaped as by
+    :func:`terminal` (line breaks and tabs kept: a page shows indented JSON).
+
+    >>> html("<b>\u202eabc")
+    '&lt;b&gt;\\\\u202eabc'
+    """
+    text = value if isinstance(value, str) else str(value)
+    return _html.escape(text.translate(_PAGE_ESCAPES), quote)

@@ -470,6 +470,8 @@ def _opened(path: str) -> Iterator[Iterable[bytes]]:
     """``path`` opened for reading bytes (``-``: standard input), through gzip when it starts
     like a gzip file."""
     if path == "-":
+        if sys.stdin is None:
+            raise UnreadableLogError(path, "standard input is closed")
         stdin: BinaryIO = sys.stdin.buffer
         peek = getattr(stdin, "peek", None)  # a pipe's buffer can look ahead; a test's cannot
         if peek is not None and peek(2)[:2] == _GZIP:
