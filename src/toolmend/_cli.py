@@ -40,6 +40,7 @@ messages, ``openai-responses``, ``anthropic``, ``gemini``, ``bedrock``).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -105,10 +106,8 @@ _STDOUT = "standard output"
 
 def _fail(path: str, reason: str) -> NoReturn:
     if sys.stderr is not None:
-        try:
+        with contextlib.suppress(OSError):  # standard error gone too: the exit code says it
             print(f"toolmend: {terminal(path)}: {terminal(reason)}", file=sys.stderr)
-        except OSError:  # standard error is gone too: the exit code still says it
-            pass
     raise SystemExit(2)
 
 
