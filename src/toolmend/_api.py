@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ._edits import Plan
-from ._jsontext import UnwritableValueError, locate
+from ._jsontext import NonFiniteNumberError, UnwritableValueError, locate
 from ._policy import Mode, Policy, as_policy
 from ._profiles import Profile, get_profile
 from ._repair import plan_repair
@@ -321,6 +321,11 @@ def mend_damage(
                 {problem.code for problem in damage.problems},
             )
             applied: list[Any] = module.apply(part, plan)
+        except NonFiniteNumberError:
+            # a value to write as JSON holds NaN or Infinity, which no strict parser reads:
+            # the range is left as it was (copied with the next slice), its problems stay
+            problems.extend(damage.problems)
+            continue
         except UnwritableValueError as error:
             raise _unwritable(error, part, damage.low) from None
         if not damage.skeleton.whole and any(c.code == "restored_call_id" for c in made):

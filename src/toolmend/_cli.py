@@ -78,13 +78,19 @@ def _load(path: str) -> Any:
     except UnicodeDecodeError as error:
         raise _UnreadableError(f"not UTF-8 text (byte {error.start})") from None
     try:
-        return json.loads(text)
+        return json.loads(text, parse_constant=_not_json)
     except json.JSONDecodeError as error:
         raise _UnreadableError(
             f"not JSON: {error.msg} at line {error.lineno} column {error.colno}"
         ) from None
     except RecursionError:
         raise _UnreadableError("not JSON this program can read: nested too deeply") from None
+
+
+def _not_json(constant: str) -> NoReturn:
+    """``NaN``, ``Infinity`` and ``-Infinity``: Python reads them, JSON (and a provider) does
+    not, and toolmend writes only strict JSON."""
+    raise _UnreadableError(f"not JSON: {constant} is not a JSON value")
 
 
 def _split(document: Any) -> tuple[Any, str | None]:
@@ -159,7 +165,7 @@ def _run_repair(args: argparse.Namespace) -> int:
         print("still broken after repair:", file=sys.stderr)
         _print_problems(result.problems_left, sys.stderr)
     output = result.messages if key is None else {**document, key: result.messages}
-    text = json.dumps(output, indent=2, ensure_ascii=False, default=str) + "\n"
+    text = json.dumps(output, indent=2, ensure_ascii=False, default=str, allow_nan=False) + "\n"
     if args.output:
         try:
             with open(args.output, "w", encoding="utf-8") as handle:
