@@ -103,7 +103,8 @@ saw a loop or failed, the attempt also carries a record, a plain dict::
 * for logging callbacks: ``kwargs["toolmend"]`` in ``log_success_event`` /
   ``async_log_success_event`` / the failure events (LiteLLM's ``model_call_details``);
 * on the proxy: the ``x-toolmend-changes`` response header (``code@index[ids]``, space
-  separated; ``code@route:index[ids]`` for a second pass's change) and ``x-toolmend-provider``,
+  separated; ``code@route:index[ids]`` for a second pass's change; printable ASCII, at most
+  4 KiB whatever the ids hold: see :func:`changes_header`) and ``x-toolmend-provider``,
   on ``/v1/messages`` too (whose response is a plain dict: the record comes from the logging
   object);
 * on the proxy's ``/metrics``, when LiteLLM's own ``prometheus`` callback is configured too:
