@@ -152,6 +152,19 @@ def _run_check(args: argparse.Namespace) -> int:
 
 def _run_repair(args: argparse.Namespace) -> int:
     document, history, key = _history(args)
+    with contextlib.ExitStack() as closing:
+        target = None
+        if args.output:  # a path that cannot be written fails before anything is printed
+            try:
+                target = closing.enter_context(open(args.output, "w", encoding="utf-8"))
+            except OSError as error:
+                _fail(args.output, _reason(error))
+        return _repair_to(args, document, history, key, target)
+
+
+def _repair_to(
+    args: argparse.Namespace, document: Any, history: Any, key: str | None, target: Any
+) -> int:
     result = repair(history, provider=args.provider, format=args.format)
     if result.problems:
         print(f"{len(result.problems)} problem(s) found for {args.provider}:", file=sys.stderr)
@@ -166,10 +179,10 @@ def _run_repair(args: argparse.Namespace) -> int:
         _print_problems(result.problems_left, sys.stderr)
     output = result.messages if key is None else {**document, key: result.messages}
     text = json.dumps(output, indent=2, ensure_ascii=False, default=str, allow_nan=False) + "\n"
-    if args.output:
+    if target is not None:
         try:
-            with open(args.output, "w", encoding="utf-8") as handle:
-                handle.write(text)
+            target.write(text)
+            target.flush()
         except OSError as error:
             _fail(args.output, _reason(error))
     else:
