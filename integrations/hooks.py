@@ -88,10 +88,19 @@ def problem_codes(problems: Sequence[toolmend.Problem]) -> str:
 def log_source(source: str) -> str:
     """A hook's name for a log line, the model it was called for (``name(model)``) escaped by
     :func:`toolmend._escape.log`: the model string is the caller's."""
-    name, paren, model = source.partition("(")
+    name, paren, model = _text(source).partition("(")
     if not paren:
-        return escape.log(source)
+        return escape.log(name)
     return f"{escape.log(name)}({escape.log(model.removesuffix(')'))})"
+
+
+def _text(value: object) -> str:
+    return value if isinstance(value, str) else str(value)
+
+
+def _shown(value: object) -> str:
+    """A name for a log line (a provider), escaped; never raises, even in an error handler."""
+    return escape.log(_text(value))
 
 
 def check_names(*, provider: Any = None, policy: Any = None, source: str) -> bool:
@@ -116,7 +125,7 @@ def check_names(*, provider: Any = None, policy: Any = None, source: str) -> boo
         logger.exception(
             "toolmend failed while building %s; built anyway, and every call it cannot repair "
             "goes out unchanged",
-            log_source(source),
+            source,  # the hook's own name, never the caller's text
         )
         return False
     return True
@@ -185,7 +194,7 @@ def mend(
                 logger.warning(
                     "toolmend loop guard on %s for %s: %s",
                     log_source(source),
-                    escape.log(provider),
+                    _shown(provider),
                     problem_codes(loops),
                 )
         if live is not None:
@@ -206,7 +215,7 @@ def mend(
                 logging.WARNING if left else logging.INFO,
                 "toolmend repaired %s for %s: %s%s",
                 log_source(source),
-                escape.log(provider),
+                _shown(provider),
                 " ".join(change_codes(result.changes)),
                 f"; {left} problem(s) left: {problem_codes(problems_left)}" if left else "",
             )
@@ -215,7 +224,7 @@ def mend(
                 "toolmend found %d problem(s) in %s for %s and changed nothing: %s",
                 left,
                 log_source(source),
-                escape.log(provider),
+                _shown(provider),
                 problem_codes(result.problems),
             )
         if reporting and telemetry.is_active():
@@ -234,7 +243,7 @@ def mend(
         logger.warning(
             "toolmend cannot read the history on %s for %s (%s); it was sent as it is",
             log_source(source),
-            escape.log(provider),
+            _shown(provider),
             escape.terminal(error),
         )
         if report and request:
@@ -244,7 +253,7 @@ def mend(
         logger.exception(
             "toolmend failed on %s for %s; the original history was sent",
             log_source(source),
-            escape.log(provider),
+            _shown(provider),
         )
         if reporting and request:
             _report_failure(source, provider, started)

@@ -672,8 +672,8 @@ def _ids_of(message: Any) -> str:
     content)."""
     message_type = _message_type(message)
     if message_type in _TOOL_TYPES:
-        return f"{message_type} tool_call_id={escape.log(message.tool_call_id)}"
-    return escape.log(message_type)
+        return f"{message_type} tool_call_id={escape.log(str(message.tool_call_id))}"
+    return escape.log(str(message_type))
 
 
 _WriteBack = tuple[list[BaseMessage], tuple[toolmend.Change, ...]]

@@ -564,7 +564,7 @@ def _function_setup(
         raise
     except Exception:
         logger.exception(
-            "toolmend's LiteLLM hook failed on litellm.%s; sent unchanged", escape.log(args[0])
+            "toolmend's LiteLLM hook failed on litellm.%s; sent unchanged", escape.log(str(args[0]))
         )
         telemetry.failed_open(f"litellm.{args[0]}")
         prepared = None

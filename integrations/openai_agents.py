@@ -617,7 +617,7 @@ class ToolMendInputFilter:
         repaired = toolmend.repair(items, provider=_PAIRING, format=FORMAT, policy=policy)
         fixed, moved = _outputs_after_calls(repaired.messages)
         changes = change_codes(repaired.changes) + [
-            f"moved_result@{index}[{escape.log(call_id)}]" for index, call_id in moved
+            f"moved_result@{index}[{escape.log(str(call_id))}]" for index, call_id in moved
         ]
         if changes:
             logger.info(

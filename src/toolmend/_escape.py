@@ -55,18 +55,18 @@ def _code(match: re.Match[str]) -> str:
     return f"%U{point:06X}"
 
 
-def log(value: object) -> str:
-    """``value`` (as ``str``) for a log line: nothing in it can end a field, list or line.
+def log(value: str) -> str:
+    """``value`` for a log line: nothing in it can end a field, list or line. A value that is
+    not a ``str`` is a ``TypeError`` (a caller's bug, not something to write as ``None``).
 
     >>> log("call_1\\ntoolmend repaired x; 3 problem(s) left: fake@1")
     'call_1%0Atoolmend%20repaired%20x%3B%203%20problem%28s%29%20left%3A%20fake%401'
     >>> log("call_中文")
     'call_中文'
     """
-    text = value if isinstance(value, str) else str(value)
-    if _LOG_UNSAFE.search(text) is None:
-        return text
-    return _LOG_UNSAFE.sub(_code, text)
+    if _LOG_UNSAFE.search(value) is None:
+        return value
+    return _LOG_UNSAFE.sub(_code, value)
 
 
 def header(value: object) -> str:
