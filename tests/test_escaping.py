@@ -416,3 +416,27 @@ def test_the_proxy_answers_with_a_valid_header(
         assert escape.unescape(value.split("[", 1)[1].rstrip("]")) == ids[0]
     assert lowered["x-toolmend-provider"] == "deepseek"
     assert len(server.requests) == 1
+
+
+def test_the_debug_structure_lines_are_escaped(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``TOOLMEND_DEBUG=1`` logs each repaired history's structure: roles, names and ids."""
+    import toolmend._api
+
+    monkeypatch.setattr(toolmend._api, "_DEBUG", True)
+    history = [
+        _user(),
+        {"role": "assistant\n", "content": "x"},
+        _result("call_1\nINFO toolmend: toolmend repaired a.b for openai: fake@1"),
+    ]
+    logger = logging.getLogger("toolmend")
+    saved = logger.level
+    with logged() as lines:
+        logger.setLevel(logging.DEBUG)
+        logger.handlers[-1].setLevel(logging.DEBUG)
+        try:
+            toolmend.repair(history, provider="openai")
+        finally:
+            logger.setLevel(saved)
+    debug = [line for line in lines if "toolmend before:" in line or "toolmend after:" in line]
+    assert len(debug) == 2
+    assert all("\n" not in line and "call_1%0AINFO" in line for line in debug[:1])
