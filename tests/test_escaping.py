@@ -440,3 +440,18 @@ def test_the_debug_structure_lines_are_escaped(monkeypatch: pytest.MonkeyPatch) 
     debug = [line for line in lines if "toolmend before:" in line or "toolmend after:" in line]
     assert len(debug) == 2
     assert all("\n" not in line and "call_1%0AINFO" in line for line in debug[:1])
+
+
+def test_the_html_pages_show_bidi_controls(tmp_path: Path) -> None:
+    """``show --html`` and ``stats --html``: a bidi control in an id or a hook name is shown
+    escaped (``\\u202e``), so it cannot reorder the page."""
+    page = tmp_path / "show.html"
+    code, _, err = _run("show", str(_hostile_history(tmp_path)), "--html", str(page))
+    assert code == 1, err
+    text = page.read_text(encoding="utf-8")
+    assert "\u202e" not in text and "\\u202e" in text
+    log = tmp_path / "bidi.log"
+    log.write_text("INFO toolmend: toolmend repaired a\u202eb for openai: x@1\n", encoding="utf-8")
+    code, out, err = _run("stats", str(log), "--html")
+    assert code == 0, err
+    assert "\u202e" not in out and "\\u202e" in out
