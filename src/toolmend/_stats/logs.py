@@ -29,6 +29,14 @@ SOURCE may carry the model in parentheses (``litellm.acompletion(gpt-4o)``): req
 counted by the hook's name without it, as :func:`toolmend.integrations.telemetry.hook_name`
 labels its metrics. Only codes and counts are kept: the indexes and the ids in brackets are
 read past, never stored.
+
+The hooks write every value they did not make (ids, the model, the provider) escaped
+(:func:`toolmend._escape.log`), so no id can end a field, a list or a line. The reader is
+strict in turn: a line counts only when it is well formed (a repair names at least one change,
+each list of codes is as long as its count says), each pattern is tried once, where its fixed
+head first occurs, and no part of one can backtrack over the line: a line is read in time
+linear in its length. Hook and provider names are kept as :func:`toolmend._escape.terminal`
+shows them, so whatever prints them prints no control character.
 """
 
 from __future__ import annotations
