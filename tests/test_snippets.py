@@ -30,10 +30,15 @@ A block that does not run and is not marked fails the suite. Blocks that are not
 
 from __future__ import annotations
 
+import ast
+import contextlib
+import functools
+import importlib.metadata
 import os
 import re
 import subprocess
 import sys
+import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -180,7 +185,7 @@ def test_a_block_that_does_not_run_fails_the_runner(
 ) -> None:
     env = environment(server)
     broken = Block("x.md", 3, "import toolmend\ntoolmend.check(messages)\n")
-    with pytest.raises(AssertionError, match=r"x\.md:3: .*does not run.*NameError"):
+    with pytest.raises(AssertionError, match=r"(?s)x\.md:3: .*does not run.*NameError"):
         check(broken, env, tmp_path)
     rejected = Block(
         "x.md",
@@ -232,3 +237,110 @@ def test_the_documentation_has_runnable_blocks_and_skips_are_rare() -> None:
     by_page = {block.page for block in BLOCKS if block.mode != "skip"}
     assert {"README.md", "docs/hooks.md", "docs/api.md", "docs/testing-server.md"} <= by_page
     assert sum(block.mode == "skip" for block in BLOCKS) <= 2
+
+
+def _imported(code: str) -> set[str]:
+    """The modules a block imports, by their full dotted names (``from a import b`` gives
+    ``a.b``, which :func:`_distributions` reads as ``a`` when ``b`` is not a module)."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(code)):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)  # maybe modules
+    return names
+
+
+@functools.cache
+def _owners() -> dict[str, list[str]]:
+    return dict(importlib.metadata.packages_distributions())
+
+
+def _distributions(module: str) -> set[str]:
+    """The distributions that install ``module``: the one whose files hold its longest dotted
+    prefix, since a namespace (``opentelemetry``, ``google``) is shared by several."""
+    owners = _owners().get(module.partition(".")[0], [])
+    parts = module.split(".")
+    for size in range(len(parts), 0, -1):
+        path = "/".join(parts[:size])
+        holding = {
+            _canonical(owner)
+            for owner in owners
+            if any(
+                str(file).startswith(path + "/") or str(file) == path + ".py"
+                for file in importlib.metadata.files(owner) or []
+            )
+        }
+        if holding:
+            return holding
+    return {_canonical(module.partition(".")[0])}
+
+
+_EXTRA = re.compile(r"'\.\[([a-z0-9,-]+)\]'|the `([a-z0-9-]+)` extra")
+
+
+def _extras_named(page: str) -> frozenset[str]:
+    """The extras a page tells its reader to install (``pip install '.[a,b]'``, "the `otel`
+    extra"), but the test extra, which installs everything the suite needs."""
+    found = {name for match in _EXTRA.finditer(page) for group in match.groups() if group
+             for name in group.split(",")}
+    return frozenset(found - {"test"})
+
+
+@functools.cache
+def _extras_distributions(extras: frozenset[str] | None = None) -> frozenset[str]:
+    """Every distribution the given extras of toolmend install (all but the test extra when
+    none are given), with what those depend on in turn (``langgraph`` brings
+    ``langgraph-checkpoint``)."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    todo = [
+        requirement
+        for extra, requirements in project["optional-dependencies"].items()
+        if (extra in extras if extras is not None else extra != "test")
+        for requirement in requirements
+    ]
+    named: set[str] = set()
+    while todo:
+        requirement = todo.pop()
+        if "extra ==" in requirement:  # an optional dependency of a dependency
+            continue
+        name = _canonical(re.split(r"[<>=!~;\[ (]", requirement, maxsplit=1)[0])
+        if name in named or name == "toolmend":
+            continue
+        named.add(name)
+        with contextlib.suppress(importlib.metadata.PackageNotFoundError):
+            todo.extend(importlib.metadata.requires(name) or [])
+    return frozenset(named)
+
+
+def _canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def test_every_import_of_a_block_comes_with_an_extra_or_is_named_on_its_page() -> None:
+    """A user who installs what the page says can run the block: each package a block imports
+    is installed by an extra the page names (with what it depends on), or the page names the
+    package itself (``pip install opentelemetry-sdk``), as the OpenTelemetry setup must."""
+    missing = []
+    for block in BLOCKS:
+        page = (ROOT / block.page).read_text(encoding="utf-8").lower()
+        extras = _extras_distributions(_extras_named(page))
+        for module in sorted(_imported(block.code)):
+            top = module.partition(".")[0]
+            if top in sys.stdlib_module_names or top == "toolmend":
+                continue
+            distributions = _distributions(module)
+            if not distributions & extras and not any(d in page for d in distributions):
+                missing.append(f"{block.id}: {module} ({', '.join(sorted(distributions))})")
+    assert not missing, missing
+
+
+def test_the_import_check_sees_an_exporter_no_extra_installs() -> None:
+    """The OpenTelemetry namespace holds the API (the ``otel`` extra), the SDK and exporters
+    (not in any extra): the check tells them apart."""
+    extras = _extras_distributions(frozenset({"otel"}))
+    assert _extras_named("pip install '.[otel]'; the `prometheus` extra") == {"otel", "prometheus"}
+    assert _distributions("opentelemetry.trace") == {"opentelemetry-api"} <= extras
+    assert _distributions("opentelemetry.sdk.trace") == {"opentelemetry-sdk"}
+    assert not _distributions("opentelemetry.sdk.metrics.export") & extras
+    assert _distributions("langchain_community.chat_message_histories") == {"langchain-community"}
