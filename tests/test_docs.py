@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import re
+import tomllib
 import unicodedata
 from pathlib import Path
 from types import ModuleType
@@ -121,3 +122,102 @@ def test_every_docs_page_is_linked_from_the_readme() -> None:
         if page.name.startswith("_"):
             continue  # working notes for the maintainers, not a page
         assert f"docs/{page.name}" in linked, page.name
+
+
+_PIP_EXTRAS = re.compile(r"pip install[^`\n]*?'(?:\.|\$\(ls dist/toolmend-\*\.whl\))\[([a-z0-9,-]+)\]'")
+
+
+def _extras() -> set[str]:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    return set(project["optional-dependencies"])
+
+
+def _doc_pages() -> list[Path]:
+    return sorted({*ROOT.glob("*.md"), *(ROOT / "docs").rglob("*.md")} - {ROOT / "CHANGELOG.md"})
+
+
+def test_install_lines_work_from_the_clone_and_name_real_extras() -> None:
+    """toolmend is not on PyPI: an install line names the clone (``'.[litellm]'``) or a built
+    wheel, never ``'toolmend[litellm]'``, and every extra it names exists."""
+    extras = _extras()
+    for page in _doc_pages():
+        text = page.read_text(encoding="utf-8")
+        flat = re.sub(r"\s+", " ", text)
+        assert not re.search(r"pip install (-\S+ )*'toolmend\[", flat), page.name
+        for match in re.finditer(r"'\.\[([a-z0-9,-]+)\]'", flat):
+            assert set(match.group(1).split(",")) <= extras, (page.name, match.group(0))
+    quickstart = (ROOT / "docs" / "quickstart.md").read_text(encoding="utf-8")
+    assert "python -m build" in quickstart
+    assert "pip install \"$(ls dist/toolmend-*.whl)[litellm]\"" in quickstart
+    listed = set(re.findall(r"`([a-z0-9-]+)`", quickstart.split("The\nextras:", 1)[1][:600]))
+    assert extras <= listed, extras - listed
+
+
+@pytest.mark.slow
+def test_the_built_wheel_offers_every_extra_the_docs_name(tmp_path: Path) -> None:
+    """What quickstart.md says to do with a wheel works: the wheel pip builds from the clone
+    declares each extra the docs install (``pip install "<wheel>[litellm]"``)."""
+    import subprocess
+    import sys
+    import zipfile
+
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q",
+         "-w", str(tmp_path), str(ROOT)],
+        capture_output=True, text=True, check=False, timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    (wheel,) = tmp_path.glob("toolmend-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        metadata = next(n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))
+        offered = set(re.findall(r"^Provides-Extra: (\S+)$", archive.read(metadata).decode(), re.M))
+        names = archive.namelist()
+    assert _extras() <= offered
+    assert "toolmend/integrations/litellm.py" in names and "toolmend/py.typed" in names
+
+
+def test_the_readme_sends_a_newcomer_to_the_quickstart_near_the_top() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "(docs/quickstart.md)" in readme[: readme.index("## What it is")]
+
+
+def test_every_hook_the_quickstart_names_imports() -> None:
+    """The quickstart's table: each ``from toolmend... import ...`` line in it imports."""
+    table = (ROOT / "docs" / "quickstart.md").read_text(encoding="utf-8")
+    lines = re.findall(r"`((?:from|import) toolmend[^`]*)`", table)
+    assert len(lines) >= 9
+    for line in lines:
+        exec(compile(line, "quickstart.md", "exec"), {})  # an ImportError names the hook
+
+
+_JARGON = ("founding", "live frontier", "stored orphan")
+
+
+@pytest.mark.parametrize("page", _doc_pages(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_the_docs_speak_the_users_words(page: Path) -> None:
+    """The project's own shorthand ("founding bug reports", "live frontier", "replays a stored
+    orphan") said in plain words instead (docs/benchmarks.md names benchmark seeds)."""
+    text = page.read_text(encoding="utf-8").lower()
+    if page.name == "benchmarks.md":
+        return
+    assert not [term for term in _JARGON if term in text]
+
+
+def test_the_hooks_page_lists_every_section_at_the_top() -> None:
+    text = (ROOT / "docs" / "hooks.md").read_text(encoding="utf-8")
+    top, _, body = text.partition("\n## ")
+    sections = re.findall(r"^## (.+)$", "## " + body, re.M)
+    linked = {target.lstrip("#") for target in _LINK.findall(top) if target.startswith("#")}
+    assert {_slug(section) for section in sections} <= linked
+
+
+def test_every_environment_variable_toolmend_reads_is_documented() -> None:
+    docs = "".join(page.read_text(encoding="utf-8") for page in _doc_pages())
+    code = "".join(
+        path.read_text(encoding="utf-8")
+        for folder in ("src", "integrations")
+        for path in (ROOT / folder).rglob("*.py")
+    )
+    names = set(re.findall(r"[\"'](TOOLMEND_[A-Z_]+)[\"']", code))
+    assert "TOOLMEND_REPAIR_CHAT_HISTORY" in names
+    assert not sorted(name for name in names if name not in docs)
