@@ -221,3 +221,56 @@ def test_every_environment_variable_toolmend_reads_is_documented() -> None:
     names = set(re.findall(r"[\"'](TOOLMEND_[A-Z_]+)[\"']", code))
     assert "TOOLMEND_REPAIR_CHAT_HISTORY" in names
     assert not sorted(name for name in names if name not in docs)
+
+
+def _reference_generator() -> ModuleType:
+    path = ROOT / "scripts" / "api_reference.py"
+    spec = importlib.util.spec_from_file_location("api_reference", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_api_reference_matches_the_docstrings() -> None:
+    generator = _reference_generator()
+    page = (ROOT / "docs" / "reference.md").read_text(encoding="utf-8")
+    assert generator.render() == page, (
+        "docs/reference.md is stale: run python scripts/api_reference.py"
+    )
+
+
+def test_the_api_reference_names_every_public_name_of_every_hook_module() -> None:
+    """Every name of ``toolmend.__all__`` and of each hook module has its entry, and every
+    module of integrations/ is either documented or declared internal (a new hook module must
+    be one or the other)."""
+    import importlib
+
+    import toolmend
+
+    generator = _reference_generator()
+    page = (ROOT / "docs" / "reference.md").read_text(encoding="utf-8")
+    for name in toolmend.__all__:
+        assert f"### `toolmend.{name}`\n" in page, name
+    for module_name in generator.MODULES:
+        module = importlib.import_module(module_name)
+        for name in generator.public_names(module):
+            assert f"### `{module_name}.{name}`\n" in page, (module_name, name)
+    modules = {p.stem for p in (ROOT / "integrations").glob("*.py") if p.stem != "__init__"}
+    documented = {m.rpartition(".")[2] for m in generator.MODULES if ".integrations." in m}
+    assert modules <= documented | set(generator.INTERNAL), modules - documented
+    assert "```python" not in page  # the snippet runner would try to run it
+
+
+def test_the_reference_check_mode_fails_on_a_stale_page(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    generator = _reference_generator()
+    page = (ROOT / "docs" / "reference.md").read_text(encoding="utf-8")
+    stale = tmp_path / "reference.md"
+    stale.write_text(page.replace("### `toolmend.check`", "### `toolmend.chek`"), encoding="utf-8")
+    monkeypatch.setattr(generator, "PAGE", stale)
+    assert generator.main(["--check"]) == 1
+    assert generator.main([]) == 0
+    assert stale.read_text(encoding="utf-8") == page
+    assert generator.main(["--check"]) == 0
