@@ -45,7 +45,13 @@ MODULES = (
 )
 """The modules whose public names the page documents, in page order."""
 
-INTERNAL = ("hooks", "langchain_history", "langchain_middleware", "litellm_guardrail", "litellm_routes")
+INTERNAL = (
+    "hooks",
+    "langchain_history",
+    "langchain_middleware",
+    "litellm_guardrail",
+    "litellm_routes",
+)
 """Modules of ``integrations/`` that users do not import: shared by the hooks, or re-exported
 by one of :data:`MODULES` (``langchain`` re-exports the history and the middleware)."""
 

@@ -4,9 +4,9 @@ existing file (and heading), and the README keeps the two commands CI runs."""
 
 from __future__ import annotations
 
+import importlib.metadata
 import importlib.util
 import re
-import tomllib
 import unicodedata
 from pathlib import Path
 from types import ModuleType
@@ -14,7 +14,12 @@ from types import ModuleType
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PAGES = [ROOT / "README.md", ROOT / "CHANGELOG.md", *sorted((ROOT / "docs").glob("*.md"))]
+PAGES = [
+    ROOT / "README.md",
+    ROOT / "CHANGELOG.md",
+    ROOT / "CONTRIBUTING.md",
+    *sorted((ROOT / "docs").glob("*.md")),
+]
 _LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
 _HEADING = re.compile(r"^#{1,6}\s+(.*?)\s*#*\s*$", re.MULTILINE)
 _FENCE = re.compile(r"^```.*?^```", re.MULTILINE | re.DOTALL)
@@ -124,12 +129,9 @@ def test_every_docs_page_is_linked_from_the_readme() -> None:
         assert f"docs/{page.name}" in linked, page.name
 
 
-_PIP_EXTRAS = re.compile(r"pip install[^`\n]*?'(?:\.|\$\(ls dist/toolmend-\*\.whl\))\[([a-z0-9,-]+)\]'")
-
-
 def _extras() -> set[str]:
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    return set(project["optional-dependencies"])
+    """toolmend's extras, as the installed metadata (pyproject.toml) declares them."""
+    return set(importlib.metadata.metadata("toolmend").get_all("Provides-Extra") or [])
 
 
 def _doc_pages() -> list[Path]:
@@ -148,7 +150,7 @@ def test_install_lines_work_from_the_clone_and_name_real_extras() -> None:
             assert set(match.group(1).split(",")) <= extras, (page.name, match.group(0))
     quickstart = (ROOT / "docs" / "quickstart.md").read_text(encoding="utf-8")
     assert "python -m build" in quickstart
-    assert "pip install \"$(ls dist/toolmend-*.whl)[litellm]\"" in quickstart
+    assert 'pip install "$(ls dist/toolmend-*.whl)[litellm]"' in quickstart
     listed = set(re.findall(r"`([a-z0-9-]+)`", quickstart.split("The\nextras:", 1)[1][:600]))
     assert extras <= listed, extras - listed
 
@@ -162,9 +164,11 @@ def test_the_built_wheel_offers_every_extra_the_docs_name(tmp_path: Path) -> Non
     import zipfile
 
     done = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q",
-         "-w", str(tmp_path), str(ROOT)],
-        capture_output=True, text=True, check=False, timeout=600,
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(ROOT)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=600,
     )
     assert done.returncode == 0, done.stderr
     (wheel,) = tmp_path.glob("toolmend-*.whl")

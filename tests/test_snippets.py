@@ -38,7 +38,6 @@ import os
 import re
 import subprocess
 import sys
-import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -84,7 +83,9 @@ def blocks(text: str, page: str) -> list[Block]:
     while index < len(lines):
         line = lines[index]
         if line.startswith("```") and not _OPEN.match(line):  # another language: step over it
-            end = next((j for j in range(index + 1, len(lines)) if lines[j].startswith("```")), None)
+            end = next(
+                (j for j in range(index + 1, len(lines)) if lines[j].startswith("```")), None
+            )
             index = len(lines) if end is None else end + 1
             continue
         if not _OPEN.match(line):
@@ -282,9 +283,27 @@ _EXTRA = re.compile(r"'\.\[([a-z0-9,-]+)\]'|the `([a-z0-9-]+)` extra")
 def _extras_named(page: str) -> frozenset[str]:
     """The extras a page tells its reader to install (``pip install '.[a,b]'``, "the `otel`
     extra"), but the test extra, which installs everything the suite needs."""
-    found = {name for match in _EXTRA.finditer(page) for group in match.groups() if group
-             for name in group.split(",")}
+    found = {
+        name
+        for match in _EXTRA.finditer(page)
+        for group in match.groups()
+        if group
+        for name in group.split(",")
+    }
     return frozenset(found - {"test"})
+
+
+@functools.cache
+def _extra_requirements() -> dict[str, list[str]]:
+    """Each extra of toolmend and its requirements, from the installed metadata (what
+    pyproject.toml declares), the ``; extra == "x"`` marker taken off."""
+    found: dict[str, list[str]] = {}
+    for line in importlib.metadata.requires("toolmend") or []:
+        requirement, _, marker = line.partition(";")
+        extra = re.search(r"extra\s*==\s*[\"']([^\"']+)[\"']", marker)
+        if extra:
+            found.setdefault(extra.group(1), []).append(requirement.strip())
+    return found
 
 
 @functools.cache
@@ -292,20 +311,20 @@ def _extras_distributions(extras: frozenset[str] | None = None) -> frozenset[str
     """Every distribution the given extras of toolmend install (all but the test extra when
     none are given), with what those depend on in turn (``langgraph`` brings
     ``langgraph-checkpoint``)."""
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    todo = [
-        requirement
-        for extra, requirements in project["optional-dependencies"].items()
-        if (extra in extras if extras is not None else extra != "test")
-        for requirement in requirements
-    ]
+    wanted = set(extras) if extras is not None else set(_extra_requirements()) - {"test"}
+    todo = [r for extra in sorted(wanted) for r in _extra_requirements().get(extra, [])]
     named: set[str] = set()
     while todo:
         requirement = todo.pop()
         if "extra ==" in requirement:  # an optional dependency of a dependency
             continue
         name = _canonical(re.split(r"[<>=!~;\[ (]", requirement, maxsplit=1)[0])
-        if name in named or name == "toolmend":
+        if name == "toolmend":  # an extra made of other extras: toolmend[litellm]
+            inner = re.search(r"\[([^\]]+)\]", requirement)
+            for extra in inner.group(1).split(",") if inner else []:
+                todo.extend(_extra_requirements().get(extra.strip(), []))
+            continue
+        if name in named:
             continue
         named.add(name)
         with contextlib.suppress(importlib.metadata.PackageNotFoundError):
