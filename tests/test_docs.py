@@ -278,3 +278,24 @@ def test_the_reference_check_mode_fails_on_a_stale_page(
     assert generator.main([]) == 0
     assert stale.read_text(encoding="utf-8") == page
     assert generator.main(["--check"]) == 0
+
+
+def test_contributing_gives_the_commands_and_scripts_that_exist() -> None:
+    """CONTRIBUTING.md: the suite's command is CI's, and every script it says to run exists."""
+    text = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    assert "python3 -m venv .venv && .venv/bin/pip install -q -e '.[test]'" in text
+    assert ".venv/bin/python -m pytest" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    scripts = set(re.findall(r"python (scripts/\w+\.py)", text))
+    assert scripts == {"scripts/providers_table.py", "scripts/api_reference.py"}
+    assert all((ROOT / script).exists() for script in scripts)
+    for heading in (
+        "Set up",
+        "Run the tests",
+        "Style",
+        "Add a provider rule",
+        "Add a history format",
+        "Add a hook",
+        "Documentation",
+        "Commits",
+    ):
+        assert f"\n## {heading}\n" in text, heading
