@@ -1,11 +1,13 @@
 """A LangGraph agent whose thread was interrupted between a tool call and its result.
 
-Runs offline against toolmend's strict provider server (OpenAI's rules). The agent
-(``create_react_agent``, checkpointed in memory) asks for a tool and is paused before the tool
-runs; the user then sends a new message. Without toolmend LangGraph refuses to call the model
-(``INVALID_CHAT_HISTORY``) on that turn and every later one. ``ToolMendPreModelHook`` repairs
-each model call and leaves the stored thread as it is; ``repair_thread`` heals the stored
-thread once, so the agent goes on without any hook.
+Runs offline against toolmend's strict provider server (OpenAI's rules). The agent is built the
+way LangGraph recommends since 1.0, with LangChain's ``create_agent``, checkpointed in memory:
+it asks for a tool and is paused before the tool runs; the user then sends a new message.
+Without toolmend the provider refuses that turn (HTTP 400: the call has no result) and every
+later one. ``ToolMendMiddleware`` repairs each model call and leaves the stored thread as it
+is; ``repair_thread`` heals the stored thread once, so the agent goes on without any hook.
+(For the older ``create_react_agent``, toolmend's ``ToolMendPreModelHook`` does what the
+middleware does: see docs/hooks.md.)
 
     python examples/langgraph_agent.py
 """
@@ -13,21 +15,19 @@ thread once, so the agent goes on without any hook.
 from __future__ import annotations
 
 import logging
-import warnings
 from contextlib import suppress
 from typing import Any
 
+import openai
+from langchain.agents import create_agent
 from langchain_core.messages import HumanMessage
 from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
 from langgraph.checkpoint.memory import InMemorySaver
 
-from toolmend.integrations.langgraph import ToolMendPreModelHook, repair_thread
+from toolmend.integrations.langchain import ToolMendMiddleware
+from toolmend.integrations.langgraph import repair_thread
 from toolmend.testing import Reply, StrictProviderServer
-
-with warnings.catch_warnings():  # deprecated in favour of langchain's create_agent
-    warnings.simplefilter("ignore")
-    from langgraph.prebuilt import create_react_agent
 
 
 @tool
@@ -36,14 +36,10 @@ def get_weather(city: str) -> str:
     return f"21 C and sunny in {city}"
 
 
-def interrupted(server: StrictProviderServer, hook: Any, name: str) -> tuple[Any, Any]:
+def interrupted(server: StrictProviderServer, middleware: list[Any], name: str) -> tuple[Any, Any]:
     """An agent and a thread paused between its call for Rome's weather and the result."""
     model = ChatOpenAI(base_url=server.openai_base_url, api_key="sk-test", model="gpt-4o-mini")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        agent = create_react_agent(
-            model, [get_weather], pre_model_hook=hook, checkpointer=InMemorySaver()
-        )
+    agent = create_agent(model, [get_weather], middleware=middleware, checkpointer=InMemorySaver())
     config = {"configurable": {"thread_id": name}}
     server.script([Reply.tool_calls(("get_weather", {"city": "Rome"}))])
     agent.invoke(
@@ -58,32 +54,32 @@ def main() -> None:
     with StrictProviderServer() as server:
         new_turn = {"messages": [HumanMessage("Never mind. Berlin?")]}
 
-        agent, config = interrupted(server, None, "plain")
+        agent, config = interrupted(server, [], "plain")
         try:
             agent.invoke(new_turn, config)
-        except ValueError as error:
-            print(f"without toolmend: {str(error).splitlines()[0][:60]}...")
+        except openai.BadRequestError as error:
+            print(f"without toolmend: HTTP {error.status_code} from the provider")
 
-        agent, config = interrupted(server, ToolMendPreModelHook(), "hook")
+        agent, config = interrupted(server, [ToolMendMiddleware()], "middleware")
         server.script([Reply.text("Mild in Berlin.")])
         state = agent.invoke(new_turn, config)
-        print(f"with the pre_model_hook: {state['messages'][-1].content!r}")
+        print(f"with ToolMendMiddleware: {state['messages'][-1].content!r}")
 
-        agent, config = interrupted(server, None, "repair")
+        agent, config = interrupted(server, [], "repair")
         done = repair_thread(agent, config)  # the paused call is waiting for its tool: kept
         print(f"repair_thread on the paused thread: written={done.written}")
-        with suppress(ValueError):  # the user moved on: the new turn stops before the model
+        with suppress(openai.BadRequestError):  # the user moved on: the provider refuses it
             agent.invoke(new_turn, config)
         done = repair_thread(agent, config)
         print(f"repair_thread: {[c.code for c in done.changes]}, written={done.written}")
         server.script([Reply.text("Mild in Berlin.")])
-        state = agent.invoke(None, config)  # the stopped turn goes on
+        state = agent.invoke(None, config)  # the turn goes on, no middleware
         print(f"after repair_thread, no hook: {state['messages'][-1].content!r}")
 
         statuses = [request.status for request in server.requests]
         print(f"requests: {statuses}")
-        assert statuses == [200] * 5, statuses
-        print("every request accepted")
+        assert statuses == [200, 400, 200, 200, 200, 400, 200], statuses
+        print("every request accepted with toolmend; without it, the provider's 400")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Make ``examples/show-seed.png``: the ``toolmend show --html`` page of a founding bug report.
+"""Make ``examples/show-seed.png``: the ``toolmend show --html`` page of bug report 001.
 
 Run from the repository root (needs the ``test`` extra for playwright, and Debian's chromium:
 ``apt-get install chromium``; no ``playwright install``)::

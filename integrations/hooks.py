@@ -20,6 +20,7 @@ from time import perf_counter
 from typing import Any, Literal
 
 import toolmend
+from toolmend import _escape as escape
 from toolmend import _fastpath as fastpath
 from toolmend import _policy as policies
 from toolmend import _profiles as profiles
@@ -34,6 +35,7 @@ __all__ = [
     "change_codes",
     "check_names",
     "hook_policy",
+    "log_source",
     "mend",
     "problem_codes",
 ]
@@ -70,13 +72,35 @@ class HookOptions:
 
 def change_codes(changes: Sequence[toolmend.Change]) -> list[str]:
     """How a log line names each change: ``code@index[id,...]`` (ids and codes, never
-    content)."""
-    return [f"{c.code}@{c.index}" + (f"[{','.join(c.ids)}]" if c.ids else "") for c in changes]
+    content). Each id is escaped by :func:`toolmend._escape.log`, so no id can end the list,
+    the token or the line."""
+    return [
+        f"{c.code}@{c.index}" + (f"[{','.join(map(escape.log, c.ids))}]" if c.ids else "")
+        for c in changes
+    ]
 
 
 def problem_codes(problems: Sequence[toolmend.Problem]) -> str:
     """How a log line names the problems found: ``code@index``, space separated."""
     return " ".join(f"{p.code}@{p.index}" for p in problems)
+
+
+def log_source(source: str) -> str:
+    """A hook's name for a log line, the model it was called for (``name(model)``) escaped by
+    :func:`toolmend._escape.log`: the model string is the caller's."""
+    name, paren, model = _text(source).partition("(")
+    if not paren:
+        return escape.log(name)
+    return f"{escape.log(name)}({escape.log(model.removesuffix(')'))})"
+
+
+def _text(value: object) -> str:
+    return value if isinstance(value, str) else str(value)
+
+
+def _shown(value: object) -> str:
+    """A name for a log line (a provider), escaped; never raises, even in an error handler."""
+    return escape.log(_text(value))
 
 
 def check_names(*, provider: Any = None, policy: Any = None, source: str) -> bool:
@@ -101,7 +125,7 @@ def check_names(*, provider: Any = None, policy: Any = None, source: str) -> boo
         logger.exception(
             "toolmend failed while building %s; built anyway, and every call it cannot repair "
             "goes out unchanged",
-            source,
+            source,  # the hook's own name, never the caller's text
         )
         return False
     return True
@@ -169,8 +193,8 @@ def mend(
             if loops:
                 logger.warning(
                     "toolmend loop guard on %s for %s: %s",
-                    source,
-                    provider,
+                    log_source(source),
+                    _shown(provider),
                     problem_codes(loops),
                 )
         if live is not None:
@@ -190,8 +214,8 @@ def mend(
             logger.log(
                 logging.WARNING if left else logging.INFO,
                 "toolmend repaired %s for %s: %s%s",
-                source,
-                provider,
+                log_source(source),
+                _shown(provider),
                 " ".join(change_codes(result.changes)),
                 f"; {left} problem(s) left: {problem_codes(problems_left)}" if left else "",
             )
@@ -199,8 +223,8 @@ def mend(
             logger.warning(
                 "toolmend found %d problem(s) in %s for %s and changed nothing: %s",
                 left,
-                source,
-                provider,
+                log_source(source),
+                _shown(provider),
                 problem_codes(result.problems),
             )
         if reporting and telemetry.is_active():
@@ -218,16 +242,18 @@ def mend(
             return Mended(messages, failed=True)
         logger.warning(
             "toolmend cannot read the history on %s for %s (%s); it was sent as it is",
-            source,
-            provider,
-            error,
+            log_source(source),
+            _shown(provider),
+            escape.terminal(error),
         )
         if report and request:
             _report_failure(source, provider, started)
         return Mended(messages, failed=True)
     except Exception:
         logger.exception(
-            "toolmend failed on %s for %s; the original history was sent", source, provider
+            "toolmend failed on %s for %s; the original history was sent",
+            log_source(source),
+            _shown(provider),
         )
         if reporting and request:
             _report_failure(source, provider, started)

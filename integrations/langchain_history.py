@@ -90,6 +90,7 @@ from typing import Any, ClassVar
 
 import toolmend
 from toolmend import _appending as appending
+from toolmend import _escape as escape
 from toolmend._appending import AppendIndex
 
 from . import langchain_stores as stores
@@ -705,8 +706,8 @@ def _ids_of(message: Any) -> str:
     content)."""
     message_type = _message_type(message)
     if message_type in _TOOL_TYPES:
-        return f"{message_type} tool_call_id={message.tool_call_id}"
-    return str(message_type)
+        return f"{message_type} tool_call_id={escape.log(str(message.tool_call_id))}"
+    return escape.log(str(message_type))
 
 
 _WriteBack = tuple[list[BaseMessage], tuple[toolmend.Change, ...]]

@@ -103,7 +103,8 @@ saw a loop or failed, the attempt also carries a record, a plain dict::
 * for logging callbacks: ``kwargs["toolmend"]`` in ``log_success_event`` /
   ``async_log_success_event`` / the failure events (LiteLLM's ``model_call_details``);
 * on the proxy: the ``x-toolmend-changes`` response header (``code@index[ids]``, space
-  separated; ``code@route:index[ids]`` for a second pass's change) and ``x-toolmend-provider``,
+  separated; ``code@route:index[ids]`` for a second pass's change; printable ASCII, at most
+  4 KiB whatever the ids hold: see :func:`changes_header`) and ``x-toolmend-provider``,
   on ``/v1/messages`` too (whose response is a plain dict: the record comes from the logging
   object);
 * on the proxy's ``/metrics``, when LiteLLM's own ``prometheus`` callback is configured too:
@@ -145,10 +146,11 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import toolmend
+from toolmend import _escape as escape
 from toolmend import _routing as routing
 
 from . import litellm_guardrail, telemetry
-from .hooks import HookOptions, Mended, OnLoop, check_names, mend
+from .hooks import HookOptions, Mended, OnLoop, check_names, log_source, mend
 from .litellm_routes import ROUTES, Pass, Passes, Route, Summary, route_profile
 
 try:
@@ -202,6 +204,66 @@ gets ``openai``."""
 _DEFAULT_PROFILE = "openai"
 _CHANGES_HEADER = "x-toolmend-changes"
 _PROVIDER_HEADER = "x-toolmend-provider"
+HEADER_LIMIT = 4096
+"""The most characters (printable ASCII, so bytes) of a toolmend response header."""
+HEADER_ID_LIMIT = 64
+"""The most characters of one escaped id in ``x-toolmend-changes``; a longer one is cut and
+ends in ``%..`` (never part of an escaped id: a ``%`` in an id is written ``%25``)."""
+_CUT = "%.."
+
+
+def _header_id(call_id: object) -> str:
+    """``call_id`` escaped for a header (:func:`toolmend._escape.header`), cut to
+    :data:`HEADER_ID_LIMIT` characters; only the start of a long id is read."""
+    text = call_id if isinstance(call_id, str) else str(call_id)
+    shown = escape.header(text[: HEADER_ID_LIMIT + 1])
+    if len(shown) <= HEADER_ID_LIMIT and len(text) <= HEADER_ID_LIMIT:
+        return shown
+    room = HEADER_ID_LIMIT - len(_CUT)
+    pieces: list[str] = []
+    width = 0
+    for char in text[:room]:
+        piece = escape.header(char)
+        if width + len(piece) > room:
+            break
+        pieces.append(piece)
+        width += len(piece)
+    return "".join(pieces) + _CUT
+
+
+def changes_header(changes: Sequence[Mapping[str, Any]]) -> str:
+    """The value of ``x-toolmend-changes`` for a record's changes: printable ASCII, at most
+    :data:`HEADER_LIMIT` characters, whatever the ids hold.
+
+    Each change is ``code@index[id,...]`` (``code@route:index[...]`` for a second pass's),
+    space separated, each id escaped by :func:`toolmend._escape.header` and cut to
+    :data:`HEADER_ID_LIMIT` characters. When that does not fit, the codes and indexes come
+    first: the ids are left out, and the list ends with ``+N more`` when even those do not
+    fit. ``none`` when nothing was changed."""
+    if not changes:
+        return "none"
+    heads = [f"{c['code']}@{c['route'] + ':' if 'route' in c else ''}{c['index']}" for c in changes]
+    size = len(heads) - 1
+    tokens: list[str] = []
+    for head, change in zip(heads, changes, strict=True):
+        ids = change.get("ids") or ()
+        token = f"{head}[{','.join(map(_header_id, ids))}]" if ids else head
+        tokens.append(token)
+        size += len(token)
+        if size > HEADER_LIMIT:
+            break
+    else:
+        return " ".join(tokens)
+    kept: list[str] = []
+    size = 0
+    for number, head in enumerate(heads):
+        rest = len(heads) - number - 1  # room is kept for "+rest more" after this one
+        if size + len(head) + (len(f" +{rest} more") if rest else 0) > HEADER_LIMIT:
+            kept.append(f"+{len(heads) - number} more")
+            break
+        kept.append(head)
+        size += len(head) + 1
+    return " ".join(kept)
 
 
 @functools.lru_cache(maxsize=512)
@@ -389,7 +451,9 @@ class ToolMend(CustomLogger):
                 _note_refusal(logging_obj, ROUTES[route], refused, provider, started, clock)
             raise
         except Exception:
-            logger.exception("toolmend's LiteLLM hook failed on %s; sent unchanged", source)
+            logger.exception(
+                "toolmend's LiteLLM hook failed on %s; sent unchanged", log_source(source)
+            )
             if not (second or reported):
                 telemetry.failed_open(source, provider)
             spent = time.perf_counter() - clock
@@ -458,12 +522,10 @@ class ToolMend(CustomLogger):
         if not isinstance(record, dict):
             return None
         try:
-            changes = " ".join(
-                f"{c['code']}@{c['route'] + ':' if 'route' in c else ''}{c['index']}"
-                + (f"[{','.join(c['ids'])}]" if c["ids"] else "")
-                for c in record["changes"]
-            )
-            return {_CHANGES_HEADER: changes or "none", _PROVIDER_HEADER: str(record["provider"])}
+            return {
+                _CHANGES_HEADER: changes_header(record["changes"]),
+                _PROVIDER_HEADER: escape.header(record["provider"])[:HEADER_LIMIT],
+            }
         except Exception:  # a header must never fail the response
             logger.exception("toolmend could not write its proxy response headers")
             return None
@@ -501,7 +563,9 @@ def _function_setup(
     except (toolmend.ToolLoopError, toolmend.ToolChainError):
         raise
     except Exception:
-        logger.exception("toolmend's LiteLLM hook failed on litellm.%s; sent unchanged", args[0])
+        logger.exception(
+            "toolmend's LiteLLM hook failed on litellm.%s; sent unchanged", escape.log(str(args[0]))
+        )
         telemetry.failed_open(f"litellm.{args[0]}")
         prepared = None
     if prepared is None:

@@ -80,6 +80,7 @@ from time import perf_counter
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import toolmend
+from toolmend import _escape as escape
 from toolmend import _fastpath as fastpath
 from toolmend import _routing as routing
 
@@ -90,6 +91,7 @@ from .hooks import (
     change_codes,
     check_names,
     hook_policy,
+    log_source,
     mend,
     problem_codes,
 )
@@ -579,8 +581,8 @@ class ToolMendInputFilter:
         if loops:
             logger.warning(
                 "toolmend loop guard on %s for %s: %s",
-                source,
-                profile,
+                log_source(source),
+                escape.log(profile),
                 problem_codes(loops),
             )
         return telemetry.codes_of(loops)
@@ -615,11 +617,14 @@ class ToolMendInputFilter:
         repaired = toolmend.repair(items, provider=_PAIRING, format=FORMAT, policy=policy)
         fixed, moved = _outputs_after_calls(repaired.messages)
         changes = change_codes(repaired.changes) + [
-            f"moved_result@{index}[{call_id}]" for index, call_id in moved
+            f"moved_result@{index}[{escape.log(str(call_id))}]" for index, call_id in moved
         ]
         if changes:
             logger.info(
-                "toolmend repaired %s for %s: %s", source, target.profile, " ".join(changes)
+                "toolmend repaired %s for %s: %s",
+                log_source(source),
+                escape.log(target.profile),
+                " ".join(changes),
             )
         converted = _converted(fixed, target, instructions)
         left = _chat_problems(converted, target.profile) if converted is not None else ()
@@ -656,8 +661,8 @@ def _log_left(source: str, profile: str, problems: Sequence[toolmend.Problem], w
     logger.warning(
         "toolmend found %d problem(s) in %s for %s (in the Chat Completions conversion) %s: %s",
         len(problems),
-        source,
-        profile,
+        log_source(source),
+        escape.log(profile),
         why,
         problem_codes(problems),
     )
@@ -724,11 +729,15 @@ class ToolMendSessionInput:
             raise
         except toolmend.InvalidHistoryError as error:  # the caller's data, not a toolmend bug
             logger.warning(
-                "toolmend cannot read the items on %s (%s); left as they are", source, error
+                "toolmend cannot read the items on %s (%s); left as they are",
+                log_source(source),
+                escape.terminal(error),
             )
             return combined
         except Exception:
-            logger.exception("toolmend failed on %s; the items were left as they are", source)
+            logger.exception(
+                "toolmend failed on %s; the items were left as they are", log_source(source)
+            )
             return combined
         return combined if result.messages is combined else list(result.messages)
 
@@ -738,14 +747,14 @@ def _log(source: str, result: toolmend.Repair) -> None:
     if result.changes:
         logger.info(
             "toolmend repaired %s for openai-responses (session rules): %s",
-            source,
+            log_source(source),
             " ".join(change_codes(result.changes)),
         )
     elif result.problems:
         logger.warning(
             "toolmend found %d problem(s) in %s and changed nothing: %s",
             len(result.problems),
-            source,
+            log_source(source),
             problem_codes(result.problems),
         )
 

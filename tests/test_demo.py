@@ -119,3 +119,13 @@ def test_the_core_does_not_import_the_sdks_for_the_demo_module() -> None:
     )
     done = _run_script(code=code)
     assert done.stdout.strip() == "[]", done.stderr
+
+
+def test_every_row_has_a_label_of_its_own() -> None:
+    """Each row of the table starts with its own label: bug report 002 gives two scenarios,
+    labelled 002a and 002b, not two rows that both read "002"."""
+    labels = [scenario.title.split()[0] for scenario in SCENARIOS]
+    numbered = [label for label in labels if label[:3].isdigit()]
+    assert len(set(numbered)) == len(numbered), numbered
+    assert len({scenario.title for scenario in SCENARIOS}) == len(SCENARIOS)
+    assert {"002a", "002b"} <= set(numbered)

@@ -13,7 +13,9 @@ request"):
   comes back as the very same object.
 * A value a repair must write as JSON itself (arguments turned into a string, a call or result
   kept as text) and cannot (a cycle, nesting deeper than Python's recursion limit) is an
-  :class:`toolmend.InvalidMessageError` naming the message and field.
+  :class:`toolmend.InvalidMessageError` naming the message and field. What toolmend writes is
+  strict JSON: a value holding NaN or Infinity is left as it was (no change reported for its
+  range) and its problems stay in ``problems_left``.
 * Whatever it returns, it says honestly what is still broken (``problems_left`` equals what
   :func:`toolmend.check` finds in the output), and it never mutates the input.
 

@@ -32,6 +32,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import toolmend
+from toolmend import _escape as escape
 from toolmend._cli import main
 from toolmend._stats import logs
 from toolmend.integrations import hooks
@@ -239,8 +240,8 @@ def test_wrapped_lines_read_as_the_bare_messages(produced: Produced, tmp_path: P
 @pytest.mark.parametrize(
     ("line", "event"),
     [
-        (  # a model with a colon, a space and " for " in it
-            "toolmend repaired litellm.acompletion(bedrock/x:0 for y) for anthropic: "
+        (  # a model with a colon, a space and " for " in it, escaped as the hooks write it
+            "toolmend repaired litellm.acompletion(bedrock/x%3A0%20for%20y) for anthropic: "
             "moved_result@3[a,b] answered_missing_call@5[c]",
             logs.Event(
                 "repaired",
@@ -550,14 +551,16 @@ def test_toolmend_errors_that_send_no_request_are_errors_not_requests(line: str)
 
 
 def test_an_id_with_a_bracket_and_a_line_with_no_code_read(tmp_path: Path) -> None:
-    """A tool call id is the caller's to choose and may hold ``]``: the code before it is still
-    read. A repaired line whose codes cannot be read at all is still a request, and the page
-    is still written (its chart has no bar for it)."""
-    line = "toolmend repaired a.b for openai: moved_result@1[x]y] answered_missing_call@2[z]"
+    """A tool call id is the caller's to choose and may hold ``]``: the hooks write it escaped
+    (``%5D``), and the code is read. A repaired line whose codes cannot be read is not one
+    toolmend writes: it counts as nothing, and the page is still written."""
+    ids = ",".join(map(escape.log, ("x]y", "a b")))
+    line = f"toolmend repaired a.b for openai: moved_result@1[{ids}] answered_missing_call@2[z]"
     event = logs.parse_message(line)
     assert event is not None and event.codes == ("moved_result", "answered_missing_call")
     log = tmp_path / "odd.log"
     log.write_text("INFO toolmend: toolmend repaired a.b for openai: ???\n")
+    assert logs.read_files([str(log)]).toolmend_lines == 0
     code, page, err = stats(str(log), "--html")
     assert code == 0, err
     assert "</html>" in page and "<svg" not in page

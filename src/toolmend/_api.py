@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ._edits import Plan
-from ._jsontext import UnwritableValueError, locate
+from ._escape import log as _log_text
+from ._jsontext import NonFiniteNumberError, UnwritableValueError, locate
 from ._policy import Mode, Policy, as_policy
 from ._profiles import Profile, get_profile
 from ._repair import plan_repair
@@ -321,6 +322,11 @@ def mend_damage(
                 {problem.code for problem in damage.problems},
             )
             applied: list[Any] = module.apply(part, plan)
+        except NonFiniteNumberError:
+            # a value to write as JSON holds NaN or Infinity, which no strict parser reads:
+            # the range is left as it was (copied with the next slice), its problems stay
+            problems.extend(damage.problems)
+            continue
         except UnwritableValueError as error:
             raise _unwritable(error, part, damage.low) from None
         if not damage.skeleton.whole and any(c.code == "restored_call_id" for c in made):
@@ -423,8 +429,10 @@ def _structure(skeleton: Skeleton) -> str:
     """The shape of a history on one line, never its content (like seed 002's
     DEBUG_MESSAGE_CONVERSION dump): the format and counts, then per message its index, role
     (``role/kind`` where they differ), the calls it makes (``name:id``) and the results it
-    carries (``<id``, ``:name`` when the result states one)."""
+    carries (``<id``, ``:name`` when the result states one). Roles, names and ids are the
+    caller's: escaped by :func:`toolmend._escape.log`."""
     kinds, roles = skeleton.kinds, skeleton.roles
+    shown = _log_text
     tally: dict[str, int] = {}
     for kind in kinds:
         tally[kind] = tally.get(kind, 0) + 1
@@ -437,10 +445,13 @@ def _structure(skeleton: Skeleton) -> str:
     ]
     for index, kind in enumerate(kinds):
         role = roles[index] if index < len(roles) else kind
-        label = role if role == kind else f"{role}/{kind}"
-        details = [f"{c.name}:{c.id}" for c in skeleton.calls.get(index, ())]
+        label = shown(str(role)) if role == kind else f"{shown(str(role))}/{kind}"
+        details = [
+            f"{shown(str(c.name))}:{shown(str(c.id))}" for c in skeleton.calls.get(index, ())
+        ]
         details += [
-            f"<{r.id}" + (f":{r.name}" if r.name else "") for r in skeleton.results.get(index, ())
+            f"<{shown(str(r.id))}" + (f":{shown(str(r.name))}" if r.name else "")
+            for r in skeleton.results.get(index, ())
         ]
         parts.append(f"{index}:{label}" + (f"[{','.join(details)}]" if details else ""))
     return " ".join(parts)

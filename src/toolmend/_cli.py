@@ -25,6 +25,11 @@ count what the hooks did from their log lines (``stats``).
     self-contained page with a chart to PATH (standard output without one). Exit 0, or 2 when
     a file cannot be read.
 
+Every failure (a file that cannot be read, an output path that cannot be written, standard
+input closed, standard output full or closed) is one line on standard error, ``toolmend:
+WHERE: WHY``, and exit 2. Ids, names and roles from the history are printed with control and
+bidi characters escaped (:func:`toolmend._escape.terminal`).
+
 FILE holds a JSON list of messages, or a logged request body with a ``messages``, ``contents``
 or ``input`` key (the repaired output keeps the body around the history). ``-`` reads standard
 input. Errors are one line naming the file and, where it applies, the message index. Without
@@ -35,6 +40,7 @@ messages, ``openai-responses``, ``anthropic``, ``gemini``, ``bedrock``).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -43,6 +49,7 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from ._api import check, format_of, repair
+from ._escape import terminal
 from ._profiles import profile_names
 from ._report import Problem, ToolmendError
 
@@ -58,6 +65,8 @@ class _UnreadableError(Exception):
 def _load(path: str) -> Any:
     try:
         if path == "-":
+            if sys.stdin is None:
+                raise _UnreadableError("standard input is closed")
             raw = sys.stdin.buffer.read()
         else:
             with open(path, "rb") as handle:
@@ -69,13 +78,19 @@ def _load(path: str) -> Any:
     except UnicodeDecodeError as error:
         raise _UnreadableError(f"not UTF-8 text (byte {error.start})") from None
     try:
-        return json.loads(text)
+        return json.loads(text, parse_constant=_not_json)
     except json.JSONDecodeError as error:
         raise _UnreadableError(
             f"not JSON: {error.msg} at line {error.lineno} column {error.colno}"
         ) from None
     except RecursionError:
         raise _UnreadableError("not JSON this program can read: nested too deeply") from None
+
+
+def _not_json(constant: str) -> NoReturn:
+    """``NaN``, ``Infinity`` and ``-Infinity``: Python reads them, JSON (and a provider) does
+    not, and toolmend writes only strict JSON."""
+    raise _UnreadableError(f"not JSON: {constant} is not a JSON value")
 
 
 def _split(document: Any) -> tuple[Any, str | None]:
@@ -92,17 +107,25 @@ def _split(document: Any) -> tuple[Any, str | None]:
     )
 
 
+_STDOUT = "standard output"
+
+
 def _fail(path: str, reason: str) -> NoReturn:
-    print(f"toolmend: {path}: {reason}", file=sys.stderr)
+    if sys.stderr is not None:
+        with contextlib.suppress(OSError):  # standard error gone too: the exit code says it
+            print(f"toolmend: {terminal(path)}: {terminal(reason)}", file=sys.stderr)
     raise SystemExit(2)
+
+
+def _reason(error: OSError) -> str:
+    return error.strerror or str(error) or type(error).__name__
 
 
 def _print_problems(problems: Sequence[Problem], stream: Any) -> None:
     for problem in problems:
         rule = f" [{problem.rule}]" if problem.rule else ""
-        print(
-            f"message {problem.index}: {problem.code}{rule}: {problem.provider_error}", file=stream
-        )
+        line = f"message {problem.index}: {problem.code}{rule}: {problem.provider_error}"
+        print(terminal(line), file=stream)
 
 
 def _history(args: argparse.Namespace) -> tuple[Any, Any, str | None]:
@@ -120,15 +143,28 @@ def _run_check(args: argparse.Namespace) -> int:
     _, history, _ = _history(args)
     problems = check(history, provider=args.provider, format=args.format)
     if not problems:
-        print(f"{args.file}: the {args.provider} profile accepts this history")
+        print(f"{terminal(args.file)}: the {args.provider} profile accepts this history")
         return 0
-    print(f"{args.file}: {len(problems)} problem(s) for {args.provider}")
+    print(f"{terminal(args.file)}: {len(problems)} problem(s) for {args.provider}")
     _print_problems(problems, sys.stdout)
     return 1
 
 
 def _run_repair(args: argparse.Namespace) -> int:
     document, history, key = _history(args)
+    with contextlib.ExitStack() as closing:
+        target = None
+        if args.output:  # a path that cannot be written fails before anything is printed
+            try:
+                target = closing.enter_context(open(args.output, "w", encoding="utf-8"))
+            except OSError as error:
+                _fail(args.output, _reason(error))
+        return _repair_to(args, document, history, key, target)
+
+
+def _repair_to(
+    args: argparse.Namespace, document: Any, history: Any, key: str | None, target: Any
+) -> int:
     result = repair(history, provider=args.provider, format=args.format)
     if result.problems:
         print(f"{len(result.problems)} problem(s) found for {args.provider}:", file=sys.stderr)
@@ -136,15 +172,19 @@ def _run_repair(args: argparse.Namespace) -> int:
     print(f"{len(result.changes)} change(s):", file=sys.stderr)
     for change in result.changes:
         ids = f" ({', '.join(change.ids)})" if change.ids else ""
-        print(f"  message {change.index}: {change.code}{ids}: {change.detail}", file=sys.stderr)
+        line = f"  message {change.index}: {change.code}{ids}: {change.detail}"
+        print(terminal(line), file=sys.stderr)
     if result.problems_left:
         print("still broken after repair:", file=sys.stderr)
         _print_problems(result.problems_left, sys.stderr)
     output = result.messages if key is None else {**document, key: result.messages}
-    text = json.dumps(output, indent=2, ensure_ascii=False, default=str) + "\n"
-    if args.output:
-        with open(args.output, "w", encoding="utf-8") as handle:
-            handle.write(text)
+    text = json.dumps(output, indent=2, ensure_ascii=False, default=str, allow_nan=False) + "\n"
+    if target is not None:
+        try:
+            target.write(text)
+            target.flush()
+        except OSError as error:
+            _fail(args.output, _reason(error))
     else:
         sys.stdout.write(text)
     return 0 if not result.problems_left else 1
@@ -173,7 +213,7 @@ def _run_show(args: argparse.Namespace) -> int:
             _fail(args.html, error.strerror or str(error))
         changes = f", {len(view.changes)} change(s)" if view.fixed else ""
         print(
-            f"{args.html}: {len(view.before.rows)} messages, "
+            f"{terminal(args.html)}: {len(view.before.rows)} messages, "
             f"{len(view.before.problems)} problem(s) for {args.provider}{changes}"
         )
     else:
@@ -225,7 +265,7 @@ def _run_stats(args: argparse.Namespace) -> int:
         except OSError as error:
             _fail(page_path, error.strerror or str(error))
         print(
-            f"{page_path}: {stats.repaired.total_requests} request(s) repaired, "
+            f"{terminal(page_path)}: {stats.repaired.total_requests} request(s) repaired, "
             f"{stats.problems_left.total_requests} with problems left, "
             f"{stats.total_failures} sent unrepaired ({stats.toolmend_lines} toolmend lines "
             f"in {stats.lines})"
@@ -287,7 +327,36 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``toolmend`` console script."""
+    """Entry point of the ``toolmend`` console script.
+
+    Standard output that cannot be written (closed, a full disk, a reader that went away:
+    ``| head -c1``) is one line on standard error and exit 2, like every other failure."""
+    try:
+        code = _main(argv)
+        if sys.stdout is not None:
+            sys.stdout.flush()  # a full disk or a closed pipe shows here at the latest
+    except OSError as error:
+        _quiet_stdout()
+        _fail(_STDOUT, _reason(error))
+    except AttributeError:
+        if sys.stdout is not None:
+            raise
+        _fail(_STDOUT, "closed")
+    return code
+
+
+def _quiet_stdout() -> None:
+    """Point standard output at the null device, so the interpreter's own flush at exit does
+    not fail (and print a traceback) on the output that could not be written."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+    except (OSError, AttributeError, ValueError):
+        pass
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "demo":
         from ._demo import main as demo_main

@@ -360,7 +360,7 @@ SCENARIOS: tuple[Scenario, ...] = (
         source="context compression filter; examples/histories/seed001_*.json",
     ),
     Scenario(
-        "002 Claude: merged user turns",
+        "002a Claude: merged user turns",
         "anthropic",
         "messages",
         "anthropic",
@@ -369,7 +369,7 @@ SCENARIOS: tuple[Scenario, ...] = (
         source="Claude converter merging user messages (bug report 002)",
     ),
     Scenario(
-        "002 template without tool role",
+        "002b template without tool role",
         "openai",
         "chat",
         "hf-template-strict",

@@ -8,6 +8,11 @@ from deep inside :mod:`json`: the formats call :func:`dumps` and :func:`loads`, 
 :class:`UnwritableValueError` carrying the value, and the API (:func:`toolmend._api.mend_damage`)
 finds which message and field hold it, on that error path only, and raises
 :class:`toolmend.InvalidMessageError` naming them. Nothing here runs on the valid path.
+
+What toolmend writes is strict JSON (``allow_nan=False``): a provider's parser rejects ``NaN``
+and ``Infinity``. A value holding one raises :class:`NonFiniteNumberError`, and the repair
+leaves the range of messages holding it as it was: its problems stay, reported in
+``problems_left`` (:func:`toolmend._api.mend_damage`).
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["UnwritableValueError", "dumps", "loads", "locate"]
+__all__ = ["NonFiniteNumberError", "UnwritableValueError", "dumps", "loads", "locate"]
 
 
 class UnwritableValueError(Exception):
@@ -29,13 +34,23 @@ class UnwritableValueError(Exception):
         self.reason = reason
 
 
+class NonFiniteNumberError(UnwritableValueError):
+    """Internal: ``value`` holds a float JSON has no number for (NaN, Infinity)."""
+
+
 def dumps(value: Any, **options: Any) -> str:
-    """:func:`json.dumps`, raising :class:`UnwritableValueError` for what JSON cannot write."""
+    """:func:`json.dumps` with ``allow_nan=False`` (strict JSON), raising
+    :class:`UnwritableValueError` for what JSON cannot write (:class:`NonFiniteNumberError`
+    for NaN and Infinity)."""
     try:
-        return json.dumps(value, **options)
+        return json.dumps(value, **options, allow_nan=False)
     except RecursionError:
         raise UnwritableValueError(value, "nested too deeply to write as JSON") from None
-    except (TypeError, ValueError):  # a cycle, or an object without a JSON form
+    except ValueError as error:
+        if "Out of range float" in str(error):
+            raise NonFiniteNumberError(value, "NaN or Infinity, which JSON cannot write") from None
+        raise UnwritableValueError(value, "a cycle or an object JSON cannot write") from None
+    except TypeError:  # an object without a JSON form
         raise UnwritableValueError(value, "a cycle or an object JSON cannot write") from None
 
 

@@ -20,6 +20,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from .._escape import TERMINAL_ESCAPES as _ESCAPES
+
 __all__ = ["FULL_LIMIT", "data_of", "full_text", "one_line", "text_of"]
 
 FULL_LIMIT = 100_000
@@ -31,18 +33,6 @@ _FILE_KEYS = frozenset({"fileData", "file_data", "document", "file", "input_audi
 _MAX_DEPTH = 24
 _BUDGET = 4_000
 """Characters of text gathered for a preview before the walk stops: a preview needs a line."""
-
-
-def _escapes() -> dict[int, str]:
-    table = {code: f"\\x{code:02x}" for code in (*range(0x20), 0x7F, *range(0x80, 0xA0))}
-    table.update({ord("\n"): "\\n", ord("\t"): "\\t", ord("\r"): "\\r"})
-    invisible = (0x00AD, *range(0x200B, 0x2010), 0x2028, 0x2029, *range(0x202A, 0x202F))
-    for code in (*invisible, 0x2060, *range(0x2066, 0x206A), 0xFEFF):
-        table[code] = f"\\u{code:04x}"
-    return table
-
-
-_ESCAPES = _escapes()
 
 
 def data_of(message: Any) -> Any:

@@ -25,8 +25,8 @@ from __future__ import annotations
 import base64
 import hashlib
 from collections.abc import Sequence
-from html import escape
 
+from .._escape import html as escape
 from .._report import Change, Problem
 from .content import full_text
 from .timeline import Line, Link, Row, Timeline, View, category

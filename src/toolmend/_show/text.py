@@ -7,13 +7,17 @@ Problems (``!!``) sit under the message they name, with the provider's own error
 repaired timeline (``--fix``) every change (``**``) sits on the message it made, and a
 message that was dropped or moved keeps a line where it was. Colour is only added when asked
 for (the command asks when writing to a terminal and ``NO_COLOR`` is unset); without it the
-output is plain text that can be pasted into an issue.
+output is plain text that can be pasted into an issue. Everything the history holds (ids,
+names, roles, previews) and the error texts that quote it are shown through
+:func:`toolmend._escape.terminal`: a control character (ESC, OSC, CR, NUL, a line break) or a
+bidi control is printed escaped, never sent to the terminal.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from .._escape import terminal
 from .._report import Change, Problem
 from .content import one_line
 from .timeline import Line, Link, Row, Timeline, View, category
@@ -102,7 +106,7 @@ def _heading(view: View, source: str, paint: _Paint) -> str:
     before = view.before
     calls, results = before.count("call"), before.count("result")
     first = (
-        f"{source}: {before.format} history, {_plural(len(before.rows), 'message')}, "
+        f"{terminal(source)}: {before.format} history, {_plural(len(before.rows), 'message')}, "
         f"{_plural(calls, 'call')}, {_plural(results, 'result')}"
     )
     problems = before.problems
@@ -135,7 +139,7 @@ def _digits(view: View) -> int:
 
 
 def _role_width(rows: Sequence[Row]) -> int:
-    return min(max((len(row.role) for row in rows), default=4), 20)
+    return min(max((len(terminal(row.role)) for row in rows), default=4), 20)
 
 
 def _listing(timeline: Timeline, paint: _Paint, width: int, *, index_width: int) -> list[str]:
@@ -209,7 +213,7 @@ def _gap(
     where = "now " + ", ".join(f"#{n}" for n in rows) if rows else fate
     text = (
         f"{'-':>{digits}}  {paint(f'{row.index:>{was_width}}', '2')}  "
-        f"{paint(f'{row.role:<{roles}}', '2')}  {paint(f'({where})', '2')}"
+        f"{paint(f'{terminal(row.role):<{roles}}', '2')}  {paint(f'({where})', '2')}"
     )
     out = [text]
     for change_number in view.changes_gone(line.before):
@@ -238,7 +242,7 @@ def _row_line(
     """The message's own line; ``number_width`` is how wide ``number`` shows, colour aside."""
     room = max(width - number_width - roles - 4, 12)
     preview = one_line(row.text, room) if row.text else paint("(no text)", "2")
-    role = paint(f"{row.role:<{roles}}", _ROLE_COLOURS.get(row.kind, "0"))
+    role = paint(f"{terminal(row.role):<{roles}}", _ROLE_COLOURS.get(row.kind, "0"))
     return f"{number}  {role}  {preview}".rstrip()
 
 
@@ -249,8 +253,8 @@ def _tag(link: Link, paint: _Paint) -> str:
 
 
 def _named(name: str | None, link_id: str | None) -> str:
-    shown_id = link_id if link_id is not None else "no id"
-    return f"{name or '(no name)'} ({shown_id})"
+    shown_id = terminal(link_id) if link_id is not None else "no id"
+    return f"{terminal(name) if name else '(no name)'} ({shown_id})"
 
 
 def _links(row: Row, indent: str, paint: _Paint) -> list[str]:
@@ -264,16 +268,16 @@ def _links(row: Row, indent: str, paint: _Paint) -> list[str]:
         out.append(indent + text)
     for result in row.results:
         if result.state == "orphan":
-            subject = result.id if result.id is not None else "(no id)"
+            subject = terminal(result.id) if result.id is not None else "(no id)"
             text = f"<- {_tag(result, paint)} result for {subject}: "
             text += paint("ORPHAN", "1;31") + ", no call in the history answers to it"
             if result.name:
-                text += f" (named {result.name!r})"
+                text += f" (named {terminal(repr(result.name))})"
         else:
             name = result.call_name or result.name
             text = f"<- {_tag(result, paint)} result of {_named(name, result.id)}"
             if result.name and result.name != result.call_name:
-                text += f", named {result.name!r}"
+                text += f", named {terminal(repr(result.name))}"
             if result.state == "duplicate":
                 text += ": " + paint("DUPLICATE", "1;31") + f", the call in #{result.peer}"
                 text += " was already answered"
@@ -285,17 +289,17 @@ def _links(row: Row, indent: str, paint: _Paint) -> list[str]:
 
 def _problem(problem: Problem, indent: str, paint: _Paint) -> list[str]:
     rule = f" [{problem.rule}]" if problem.rule else ""
-    ids = f" {', '.join(problem.ids)}" if problem.ids else ""
-    first = paint(f"!! {problem.code}{rule}{ids}", "1;31") + f": {problem.message}"
-    second = indent + "   " + paint(f"provider error: {problem.provider_error}", "31")
+    ids = f" {', '.join(map(terminal, problem.ids))}" if problem.ids else ""
+    first = paint(f"!! {problem.code}{rule}{ids}", "1;31") + f": {terminal(problem.message)}"
+    second = indent + "   " + paint(f"provider error: {terminal(problem.provider_error)}", "31")
     return [indent + first, second]
 
 
 def _change(change: Change, indent: str, paint: _Paint) -> str:
     kind = category(change.code)
-    ids = f" ({', '.join(change.ids)})" if change.ids else ""
+    ids = f" ({', '.join(map(terminal, change.ids))})" if change.ids else ""
     head = paint(f"** {kind}: {change.code}{ids}", _CHANGE_COLOURS.get(kind, "33"))
-    return f"{indent}{head}: {change.detail}"
+    return f"{indent}{head}: {terminal(change.detail)}"
 
 
 def _plural(count: int, noun: str) -> str:

@@ -10,8 +10,8 @@ file names) is HTML-escaped: a log line is untrusted text.
 from __future__ import annotations
 
 from collections import Counter
-from html import escape
 
+from .._escape import html as escape
 from .logs import HOOK_COLUMNS, Stats, Table
 from .tables import ALL, table_rows
 

@@ -29,6 +29,14 @@ SOURCE may carry the model in parentheses (``litellm.acompletion(gpt-4o)``): req
 counted by the hook's name without it, as :func:`toolmend.integrations.telemetry.hook_name`
 labels its metrics. Only codes and counts are kept: the indexes and the ids in brackets are
 read past, never stored.
+
+The hooks write every value they did not make (ids, the model, the provider) escaped
+(:func:`toolmend._escape.log`), so no id can end a field, a list or a line. The reader is
+strict in turn: a line counts only when it is well formed (a repair names at least one change,
+each list of codes is as long as its count says), each pattern is tried once, where its fixed
+head first occurs, and no part of one can backtrack over the line: a line is read in time
+linear in its length. Hook and provider names are kept as :func:`toolmend._escape.terminal`
+shows them, so whatever prints them prints no control character.
 """
 
 from __future__ import annotations
@@ -43,6 +51,8 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import BinaryIO, Final, Literal
+
+from .. import _escape as escape
 
 __all__ = [
     "ERRORS",
@@ -77,94 +87,191 @@ class Event:
 
 
 # --- the lines ---------------------------------------------------------------------------------
+#
+# Every value a hook did not make (ids, the model, the provider) is written escaped by
+# toolmend._escape.log: it holds no whitespace, control character or separator. So the reader
+# is strict: a line counts only when it is well formed, and each pattern is tried at one place
+# (the first occurrence of its fixed head), with no part that can backtrack over the line:
+# a crafted line is read in time linear in its length.
 
-_SOURCE = r"(?P<source>[^\s(;]+(?:\(.*?\))?)"
-"""A hook's log name, with the model it was called for in parentheses (a model may hold
-spaces: the Agents SDK's ``(default model)``)."""
+_SOURCE = r"(?P<source>[^\s(;]+(?:\([^\s()]*\)|\(default model\))?)"
+"""A hook's log name, with the model it was called for in parentheses (escaped, so it holds no
+space or parenthesis; ``(default model)`` is the Agents SDK's own)."""
 _PROVIDER = r"(?P<provider>[^\s:;()]+)"
 _FOR = rf"(?: for {_PROVIDER})?"
-_NOTE = r"(?: \([^)]*\))?"
+_NOTE = r"(?: \([^()]*\))?"
 """What the Agents SDK adds after the provider: ``(session rules)``, ``(in the Chat
 Completions conversion)``."""
 
-_REPAIRED: Final = re.compile(rf"toolmend repaired {_SOURCE} for {_PROVIDER}{_NOTE}: (?P<rest>.*)")
+_REPAIRED: Final = re.compile(rf"toolmend repaired {_SOURCE} for {_PROVIDER}{_NOTE}: ")
 _LEFT: Final = re.compile(r"; (\d+) problem\(s\) left: ")
 _FOUND: Final = re.compile(
-    rf"toolmend found \d+ problem\(s\) in {_SOURCE}{_FOR}{_NOTE} "
-    r"(?:and changed nothing|that the items cannot mend): (?P<rest>.*)"
+    rf"toolmend found (?P<count>\d+) problem\(s\) in {_SOURCE}{_FOR}{_NOTE} "
+    r"(?:and changed nothing|that the items cannot mend): "
 )
-_LOOP: Final = re.compile(rf"toolmend loop guard on {_SOURCE} for {_PROVIDER}: (?P<rest>.*)")
+_LOOP: Final = re.compile(rf"toolmend loop guard on {_SOURCE} for {_PROVIDER}: ")
 _UNREADABLE: Final = re.compile(
     rf"toolmend cannot read the (?:history|items) on {_SOURCE}{_FOR} \("
 )
 _FAILED: Final = re.compile(
     r"toolmend(?:'s LiteLLM hook)? failed on "
-    rf"(?P<source>a LangChain history read|[^\s(;]+(?:\(.*?\))?){_FOR}; "
+    rf"(?P<source>a LangChain history read|[^\s(;]+(?:\([^\s()]*\))?){_FOR}; "
 )
-_REFUSED: Final = re.compile(r"toolmend rejected .*? \(message \d+ of (?P<source>[^)]+)\): ")
-_CODE: Final = re.compile(r"(?<!\S)([A-Za-z_][\w-]*)@\d+(?:\[.*?\])?(?=\s|;|$)")
+_REFUSED: Final = re.compile(
+    r"toolmend rejected \S+(?: \S+)? \(message \d+ of (?P<source>[^\s()]+)\): "
+)
+_ID = r"[^\s\[\],;]+"
+_CODE: Final = re.compile(rf"([A-Za-z_][A-Za-z0-9_-]*)@\d+(?:\[{_ID}(?:,{_ID})*\])?(?=[\s;]|$)")
 """A whole ``code@index`` or ``code@index[id,...]`` token: the code is kept, the rest read
-past (so a ``session_id=user@1`` a log formatter appends is not a code). The ids are the
-caller's and may hold ``]`` or spaces: the brackets close where the token ends."""
+past. The ids are escaped (no space, comma, bracket or semicolon in one), so a token is read
+without backtracking, and a value a formatter appends (``session_id=user@1``) is no code."""
 
 _HOOK_ALIASES: Final = {"a LangChain history read": "langchain.history"}
 
-ERRORS: Final[tuple[tuple[re.Pattern[str], str], ...]] = tuple(
-    (re.compile(pattern), label)
-    for pattern, label in (
-        (r"toolmend failed while building ", "a hook failed while it was built"),
-        (r"toolmend failed reading the model for ", "a model could not be read"),
-        (r"toolmend could not wrap LiteLLM's sync path", "LiteLLM's sync path was not wrapped"),
-        (r"toolmend could not write its proxy response headers", "a proxy header was not written"),
-        (r"toolmend could not attach its record", "a LiteLLM record was not attached"),
-        (r"toolmend could not report a", "a report did not reach a telemetry sink"),
-        (r"toolmend could not (?:make|add) its guardrail record", "a guardrail entry was not made"),
-        (r"toolmend could not turn on its Prometheus", "the Prometheus metrics were not turned on"),
+ERRORS: Final[tuple[tuple[str, re.Pattern[str], str], ...]] = tuple(
+    (head, re.compile(pattern), label)
+    for head, pattern, label in (
+        (
+            "toolmend failed while",
+            r"toolmend failed while building ",
+            "a hook failed while it was built",
+        ),
+        (
+            "toolmend failed reading",
+            r"toolmend failed reading the model for ",
+            "a model could not be read",
+        ),
+        (
+            "toolmend could not wrap",
+            r"toolmend could not wrap LiteLLM's sync path",
+            "LiteLLM's sync path was not wrapped",
+        ),
+        (
+            "toolmend could not write",
+            r"toolmend could not write its proxy response headers",
+            "a proxy header was not written",
+        ),
+        (
+            "toolmend could not attach",
+            r"toolmend could not attach its record",
+            "a LiteLLM record was not attached",
+        ),
+        (
+            "toolmend could not report",
+            r"toolmend could not report a",
+            "a report did not reach a telemetry sink",
+        ),
+        (
+            "toolmend could not make",
+            r"toolmend could not make its guardrail record",
+            "a guardrail entry was not made",
+        ),
+        (
+            "toolmend could not add",
+            r"toolmend could not add its guardrail record",
+            "a guardrail entry was not made",
+        ),
+        (
+            "toolmend could not turn",
+            r"toolmend could not turn on its Prometheus",
+            "the Prometheus metrics were not turned on",
+        ),
         (  # a stored history or the messages being written, not a request: nothing was sent
+            "toolmend failed on ",
             r"toolmend failed on \S+; (?:nothing was written|the messages were stored as given"
             r"|the items were left as they are)",
             "a stored history was left as it was",
         ),
-        (r"toolmend: (?:\S+ is set but )?patching .*?failed", "an SDK was not patched"),
+        (
+            "toolmend: ",
+            r"toolmend: (?:\S+ is set but patching|patching \S+) failed",
+            "an SDK was not patched",
+        ),
     )
 )
-"""Errors outside any one request, by a fixed label (the line's own text may name a sink)."""
+"""Errors outside any one request, by a fixed label (the line's own text may name a sink):
+``(head, pattern, label)``, the pattern tried where ``head`` first occurs."""
+
+
+def _at(message: str, head: str, pattern: re.Pattern[str]) -> re.Match[str] | None:
+    """``pattern`` matched where ``head`` first occurs in ``message`` (one try: linear)."""
+    at = message.find(head)
+    return None if at < 0 else pattern.match(message, at)
+
+
+def _name(text: str) -> str:
+    """A hook or provider name read from a log, safe to print (a line written by something
+    else may hold control characters)."""
+    return escape.terminal(text)
 
 
 def _hook(source: str) -> str:
     source = _HOOK_ALIASES.get(source, source)
-    return source.partition("(")[0]
+    return _name(source.partition("(")[0])
 
 
-def _codes(text: str) -> tuple[str, ...]:
-    return tuple(match.group(1) for match in _CODE.finditer(text))
+def _codes(text: str, pos: int = 0) -> tuple[list[str], int]:
+    """The codes of the space-separated tokens from ``pos`` on, and where the last one ends
+    (``pos`` when there is none): reading stops at the first text that is not a token."""
+    codes: list[str] = []
+    end = pos
+    while (match := _CODE.match(text, pos)) is not None:
+        codes.append(match.group(1))
+        end = match.end()
+        if not text.startswith(" ", end):
+            break
+        pos = end + 1
+    return codes, end
+
+
+def _listed(text: str, pos: int, count: int) -> tuple[str, ...] | None:
+    """The ``count`` codes listed from ``pos`` on, or None when the list does not hold that
+    many (the line is not one toolmend wrote)."""
+    codes, _ = _codes(text, pos)
+    return tuple(codes) if len(codes) == count else None
 
 
 def parse_message(message: str) -> Event | None:
-    """The event a log message (or a whole plain log line) records, or None for another line."""
+    """The event a log message (or a whole plain log line) records, or None for another line.
+
+    Only a well-formed line counts: a repair with at least one change, each list of codes as
+    long as its count says, every code a whole token."""
     if "toolmend" not in message:
         return None
-    if match := _REPAIRED.search(message):
-        rest = match["rest"]
-        left = _LEFT.search(rest)
-        changes, problems = (rest[: left.start()], rest[left.end() :]) if left else (rest, "")
+    if match := _at(message, "toolmend repaired ", _REPAIRED):
+        changes, end = _codes(message, match.end())
+        if not changes:
+            return None
+        left: tuple[str, ...] | None = ()
+        if (counted := _LEFT.match(message, end)) is not None:
+            left = _listed(message, counted.end(), int(counted.group(1)))
+        if left is None:
+            return None
         return Event(
-            "repaired", _hook(match["source"]), match["provider"], _codes(changes), _codes(problems)
+            "repaired", _hook(match["source"]), _name(match["provider"]), tuple(changes), left
         )
-    if match := _FOUND.search(message):
-        provider = match["provider"] or UNKNOWN
-        return Event("problems_left", _hook(match["source"]), provider, _codes(match["rest"]))
-    if match := _LOOP.search(message):
-        return Event("loop", _hook(match["source"]), match["provider"], _codes(match["rest"]))
-    if match := _UNREADABLE.search(message):
-        return Event("unreadable", _hook(match["source"]), match["provider"] or UNKNOWN)
-    if match := _REFUSED.search(message):
+    if match := _at(message, "toolmend found ", _FOUND):
+        found = _listed(message, match.end(), int(match["count"]))
+        if not found:
+            return None
+        provider = _name(match["provider"] or UNKNOWN)
+        return Event("problems_left", _hook(match["source"]), provider, found)
+    if match := _at(message, "toolmend loop guard on ", _LOOP):
+        loops, _ = _codes(message, match.end())
+        if not loops:
+            return None
+        return Event("loop", _hook(match["source"]), _name(match["provider"]), tuple(loops))
+    if match := _at(message, "toolmend cannot read the ", _UNREADABLE):
+        provider = _name(match["provider"] or UNKNOWN)
+        return Event("unreadable", _hook(match["source"]), provider)
+    if match := _at(message, "toolmend rejected ", _REFUSED):
         return Event("refused", _hook(match["source"]))
-    for pattern, label in ERRORS:  # before the failures: some failures send no request
-        if pattern.search(message):
+    for head, pattern, label in ERRORS:  # before the failures: some failures send no request
+        if _at(message, head, pattern):
             return Event("error", label)
-    if match := _FAILED.search(message):
-        return Event("failed", _hook(match["source"]), match["provider"] or UNKNOWN)
+    for head in ("toolmend failed on ", "toolmend's LiteLLM hook failed on "):
+        if match := _at(message, head, _FAILED):
+            return Event("failed", _hook(match["source"]), _name(match["provider"] or UNKNOWN))
     return None
 
 
@@ -371,6 +478,8 @@ def _opened(path: str) -> Iterator[Iterable[bytes]]:
     """``path`` opened for reading bytes (``-``: standard input), through gzip when it starts
     like a gzip file."""
     if path == "-":
+        if sys.stdin is None:
+            raise UnreadableLogError(path, "standard input is closed")
         stdin: BinaryIO = sys.stdin.buffer
         peek = getattr(stdin, "peek", None)  # a pipe's buffer can look ahead; a test's cannot
         if peek is not None and peek(2)[:2] == _GZIP:

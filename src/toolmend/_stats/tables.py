@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from .._escape import terminal
 from .logs import HOOK_COLUMNS, Stats, Table
 
 __all__ = ["ALL", "render_text", "summary"]
@@ -59,7 +60,7 @@ def _plural(number: int, noun: str) -> str:
 
 def render_text(stats: Stats) -> str:
     """The report ``toolmend stats`` prints."""
-    files = ", ".join(stats.files)
+    files = terminal(", ".join(stats.files))  # a file name may hold anything
     out = [
         f"toolmend stats: {files}: {_plural(stats.lines, 'line')}, "
         f"{stats.toolmend_lines} from toolmend"
