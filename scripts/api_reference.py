@@ -49,6 +49,7 @@ INTERNAL = (
     "hooks",
     "langchain_history",
     "langchain_middleware",
+    "langchain_stores",
     "litellm_guardrail",
     "litellm_routes",
 )
