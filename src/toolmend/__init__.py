@@ -30,12 +30,14 @@ from ._report import (
     Repair,
     ToolChainError,
     ToolLoopError,
+    ToolMendError,
     ToolmendError,
     TrimError,
     UnknownNameError,
 )
 from ._routing import provider_for_host, provider_for_model, request_profile
 from ._trim import align_cut, atomic_groups, merge_consecutive, trim
+from ._version import __version__ as __version__
 
 __all__ = [
     "PLACEHOLDER_TEXT",
@@ -49,6 +51,7 @@ __all__ = [
     "Repair",
     "ToolChainError",
     "ToolLoopError",
+    "ToolMendError",
     "ToolmendError",
     "TrimError",
     "UnknownNameError",
@@ -66,7 +69,6 @@ __all__ = [
     "trim",
 ]
 
-__version__ = "0.1.0"
 
 for _name in __all__:
     _obj = globals()[_name]

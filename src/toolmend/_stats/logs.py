@@ -29,6 +29,11 @@ SOURCE may carry the model in parentheses (``litellm.acompletion(gpt-4o)``): req
 counted by the hook's name without it, as :func:`toolmend.integrations.telemetry.hook_name`
 labels its metrics. Only codes and counts are kept: the indexes and the ids in brackets are
 read past, never stored.
+
+A line from a hook in :data:`HEALS` is a stored history healed apart from the request it belongs
+to (an Agents SDK session, a LangGraph thread, a google-genai chat's history, a LangChain agent's
+state): its changes are counted as ``healed``, never as a request, as docs/observability.md
+counts requests (the request itself is counted by the hook that sends it).
 """
 
 from __future__ import annotations
@@ -46,6 +51,7 @@ from typing import BinaryIO, Final, Literal
 
 __all__ = [
     "ERRORS",
+    "HEALS",
     "Event",
     "Kind",
     "Stats",
@@ -58,7 +64,17 @@ __all__ = [
 UNKNOWN: Final = "unknown"
 """The provider of a line that names none (as the telemetry reports label it)."""
 
-Kind = Literal["repaired", "problems_left", "loop", "failed", "unreadable", "refused", "error"]
+Kind = Literal[
+    "repaired",
+    "problems_left",
+    "loop",
+    "failed",
+    "unreadable",
+    "refused",
+    "error",
+    "healed",
+    "stored_problems",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +125,22 @@ caller's and may hold ``]`` or spaces: the brackets close where the token ends."
 
 _HOOK_ALIASES: Final = {"a LangChain history read": "langchain.history"}
 
+HEALS: Final = frozenset(
+    {
+        "agents.repair_session",
+        "agents.session_input_callback",
+        "langgraph.repair_thread",
+        "langchain.before_model",
+        "google_genai.Chat.send_message",
+        "google_genai.Chat.send_message_stream",
+        "google_genai.AsyncChat.send_message",
+        "google_genai.AsyncChat.send_message_stream",
+    }
+)
+"""The hooks whose lines are about a stored history, not a request being sent (their
+``mend(request=False)`` and the Agents SDK's session rules): counted as healed, not as
+requests."""
+
 ERRORS: Final[tuple[tuple[re.Pattern[str], str], ...]] = tuple(
     (re.compile(pattern), label)
     for pattern, label in (
@@ -148,12 +180,14 @@ def parse_message(message: str) -> Event | None:
         rest = match["rest"]
         left = _LEFT.search(rest)
         changes, problems = (rest[: left.start()], rest[left.end() :]) if left else (rest, "")
-        return Event(
-            "repaired", _hook(match["source"]), match["provider"], _codes(changes), _codes(problems)
-        )
+        hook = _hook(match["source"])
+        kind: Kind = "healed" if hook in HEALS else "repaired"
+        return Event(kind, hook, match["provider"], _codes(changes), _codes(problems))
     if match := _FOUND.search(message):
         provider = match["provider"] or UNKNOWN
-        return Event("problems_left", _hook(match["source"]), provider, _codes(match["rest"]))
+        hook = _hook(match["source"])
+        kind = "stored_problems" if hook in HEALS else "problems_left"
+        return Event(kind, hook, provider, _codes(match["rest"]))
     if match := _LOOP.search(message):
         return Event("loop", _hook(match["source"]), match["provider"], _codes(match["rest"]))
     if match := _UNREADABLE.search(message):
@@ -234,6 +268,12 @@ class Stats:
     """hook (the store's method) -> messages a LangChain history store refused to write."""
     errors: Counter[str] = field(default_factory=Counter)
     """label (:data:`ERRORS`) -> errors outside any one request."""
+    healed: Table = field(default_factory=Table)
+    """Stored histories repaired apart from a request (:data:`HEALS`), by provider and change
+    code; its "requests" are heals."""
+    stored_problems: Table = field(default_factory=Table)
+    """Problems a stored history still has (:data:`HEALS`): left by a heal, or found and not
+    changed."""
 
     def add(self, event: Event) -> None:
         """Count one event."""
@@ -243,6 +283,14 @@ class Stats:
             return
         if event.kind == "refused":
             self.refused[event.hook] += 1
+            return
+        if event.kind == "healed":  # a stored history, not a request: no hook row
+            self.healed.add(event.provider, event.codes)
+            if event.left:
+                self.stored_problems.add(event.provider, event.left)
+            return
+        if event.kind == "stored_problems":
+            self.stored_problems.add(event.provider, event.codes)
             return
         hook = self.hooks.setdefault(event.hook, Counter())
         if event.kind == "repaired":
