@@ -37,7 +37,7 @@ from ._report import (
 )
 from ._routing import provider_for_host, provider_for_model, request_profile
 from ._trim import align_cut, atomic_groups, merge_consecutive, trim
-from ._version import __version__ as __version__
+from ._version import VERSION
 
 __all__ = [
     "PLACEHOLDER_TEXT",
@@ -70,8 +70,10 @@ __all__ = [
 ]
 
 
+__version__ = VERSION
+
 for _name in __all__:
     _obj = globals()[_name]
     if isinstance(_obj, type) or callable(_obj):
         _obj.__module__ = "toolmend"
-del _name, _obj
+del _name, _obj, VERSION

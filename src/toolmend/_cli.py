@@ -45,7 +45,7 @@ from typing import Any, NoReturn
 from ._api import check, format_of, repair
 from ._profiles import primary_names
 from ._report import Change, Problem, ToolmendError
-from ._version import __version__
+from ._version import VERSION
 
 __all__ = ["main"]
 
@@ -360,7 +360,7 @@ def _parser() -> argparse.ArgumentParser:
         prog="toolmend",
         description="Check and repair the tool calls of an LLM chat history for a provider.",
     )
-    parser.add_argument("--version", action="version", version=f"toolmend {__version__}")
+    parser.add_argument("--version", action="version", version=f"toolmend {VERSION}")
     commands = parser.add_subparsers(dest="command", required=True)
     for name, summary in (
         ("check", "list what the provider would reject"),

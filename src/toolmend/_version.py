@@ -2,4 +2,6 @@
 the package metadata (``pyproject.toml`` reads it with setuptools' dynamic ``attr:``) all come
 from here."""
 
-__version__ = "0.2.0"
+__all__ = ["VERSION"]
+
+VERSION = "0.2.0"
