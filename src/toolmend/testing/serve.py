@@ -18,7 +18,7 @@ import argparse
 import signal
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from types import FrameType
 from typing import TextIO
 
@@ -64,7 +64,7 @@ def run(
     stream = sys.stdout if out is None else out
     done = threading.Event() if stop is None else stop
     server = StrictProviderServer(provider=provider, port=port).start()
-    previous = _on_sigterm(done)
+    restore = _on_signals(done)
     try:
         judged = f"as {server.provider}" if server.provider else "each route as its own provider"
         print(f"toolmend strict provider server on {server.base_url} ({judged})", file=stream)
@@ -79,23 +79,31 @@ def run(
         print("toolmend strict provider server stopped", file=stream, flush=True)
     finally:
         server.stop()
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+        restore()
     return 0
 
 
-def _on_sigterm(done: threading.Event) -> signal.Handlers | None:
-    """Make SIGTERM stop the server as Ctrl-C does (main thread only: elsewhere a signal
-    handler cannot be set, and the caller's ``stop`` event is the way to stop)."""
+def _on_signals(done: threading.Event) -> Callable[[], None]:
+    """Make SIGTERM stop the server as Ctrl-C does, and Ctrl-C raise KeyboardInterrupt even
+    when the shell that started the process ignores SIGINT (a background job); returns what
+    puts the previous handlers back. Main thread only: elsewhere a handler cannot be set, and
+    the caller's ``stop`` event is the way to stop."""
     if threading.current_thread() is not threading.main_thread():
-        return None
+        return lambda: None
 
     def handler(signum: int, frame: FrameType | None) -> None:
         done.set()
 
-    previous = signal.getsignal(signal.SIGTERM)
-    signal.signal(signal.SIGTERM, handler)
-    return previous if isinstance(previous, signal.Handlers) else signal.SIG_DFL
+    previous = {
+        signal.SIGTERM: signal.signal(signal.SIGTERM, handler),
+        signal.SIGINT: signal.signal(signal.SIGINT, signal.default_int_handler),
+    }
+
+    def restore() -> None:
+        for signum, old in previous.items():
+            signal.signal(signum, old if old is not None else signal.SIG_DFL)
+
+    return restore
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
