@@ -18,7 +18,7 @@ import shutil
 import sys
 from collections.abc import Sequence
 
-__all__ = ["BOOTSTRAP_DIR", "main"]
+__all__ = ["BOOTSTRAP_DIR", "environment", "main"]
 
 BOOTSTRAP_DIR = os.path.dirname(os.path.abspath(__file__))
 """The folder holding the ``sitecustomize`` that patches at interpreter start."""
