@@ -372,8 +372,7 @@ def _parser() -> argparse.ArgumentParser:
             help=summary,
             description=summary,
             epilog=_EXIT_CODES[name],
-            formatter_class=argparse.RawDescriptionHelpFormatter,
-        )
+            )
         command.add_argument("file", help="JSON list of messages or request body; - for stdin")
         command.add_argument(
             "--provider",
@@ -403,7 +402,6 @@ def _parser() -> argparse.ArgumentParser:
         help=summary,
         description=summary,
         epilog=_EXIT_CODES["stats"],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     stats.add_argument(
         "files",
