@@ -372,7 +372,7 @@ def _parser() -> argparse.ArgumentParser:
             help=summary,
             description=summary,
             epilog=_EXIT_CODES[name],
-            )
+        )
         command.add_argument("file", help="JSON list of messages or request body; - for stdin")
         command.add_argument(
             "--provider",
