@@ -14,7 +14,7 @@ count. ``TOOLMEND_LOG=info`` (or ``debug``, ``warning``, ``error``; any case) fi
   second :func:`log_from_env`) finds the first and only sets its level;
 * that handler stands aside whenever the root logger has a handler, so an application that
   configures logging, before or after, gets each line once, through its own handlers and
-  format. (It then also chooses what it shows: ``logging.basicConfig(level="INFO")``.)
+  format (the levels of those handlers decide what shows).
 
 Unset, empty, ``0`` or ``off``: nothing is touched. Any other value writes one WARNING naming
 it. Importing :mod:`toolmend.integrations` (every hook does: the LiteLLM callback the proxy
