@@ -6,15 +6,26 @@ count what the hooks did from their log lines (``stats``).
     accepts the history, 1 when it has problems, 2 when the file cannot be read.
 ``toolmend repair FILE [--provider P] [--format F] [-o OUT]``
     Writes the repaired history as JSON to OUT (or standard output) and the changes to standard
-    error. Exit 0, or 2 when the file cannot be read.
+    error. Exit 0, 1 when problems are left after the repair, or 2 when the file cannot be read.
 ``toolmend show FILE [--provider P] [--format F] [--fix] [--html OUT.html]``
     Prints the history as a timeline, one line per message: its index, role and a short
     preview, the calls it makes and the results it carries (a call and its result share a
     label), and each problem under its message with the provider's error text. ``--fix`` adds
     the repaired timeline below, each change marked on the message it made. Colour only when
     standard output is a terminal and ``NO_COLOR`` is unset. ``--html OUT.html`` writes the same,
-    input and repair side by side, as one self-contained page instead. Exit codes as ``check``.
+    input and repair side by side, as one self-contained page instead (``-``: standard output;
+    never over the input nor over a file that is not ``.html``, as ``stats``). Exit codes as
+    ``check``.
     This is the one command that shows message content, because the user asks to see it.
+
+``toolmend check|repair FILE --json``
+    One JSON object on standard output (shapes in docs/cli.md): ``check``'s problems,
+    ``repair``'s changes and ``problems_before``/``problems_left`` (its history goes to ``-o``
+    only). Same exit codes; ``repair`` exits 1 when problems are left.
+``toolmend serve [--port N] [--provider P]``
+    The strict provider server until Ctrl-C (:mod:`toolmend.testing.serve`).
+``toolmend --version``
+    The version (:data:`toolmend._version.VERSION`).
 
 ``toolmend stats FILE... [--json | --html [PATH]]``
     Reads log files holding toolmend's log lines (plain or JSON-formatted logging, mixed with
@@ -44,7 +55,7 @@ from typing import Any, NoReturn
 
 from ._api import check, format_of, repair
 from ._profiles import primary_names
-from ._report import Change, Problem, ToolmendError
+from ._report import Change, Problem, Repair, ToolmendError
 from ._version import VERSION
 
 __all__ = ["main"]
@@ -189,7 +200,7 @@ def _check_report(args: argparse.Namespace, problems: Sequence[Problem]) -> dict
     }
 
 
-def _repair_json(args: argparse.Namespace, document: Any, key: str | None, result: Any) -> int:
+def _repair_json(args: argparse.Namespace, document: Any, key: str | None, result: Repair) -> int:
     """``repair --json``: the report on standard output, the repaired history only to ``-o``."""
     left = result.problems_left
     if args.output:
