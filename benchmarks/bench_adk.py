@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any
 
 os.environ.setdefault("OTEL_SDK_DISABLED", "true")
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
+sys.path.append(str(Path(__file__).resolve().parent.parent / "src"))  # the installed one first
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_core import agent_history

@@ -16,7 +16,7 @@ import json
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
+sys.path.append(str(Path(__file__).resolve().parent.parent / "src"))  # the installed one first
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_core import agent_history, damage, ratio_to_dumps

@@ -6,8 +6,9 @@ Run it unchanged under toolmend and the request goes out repaired:
     OPENAI_BASE_URL=http://127.0.0.1:PORT/v1 toolmend-run python examples/legacy_app.py
 
 The openai client reads ``OPENAI_BASE_URL`` (and ``OPENAI_API_KEY``) from the environment, as
-legacy apps usually do; point it at ``toolmend.testing.StrictProviderServer().openai_base_url``
-to try it offline. Prints ``accepted: ...`` and exits 0, or ``rejected: ...`` and exits 1.
+legacy apps usually do. To try it offline, ``toolmend serve`` (in another shell) starts the
+strict provider server and prints the ``OPENAI_BASE_URL`` to use, until Ctrl-C. Prints
+``accepted: ...`` and exits 0, or ``rejected: ...`` and exits 1.
 """
 
 import os

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -192,12 +193,25 @@ class ThreadRepair:
 
     changes: tuple[toolmend.Change, ...] = ()
     """The edits written back (empty when the thread was valid, or nothing was written)."""
-    problems: tuple[toolmend.Problem, ...] = ()
-    """What the stored thread broke."""
+    problems_before: tuple[toolmend.Problem, ...] = ()
+    """What the stored thread broke, before the repair (as :attr:`toolmend.Repair.problems`)."""
     config: RunnableConfig | None = None
     """The config ``update_state`` returned (the new checkpoint), or None: nothing written."""
     failed: bool = False
     """True when toolmend itself failed: the error was logged and nothing was written."""
+    problems_left: tuple[toolmend.Problem, ...] = ()
+    """What the thread still breaks after the repair (as :attr:`toolmend.Repair.problems_left`):
+    empty after a repair that was written, the problems found when nothing was changed."""
+
+    @property
+    def problems(self) -> tuple[toolmend.Problem, ...]:
+        """Deprecated: :attr:`problems_before`, this field's name before 0.2.0."""
+        warnings.warn(
+            "ThreadRepair.problems is deprecated; use problems_before (or problems_left)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.problems_before
 
     @property
     def written(self) -> bool:
@@ -243,7 +257,9 @@ def repair_thread(
         return found or ThreadRepair()
     mended, update = found
     written = graph.update_state(snapshot.config, {key: update}, as_node=as_node)
-    return ThreadRepair(tuple(mended.changes), tuple(mended.problems), written)
+    return ThreadRepair(
+        tuple(mended.changes), tuple(mended.problems), written, problems_left=tuple(mended.left)
+    )
 
 
 async def arepair_thread(
@@ -265,7 +281,9 @@ async def arepair_thread(
         return found or ThreadRepair()
     mended, update = found
     written = await graph.aupdate_state(snapshot.config, {key: update}, as_node=as_node)
-    return ThreadRepair(tuple(mended.changes), tuple(mended.problems), written)
+    return ThreadRepair(
+        tuple(mended.changes), tuple(mended.problems), written, problems_left=tuple(mended.left)
+    )
 
 
 def _plan(
@@ -285,13 +303,17 @@ def _plan(
         return None
     mended = _mend_thread(messages, _provider(provider, model, source), policy, source)
     if mended.failed or mended.messages is messages or not mended.changes:
-        problems = tuple(mended.problems)
-        return ThreadRepair(problems=problems, failed=mended.failed)
+        return ThreadRepair(
+            problems_before=tuple(mended.problems),
+            failed=mended.failed,
+            problems_left=tuple(mended.left),
+        )
     try:
         update = update_for(_with_ids(mended.messages))
     except Exception:
         logger.exception("toolmend failed on %s; nothing was written", source)
-        return ThreadRepair(problems=tuple(mended.problems), failed=True)
+        problems = tuple(mended.problems)
+        return ThreadRepair(problems_before=problems, failed=True, problems_left=problems)
     return mended, update
 
 
@@ -329,7 +351,7 @@ def _mend_thread(
         part, provider=provider, source=source, options=options, format=FORMAT, request=False
     )
     if mended.failed or mended.messages is part:
-        return Mended(messages, problems=mended.problems, failed=mended.failed)
+        return Mended(messages, problems=mended.problems, failed=mended.failed, left=mended.left)
     return replace(mended, messages=[*mended.messages, *messages[start:]])
 
 

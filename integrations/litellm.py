@@ -95,8 +95,12 @@ saw a loop or failed, the attempt also carries a record, a plain dict::
 
     {"provider": "anthropic", "model": "anthropic/claude-sonnet-4-5",
      "changes": [{"code": "dropped_orphan_result", "index": 1, "ids": ["call_x"], "detail": "..."}],
-     "problems": [{"code": "orphan_result", "index": 1, "ids": ["call_x"]}],
-     "loops": [], "failed": False}
+     "problems_before": [{"code": "orphan_result", "index": 1, "ids": ["call_x"]}],
+     "problems_left": [], "loops": [], "failed": False}
+
+``problems_before`` is what the history broke before the repair and ``problems_left`` what the
+history sent still breaks, as :attr:`toolmend.Repair.problems_left`; ``problems``, the name
+``problems_before`` had before 0.2.0, is still written, with the same list.
 
 * on the response: ``response._hidden_params["toolmend"]`` (where LiteLLM puts its own per-call
   metadata such as ``response_cost``), for streams on the stream object itself;
@@ -168,6 +172,7 @@ __all__ = [
     "PROFILE_BY_PROVIDER",
     "RECORD_KEY",
     "ToolMend",
+    "changes_header",
     "install",
     "profile_for",
     "proxy_handler",
@@ -292,6 +297,7 @@ def _text(value: object) -> str | None:
 
 def _record(provider: str, model: str, mended: Mended) -> dict[str, Any]:
     """The JSON-friendly record of one attempt: codes, indexes and call ids, never content."""
+    before = [{"code": p.code, "index": p.index, "ids": list(p.ids)} for p in mended.problems]
     return {
         "provider": provider,
         "model": model,
@@ -299,8 +305,11 @@ def _record(provider: str, model: str, mended: Mended) -> dict[str, Any]:
             {"code": c.code, "index": c.index, "ids": list(c.ids), "detail": c.detail}
             for c in mended.changes
         ],
-        "problems": [
-            {"code": p.code, "index": p.index, "ids": list(p.ids)} for p in mended.problems
+        # "problems" is the first name of "problems_before", kept for readers of older records
+        "problems": before,
+        "problems_before": before,
+        "problems_left": [
+            {"code": p.code, "index": p.index, "ids": list(p.ids)} for p in mended.left
         ],
         "loops": [{"code": p.code, "index": p.index} for p in mended.loops],
         "failed": mended.failed,
@@ -754,6 +763,8 @@ def _note_refusal(
         record = {
             "changes": [],
             "problems": [],
+            "problems_before": [],
+            "problems_left": [],
             "loops": loops if isinstance(refused, toolmend.ToolLoopError) else [],
             "failed": False,
         }

@@ -283,6 +283,9 @@ class Passes:
                 request.later[route] = {
                     "changes": [{**c, "route": route} for c in record["changes"]],
                     "problems": [{**p, "route": route} for p in record["problems"]],
+                    "problems_left": [
+                        {**p, "route": route} for p in record.get("problems_left", ())
+                    ],
                 }
                 if record.get("failed"):
                     request.failed = True
@@ -305,7 +308,10 @@ class Passes:
             merged["changes"].extend(found["changes"])
             if not base["problems"]:
                 merged["problems"].extend(found["problems"])
+        merged["problems_before"] = list(merged["problems"])
+        # what the request sent still breaks: the last pass's history is the one sent
+        merged["problems_left"] = list(found["problems_left"])
         merged["failed"] = request.failed
-        if merged["changes"] or merged["problems"] or merged["loops"] or merged["failed"]:
+        if any(merged[key] for key in ("changes", "problems", "problems_left", "loops", "failed")):
             return merged
         return None

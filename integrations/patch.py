@@ -83,7 +83,7 @@ Configuration (read by :func:`patch_from_env`, i.e. by ``toolmend-run``)
     ``1`` (or ``true``, ``yes``, ``on``) patches at interpreter start; ``toolmend-run`` sets it.
 ``TOOLMEND_PATCH_DISABLED``
     Comma-separated SDKs to leave alone: ``openai``, ``anthropic``, ``google_genai`` (also
-    ``google-genai``, ``genai``, ``gemini``).
+    spelt ``google-genai``; the older ``genai`` and ``gemini`` still work).
 ``TOOLMEND_PROVIDER``
     The ``provider=`` of the openai rows (``deepseek``, ``mistral``, ...).
 ``TOOLMEND_REPAIR_CHAT_HISTORY``
@@ -157,7 +157,10 @@ class Sdk:
 
 SDKS: Mapping[str, Sdk] = {
     "openai": Sdk("openai", "openai"),
-    "google_genai": Sdk("google-genai", "genai", ("google-genai", "genai", "gemini")),
+    # one spelling: the distribution's, google-genai, written google_genai where a Python name
+    # or a value must be one (patch()'s keyword, log labels); both are the same extra (PEP 685)
+    # and the same value of TOOLMEND_PATCH_DISABLED. genai and gemini, older names, still work
+    "google_genai": Sdk("google-genai", "google-genai", ("google_genai", "genai", "gemini")),
     "anthropic": Sdk("anthropic", "anthropic"),
 }
 """The SDKs, by the keyword :func:`patch` takes for each."""
@@ -258,7 +261,7 @@ _TRUE = frozenset({"1", "true", "yes", "on"})
 def floors() -> dict[str, str]:
     """The oldest supported version of each SDK distribution: the lowest ``since`` of its rows.
 
-    The ``[openai]``, ``[genai]`` and ``[anthropic]`` extras in ``pyproject.toml`` name the
+    The ``[openai]``, ``[google-genai]`` and ``[anthropic]`` extras in ``pyproject.toml`` name the
     same versions (a test compares them).
     """
     found: dict[str, str] = {}
@@ -514,7 +517,7 @@ def _wrapt() -> Any:
     except ImportError as error:
         raise ImportError(
             "toolmend.integrations.patch needs wrapt: pip install 'toolmend[openai]' "
-            "(or [genai], [anthropic])"
+            "(or [google-genai], [anthropic])"
         ) from error
     if not hasattr(wrapt, "unwrap_object"):
         raise ImportError(

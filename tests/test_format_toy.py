@@ -15,7 +15,7 @@ from toolmend import formats
 
 from support import toy_format
 
-CORE = Path(toolmend.__file__).parent
+CORE = Path(toolmend.__file__).resolve().parent  # the sources, not an editable install's links
 FORMAT_NAMES = {"openai", "openai-responses", "anthropic", "gemini", "bedrock", "langchain"}
 
 BROKEN = [

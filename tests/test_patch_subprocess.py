@@ -197,10 +197,13 @@ def test_legacy_app_with_TOOLMEND_PATCH(pool: _Pool) -> None:  # noqa: N802
 
 
 def test_toolmend_run_usage() -> None:
-    from toolmend.integrations.bootstrap import environment, main
+    from toolmend.integrations.bootstrap import BOOTSTRAP_DIR, environment, main
 
     assert main([]) == 2
     assert main(["surely-no-such-command-toolmend"]) == 127
-    env = environment({"PYTHONPATH": os.pathsep.join(["/x", str(BOOTSTRAP)])})
-    assert env["PYTHONPATH"].split(os.pathsep) == [str(BOOTSTRAP), "/x"]
+    # the installed folder: in an editable install, a folder of links to this one
+    installed = Path(BOOTSTRAP_DIR)
+    assert (installed / "sitecustomize.py").resolve() == BOOTSTRAP / "sitecustomize.py"
+    env = environment({"PYTHONPATH": os.pathsep.join(["/x", BOOTSTRAP_DIR])})
+    assert env["PYTHONPATH"].split(os.pathsep) == [BOOTSTRAP_DIR, "/x"]
     assert env["TOOLMEND_PATCH"] == "1"

@@ -389,15 +389,12 @@ def test_the_agents_sdk_lines(tmp_path: Path) -> None:
             "loop": 0,
             "failed_open": 0,
         },
-        "agents.session_input_callback": {
-            "repaired": 1,
-            "problems_left": 1,
-            "loop": 0,
-            "failed_open": 0,
-        },
     }
-    assert set(got["repaired"]["by_provider"]) == {"openai", "openai-responses"}
-    assert set(got["problems_left"]["by_provider"]) == {"openai", "unknown"}
+    # the session's stored items are healed, not sent: not a request (docs/observability.md)
+    assert set(got["repaired"]["by_provider"]) == {"openai"}
+    assert set(got["problems_left"]["by_provider"]) == {"openai"}
+    assert set(got["healed"]["by_provider"]) == {"openai-responses"}
+    assert set(got["stored_problems_left"]["by_provider"]) == {"unknown"}
     text = stats(str(path))[1]
     assert "call_ag_1" not in text and "call_gone" not in text and "gpt-4.1" not in text
 

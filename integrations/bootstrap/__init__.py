@@ -6,7 +6,9 @@ interpreter started under it imports this folder's ``sitecustomize``, which call
 :func:`toolmend.integrations.patch.patch_from_env` and then imports the ``sitecustomize`` it
 shadowed, if there is one. Child Python processes inherit the environment and are patched too.
 ``TOOLMEND_PATCH_DISABLED=openai,anthropic`` leaves single SDKs alone (see
-:mod:`toolmend.integrations.patch` for every variable). Like ``ddtrace-run``.
+:mod:`toolmend.integrations.patch` for every variable), and ``TOOLMEND_LOG=info`` shows each
+repaired request's line on standard error (:mod:`toolmend.integrations.logswitch`). Like
+``ddtrace-run``.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import shutil
 import sys
 from collections.abc import Sequence
 
-__all__ = ["BOOTSTRAP_DIR", "main"]
+__all__ = ["BOOTSTRAP_DIR", "environment", "main"]
 
 BOOTSTRAP_DIR = os.path.dirname(os.path.abspath(__file__))
 """The folder holding the ``sitecustomize`` that patches at interpreter start."""
@@ -25,7 +27,8 @@ _USAGE = """usage: toolmend-run COMMAND [ARGS...]
 
 Run COMMAND with toolmend patching the openai, google-genai and anthropic SDKs in every Python
 interpreter it starts. Environment: TOOLMEND_PATCH_DISABLED=openai,anthropic,google_genai
-switches single SDKs off; TOOLMEND_PROVIDER=deepseek sets the provider of openai clients.
+switches single SDKs off; TOOLMEND_PROVIDER=deepseek sets the provider of openai clients;
+TOOLMEND_LOG=info prints a line per repaired request on standard error.
 """
 
 

@@ -30,12 +30,14 @@ from ._report import (
     Repair,
     ToolChainError,
     ToolLoopError,
+    ToolMendError,
     ToolmendError,
     TrimError,
     UnknownNameError,
 )
 from ._routing import provider_for_host, provider_for_model, request_profile
 from ._trim import align_cut, atomic_groups, merge_consecutive, trim
+from ._version import VERSION
 
 __all__ = [
     "PLACEHOLDER_TEXT",
@@ -49,6 +51,7 @@ __all__ = [
     "Repair",
     "ToolChainError",
     "ToolLoopError",
+    "ToolMendError",
     "ToolmendError",
     "TrimError",
     "UnknownNameError",
@@ -66,10 +69,11 @@ __all__ = [
     "trim",
 ]
 
-__version__ = "0.1.0"
+
+__version__ = VERSION
 
 for _name in __all__:
     _obj = globals()[_name]
     if isinstance(_obj, type) or callable(_obj):
         _obj.__module__ = "toolmend"
-del _name, _obj
+del _name, _obj, VERSION

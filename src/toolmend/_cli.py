@@ -6,15 +6,26 @@ count what the hooks did from their log lines (``stats``).
     accepts the history, 1 when it has problems, 2 when the file cannot be read.
 ``toolmend repair FILE [--provider P] [--format F] [-o OUT]``
     Writes the repaired history as JSON to OUT (or standard output) and the changes to standard
-    error. Exit 0, or 2 when the file cannot be read.
+    error. Exit 0, 1 when problems are left after the repair, or 2 when the file cannot be read.
 ``toolmend show FILE [--provider P] [--format F] [--fix] [--html OUT.html]``
     Prints the history as a timeline, one line per message: its index, role and a short
     preview, the calls it makes and the results it carries (a call and its result share a
     label), and each problem under its message with the provider's error text. ``--fix`` adds
     the repaired timeline below, each change marked on the message it made. Colour only when
     standard output is a terminal and ``NO_COLOR`` is unset. ``--html OUT.html`` writes the same,
-    input and repair side by side, as one self-contained page instead. Exit codes as ``check``.
+    input and repair side by side, as one self-contained page instead (``-``: standard output;
+    never over the input nor over a file that is not ``.html``, as ``stats``). Exit codes as
+    ``check``.
     This is the one command that shows message content, because the user asks to see it.
+
+``toolmend check|repair FILE --json``
+    One JSON object on standard output (shapes in docs/cli.md): ``check``'s problems,
+    ``repair``'s changes and ``problems_before``/``problems_left`` (its history goes to ``-o``
+    only). Same exit codes; ``repair`` exits 1 when problems are left.
+``toolmend serve [--port N] [--provider P]``
+    The strict provider server until Ctrl-C (:mod:`toolmend.testing.serve`).
+``toolmend --version``
+    The version (:data:`toolmend._version.VERSION`).
 
 ``toolmend stats FILE... [--json | --html [PATH]]``
     Reads log files holding toolmend's log lines (plain or JSON-formatted logging, mixed with
@@ -50,8 +61,9 @@ from typing import Any, NoReturn
 
 from ._api import check, format_of, repair
 from ._escape import terminal
-from ._profiles import profile_names
-from ._report import Problem, ToolmendError
+from ._profiles import primary_names
+from ._report import Change, Problem, Repair, ToolmendError
+from ._version import VERSION
 
 __all__ = ["main"]
 
@@ -142,6 +154,9 @@ def _history(args: argparse.Namespace) -> tuple[Any, Any, str | None]:
 def _run_check(args: argparse.Namespace) -> int:
     _, history, _ = _history(args)
     problems = check(history, provider=args.provider, format=args.format)
+    if args.json:
+        _print_json(_check_report(args, problems))
+        return 1 if problems else 0
     if not problems:
         print(f"{terminal(args.file)}: the {args.provider} profile accepts this history")
         return 0
@@ -166,6 +181,8 @@ def _repair_to(
     args: argparse.Namespace, document: Any, history: Any, key: str | None, target: Any
 ) -> int:
     result = repair(history, provider=args.provider, format=args.format)
+    if args.json:
+        return _repair_json(args, document, key, result)
     if result.problems:
         print(f"{len(result.problems)} problem(s) found for {args.provider}:", file=sys.stderr)
         _print_problems(result.problems, sys.stderr)
@@ -190,6 +207,72 @@ def _repair_to(
     return 0 if not result.problems_left else 1
 
 
+# --- --json: the report for scripts and CI -------------------------------------------------------
+
+
+def _problem_json(problem: Problem) -> dict[str, Any]:
+    return {
+        "index": problem.index,
+        "code": problem.code,
+        "rule": problem.rule,
+        "ids": list(problem.ids),
+        "message": problem.message,
+        "provider_error": problem.provider_error,
+    }
+
+
+def _change_json(change: Change) -> dict[str, Any]:
+    return {
+        "index": change.index,
+        "code": change.code,
+        "ids": list(change.ids),
+        "detail": change.detail,
+    }
+
+
+def _check_report(args: argparse.Namespace, problems: Sequence[Problem]) -> dict[str, Any]:
+    """``check --json``: see docs/cli.md for the shape (its keys only ever grow)."""
+    return {
+        "file": args.file,
+        "provider": args.provider,
+        "accepted": not problems,
+        "problems": [_problem_json(p) for p in problems],
+    }
+
+
+def _repair_json(args: argparse.Namespace, document: Any, key: str | None, result: Repair) -> int:
+    """``repair --json``: the report on standard output, the repaired history only to ``-o``."""
+    left = result.problems_left
+    if args.output:
+        output = result.messages if key is None else {**document, key: result.messages}
+        _write_json(args.output, output)
+    _print_json(
+        {
+            "file": args.file,
+            "provider": args.provider,
+            "changed": bool(result.changes),
+            "output": args.output or None,
+            "changes": [_change_json(c) for c in result.changes],
+            "problems_before": [_problem_json(p) for p in result.problems],
+            "problems_left": [_problem_json(p) for p in left],
+        }
+    )
+    return 1 if left else 0
+
+
+def _write_json(path: str, value: Any) -> None:
+    text = json.dumps(value, indent=2, ensure_ascii=False, default=str) + "\n"
+    try:
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(text)
+    except OSError as error:
+        _fail(path, error.strerror or str(error))
+
+
+def _print_json(report: dict[str, Any]) -> None:
+    sys.stdout.write(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+
+
 def _use_color(stream: Any) -> bool:
     """Colour for a terminal, unless ``NO_COLOR`` is set (https://no-color.org) or TERM=dumb."""
     if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
@@ -201,11 +284,16 @@ def _use_color(stream: Any) -> bool:
 def _run_show(args: argparse.Namespace) -> int:
     from ._show import html, text, timeline
 
+    if args.html is not None:
+        _refuse_overwrite(args.html, [args.file])
     _, history, _ = _history(args)
     fix = args.fix or args.html is not None
     view = timeline.build(history, provider=args.provider, format=args.format, fix=fix)
     if args.html is not None:
         page = html.render(view, source=args.file)
+        if args.html == "-":
+            sys.stdout.write(page)
+            return 1 if view.before.problems else 0
         try:
             with open(args.html, "w", encoding="utf-8") as handle:
                 handle.write(page)
@@ -229,23 +317,39 @@ def _run_show(args: argparse.Namespace) -> int:
 _PAGE_SUFFIXES = (".html", ".htm")
 
 
+def _refuse_overwrite(page_path: str, inputs: Sequence[str], hint: str = "") -> None:
+    """Exit 2 before ``--html PATH`` would write over a file being read, or over a file that
+    exists and is not a page (``show`` and ``stats`` keep the same rule); ``-`` is standard
+    output and always allowed."""
+    if page_path == "-":
+        return
+    read = page_path in inputs or any(
+        path != "-" and _same_file(page_path, path) for path in inputs
+    )
+    if read or (os.path.exists(page_path) and not page_path.lower().endswith(_PAGE_SUFFIXES)):
+        why = "it is being read" if read else "it is not an .html file"
+        more = f", {hint}" if hint else ""
+        _fail(
+            page_path,
+            f"not overwritten with the HTML page: {why} (name the page .html{more})",
+        )
+
+
+def _same_file(one: str, other: str) -> bool:
+    try:
+        return os.path.samefile(one, other)
+    except OSError:  # either does not exist (yet)
+        return False
+
+
 def _run_stats(args: argparse.Namespace) -> int:
     from ._stats import html as stats_html
     from ._stats import logs, tables
 
     page_path: str | None = args.html
-    if page_path not in (None, "-"):
-        # `--html a.log b.log` would name a log as the page: never write over a file that is
-        # not a page, nor over one being read
-        assert page_path is not None
-        if page_path in args.files or (
-            os.path.exists(page_path) and not page_path.lower().endswith(_PAGE_SUFFIXES)
-        ):
-            _fail(
-                page_path,
-                "not overwritten with the HTML page (name the page .html, or put --html PATH "
-                "after the log files)",
-            )
+    if page_path is not None:
+        # `--html a.log b.log` would name a log as the page
+        _refuse_overwrite(page_path, args.files, "or put --html PATH after the log files")
     try:
         stats = logs.read_files(args.files)
     except logs.UnreadableLogError as error:
@@ -273,27 +377,67 @@ def _run_stats(args: argparse.Namespace) -> int:
     return 0
 
 
+_EXIT_CODES = {
+    "check": "exit codes: 0 the provider accepts the history, 1 it has problems, "
+    "2 the file cannot be read (or a bad argument)",
+    "repair": "exit codes: 0 repaired (or nothing to repair), 1 problems are left after the "
+    "repair, 2 the file cannot be read (or a bad argument)",
+    "show": "exit codes: 0 the provider accepts the history, 1 it has problems, "
+    "2 the file cannot be read, or --html would overwrite a file that is not a page",
+    "stats": "exit codes: 0 counted (even when no toolmend line was found), 2 a file cannot be "
+    "read, or --html would overwrite a file that is not a page",
+}
+"""The exit codes each command's ``--help`` ends with (``serve``'s are in
+:data:`toolmend.testing.serve.EXIT_CODES`)."""
+
+_JSON_HELP = {
+    "check": "print the problems as one JSON object",
+    "repair": "print the changes and problems as one JSON object (the history goes to -o only)",
+}
+
+
+def _add_serve(commands: Any) -> None:
+    from .testing import serve
+
+    summary = "run the strict provider server on 127.0.0.1 until Ctrl-C, printing its URLs"
+    command = commands.add_parser(
+        "serve", help=summary, description=summary, epilog=serve.EXIT_CODES
+    )
+    serve.add_arguments(command)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="toolmend",
         description="Check and repair the tool calls of an LLM chat history for a provider.",
     )
+    parser.add_argument("--version", action="version", version=f"toolmend {VERSION}")
     commands = parser.add_subparsers(dest="command", required=True)
     for name, summary in (
         ("check", "list what the provider would reject"),
         ("repair", "write the history the provider accepts"),
         ("show", "show the history as a timeline, problems and changes marked"),
     ):
-        command = commands.add_parser(name, help=summary, description=summary)
+        command = commands.add_parser(
+            name,
+            help=summary,
+            description=summary,
+            epilog=_EXIT_CODES[name],
+        )
         command.add_argument("file", help="JSON list of messages or request body; - for stdin")
         command.add_argument(
             "--provider",
             "-p",
             default=None,
             help="provider profile (default: the history format's own, openai for chat): "
-            + ", ".join(profile_names()),
+            + ", ".join(primary_names())
+            + " (aliases: docs/providers.md)",
         )
         command.add_argument("--format", "-f", default=None, help="history format (detected)")
+        if name in ("check", "repair"):
+            command.add_argument(
+                "--json", action="store_true", help=_JSON_HELP[name] + " (see docs/cli.md)"
+            )
         if name == "repair":
             command.add_argument("-o", "--output", help="write the repaired JSON here")
         if name == "show":
@@ -304,7 +448,12 @@ def _parser() -> argparse.ArgumentParser:
                 "--html", metavar="OUT.html", help="write a self-contained HTML page instead"
             )
     summary = "count what the hooks did, from their log lines"
-    stats = commands.add_parser("stats", help=summary, description=summary)
+    stats = commands.add_parser(
+        "stats",
+        help=summary,
+        description=summary,
+        epilog=_EXIT_CODES["stats"],
+    )
     stats.add_argument(
         "files",
         nargs="+",
@@ -320,6 +469,7 @@ def _parser() -> argparse.ArgumentParser:
         metavar="PATH",
         help="write a self-contained HTML page with a chart to PATH (stdout without PATH)",
     )
+    _add_serve(commands)
     summary = "send broken histories through the real SDKs to a local strict provider"
     demo = commands.add_parser("demo", help=summary, description=summary)
     demo.add_argument("-v", "--verbose", action="store_true", help="full errors and changes")
@@ -364,6 +514,10 @@ def _main(argv: Sequence[str] | None) -> int:
         return demo_main(verbose=args.verbose)
     if args.command == "stats":
         return _run_stats(args)
+    if args.command == "serve":
+        from .testing.serve import serve
+
+        return serve(args.port, args.provider)
     runner = {"check": _run_check, "repair": _run_repair, "show": _run_show}[args.command]
     try:
         return runner(args)

@@ -33,7 +33,7 @@ class Report:
         values = {
             "index": index,
             "slot": 0,
-            "id": "",
+            "id": ", ".join(ids),  # so a text naming {id} never reads "...: . Each ..."
             "length": 0,
             "role": "",
             "prev": "",

@@ -1356,6 +1356,13 @@ def profile_names() -> list[str]:
     return sorted([*PROFILES, *_BY_ALIAS])
 
 
+def primary_names() -> list[str]:
+    """The provider names without their aliases (the vendors' APIs and the chat template
+    servers), in the table's order: what help texts and errors list; the aliases (``claude``,
+    ``vllm``, ``vertex``, ...) are in docs/providers.md."""
+    return list(PROFILES)
+
+
 def get_profile(provider: str | Profile) -> Profile:
     """The profile for a provider name (case-insensitive), or a clear error suggesting one."""
     if isinstance(provider, Profile):
@@ -1369,7 +1376,8 @@ def get_profile(provider: str | Profile) -> Profile:
     close = difflib.get_close_matches(key, profile_names(), n=1)
     hint = f" Did you mean {close[0]!r}?" if close else ""
     raise UnknownNameError(
-        f"Unknown provider {provider!r}.{hint} Known: {', '.join(profile_names())}"
+        f"Unknown provider {provider!r}.{hint} Known: {', '.join(primary_names())} "
+        "(and their aliases: docs/providers.md)"
     )
 
 

@@ -3,7 +3,7 @@
 Every result toolmend hands back is a frozen dataclass, so a caller can keep, compare and log it
 without worrying that a later call changes it. Exceptions share one root::
 
-    ToolmendError                      every error toolmend raises on purpose
+    ToolMendError                      every error toolmend raises on purpose
     ├── ToolChainError                 a history breaks a provider's rules (strict policy)
     ├── ToolLoopError                  the loop guard found a tool called over and over
     ├── TrimError (ValueError)         trim cannot fit the limits without splitting a group
@@ -30,6 +30,7 @@ __all__ = [
     "Repair",
     "ToolChainError",
     "ToolLoopError",
+    "ToolMendError",
     "ToolmendError",
     "TrimError",
     "UnknownNameError",
@@ -88,8 +89,10 @@ class Repair:
     """The outcome of :func:`toolmend.repair`.
 
     ``messages`` is the very input object when nothing needed changing, otherwise a new list;
-    ``changes`` lists every edit; ``problems`` what the input broke; ``problems_left`` what is
-    still broken (empty after a successful repair, the input's problems under the report policy).
+    ``changes`` lists every edit; ``problems_before`` (also ``problems``, its first name) what
+    the input broke; ``problems_left`` what is still broken (empty after a successful repair, the
+    input's problems under the report policy). Every result toolmend hands back names the two
+    the same way: :class:`toolmend.integrations.langgraph.ThreadRepair`, the LiteLLM record.
 
     ``problems_left`` is judged on first access: a hook that only sends ``messages`` on does not
     pay for judging the repaired history a second time.
@@ -113,16 +116,26 @@ class Repair:
         return left
 
     @property
+    def problems_before(self) -> tuple[Problem, ...]:
+        """What the input broke, before the repair: the same tuple as ``problems``."""
+        return self.problems
+
+    @property
     def changed(self) -> bool:
         """Whether ``messages`` differs from the input."""
         return bool(self.changes)
 
 
-class ToolmendError(Exception):
+class ToolMendError(Exception):
     """The root of every error toolmend raises on purpose."""
 
 
-class ToolChainError(ToolmendError):
+ToolmendError = ToolMendError
+"""The name :class:`ToolMendError` had before 0.2.0, kept so ``except toolmend.ToolmendError``
+goes on working; the same class, spelt like ``ToolMend``, ``ToolMendHistory`` and the rest."""
+
+
+class ToolChainError(ToolMendError):
     """A history breaks the provider's tool-call rules and the policy says not to repair it.
 
     ``problems`` holds every :class:`Problem`; the message names each one's index and code.
@@ -137,7 +150,7 @@ class ToolChainError(ToolmendError):
         super().__init__(message)
 
 
-class ToolLoopError(ToolmendError):
+class ToolLoopError(ToolMendError):
     """The loop guard found a tool called over and over, and was asked to raise."""
 
     def __init__(self, message: str = "", *, problems: Sequence[Problem] = ()) -> None:
@@ -145,17 +158,17 @@ class ToolLoopError(ToolmendError):
         super().__init__(message or "; ".join(p.message for p in self.problems))
 
 
-class TrimError(ToolmendError, ValueError):
+class TrimError(ToolMendError, ValueError):
     """:func:`toolmend.trim` cannot meet the limits without returning an invalid history (the
     protected prefix or the newest tool-call group alone is too big), or a limit is not a
     whole number. A ``ValueError`` too: the limits asked for are what cannot be met."""
 
 
-class UnknownNameError(ToolmendError, ValueError):
+class UnknownNameError(ToolMendError, ValueError):
     """An unknown provider or format name. A ``ValueError`` too, since it is a bad argument."""
 
 
-class InvalidHistoryError(ToolmendError, ValueError):
+class InvalidHistoryError(ToolMendError, ValueError):
     """The history itself is not something toolmend can read (not a list, say).
 
     A ``ValueError`` so that code already catching bad-argument errors keeps working.

@@ -139,8 +139,12 @@ def _pair_adjacent(skeleton: Skeleton, report: Report) -> None:
     for index, kind in enumerate(skeleton.kinds):
         if kind == TOOL:
             if owner < 0:
+                ids = tuple(result.id for result in results.get(index, ()) if result.id)
                 report.add(
-                    "orphan_result", index, "tool result without a calling message before it"
+                    "orphan_result",
+                    index,
+                    "tool result without a calling message before it",
+                    ids=ids,
                 )
                 continue
             for result in results.get(index, ()):

@@ -72,7 +72,7 @@ def render(view: View, *, source: str, color: bool = False, width: int = 100) ->
      0  user  Weather?
      1  tool  21 C
               <- [?] result for call_1: ORPHAN, no call in the history answers to it
-              !! orphan_result [OA-TOOL-ORPHAN]: tool result without a calling message before it
+              !! orphan_result [OA-TOOL-ORPHAN] call_1: tool result without a calling ...
                  provider error: Invalid parameter: messages with role 'tool' must be a ...
     <BLANKLINE>
     after repair for openai: 1 message, 1 change, no problems left

@@ -70,7 +70,9 @@ def render(stats: Stats) -> str:
     if not stats.toolmend_lines:
         out.append(
             '<p id="empty">No toolmend log lines found: toolmend writes one line per request it '
-            "repairs, on logger <code>toolmend</code>.</p>"
+            "repairs, on logger <code>toolmend</code>. To see them, set "
+            "<code>TOOLMEND_LOG=info</code> in the environment of the app or the LiteLLM Proxy "
+            "(docs/observability.md).</p>"
         )
     else:
         out += _chart(stats.repaired)
@@ -79,6 +81,14 @@ def render(stats: Stats) -> str:
         out += _table("Loop guard", "loops", stats.loops, "finding", "findings")
         out += _failures(stats)
         out += _hooks(stats)
+        if stats.healed.total_requests:
+            out += _table(
+                "Stored histories healed (not requests)",
+                "healed",
+                stats.healed,
+                "change code",
+                "changes",
+            )
         out += _counts(
             "Messages a LangChain history store refused", "refused", "hook", stats.refused
         )

@@ -37,6 +37,11 @@ each list of codes is as long as its count says), each pattern is tried once, wh
 head first occurs, and no part of one can backtrack over the line: a line is read in time
 linear in its length. Hook and provider names are kept as :func:`toolmend._escape.terminal`
 shows them, so whatever prints them prints no control character.
+
+A line from a hook in :data:`HEALS` is a stored history healed apart from the request it belongs
+to (an Agents SDK session, a LangGraph thread, a google-genai chat's history, a LangChain agent's
+state): its changes are counted as ``healed``, never as a request, as docs/observability.md
+counts requests (the request itself is counted by the hook that sends it).
 """
 
 from __future__ import annotations
@@ -56,6 +61,7 @@ from .. import _escape as escape
 
 __all__ = [
     "ERRORS",
+    "HEALS",
     "Event",
     "Kind",
     "Stats",
@@ -68,7 +74,17 @@ __all__ = [
 UNKNOWN: Final = "unknown"
 """The provider of a line that names none (as the telemetry reports label it)."""
 
-Kind = Literal["repaired", "problems_left", "loop", "failed", "unreadable", "refused", "error"]
+Kind = Literal[
+    "repaired",
+    "problems_left",
+    "loop",
+    "failed",
+    "unreadable",
+    "refused",
+    "error",
+    "healed",
+    "stored_problems",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +143,22 @@ past. The ids are escaped (no space, comma, bracket or semicolon in one), so a t
 without backtracking, and a value a formatter appends (``session_id=user@1``) is no code."""
 
 _HOOK_ALIASES: Final = {"a LangChain history read": "langchain.history"}
+
+HEALS: Final = frozenset(
+    {
+        "agents.repair_session",
+        "agents.session_input_callback",
+        "langgraph.repair_thread",
+        "langchain.before_model",
+        "google_genai.Chat.send_message",
+        "google_genai.Chat.send_message_stream",
+        "google_genai.AsyncChat.send_message",
+        "google_genai.AsyncChat.send_message_stream",
+    }
+)
+"""The hooks whose lines are about a stored history, not a request being sent (their
+``mend(request=False)`` and the Agents SDK's session rules): counted as healed, not as
+requests."""
 
 ERRORS: Final[tuple[tuple[str, re.Pattern[str], str], ...]] = tuple(
     (head, re.compile(pattern), label)
@@ -247,15 +279,17 @@ def parse_message(message: str) -> Event | None:
             left = _listed(message, counted.end(), int(counted.group(1)))
         if left is None:
             return None
-        return Event(
-            "repaired", _hook(match["source"]), _name(match["provider"]), tuple(changes), left
-        )
+        hook = _hook(match["source"])
+        kind: Kind = "healed" if hook in HEALS else "repaired"
+        return Event(kind, hook, _name(match["provider"]), tuple(changes), left)
     if match := _at(message, "toolmend found ", _FOUND):
         found = _listed(message, match.end(), int(match["count"]))
         if not found:
             return None
         provider = _name(match["provider"] or UNKNOWN)
-        return Event("problems_left", _hook(match["source"]), provider, found)
+        hook = _hook(match["source"])
+        kind = "stored_problems" if hook in HEALS else "problems_left"
+        return Event(kind, hook, provider, found)
     if match := _at(message, "toolmend loop guard on ", _LOOP):
         loops, _ = _codes(message, match.end())
         if not loops:
@@ -341,6 +375,12 @@ class Stats:
     """hook (the store's method) -> messages a LangChain history store refused to write."""
     errors: Counter[str] = field(default_factory=Counter)
     """label (:data:`ERRORS`) -> errors outside any one request."""
+    healed: Table = field(default_factory=Table)
+    """Stored histories repaired apart from a request (:data:`HEALS`), by provider and change
+    code; its "requests" are heals."""
+    stored_problems: Table = field(default_factory=Table)
+    """Problems a stored history still has (:data:`HEALS`): left by a heal, or found and not
+    changed."""
 
     def add(self, event: Event) -> None:
         """Count one event."""
@@ -350,6 +390,14 @@ class Stats:
             return
         if event.kind == "refused":
             self.refused[event.hook] += 1
+            return
+        if event.kind == "healed":  # a stored history, not a request: no hook row
+            self.healed.add(event.provider, event.codes)
+            if event.left:
+                self.stored_problems.add(event.provider, event.left)
+            return
+        if event.kind == "stored_problems":
+            self.stored_problems.add(event.provider, event.codes)
             return
         hook = self.hooks.setdefault(event.hook, Counter())
         if event.kind == "repaired":

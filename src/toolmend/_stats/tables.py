@@ -13,7 +13,13 @@ from typing import Any
 from .._escape import terminal
 from .logs import HOOK_COLUMNS, Stats, Table
 
-__all__ = ["ALL", "render_text", "summary"]
+__all__ = ["ALL", "HOW_TO_LOG", "render_text", "summary"]
+
+HOW_TO_LOG = (
+    "to see them, set TOOLMEND_LOG=info in the environment of the app or the LiteLLM Proxy "
+    "(or let logger 'toolmend' through at INFO in your logging setup): docs/observability.md"
+)
+"""What ``stats`` says when a log holds no toolmend line."""
 
 ALL = "(all)"
 """The code column of a provider's total row (no change code has parentheses)."""
@@ -43,14 +49,16 @@ def table_rows(table: Table) -> list[tuple[str, str, int, int]]:
     return rows
 
 
-def _section(title: str, table: Table, code: str, count: str, none: str) -> list[str]:
+def _section(
+    title: str, table: Table, code: str, count: str, none: str, unit: str = "request"
+) -> list[str]:
     if not table.total_requests:
         return [f"{title}: {none}"]
     out = [
-        f"{title}: {_plural(table.total_requests, 'request')}, "
+        f"{title}: {_plural(table.total_requests, unit)}, "
         f"{_plural(table.total_items, count.rstrip('s'))}"
     ]
-    out += _grid(("provider", code, "requests", count), table_rows(table))
+    out += _grid(("provider", code, unit + "s", count), table_rows(table))
     return out
 
 
@@ -70,6 +78,7 @@ def render_text(stats: Stats) -> str:
             "no toolmend log lines found: toolmend writes one line per request it repairs, on "
             "logger 'toolmend' (repairs at INFO, problems and failures at WARNING and above)"
         )
+        out.append(HOW_TO_LOG)
         return "\n".join(out) + "\n"
     out.append("")
     out += _section("Repaired", stats.repaired, "change code", "changes", "none")
@@ -99,6 +108,26 @@ def render_text(stats: Stats) -> str:
             for hook in sorted(stats.hooks)
         ]
         out += _grid(("hook", "repaired", "problems left", "loop", "failed open"), by_hook)
+    if stats.healed.total_requests or stats.stored_problems.total_requests:
+        out.append("")
+        out += _section(
+            "Stored histories healed (not requests)",
+            stats.healed,
+            "change code",
+            "changes",
+            "none",
+            unit="heal",
+        )
+        if stats.stored_problems.total_requests:
+            out.append("")
+            out += _section(
+                "Stored histories with problems left",
+                stats.stored_problems,
+                "problem code",
+                "problems",
+                "none",
+                unit="store",
+            )
     if stats.refused:
         out.append("")
         out.append("Messages a LangChain history store refused:")
@@ -153,5 +182,9 @@ def summary(stats: Stats) -> dict[str, Any]:
             for hook in sorted(stats.hooks)
         },
         "refused_by_history_store": dict(sorted(stats.refused.items())),
+        # stored histories (an Agents SDK session, a LangGraph thread...), not requests: their
+        # "requests" are heals
+        "healed": _table_json(stats.healed, "changes"),
+        "stored_problems_left": _table_json(stats.stored_problems, "problems"),
         "errors": dict(sorted(stats.errors.items())),
     }

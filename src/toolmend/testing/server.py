@@ -286,6 +286,8 @@ class StrictProviderServer:
     * **default_reply** - *(optional)* what an accepted request gets once the script is used
       up (default the text ``"OK"``).
     * **seed** - *(optional)* seed of the generated ids, so runs are reproducible.
+    * **port** - *(optional)* the port to listen on; 0 (default) takes a free one
+      (``toolmend serve --port N`` passes its own).
 
     >>> import json, urllib.request
     >>> from toolmend.testing import StrictProviderServer
@@ -312,8 +314,10 @@ class StrictProviderServer:
         replies: Iterable[Reply | str] = (),
         default_reply: Reply | str = "OK",
         seed: int | str | None = 0,
+        port: int = 0,
     ) -> None:
         self.provider = get_profile(provider).name if provider is not None else None
+        self._bind_port = port
         self.default_reply = as_reply(default_reply)
         self._queue: list[Reply] = as_replies(replies)
         self._conversations: dict[str, list[Any]] = {}
@@ -326,10 +330,11 @@ class StrictProviderServer:
     # --- lifecycle ------------------------------------------------------------------------------
 
     def start(self) -> StrictProviderServer:
-        """Bind an ephemeral port on 127.0.0.1 and serve in a daemon thread. Returns ``self``."""
+        """Bind ``port`` (an ephemeral one by default) on 127.0.0.1 and serve in a daemon thread.
+        Returns ``self``."""
         if self._http is not None:
             return self
-        self._http = _HTTPServer(self, ("127.0.0.1", 0))
+        self._http = _HTTPServer(self, ("127.0.0.1", self._bind_port))
         self._thread = threading.Thread(
             target=self._http.serve_forever,
             kwargs={"poll_interval": 0.05},
