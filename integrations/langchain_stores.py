@@ -51,6 +51,7 @@ __all__ = [
     "SUPPORTED",
     "UNGUARDED",
     "aswap",
+    "aunguarded_swap",
     "is_async_only",
     "kind_of",
     "same",

@@ -52,6 +52,7 @@ INTERNAL = (
     "langchain_stores",
     "litellm_guardrail",
     "litellm_routes",
+    "logswitch",
 )
 """Modules of ``integrations/`` that users do not import: shared by the hooks, or re-exported
 by one of :data:`MODULES` (``langchain`` re-exports the history and the middleware)."""

@@ -4,7 +4,8 @@ implementation modules, layered imports with no cycle, and no module hidden by a
 Layers, from the bottom (a module imports only its own layer or lower ones, and the graph has
 no cycle):
 
-0. the skeleton: what every part shares (``_skeleton``, ``_edits``, ``_report``, ``_jsontext``)
+0. the skeleton: what every part shares (``_skeleton``, ``_edits``, ``_report``, ``_jsontext``,
+   ``_escape``)
 1. formats and profiles: the wire shapes, the providers' rules as data, the policy
 2. rules and planners: judging a skeleton and planning its repair
 3. the API: ``check``/``repair``/``trim``/the loop guard, routing, the hooks' fast path
@@ -31,6 +32,7 @@ LAYERS: dict[str, int] = {
     "_report": 0,
     "_jsontext": 0,
     "_version": 0,
+    "_escape": 0,
     "_profiles": 1,
     "_spans": 1,
     "_policy": 1,
