@@ -33,8 +33,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-import toolmend
 from toolmend import _appending as appending
+from toolmend._policy import Policy
+from toolmend._report import Change, InvalidHistoryError, Problem, ToolChainError, ToolLoopError
 
 from . import telemetry
 from .hooks import HookOptions, Mended, OnLoop, check_names, hook_policy, mend
@@ -128,7 +129,7 @@ class ToolMendPreModelHook:
         provider: str | None = None,
         *,
         model: Any = None,
-        policy: toolmend.Policy | str | None = None,
+        policy: Policy | str | None = None,
         on_loop: OnLoop = "warn",
         key: str = "messages",
     ) -> None:
@@ -171,7 +172,7 @@ class ToolMendPreModelHook:
                 options=self._options,
                 format=FORMAT,
             )
-        except (toolmend.ToolLoopError, toolmend.ToolChainError):
+        except (ToolLoopError, ToolChainError):
             raise
         except Exception:  # mend fails open itself; this is the hook's own code around it
             logger.exception(
@@ -190,9 +191,9 @@ pre_model_hook = ToolMendPreModelHook()
 class ThreadRepair:
     """What :func:`repair_thread` did to a thread."""
 
-    changes: tuple[toolmend.Change, ...] = ()
+    changes: tuple[Change, ...] = ()
     """The edits written back (empty when the thread was valid, or nothing was written)."""
-    problems: tuple[toolmend.Problem, ...] = ()
+    problems: tuple[Problem, ...] = ()
     """What the stored thread broke."""
     config: RunnableConfig | None = None
     """The config ``update_state`` returned (the new checkpoint), or None: nothing written."""
@@ -211,7 +212,7 @@ def repair_thread(
     *,
     provider: str | None = None,
     model: Any = None,
-    policy: toolmend.Policy | str | None = None,
+    policy: Policy | str | None = None,
     as_node: str | None = None,
     key: str = "messages",
 ) -> ThreadRepair:
@@ -252,7 +253,7 @@ async def arepair_thread(
     *,
     provider: str | None = None,
     model: Any = None,
-    policy: toolmend.Policy | str | None = None,
+    policy: Policy | str | None = None,
     as_node: str | None = None,
     key: str = "messages",
 ) -> ThreadRepair:
@@ -273,7 +274,7 @@ def _plan(
     snapshot: Any,
     provider: str | None,
     model: Any,
-    policy: toolmend.Policy | str | None,
+    policy: Policy | str | None,
     key: str,
 ) -> tuple[Mended, list[Any]] | ThreadRepair | None:
     """The repair of the thread in ``snapshot`` and the update that writes it; a
@@ -296,7 +297,7 @@ def _plan(
 
 
 def _mend_thread(
-    messages: Sequence[Any], provider: str, policy: toolmend.Policy | str | None, source: str
+    messages: Sequence[Any], provider: str, policy: Policy | str | None, source: str
 ) -> Mended:
     """``messages`` mended as the history wrapper mends a store: a clean live frontier (the
     last calling message, its calls waiting, followed only by some of their results) is set
@@ -307,7 +308,7 @@ def _mend_thread(
     try:
         if keep.frontier == "keep" and appending.waiting_calls(messages, FORMAT):
             start = appending.frontier_start(messages, FORMAT)
-    except toolmend.InvalidHistoryError:
+    except InvalidHistoryError:
         pass  # mend says what it cannot read
     except Exception:
         logger.exception("toolmend failed on %s; nothing was written", source)
