@@ -37,7 +37,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
-__all__ = ["Budget", "abandoned", "current", "run", "size_of"]
+__all__ = ["Budget", "abandoned", "current", "offloads", "run", "size_of"]
 
 logger = logging.getLogger("toolmend")
 
@@ -155,6 +155,13 @@ def _executor() -> ThreadPoolExecutor:
         if _pool is None:
             _pool = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="toolmend")
         return _pool
+
+
+def offloads(messages: Sequence[Any], budget: Budget | None = None) -> bool:
+    """Whether :func:`run` would repair ``messages`` on a worker thread: for a hook that must
+    decide before it has a coroutine (a sync entry point that returns one when it may)."""
+    limits = budget or current()
+    return limits.offload_items <= size_of(messages) <= limits.max_items
 
 
 async def run(

@@ -75,7 +75,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from time import perf_counter
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -87,6 +87,7 @@ from toolmend._policy import Mode, Policy
 from toolmend._profiles import Profile, get_profile
 from toolmend._report import InvalidHistoryError, Problem, Repair, ToolChainError, ToolLoopError
 
+from . import budget as budgets
 from . import telemetry
 from .hooks import (
     HookOptions,
@@ -497,9 +498,34 @@ class ToolMendInputFilter:
             f"on_loop={o.on_loop!r}, model={self.model!r})"
         )
 
-    def __call__(self, data: CallModelData[Any]) -> ModelInputData:
+    def __call__(
+        self, data: CallModelData[Any]
+    ) -> ModelInputData | Coroutine[Any, Any, ModelInputData]:
         """The model call's input, repaired; ``data.model_data`` itself when nothing changed or
-        when toolmend failed (logged)."""
+        when toolmend failed (logged). A long input is repaired off the event loop within the
+        budget (:mod:`toolmend.integrations.budget`): the filter then returns a coroutine,
+        which the SDK awaits."""
+        items = data.model_data.input
+        if isinstance(items, list) and budgets.offloads(items, self.options.budget):
+            return self._later(data)
+        return self._filtered(data)
+
+    async def _later(self, data: CallModelData[Any]) -> ModelInputData:
+        source = "agents.call_model_input_filter"
+
+        def given_up() -> ModelInputData:
+            telemetry.failed_open(source, self.options.provider, reason="time_budget")
+            return data.model_data
+
+        return await budgets.run(
+            data.model_data.input,
+            lambda: self._filtered(data),
+            given_up,
+            source=source,
+            budget=self.options.budget,
+        )
+
+    def _filtered(self, data: CallModelData[Any]) -> ModelInputData:
         model_data = data.model_data
         try:
             items = self.repaired(data)

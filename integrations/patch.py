@@ -101,7 +101,7 @@ import os
 import re
 import sys
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -549,7 +549,9 @@ def _wrapper(row: Target) -> Callable[[Any, Any, tuple[Any, ...], dict[str, Any]
     def wrapper(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if row.name in _AWAITED:
             history = kwargs.get(row.history)
-            if isinstance(history, list | tuple) and _off_loop(history, _registry.options):
+            if isinstance(history, list | tuple) and budgets.offloads(
+                history, _registry.options.budget
+            ):
                 return _later(row, wrapped, args, kwargs, prepared, instance)
         return wrapped(*args, **prepared(instance, kwargs))
 
@@ -571,11 +573,6 @@ _AWAITED = frozenset(
 long history is repaired off the event loop (:func:`_later`). The async ``stream`` methods
 return a stream manager at once, and a chat's stored history is changed in place: those are
 repaired inline."""
-
-
-def _off_loop(history: Sequence[Any], options: HookOptions) -> bool:
-    limits = options.budget or budgets.current()
-    return limits.offload_items <= budgets.size_of(history) <= limits.max_items
 
 
 async def _later(

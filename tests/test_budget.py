@@ -333,3 +333,45 @@ def test_the_hooks_module_holds_toolmends_names_from_import_time() -> None:
     case: a ``toolmend`` namespace package in front of the real one)."""
     assert hooks.repair is toolmend.repair
     assert hooks.ToolLoopError is toolmend.ToolLoopError
+
+
+def test_the_agents_filter_repairs_a_long_input_off_the_loop(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The Agents SDK awaits a filter that returns an awaitable: a long input gets one."""
+    agents_hook = pytest.importorskip("toolmend.integrations.openai_agents")
+    from agents import Agent
+    from agents.run_config import CallModelData, ModelInputData
+
+    monkeypatch.setenv("TOOLMEND_OFFLOAD_ITEMS", "1")
+    items = [
+        {"role": "user", "content": "Weather in Paris?"},
+        {"type": "function_call_output", "call_id": "call_gone", "output": "21 C"},
+        {"role": "assistant", "content": "It is sunny."},
+    ]
+    data = CallModelData(ModelInputData(input=items, instructions="Be brief."), Agent("a"), None)
+    answered: list[bool] = []
+    threads: list[str] = []
+    real = toolmend.repair
+
+    async def main() -> Any:
+        loop = asyncio.get_running_loop()
+
+        def repair(*args: Any, **kwargs: Any) -> Any:
+            threads.append(threading.current_thread().name)
+            event = threading.Event()
+            loop.call_soon_threadsafe(event.set)
+            answered.append(event.wait(HELD))
+            return real(*args, **kwargs)
+
+        patch_everywhere(monkeypatch, "repair", repair)
+        got = agents_hook.call_model_input_filter(data)
+        assert asyncio.iscoroutine(got)
+        return await got
+
+    repaired = asyncio.run(main())
+    assert answered == [True] and threads[0].startswith("toolmend"), (answered, threads)
+    assert len(repaired.input) == 2 and repaired.instructions == "Be brief."
+    patch_everywhere(monkeypatch, "repair", real)
+    monkeypatch.setenv("TOOLMEND_OFFLOAD_ITEMS", "500")  # a short input: answered at once
+    assert agents_hook.call_model_input_filter(data).input == repaired.input
