@@ -179,3 +179,80 @@ def test_the_proxy_answers_others_while_it_repairs_a_long_request(
     assert took >= HOLD  # the slow repair was on the request's path
     assert len(latencies) >= 5, latencies  # the poller ran through the hold
     assert max(latencies) < HOLD / 2, max(latencies)  # held on the loop, one would wait HOLD
+
+
+_SHADOWED = '''"""Every hook, with an empty folder named toolmend first on sys.path (a namespace package)."""
+import asyncio
+import json
+import sys
+
+sys.path.insert(0, sys.argv[1])  # the folder holding the empty toolmend/, as the proxy's ../..
+sys.path.insert(1, sys.argv[2])  # tests/, for support.hook_entries
+
+import toolmend
+
+from toolmend.testing import StrictProviderServer
+from support.hook_entries import HOOKS, langchain_broken, outcome
+
+seen = {"toolmend": repr(getattr(toolmend, "__file__", None))}
+with StrictProviderServer() as server:
+    for hook in HOOKS:
+        got = outcome(hook, server, hook.broken(), {})
+        seen[hook.name] = [got.error, list(got.statuses)]
+
+from agents import Agent
+from agents.run_config import CallModelData, ModelInputData
+from google.adk.models.llm_request import LlmRequest
+from google.genai import types
+
+from toolmend.integrations import adk, langgraph, openai_agents
+
+items = [
+    {"role": "user", "content": "Weather in Paris?"},
+    {"type": "function_call_output", "call_id": "call_gone", "output": "21 C"},
+]
+data = CallModelData(ModelInputData(input=items, instructions=None), Agent("a"), None)
+seen["agents"] = len(openai_agents.call_model_input_filter(data).input)
+request = LlmRequest(
+    model="gemini-2.5-flash",
+    contents=[
+        types.Content(role="user", parts=[types.Part.from_function_response(name="f", response={})]),
+        types.Content(role="user", parts=[types.Part(text="hi")]),
+    ],
+)
+asyncio.run(adk.ToolMendPlugin().before_model_callback(callback_context=None, llm_request=request))
+seen["adk"] = len(request.contents)
+hook = langgraph.ToolMendPreModelHook(provider="openai")
+seen["langgraph"] = len(hook({"messages": langchain_broken()})["llm_input_messages"])
+print(json.dumps(seen))
+'''
+
+
+@pytest.mark.slow
+def test_every_hook_repairs_with_a_toolmend_namespace_package_first_on_the_path(
+    tmp_path: Path,
+) -> None:
+    """The proxy's case for every hook, in a subprocess: ``import toolmend`` finds an empty
+    folder (a namespace package, without toolmend's names), and each hook still repairs."""
+    import subprocess
+    import sys
+
+    (tmp_path / "toolmend").mkdir()
+    script = tmp_path / "shadowed.py"
+    script.write_text(_SHADOWED)
+    tests = Path(__file__).resolve().parent
+    done = subprocess.run(
+        [sys.executable, str(script), str(tmp_path), str(tests)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+        env={**__import__("os").environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    if seen.pop("toolmend") != "None":
+        pytest.skip("a regular toolmend package won over the folder: this install is not shadowed")
+    assert seen.pop("agents") == 1 and seen.pop("adk") == 1, seen  # the orphans dropped
+    assert seen.pop("langgraph") > 0
+    assert seen == {name: [None, [200]] for name in seen}, seen  # every hook: repaired, accepted
