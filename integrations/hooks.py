@@ -172,15 +172,16 @@ def mend(
         limits = options.budget or budgets.current()
         size = budgets.size_of(messages)
         if size > limits.max_items:  # before any work: the same history is always turned away
-            logger.warning(
-                "toolmend did not repair %s for %s: %d items, over its cap of %d; the original "
-                "was sent",
-                source,
-                provider,
-                size,
-                limits.max_items,
-            )
-            if report and request:
+            if not quiet:
+                logger.warning(
+                    "toolmend did not repair %s for %s: %d items, over its cap of %d; the "
+                    "original was sent",
+                    source,
+                    provider,
+                    size,
+                    limits.max_items,
+                )
+            if reporting and request:
                 _report_failure(source, provider, started, reason="size_cap")
             return Mended(messages, failed=True)
         # nearly every request: one pass vouches for the history and hands over the live run

@@ -59,6 +59,9 @@ Outcome = Literal["clean", "repaired", "problems_left", "failed_open"]
 
 METER_NAME: Final = "toolmend"
 """The instrumentation scope of toolmend's metrics."""
+_VERSION: Final = getattr(toolmend, "__version__", None)
+"""Its version, read once at import: at request time ``toolmend`` may be a namespace package
+that shadows the installed one (docs/security.md)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,7 +244,7 @@ class _OpenTelemetry:
         provider (no SDK yet)."""
         if type(provider).__module__.startswith("opentelemetry.metrics"):
             return None
-        meter = provider.get_meter(METER_NAME, toolmend.__version__)
+        meter = provider.get_meter(METER_NAME, _VERSION)
         return (
             meter.create_counter(
                 "toolmend.requests",
