@@ -31,9 +31,10 @@ import asyncio
 import contextvars
 import logging
 import os
+import queue
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
@@ -137,7 +138,56 @@ def size_of(messages: Sequence[Any]) -> int:
 _gave_up: contextvars.ContextVar[threading.Event | None] = contextvars.ContextVar(
     "toolmend_gave_up", default=None
 )
-_pool: ThreadPoolExecutor | None = None
+
+
+class _Pool(Executor):
+    """:data:`WORKERS` daemon threads named ``toolmend_N`` taking jobs in order.
+
+    Not a ``ThreadPoolExecutor``: its threads are joined when the interpreter exits, so a
+    repair abandoned at its budget would hold a proxy's shutdown until it ended. A job
+    cancelled before it starts never runs. :meth:`shutdown` lets the running jobs end (and
+    waits for them when asked); the tests use it."""
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[tuple[Future[Any], Callable[..., Any], tuple[Any, ...]]]
+        self._jobs = queue.SimpleQueue()
+        self._threads = [
+            threading.Thread(target=self._work, name=f"toolmend_{n}", daemon=True)
+            for n in range(WORKERS)
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> Future[T]:
+        future: Future[T] = Future()
+        self._jobs.put((future, lambda *a: fn(*a, **kwargs), args))
+        return future
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        for _ in self._threads:
+            self._jobs.put(_STOP)
+        if wait:
+            for thread in self._threads:
+                thread.join()
+
+    def _work(self) -> None:
+        while True:
+            job = self._jobs.get()
+            if job is _STOP:
+                return
+            future, fn, args = job
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                result = fn(*args)
+            except BaseException as error:
+                future.set_exception(error)
+            else:
+                future.set_result(result)
+
+
+_STOP: Any = (None, None, ())
+_pool: _Pool | None = None
 _pool_lock = threading.Lock()
 
 
@@ -149,11 +199,11 @@ def abandoned() -> bool:
     return event is not None and event.is_set()
 
 
-def _executor() -> ThreadPoolExecutor:
+def _executor() -> _Pool:
     global _pool
     with _pool_lock:
         if _pool is None:
-            _pool = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="toolmend")
+            _pool = _Pool()
         return _pool
 
 

@@ -375,3 +375,14 @@ def test_the_agents_filter_repairs_a_long_input_off_the_loop(
     patch_everywhere(monkeypatch, "repair", real)
     monkeypatch.setenv("TOOLMEND_OFFLOAD_ITEMS", "500")  # a short input: answered at once
     assert agents_hook.call_model_input_filter(data).input == repaired.input
+
+
+def test_an_abandoned_repair_does_not_hold_the_process_at_exit() -> None:
+    """The pool's threads are daemons: a proxy shutting down does not wait for a repair it
+    stopped waiting for (a ``ThreadPoolExecutor`` joins its threads at exit)."""
+    pool = budget._executor()
+    assert len(pool._threads) == budget.WORKERS
+    assert all(thread.daemon and thread.name.startswith("toolmend") for thread in pool._threads)
+    assert pool.submit(sum, [1, 2]).result(timeout=60) == 3
+    cancelled = pool.submit(sum, [1])
+    assert cancelled.cancel() or cancelled.result(timeout=60) == 1
