@@ -37,6 +37,7 @@ from toolmend import _appending as appending
 from toolmend._policy import Policy
 from toolmend._report import Change, InvalidHistoryError, Problem, ToolChainError, ToolLoopError
 
+from . import budget as budgets
 from . import telemetry
 from .hooks import HookOptions, Mended, OnLoop, check_names, hook_policy, mend
 
@@ -258,10 +259,21 @@ async def arepair_thread(
     key: str = "messages",
 ) -> ThreadRepair:
     """:func:`repair_thread` through ``aget_state`` and ``aupdate_state`` (async checkpointers
-    such as ``AsyncSqliteSaver``)."""
+    such as ``AsyncSqliteSaver``). A long thread is repaired off the event loop, within the
+    budget (:mod:`toolmend.integrations.budget`): past it nothing is written and the result
+    says ``failed``."""
     check_names(provider=provider, policy=policy, source="repair_thread")
     snapshot = await graph.aget_state(config)
-    found = _plan(graph, snapshot, provider, model, policy, key)
+    try:
+        held = _messages_of(snapshot.values, key)
+    except Exception:  # _plan says what is wrong with it
+        held = ()
+    found = await budgets.run(
+        held if isinstance(held, list) else (),
+        lambda: _plan(graph, snapshot, provider, model, policy, key),
+        lambda: ThreadRepair(failed=True),
+        source="langgraph.repair_thread",
+    )
     if found is None or isinstance(found, ThreadRepair):
         return found or ThreadRepair()
     mended, update = found

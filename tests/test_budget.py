@@ -386,3 +386,43 @@ def test_an_abandoned_repair_does_not_hold_the_process_at_exit() -> None:
     assert pool.submit(sum, [1, 2]).result(timeout=60) == 3
     cancelled = pool.submit(sum, [1])
     assert cancelled.cancel() or cancelled.result(timeout=60) == 1
+
+
+def test_arepair_thread_repairs_a_long_thread_off_the_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    langgraph_hook = pytest.importorskip("toolmend.integrations.langgraph")
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.graph import MessagesState, StateGraph
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("echo", lambda state: {})
+    builder.set_entry_point("echo")
+    graph = builder.compile(checkpointer=InMemorySaver())
+    config: Any = {"configurable": {"thread_id": "long"}}
+    graph.invoke(
+        {"messages": [HumanMessage("Weather?", id="h1"), AIMessage("Sunny.", id="a1")]}, config
+    )
+    graph.update_state(
+        config, {"messages": [ToolMessage("late", tool_call_id="call_gone", id="t1")]}
+    )
+    monkeypatch.setenv("TOOLMEND_OFFLOAD_ITEMS", "1")
+    answered: list[bool] = []
+    threads: list[str] = []
+    real = toolmend.repair
+
+    async def main() -> Any:
+        loop = asyncio.get_running_loop()
+
+        def repair(*args: Any, **kwargs: Any) -> Any:
+            threads.append(threading.current_thread().name)
+            event = threading.Event()
+            loop.call_soon_threadsafe(event.set)
+            answered.append(event.wait(HELD))
+            return real(*args, **kwargs)
+
+        patch_everywhere(monkeypatch, "repair", repair)
+        return await langgraph_hook.arepair_thread(graph, config, provider="openai")
+
+    done = asyncio.run(main())
+    assert answered == [True] and threads[0].startswith("toolmend"), (answered, threads)
+    assert done.written and [c.code for c in done.changes] == ["dropped_orphan_result"]
