@@ -72,6 +72,10 @@ How it behaves
   cannot read (an item that is not a message, an id that is a number) goes out as it is, with
   one WARNING naming the message index and field; ``None``, a string, a dict or any other value
   that is not a list of messages is left to the SDK without a word.
+* An async method's long history (``TOOLMEND_OFFLOAD_ITEMS`` items or more) is repaired off the
+  event loop within the budget (:mod:`toolmend.integrations.budget`): the wrapper then returns a
+  coroutine of its own that awaits the repair, then the SDK's call. A ``ToolLoopError`` or
+  ``ToolChainError`` comes out of the ``await`` instead of the call.
 * Each repaired request logs one line on logger ``toolmend``: the row (SDK, class, method), the
   provider, the change codes with message index and ids; never content. An SDK older than its
   rows is skipped with one warning naming both versions; methods the installed SDK lacks
