@@ -4,11 +4,13 @@ toolmend's main home is a shared process (a LiteLLM Proxy, an agent server) wher
 loop serves every client. Two limits keep one request from holding it:
 
 - **The size cap** (:attr:`Budget.max_items`, ``TOOLMEND_MAX_ITEMS``, default 100,000): before
-  any work, :func:`toolmend.integrations.hooks.mend` counts the history's items (:func:`size_of`:
-  each message, each tool call, each content block or part). Past the cap the request goes out
-  as it was sent, with one WARNING on logger ``toolmend`` and a ``failed_open`` report whose
-  reason is ``size_cap``. Deterministic: the same history is always over or under it. The
-  default is far above real histories (a long agent run is a few thousand items).
+  the loop guard and the repair, :func:`toolmend.integrations.hooks.mend` counts the history's
+  items (:func:`size_of`: each message, each tool call, each content block or part). Past the
+  cap the request goes out as it was sent, with one WARNING on logger ``toolmend`` and a
+  ``failed_open`` report whose reason is ``size_cap``. Deterministic: the same history is always
+  over or under it. The default is far above real histories (a long agent run is a few thousand
+  items). A history the one-pass check (:mod:`toolmend._fastpath`, linear) vouches for needs no
+  repair and is not counted.
 - **Off the loop, with a wall-clock budget** (:func:`run`): an async hook hands its repair to
   :func:`run`. A history of :attr:`Budget.offload_items` items or more
   (``TOOLMEND_OFFLOAD_ITEMS``, default 500) is repaired on a small shared thread pool while the
@@ -32,6 +34,7 @@ import contextvars
 import logging
 import os
 import queue
+import sys
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, Future
@@ -111,28 +114,40 @@ def current() -> Budget:
     return budget
 
 
-def size_of(messages: Sequence[Any]) -> int:
+def size_of(messages: Sequence[Any], *, stop: int | None = None) -> int:
     """How many items ``messages`` holds: each message, plus each tool call and each content
     block or part of a message (``tool_calls``, ``content``, ``parts``, as a key or an
-    attribute). One pass, no copy: what the repair's cost grows with, counted before it runs.
-    Anything but a list or a tuple (a lone Gemini content, a value the repair will refuse) is
-    one item."""
+    attribute). One pass, no copy: what the repair's cost grows with, counted before it runs;
+    with ``stop``, the count stops as soon as it reaches ``stop``. Anything but a list or a
+    tuple (a lone Gemini content, a value the repair will refuse) is one item."""
     if not isinstance(messages, list | tuple):
         return 1
     total = len(messages)
+    limit = stop if stop is not None else sys.maxsize
     for message in messages:
-        if isinstance(message, dict):
-            fields = (message.get("tool_calls"), message.get("content"), message.get("parts"))
-        else:
-            fields = (
-                getattr(message, "tool_calls", None),
-                getattr(message, "content", None),
-                getattr(message, "parts", None),
-            )
-        for field in fields:
+        if total >= limit:
+            break
+        if message.__class__ is dict:  # most messages: three lookups, no call
+            get = message.get
+            field = get("content")
+            if field.__class__ in _SEQUENCES:
+                total += len(field)
+            field = get("tool_calls")
+            if field.__class__ in _SEQUENCES:
+                total += len(field)
+            field = get("parts")
+            if field.__class__ in _SEQUENCES:
+                total += len(field)
+            continue
+        for name in _FIELDS:
+            field = getattr(message, name, None)
             if isinstance(field, list | tuple):
                 total += len(field)
     return total
+
+
+_SEQUENCES: Final = frozenset({list, tuple})
+_FIELDS: Final = ("content", "tool_calls", "parts")
 
 
 _gave_up: contextvars.ContextVar[threading.Event | None] = contextvars.ContextVar(
@@ -211,7 +226,9 @@ def offloads(messages: Sequence[Any], budget: Budget | None = None) -> bool:
     """Whether :func:`run` would repair ``messages`` on a worker thread: for a hook that must
     decide before it has a coroutine (a sync entry point that returns one when it may)."""
     limits = budget or current()
-    return limits.offload_items <= size_of(messages) <= limits.max_items
+    if isinstance(messages, list | tuple) and len(messages) >= limits.offload_items:
+        return len(messages) <= limits.max_items  # no walk: the count is at least the length
+    return size_of(messages, stop=limits.offload_items) >= limits.offload_items
 
 
 async def run(
@@ -231,8 +248,7 @@ async def run(
     WARNING naming ``source`` and returns ``give_up()`` (the hook's "send the original"), and the
     thread's result is discarded. What ``work`` raises is raised here."""
     limits = budget or current()
-    size = size_of(messages)
-    if size < limits.offload_items or size > limits.max_items:
+    if not offloads(messages, limits):  # past max_items by its length alone: mend says no
         return work()
     gave_up = threading.Event()
     context = contextvars.copy_context()
@@ -247,7 +263,7 @@ async def run(
             "toolmend gave up on %s after its %.3g s budget (%d items); the original was sent",
             source,
             limits.seconds,
-            size,
+            size_of(messages),
         )
         return give_up()
     finally:

@@ -169,24 +169,23 @@ def mend(
     reporting = report and not quiet
     loops: tuple[Problem, ...] = ()
     try:
-        limits = options.budget or budgets.current()
-        size = budgets.size_of(messages)
-        if size > limits.max_items:  # before any work: the same history is always turned away
-            if not quiet:
-                logger.warning(
-                    "toolmend did not repair %s for %s: %d items, over its cap of %d; the "
-                    "original was sent",
-                    source,
-                    provider,
-                    size,
-                    limits.max_items,
-                )
-            if reporting and request:
-                _report_failure(source, provider, started, reason="size_cap")
-            return Mended(messages, failed=True)
         # nearly every request: one pass vouches for the history and hands over the live run
         # (see toolmend._fastpath), and the loop guard reads it only when it looks like a loop
         live = fastpath.vouch(messages, provider=provider, format=format)
+        if live is None:  # the size cap, before the loop guard and the repair
+            cap = (options.budget or budgets.current()).max_items
+            if budgets.size_of(messages, stop=cap + 1) > cap:
+                if not quiet:
+                    logger.warning(
+                        "toolmend did not repair %s for %s: over its cap of %d items; the "
+                        "original was sent",
+                        source,
+                        provider,
+                        cap,
+                    )
+                if reporting and request:
+                    _report_failure(source, provider, started, reason="size_cap")
+                return Mended(messages, failed=True)
         if options.on_loop != "off" and (live is None or not quiet_live_run(*live)):
             loops = tuple(
                 detect_loops(

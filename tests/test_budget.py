@@ -250,6 +250,18 @@ def test_past_the_size_cap_nothing_is_done(
     assert [(r.outcome, r.reason) for r in reports] == [("failed_open", "size_cap")]
 
 
+def test_a_valid_history_over_the_cap_goes_out_without_a_word(
+    caplog: pytest.LogCaptureFixture, reports: list[telemetry.HookReport]
+) -> None:
+    """The cap guards the repair: a history the one-pass check vouches for needs none, and
+    pays no count."""
+    history = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
+    with caplog.at_level(logging.INFO, logger="toolmend"):
+        mended = mend(history, provider="openai", source="t", options=HookOptions(budget=Budget(1)))
+    assert mended.messages is history and not mended.failed
+    assert ours(caplog) == [] and [r.outcome for r in reports] == ["clean"]
+
+
 def test_the_size_cap_holds_on_every_hook_from_the_environment(
     server: StrictProviderServer, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -287,6 +299,10 @@ def test_size_of_counts_messages_calls_and_blocks() -> None:
         {"role": "model", "parts": [{"text": "x"}]},
     ]
     assert budget.size_of(history) == 3 + 2 + 2 + 1
+    assert budget.size_of(history, stop=4) == 5  # stops once it is there: 3, then 3 + 2
+    assert budget.offloads(history, Budget(offload_items=8)) is True
+    assert budget.offloads(history, Budget(offload_items=9)) is False
+    assert budget.offloads(history, Budget(offload_items=3, max_items=2)) is False
     assert budget.size_of("not a list") == 1  # type: ignore[arg-type]
 
 
