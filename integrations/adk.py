@@ -46,11 +46,14 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-import toolmend
 from toolmend import _api as api
 from toolmend import _policy as policies
 from toolmend._edits import Blocks, Keep, Placeholder, source_index
+from toolmend._policy import Policy
+from toolmend._report import Change, ToolChainError, ToolLoopError
+from toolmend._routing import request_profile
 
+from . import budget as budgets
 from . import telemetry
 from .hooks import HookOptions, OnLoop, check_names, hook_policy, mend
 
@@ -66,6 +69,7 @@ if TYPE_CHECKING:
     from google.adk.agents.callback_context import CallbackContext
     from google.adk.models.llm_request import LlmRequest
     from google.adk.sessions import BaseSessionService, Session
+    from google.genai import types
 
 __all__ = [
     "RepairedSession",
@@ -89,22 +93,32 @@ def _repair_request(llm_request: LlmRequest, options: HookOptions, source: str) 
     """Replace ``llm_request.contents`` with its repair, when it needs one.
 
     A toolmend failure is logged and the request is left as it was."""
+    repaired = _repaired_contents(llm_request, options, source)
+    if repaired is not None:
+        llm_request.contents = repaired
+
+
+def _repaired_contents(
+    llm_request: LlmRequest, options: HookOptions, source: str
+) -> list[types.Content] | None:
+    """The repair of ``llm_request.contents``, or ``None`` when they need none or toolmend
+    failed (logged). Changes nothing: the async path runs it off the event loop."""
     try:
         contents = llm_request.contents
         if not contents:
-            return
+            return None
         model = llm_request.model
-        provider = options.provider or toolmend.request_profile(
+        provider = options.provider or request_profile(
             PROVIDER, model=model if isinstance(model, str) else None
         )
         mended = mend(contents, provider=provider, source=source, options=options, format=FORMAT)
-        if mended.messages is not contents:
-            llm_request.contents = list(mended.messages)
-    except (toolmend.ToolLoopError, toolmend.ToolChainError):
+        return None if mended.messages is contents else list(mended.messages)
+    except (ToolLoopError, ToolChainError):
         raise
     except Exception:
         logger.exception("toolmend failed on %s; the request was sent as ADK built it", source)
         telemetry.failed_open(source, options.provider)
+        return None
 
 
 class ToolMendPlugin(BasePlugin):
@@ -127,7 +141,7 @@ class ToolMendPlugin(BasePlugin):
     def __init__(
         self,
         provider: str | None = None,
-        policy: toolmend.Policy | str | None = None,
+        policy: Policy | str | None = None,
         on_loop: OnLoop = "warn",
         *,
         name: str = "toolmend",
@@ -141,8 +155,19 @@ class ToolMendPlugin(BasePlugin):
     async def before_model_callback(
         self, *, callback_context: CallbackContext, llm_request: LlmRequest
     ) -> None:
-        """Repair ``llm_request.contents`` in place of the list ADK built; the call goes on."""
-        _repair_request(llm_request, self.options, "adk.ToolMendPlugin")
+        """Repair ``llm_request.contents`` in place of the list ADK built; the call goes on.
+        A long history is repaired off the event loop, within the budget
+        (:mod:`toolmend.integrations.budget`): past it the request goes as ADK built it."""
+        source = "adk.ToolMendPlugin"
+        repaired = await budgets.run(
+            llm_request.contents or (),
+            lambda: _repaired_contents(llm_request, self.options, source),
+            lambda: telemetry.failed_open(source, self.options.provider, reason="time_budget"),
+            source=source,
+            budget=self.options.budget,
+        )
+        if repaired is not None:
+            llm_request.contents = repaired
 
 
 def before_model_callback(callback_context: CallbackContext, llm_request: LlmRequest) -> None:
@@ -165,7 +190,7 @@ def repair_events(
     events: Sequence[Event],
     *,
     provider: str = PROVIDER,
-    policy: toolmend.Policy | str | None = None,
+    policy: Policy | str | None = None,
 ) -> list[Event]:
     """``events`` (a session's stored events) with their contents repaired for ``provider``.
 
@@ -189,8 +214,8 @@ def repair_events(
 
 
 def _repaired_events(
-    events: Sequence[Event], *, provider: str, policy: toolmend.Policy | str | None
-) -> tuple[list[Event], Sequence[toolmend.Change]]:
+    events: Sequence[Event], *, provider: str, policy: Policy | str | None
+) -> tuple[list[Event], Sequence[Change]]:
     rows = [i for i, event in enumerate(events) if _has_history(event)]
     contents = [events[i].content for i in rows]
     waiting = bool(rows) and _waits(events[rows[-1]])
@@ -203,7 +228,7 @@ def _repaired_events(
     if chosen.mode is not policies.Mode.REPAIR:  # as toolmend.repair: strict raises
         if chosen.mode is policies.Mode.STRICT:
             problems = tuple(problem for damage in damaged for problem in damage.problems)
-            raise toolmend.ToolChainError(problems=problems)
+            raise ToolChainError(problems=problems)
         return list(events), ()
     mended = api.mend_damage(module, contents, profile, chosen, damaged)
     if not mended.changes:
@@ -329,7 +354,7 @@ class RepairedSession:
 
     session: Session
     """The session to use from now on: the repaired one (or the original, when it was valid)."""
-    changes: Sequence[toolmend.Change] = ()
+    changes: Sequence[Change] = ()
     """The changes made, by index in the session's history (the events that carry content)."""
 
 
@@ -340,7 +365,7 @@ async def repair_session(
     user_id: str,
     session_id: str,
     provider: str = PROVIDER,
-    policy: toolmend.Policy | str | None = None,
+    policy: Policy | str | None = None,
     replace: bool = False,
     new_session_id: str | None = None,
 ) -> RepairedSession:

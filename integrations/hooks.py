@@ -19,14 +19,23 @@ from dataclasses import dataclass
 from time import perf_counter
 from typing import Any, Literal
 
-import toolmend
 from toolmend import _escape as escape
 from toolmend import _fastpath as fastpath
 from toolmend import _policy as policies
 from toolmend import _profiles as profiles
-from toolmend._api import Mended
-from toolmend._loops import quiet_live_run
+from toolmend._api import Mended, repair
+from toolmend._loops import detect_loops, quiet_live_run
+from toolmend._policy import Policy
+from toolmend._report import (
+    Change,
+    InvalidHistoryError,
+    Problem,
+    ToolChainError,
+    ToolLoopError,
+    UnknownNameError,
+)
 
+from . import budget as budgets
 from . import telemetry
 
 __all__ = [
@@ -51,11 +60,14 @@ class HookOptions:
 
     provider: str | None = None
     """The provider profile; ``None`` lets the hook work it out (model string, base URL)."""
-    policy: toolmend.Policy | str | None = None
+    policy: Policy | str | None = None
     """A :class:`toolmend.Policy`, or ``"repair"`` (default), ``"strict"``, ``"report"``."""
     on_loop: OnLoop = "warn"
     """The loop guard: ``"warn"`` logs what :func:`toolmend.detect_loops` finds, ``"raise"``
     fails the call with :class:`toolmend.ToolLoopError` before anything is sent, ``"off"``."""
+    budget: budgets.Budget | None = None
+    """What one request may cost (:class:`toolmend.integrations.budget.Budget`); ``None`` reads
+    it from the environment (``TOOLMEND_MAX_ITEMS``, ...) on each call."""
 
     def __post_init__(self) -> None:
         # a wrong policy name fails where the hook is built: a valid request never reaches the
@@ -64,13 +76,13 @@ class HookOptions:
         # call fails open on its own
         try:
             policies.as_policy(self.policy)
-        except toolmend.UnknownNameError:
+        except UnknownNameError:
             raise
         except Exception:
             pass
 
 
-def change_codes(changes: Sequence[toolmend.Change]) -> list[str]:
+def change_codes(changes: Sequence[Change]) -> list[str]:
     """How a log line names each change: ``code@index[id,...]`` (ids and codes, never
     content). Each id is escaped by :func:`toolmend._escape.log`, so no id can end the list,
     the token or the line."""
@@ -80,7 +92,7 @@ def change_codes(changes: Sequence[toolmend.Change]) -> list[str]:
     ]
 
 
-def problem_codes(problems: Sequence[toolmend.Problem]) -> str:
+def problem_codes(problems: Sequence[Problem]) -> str:
     """How a log line names the problems found: ``code@index``, space separated."""
     return " ".join(f"{p.code}@{p.index}" for p in problems)
 
@@ -119,7 +131,7 @@ def check_names(*, provider: Any = None, policy: Any = None, source: str) -> boo
         if provider is not None:
             profiles.get_profile(provider)
         policies.as_policy(policy)
-    except toolmend.UnknownNameError:
+    except UnknownNameError:
         raise
     except Exception:
         logger.exception(
@@ -132,8 +144,8 @@ def check_names(*, provider: Any = None, policy: Any = None, source: str) -> boo
 
 
 def hook_policy(
-    policy: toolmend.Policy | str | None, *, frontier: Literal["answer", "keep"] = "answer"
-) -> toolmend.Policy:
+    policy: Policy | str | None, *, frontier: Literal["answer", "keep"] = "answer"
+) -> Policy:
     """``policy`` read by :func:`toolmend._policy.as_policy`, for a hook being built.
 
     An unknown name raises :class:`toolmend.UnknownNameError`. Any other error is a toolmend bug
@@ -141,10 +153,10 @@ def hook_policy(
     policy it was handed, or the default one, and is built all the same."""
     try:
         return policies.as_policy(policy, frontier=frontier)
-    except toolmend.UnknownNameError:
+    except UnknownNameError:
         raise
     except Exception:
-        return policy if isinstance(policy, toolmend.Policy) else toolmend.Policy(frontier=frontier)
+        return policy if isinstance(policy, Policy) else Policy(frontier=frontier)
 
 
 def mend(
@@ -179,14 +191,28 @@ def mend(
     """
     started = perf_counter()
     reporting = report and not quiet
-    loops: tuple[toolmend.Problem, ...] = ()
+    loops: tuple[Problem, ...] = ()
     try:
         # nearly every request: one pass vouches for the history and hands over the live run
         # (see toolmend._fastpath), and the loop guard reads it only when it looks like a loop
         live = fastpath.vouch(messages, provider=provider, format=format)
+        if live is None:  # the size cap, before the loop guard and the repair
+            cap = (options.budget or budgets.current()).max_items
+            if budgets.size_of(messages, stop=cap + 1) > cap:
+                if not quiet:
+                    logger.warning(
+                        "toolmend did not repair %s for %s: over its cap of %d items; the "
+                        "original was sent",
+                        source,
+                        provider,
+                        cap,
+                    )
+                if reporting and request:
+                    _report_failure(source, provider, started, reason="size_cap")
+                return Mended(messages, failed=True)
         if options.on_loop != "off" and (live is None or not quiet_live_run(*live)):
             loops = tuple(
-                toolmend.detect_loops(
+                detect_loops(
                     messages, format=format, raise_=options.on_loop == "raise", live_only=True
                 )
             )
@@ -198,10 +224,12 @@ def mend(
                     problem_codes(loops),
                 )
         if live is not None:
-            if reporting and telemetry.is_active():
+            if reporting and telemetry.is_active() and not budgets.abandoned():
                 _report(source, provider, started, loops=loops, request=request)
             return Mended(messages, loops=loops)
-        result = toolmend.repair(messages, provider=provider, format=format, policy=options.policy)
+        result = repair(messages, provider=provider, format=format, policy=options.policy)
+        if budgets.abandoned():  # the hook stopped waiting and sent the original: say nothing
+            return Mended(messages, failed=True)
         problems_left = result.problems
         if result.changes:
             # the one-pass check vouches for nearly every repair; judged in full only when not
@@ -229,15 +257,15 @@ def mend(
             )
         if reporting and telemetry.is_active():
             _report(source, provider, started, result.changes, left, loops, request)
-    except toolmend.ToolLoopError as refused:
+    except ToolLoopError as refused:
         if reporting and telemetry.is_active():
             _report(source, provider, started, (), len(refused.problems), refused.problems)
         raise
-    except toolmend.ToolChainError as refused:
+    except ToolChainError as refused:
         if reporting and telemetry.is_active():
             _report(source, provider, started, (), len(refused.problems), loops)
         raise
-    except toolmend.InvalidHistoryError as error:  # the caller's data, not a toolmend bug
+    except InvalidHistoryError as error:  # the caller's data, not a toolmend bug
         if quiet:
             return Mended(messages, failed=True)
         logger.warning(
@@ -267,9 +295,9 @@ def _report(
     source: str,
     provider: str,
     started: float,
-    changes: Sequence[toolmend.Change] = (),
+    changes: Sequence[Change] = (),
     left: int = 0,
-    loops: Sequence[toolmend.Problem] = (),
+    loops: Sequence[Problem] = (),
     request: bool = True,
 ) -> None:
     telemetry.record(
@@ -286,8 +314,9 @@ def _report(
     )
 
 
-def _report_failure(source: str, provider: str, started: float) -> None:
-    """Report a request that went out unrepaired; a failure here is only logged."""
+def _report_failure(source: str, provider: str, started: float, *, reason: str = "") -> None:
+    """Report a request that went out unrepaired (``reason``: why, when not a toolmend error);
+    a failure here is only logged."""
     try:
         if telemetry.is_active():
             report = telemetry.HookReport(
@@ -295,6 +324,7 @@ def _report_failure(source: str, provider: str, started: float) -> None:
                 provider,
                 "failed_open",
                 duration=perf_counter() - started,
+                reason=reason,
             )
             telemetry.record(report)
     except Exception:

@@ -88,10 +88,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
-import toolmend
 from toolmend import _appending as appending
 from toolmend import _escape as escape
 from toolmend._appending import AppendIndex
+from toolmend._policy import Policy
+from toolmend._report import Change, Problem, ToolChainError, TrimError
+from toolmend._trim import trim
 
 from . import langchain_stores as stores
 from . import telemetry
@@ -259,7 +261,7 @@ class ToolMendHistory(BaseChatMessageHistory):
         inner: BaseChatMessageHistory,
         provider: str = "deepseek",
         window: Window | None = None,
-        policy: toolmend.Policy | str | None = None,
+        policy: Policy | str | None = None,
         repair_on_read: bool = True,
         write_back: bool | str = False,
     ) -> None:
@@ -349,7 +351,7 @@ class ToolMendHistory(BaseChatMessageHistory):
         is logged and the read returns the store's messages as they are."""
         try:
             return self._repaired_view(raw)
-        except toolmend.ToolChainError:  # the strict policy asked for it
+        except ToolChainError:  # the strict policy asked for it
             raise
         except Exception:
             logger.exception("toolmend failed on a LangChain history read; returned as stored")
@@ -360,7 +362,7 @@ class ToolMendHistory(BaseChatMessageHistory):
         if not raw:
             return raw, None
         repaired: Any = raw
-        changes: tuple[toolmend.Change, ...] = ()
+        changes: tuple[Change, ...] = ()
         if self.repair_on_read:
             waiting = bool(appending.waiting_calls(raw, FORMAT))
             repaired, changes = self._repaired(raw, waiting)
@@ -370,9 +372,7 @@ class ToolMendHistory(BaseChatMessageHistory):
         write = _without_placeholders(raw, repaired)
         return view, (None if stores.same(write, raw) else (write, changes))
 
-    def _repaired(
-        self, raw: list[BaseMessage], waiting: bool
-    ) -> tuple[Any, tuple[toolmend.Change, ...]]:
+    def _repaired(self, raw: list[BaseMessage], waiting: bool) -> tuple[Any, tuple[Change, ...]]:
         """The stored history repaired, a live frontier left waiting (see the class).
 
         A clean frontier (the last calling message and only its own results) is set aside and
@@ -411,7 +411,7 @@ class ToolMendHistory(BaseChatMessageHistory):
         if max_messages is not None and max_messages > 0:
             max_messages += waiting
         try:
-            trimmed = toolmend.trim(
+            trimmed = trim(
                 view,
                 max_messages=max_messages,
                 max_tokens=window.max_tokens,
@@ -419,7 +419,7 @@ class ToolMendHistory(BaseChatMessageHistory):
                 keep_first=window.keep_first,
                 format=FORMAT,
             )
-        except toolmend.TrimError:
+        except TrimError:
             logger.warning(
                 "toolmend: the window of a LangChain history is too small for its newest "
                 "group; the whole history was returned",
@@ -437,7 +437,7 @@ class ToolMendHistory(BaseChatMessageHistory):
                 return view
         return trimmed
 
-    def _note_dropped(self, raw: Sequence[BaseMessage], changes: Sequence[toolmend.Change]) -> None:
+    def _note_dropped(self, raw: Sequence[BaseMessage], changes: Sequence[Change]) -> None:
         """Messages a write-back removed from the store go to ``rejected``: nothing vanishes."""
         dropped = {
             change.index
@@ -457,7 +457,7 @@ class ToolMendHistory(BaseChatMessageHistory):
         self,
         raw: list[BaseMessage],
         repaired: list[BaseMessage],
-        changes: Sequence[toolmend.Change],
+        changes: Sequence[Change],
     ) -> None:
         """Replace the store's ``raw`` with ``repaired``, only if the store still holds exactly
         ``raw``, in one atomic step of the store (:mod:`.langchain_stores`). Fails open: an
@@ -476,7 +476,7 @@ class ToolMendHistory(BaseChatMessageHistory):
         self,
         raw: list[BaseMessage],
         repaired: list[BaseMessage],
-        changes: Sequence[toolmend.Change],
+        changes: Sequence[Change],
     ) -> None:
         with self._lock:
             self._index = None
@@ -502,7 +502,7 @@ class ToolMendHistory(BaseChatMessageHistory):
         swapped: bool,
         raw: list[BaseMessage],
         repaired: list[BaseMessage],
-        changes: Sequence[toolmend.Change],
+        changes: Sequence[Change],
     ) -> None:
         if not swapped:
             logger.info(
@@ -599,7 +599,7 @@ class ToolMendHistory(BaseChatMessageHistory):
                     return _NEEDS_READ
                 verdicts, after = _judged(batch, appending.index_of(self.inner.messages, FORMAT))
             return self._sorted_out(verdicts, source), after
-        except toolmend.ToolChainError:  # the strict policy asked for it
+        except ToolChainError:  # the strict policy asked for it
             raise
         except Exception:
             logger.exception("toolmend failed on %s; the messages were stored as given", source)
@@ -618,11 +618,11 @@ class ToolMendHistory(BaseChatMessageHistory):
             )
         refused = [(p, m, reason) for p, (m, reason) in enumerate(verdicts) if reason]
         if refused and mode == "strict":
-            raise toolmend.ToolChainError(
+            raise ToolChainError(
                 f"{source} refused {len(refused)} tool message(s); nothing was written: "
                 + "; ".join(f"message {p} ({_ids_of(m)}): {reason}" for p, m, reason in refused),
                 problems=[
-                    toolmend.Problem(
+                    Problem(
                         "orphan_result" if reason == "no_open_call" else reason,
                         position,
                         appending.REASONS[reason],
@@ -710,7 +710,7 @@ def _ids_of(message: Any) -> str:
     return escape.log(str(message_type))
 
 
-_WriteBack = tuple[list[BaseMessage], tuple[toolmend.Change, ...]]
+_WriteBack = tuple[list[BaseMessage], tuple[Change, ...]]
 """What a read writes back: the repaired history, and the changes that made it."""
 
 
@@ -778,7 +778,7 @@ def _checked_chain(ai_message: Any, tool_messages: Sequence[Any]) -> list[BaseMe
             f"message {p.index}: {p.code}" + (f" [{','.join(p.ids)}]" if p.ids else "")
             for p in problems
         )
-        raise toolmend.ToolChainError(
+        raise ToolChainError(
             f"add_tool_call_chain refused the chain; nothing was written: {listed}",
             problems=problems,
         )

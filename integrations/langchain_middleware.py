@@ -20,9 +20,12 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-import toolmend
 from toolmend import _routing as routing
+from toolmend._policy import Policy
+from toolmend._report import ToolChainError, ToolLoopError
+from toolmend._routing import provider_for_model, request_profile
 
+from . import budget as budgets
 from . import telemetry
 from .hooks import HookOptions, OnLoop, check_names, mend
 
@@ -84,10 +87,8 @@ def provider_for(model: Any) -> str:
     name = str(getattr(model, "model_name", None) or getattr(model, "model", None) or "")
     if provider in ("openai", "deepseek"):
         base = getattr(model, "openai_api_base", None) or getattr(model, "api_base", None)
-        provider = (
-            toolmend.provider_for_model(name) or routing.provider_for_base_url(base) or provider
-        )
-    return toolmend.request_profile(provider, model=name, thinking=getattr(model, "thinking", None))
+        provider = provider_for_model(name) or routing.provider_for_base_url(base) or provider
+    return request_profile(provider, model=name, thinking=getattr(model, "thinking", None))
 
 
 class ToolMendMiddleware(AgentMiddleware):
@@ -122,7 +123,7 @@ class ToolMendMiddleware(AgentMiddleware):
         self,
         provider: str | None = None,
         persist: bool = False,
-        policy: toolmend.Policy | str | None = None,
+        policy: Policy | str | None = None,
         on_loop: OnLoop = "warn",
     ) -> None:
         super().__init__()
@@ -143,7 +144,7 @@ class ToolMendMiddleware(AgentMiddleware):
         toolmend failed: the error is logged and the call goes out as the agent made it)."""
         try:
             return self._repaired_messages(request)
-        except (toolmend.ToolLoopError, toolmend.ToolChainError):
+        except (ToolLoopError, ToolChainError):
             raise
         except Exception:
             logger.exception("toolmend failed on langchain.wrap_model_call; sent unchanged")
@@ -177,8 +178,14 @@ class ToolMendMiddleware(AgentMiddleware):
     async def awrap_model_call(
         self, request: ModelRequest[Any], handler: Callable[[ModelRequest[Any]], Awaitable[Any]]
     ) -> Any:
-        """``wrap_model_call``, for ``ainvoke`` and ``astream``."""
-        repaired = self._request_messages(request)
+        """``wrap_model_call``, for ``ainvoke`` and ``astream``: a long history is repaired off
+        the event loop, within the budget (:mod:`toolmend.integrations.budget`)."""
+        repaired = await budgets.run(
+            request.messages or (),
+            lambda: self._request_messages(request),
+            lambda: _gave_up("langchain.wrap_model_call", self.provider),
+            source="langchain.wrap_model_call",
+        )
         return await handler(request if repaired is None else request.override(messages=repaired))
 
 
@@ -208,5 +215,17 @@ class _PersistingToolMendMiddleware(ToolMendMiddleware):
         return {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *mended.messages]}
 
     async def abefore_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
-        """``before_model``, for ``ainvoke`` (the repair does no I/O)."""
-        return self.before_model(state, runtime)
+        """``before_model``, for ``ainvoke`` (the repair does no I/O); a long history is
+        repaired off the event loop, within the budget: past it the state is left as it is."""
+        messages = state["messages"] if isinstance(state, Mapping) else state.messages
+        return await budgets.run(
+            messages or (),
+            lambda: self.before_model(state, runtime),
+            lambda: None,
+            source="langchain.before_model",
+        )
+
+
+def _gave_up(source: str, provider: str | None) -> None:
+    """The request goes out as the agent made it: its repair ran past the budget."""
+    telemetry.failed_open(source, provider, reason="time_budget")

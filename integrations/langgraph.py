@@ -34,9 +34,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-import toolmend
 from toolmend import _appending as appending
+from toolmend._policy import Policy
+from toolmend._report import Change, InvalidHistoryError, Problem, ToolChainError, ToolLoopError
 
+from . import budget as budgets
 from . import telemetry
 from .hooks import HookOptions, Mended, OnLoop, check_names, hook_policy, mend
 
@@ -129,7 +131,7 @@ class ToolMendPreModelHook:
         provider: str | None = None,
         *,
         model: Any = None,
-        policy: toolmend.Policy | str | None = None,
+        policy: Policy | str | None = None,
         on_loop: OnLoop = "warn",
         key: str = "messages",
     ) -> None:
@@ -172,7 +174,7 @@ class ToolMendPreModelHook:
                 options=self._options,
                 format=FORMAT,
             )
-        except (toolmend.ToolLoopError, toolmend.ToolChainError):
+        except (ToolLoopError, ToolChainError):
             raise
         except Exception:  # mend fails open itself; this is the hook's own code around it
             logger.exception(
@@ -191,20 +193,20 @@ pre_model_hook = ToolMendPreModelHook()
 class ThreadRepair:
     """What :func:`repair_thread` did to a thread."""
 
-    changes: tuple[toolmend.Change, ...] = ()
+    changes: tuple[Change, ...] = ()
     """The edits written back (empty when the thread was valid, or nothing was written)."""
-    problems_before: tuple[toolmend.Problem, ...] = ()
+    problems_before: tuple[Problem, ...] = ()
     """What the stored thread broke, before the repair (as :attr:`toolmend.Repair.problems`)."""
     config: RunnableConfig | None = None
     """The config ``update_state`` returned (the new checkpoint), or None: nothing written."""
     failed: bool = False
     """True when toolmend itself failed: the error was logged and nothing was written."""
-    problems_left: tuple[toolmend.Problem, ...] = ()
+    problems_left: tuple[Problem, ...] = ()
     """What the thread still breaks after the repair (as :attr:`toolmend.Repair.problems_left`):
     empty after a repair that was written, the problems found when nothing was changed."""
 
     @property
-    def problems(self) -> tuple[toolmend.Problem, ...]:
+    def problems(self) -> tuple[Problem, ...]:
         """Deprecated: :attr:`problems_before`, this field's name before 0.2.0."""
         warnings.warn(
             "ThreadRepair.problems is deprecated; use problems_before (or problems_left)",
@@ -225,7 +227,7 @@ def repair_thread(
     *,
     provider: str | None = None,
     model: Any = None,
-    policy: toolmend.Policy | str | None = None,
+    policy: Policy | str | None = None,
     as_node: str | None = None,
     key: str = "messages",
 ) -> ThreadRepair:
@@ -268,15 +270,26 @@ async def arepair_thread(
     *,
     provider: str | None = None,
     model: Any = None,
-    policy: toolmend.Policy | str | None = None,
+    policy: Policy | str | None = None,
     as_node: str | None = None,
     key: str = "messages",
 ) -> ThreadRepair:
     """:func:`repair_thread` through ``aget_state`` and ``aupdate_state`` (async checkpointers
-    such as ``AsyncSqliteSaver``)."""
+    such as ``AsyncSqliteSaver``). A long thread is repaired off the event loop, within the
+    budget (:mod:`toolmend.integrations.budget`): past it nothing is written and the result
+    says ``failed``."""
     check_names(provider=provider, policy=policy, source="repair_thread")
     snapshot = await graph.aget_state(config)
-    found = _plan(graph, snapshot, provider, model, policy, key)
+    try:
+        held = _messages_of(snapshot.values, key)
+    except Exception:  # _plan says what is wrong with it
+        held = ()
+    found = await budgets.run(
+        held if isinstance(held, list) else (),
+        lambda: _plan(graph, snapshot, provider, model, policy, key),
+        lambda: ThreadRepair(failed=True),
+        source="langgraph.repair_thread",
+    )
     if found is None or isinstance(found, ThreadRepair):
         return found or ThreadRepair()
     mended, update = found
@@ -291,7 +304,7 @@ def _plan(
     snapshot: Any,
     provider: str | None,
     model: Any,
-    policy: toolmend.Policy | str | None,
+    policy: Policy | str | None,
     key: str,
 ) -> tuple[Mended, list[Any]] | ThreadRepair | None:
     """The repair of the thread in ``snapshot`` and the update that writes it; a
@@ -318,7 +331,7 @@ def _plan(
 
 
 def _mend_thread(
-    messages: Sequence[Any], provider: str, policy: toolmend.Policy | str | None, source: str
+    messages: Sequence[Any], provider: str, policy: Policy | str | None, source: str
 ) -> Mended:
     """``messages`` mended as the history wrapper mends a store: a clean live frontier (the
     last calling message, its calls waiting, followed only by some of their results) is set
@@ -329,7 +342,7 @@ def _mend_thread(
     try:
         if keep.frontier == "keep" and appending.waiting_calls(messages, FORMAT):
             start = appending.frontier_start(messages, FORMAT)
-    except toolmend.InvalidHistoryError:
+    except InvalidHistoryError:
         pass  # mend says what it cannot read
     except Exception:
         logger.exception("toolmend failed on %s; nothing was written", source)

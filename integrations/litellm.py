@@ -149,11 +149,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-import toolmend
 from toolmend import _escape as escape
 from toolmend import _routing as routing
+from toolmend._policy import Policy
+from toolmend._report import ToolChainError, ToolLoopError
 
+from . import budget as budgets
 from . import litellm_guardrail, telemetry
+from .budget import Budget
 from .hooks import HookOptions, Mended, OnLoop, check_names, log_source, mend
 from .litellm_routes import ROUTES, Pass, Passes, Route, Summary, route_profile
 
@@ -337,6 +340,10 @@ class ToolMend(CustomLogger):
     * **policy** - *(optional)* a :class:`toolmend.Policy`, or ``"repair"`` (default),
       ``"strict"``, ``"report"``.
     * **on_loop** - *(optional)* ``"warn"`` (default), ``"raise"`` or ``"off"``.
+    * **budget** - *(optional)* what one request may cost
+      (:class:`toolmend.integrations.budget.Budget`: the size cap, the size from which the async
+      path repairs off the event loop, the wall-clock budget); left out, read from the
+      environment.
 
     >>> import litellm
     >>> litellm.callbacks = [ToolMend()]  # doctest: +SKIP
@@ -345,15 +352,17 @@ class ToolMend(CustomLogger):
     def __init__(
         self,
         provider: str | None = None,
-        policy: toolmend.Policy | str | None = None,
+        policy: Policy | str | None = None,
         on_loop: OnLoop = "warn",
+        *,
+        budget: Budget | None = None,
     ) -> None:
         super().__init__()
         # an unknown provider or policy name fails here, not per call; a toolmend bug is
         # logged and the callback built anyway: every call fails open, and LiteLLM (or the
         # proxy loading ``proxy_handler``) still starts
         check_names(provider=provider, policy=policy, source="litellm ToolMend")
-        self.options = HookOptions(provider=provider, policy=policy, on_loop=on_loop)
+        self.options = HookOptions(provider=provider, policy=policy, on_loop=on_loop, budget=budget)
         try:
             install()
         except ImportError:  # wrapt missing: the extra to install, said at once
@@ -455,7 +464,7 @@ class ToolMend(CustomLogger):
                 )
             spent = time.perf_counter() - clock
             return _Outcome(mended.messages, None, False, provider, started, spent)
-        except (toolmend.ToolLoopError, toolmend.ToolChainError) as refused:
+        except (ToolLoopError, ToolChainError) as refused:
             if logging_obj is not None and provider is not None:
                 _note_refusal(logging_obj, ROUTES[route], refused, provider, started, clock)
             raise
@@ -498,17 +507,31 @@ class ToolMend(CustomLogger):
             return None
         if step == "skip":  # the first pass failed open: its entry goes on with the request
             return _with_guardrail(kwargs, _request_entry(logging_obj, None), route)
-        outcome = self._repair(
+        source = f"litellm.{route.name}"
+        started, clock = time.time(), time.perf_counter()
+
+        def given_up() -> _Outcome:  # the budget ran out: the original goes out
+            if step != "second":
+                telemetry.failed_open(source, reason="time_budget")
+            return _Outcome(history, None, True, "unknown", started, time.perf_counter() - clock)
+
+        outcome = await budgets.run(
             history,
-            model=kwargs.get("model"),
-            custom_llm_provider=kwargs.get("custom_llm_provider"),
-            api_base=kwargs.get("api_base"),
-            source=f"litellm.{route.name}",
-            route=route.name,
-            thinking=kwargs.get("thinking"),
-            second=step == "second",
-            quiet=step == "second" and _passes.spoke(logging_obj),
-            logging_obj=logging_obj,
+            lambda: self._repair(
+                history,
+                model=kwargs.get("model"),
+                custom_llm_provider=kwargs.get("custom_llm_provider"),
+                api_base=kwargs.get("api_base"),
+                source=source,
+                route=route.name,
+                thinking=kwargs.get("thinking"),
+                second=step == "second",
+                quiet=step == "second" and _passes.spoke(logging_obj),
+                logging_obj=logging_obj,
+            ),
+            given_up,
+            source=source,
+            budget=self.options.budget,
         )
         _note_pass(logging_obj, route.name, step, outcome)
         sent = kwargs if outcome.history is history else {**kwargs, route.key: outcome.history}
@@ -569,7 +592,7 @@ def _function_setup(
     as the caller made it."""
     try:
         prepared = _sync_request(args, kwargs)
-    except (toolmend.ToolLoopError, toolmend.ToolChainError):
+    except (ToolLoopError, ToolChainError):
         raise
     except Exception:
         logger.exception(
@@ -748,7 +771,7 @@ def _request_entry(logging_obj: object, outcome: _Outcome | None) -> dict[str, A
 def _note_refusal(
     logging_obj: object,
     route: Route,
-    refused: toolmend.ToolLoopError | toolmend.ToolChainError,
+    refused: ToolLoopError | ToolChainError,
     provider: str,
     started: float,
     clock: float,
@@ -765,7 +788,7 @@ def _note_refusal(
             "problems": [],
             "problems_before": [],
             "problems_left": [],
-            "loops": loops if isinstance(refused, toolmend.ToolLoopError) else [],
+            "loops": loops if isinstance(refused, ToolLoopError) else [],
             "failed": False,
         }
         spent = time.perf_counter() - clock

@@ -75,15 +75,20 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from time import perf_counter
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-import toolmend
 from toolmend import _escape as escape
 from toolmend import _fastpath as fastpath
 from toolmend import _routing as routing
+from toolmend._api import check, repair
+from toolmend._loops import detect_loops
+from toolmend._policy import Mode, Policy
+from toolmend._profiles import Profile, get_profile
+from toolmend._report import InvalidHistoryError, Problem, Repair, ToolChainError, ToolLoopError
 
+from . import budget as budgets
 from . import telemetry
 from .hooks import (
     HookOptions,
@@ -133,9 +138,9 @@ _RESPONSES = "openai-responses"
 _CHAT_FORMAT = "openai"
 
 
-def _rules(*codes: str) -> toolmend.Profile:
+def _rules(*codes: str) -> Profile:
     """The ``openai-responses`` profile with only the rules ``codes`` name."""
-    profile = toolmend.get_profile(_RESPONSES)
+    profile = get_profile(_RESPONSES)
     checks = {code: check for code, check in profile.checks.items() if code in codes}
     return dataclasses.replace(profile, checks=checks, strict_checks={})
 
@@ -283,13 +288,13 @@ def _converted(items: Sequence[Any], target: Target, instructions: str | None) -
     return list(messages)
 
 
-def _chat_problems(messages: list[Any], profile: str) -> tuple[toolmend.Problem, ...]:
+def _chat_problems(messages: list[Any], profile: str) -> tuple[Problem, ...]:
     """What ``profile`` finds in the converted ``messages`` (nothing when it vouches)."""
     if fastpath.vouch(messages, provider=profile, format=_CHAT_FORMAT) is not None:
         return ()
     try:
-        return tuple(toolmend.check(messages, provider=profile, format=_CHAT_FORMAT))
-    except toolmend.InvalidHistoryError:
+        return tuple(check(messages, provider=profile, format=_CHAT_FORMAT))
+    except InvalidHistoryError:
         return ()  # a message the chat rules cannot read: the provider says what it thinks
 
 
@@ -318,7 +323,7 @@ _SCANNED_CODES = frozenset(
 
 _SCANNED_FIELDS = tuple(
     f.name
-    for f in dataclasses.fields(toolmend.Profile)
+    for f in dataclasses.fields(Profile)
     if f.name not in ("name", "checks", "strict_checks", "aliases", "pairing")
     and f.name not in ("call_id_max_length", "known_roles")
 )
@@ -328,12 +333,12 @@ _SCANNABLE: dict[str, bool] = {}
 """Profile name -> :func:`_scannable` of it (the profiles are fixed tables)."""
 
 
-def _scannable(profile: toolmend.Profile) -> bool:
+def _scannable(profile: Profile) -> bool:
     """Whether :func:`quick_chat_valid` can answer for ``profile`` (``openai``, ``deepseek``):
     its rules on Chat Completions messages are about pairing, call ids, shapes and roles only,
     which the scan reads off the items; any other rule (Mistral's roles and ids, DeepSeek's
     reasoner, the block providers behind LiteLLM...) needs the conversion itself."""
-    default = toolmend.Profile(name=profile.name, checks={})
+    default = Profile(name=profile.name, checks={})
     return (
         profile.pairing in ("adjacent", "count")
         and profile.checks.keys() <= _SCANNED_CODES
@@ -342,7 +347,7 @@ def _scannable(profile: toolmend.Profile) -> bool:
     )
 
 
-def quick_chat_valid(items: Sequence[Any], profile: toolmend.Profile) -> bool:
+def quick_chat_valid(items: Sequence[Any], profile: Profile) -> bool:
     """True only when the SDK's Chat Completions conversion of ``items`` passes ``profile``
     (a :func:`_scannable` one): one pass over the items, no conversion. Conservative: anything
     but plain dicts of messages, calls, outputs and reasoning items answers False, and the
@@ -477,7 +482,7 @@ class ToolMendInputFilter:
     def __init__(
         self,
         provider: str | None = None,
-        policy: toolmend.Policy | str | None = None,
+        policy: Policy | str | None = None,
         on_loop: OnLoop = "warn",
         model: Model | str | None = None,
     ) -> None:
@@ -495,13 +500,38 @@ class ToolMendInputFilter:
             f"on_loop={o.on_loop!r}, model={self.model!r})"
         )
 
-    def __call__(self, data: CallModelData[Any]) -> ModelInputData:
+    def __call__(
+        self, data: CallModelData[Any]
+    ) -> ModelInputData | Coroutine[Any, Any, ModelInputData]:
         """The model call's input, repaired; ``data.model_data`` itself when nothing changed or
-        when toolmend failed (logged)."""
+        when toolmend failed (logged). A long input is repaired off the event loop within the
+        budget (:mod:`toolmend.integrations.budget`): the filter then returns a coroutine,
+        which the SDK awaits."""
+        items = data.model_data.input
+        if isinstance(items, list) and budgets.offloads(items, self.options.budget):
+            return self._later(data)
+        return self._filtered(data)
+
+    async def _later(self, data: CallModelData[Any]) -> ModelInputData:
+        source = "agents.call_model_input_filter"
+
+        def given_up() -> ModelInputData:
+            telemetry.failed_open(source, self.options.provider, reason="time_budget")
+            return data.model_data
+
+        return await budgets.run(
+            data.model_data.input,
+            lambda: self._filtered(data),
+            given_up,
+            source=source,
+            budget=self.options.budget,
+        )
+
+    def _filtered(self, data: CallModelData[Any]) -> ModelInputData:
         model_data = data.model_data
         try:
             items = self.repaired(data)
-        except (toolmend.ToolLoopError, toolmend.ToolChainError):
+        except (ToolLoopError, ToolChainError):
             raise
         except Exception:
             logger.exception(
@@ -535,7 +565,7 @@ class ToolMendInputFilter:
         provider = self.options.provider
         if provider is None:
             return target
-        profile = toolmend.get_profile(provider).name
+        profile = get_profile(provider).name
         return target._replace(profile=profile, chat=profile != _RESPONSES)
 
     def repaired(self, data: CallModelData[Any]) -> list[Any] | None:
@@ -554,12 +584,10 @@ class ToolMendInputFilter:
         started = perf_counter()
         try:
             found = self._for_chat(items, target, model_data.instructions, source)
-        except (toolmend.ToolLoopError, toolmend.ToolChainError) as refused:
+        except (ToolLoopError, ToolChainError) as refused:
             # refused before anything is sent: problems left, as mend() reports it
             if telemetry.is_active():
-                found_loops = (
-                    refused.problems if isinstance(refused, toolmend.ToolLoopError) else ()
-                )
+                found_loops = refused.problems if isinstance(refused, ToolLoopError) else ()
                 refused_codes = telemetry.codes_of(found_loops)
                 _report_chat(
                     source, target.profile, started, (), len(refused.problems), refused_codes
@@ -575,7 +603,7 @@ class ToolMendInputFilter:
         Responses format reads their live run straight off them)."""
         if self.options.on_loop == "off":
             return ()
-        loops = toolmend.detect_loops(
+        loops = detect_loops(
             items, format=FORMAT, raise_=self.options.on_loop == "raise", live_only=True
         )
         if loops:
@@ -593,7 +621,7 @@ class ToolMendInputFilter:
         """``items`` made to pass ``target``'s chat profile once the model converts them (see
         the module docstring), or None when the conversion passes as it is; then the codes of
         the changes made, how many problems are left and what the loop guard found."""
-        profile = toolmend.get_profile(target.profile)
+        profile = get_profile(target.profile)
         scannable = _SCANNABLE.get(target.profile)
         if scannable is None:
             scannable = _SCANNABLE[target.profile] = _scannable(profile)
@@ -609,12 +637,12 @@ class ToolMendInputFilter:
         if not problems:
             return None, (), 0, loops
         policy = hook_policy(self.options.policy)
-        if policy.mode is toolmend.Mode.STRICT:
-            raise toolmend.ToolChainError(problems=problems)
-        if policy.mode is toolmend.Mode.REPORT:
+        if policy.mode is Mode.STRICT:
+            raise ToolChainError(problems=problems)
+        if policy.mode is Mode.REPORT:
             _log_left(source, target.profile, problems, "and changed nothing")
             return None, (), len(problems), loops
-        repaired = toolmend.repair(items, provider=_PAIRING, format=FORMAT, policy=policy)
+        repaired = repair(items, provider=_PAIRING, format=FORMAT, policy=policy)
         fixed, moved = _outputs_after_calls(repaired.messages)
         changes = change_codes(repaired.changes) + [
             f"moved_result@{index}[{escape.log(str(call_id))}]" for index, call_id in moved
@@ -656,7 +684,7 @@ def _report_chat(
     )
 
 
-def _log_left(source: str, profile: str, problems: Sequence[toolmend.Problem], why: str) -> None:
+def _log_left(source: str, profile: str, problems: Sequence[Problem], why: str) -> None:
     """The WARNING for problems of the Chat Completions conversion left as they are."""
     logger.warning(
         "toolmend found %d problem(s) in %s for %s (in the Chat Completions conversion) %s: %s",
@@ -675,7 +703,7 @@ call_model_input_filter = ToolMendInputFilter()
 # --- session_input_callback --------------------------------------------------------------------
 
 
-_SESSION_POLICY = toolmend.Policy(missing_result="remove_call")
+_SESSION_POLICY = Policy(missing_result="remove_call")
 """A session's history is stored: a call with no output is left out of the run (what the SDK
 itself does with such calls), never answered, because the SDK stores every item the callback
 returns that it did not hand over, and a stored placeholder would shadow a real output that a
@@ -697,7 +725,7 @@ class ToolMendSessionInput:
       left out rather than answered), ``"strict"`` or ``"report"``.
     """
 
-    def __init__(self, policy: toolmend.Policy | str | None = None) -> None:
+    def __init__(self, policy: Policy | str | None = None) -> None:
         check_names(policy=policy, source="ToolMendSessionInput")
         if policy is None or policy == "repair":
             policy = _SESSION_POLICY
@@ -712,7 +740,7 @@ class ToolMendSessionInput:
         source = "agents.session_input_callback"
         try:
             started = perf_counter()
-            result = toolmend.repair(combined, provider=_SESSION, format=FORMAT, policy=self.policy)
+            result = repair(combined, provider=_SESSION, format=FORMAT, policy=self.policy)
             _log(source, result)
             if result.changes and telemetry.is_active():
                 # the session's stored items, not the request: the input filter counts that
@@ -725,9 +753,9 @@ class ToolMendSessionInput:
                     request=False,
                 )
                 telemetry.record(report)
-        except toolmend.ToolChainError:
+        except ToolChainError:
             raise
-        except toolmend.InvalidHistoryError as error:  # the caller's data, not a toolmend bug
+        except InvalidHistoryError as error:  # the caller's data, not a toolmend bug
             logger.warning(
                 "toolmend cannot read the items on %s (%s); left as they are",
                 log_source(source),
@@ -742,7 +770,7 @@ class ToolMendSessionInput:
         return combined if result.messages is combined else list(result.messages)
 
 
-def _log(source: str, result: toolmend.Repair) -> None:
+def _log(source: str, result: Repair) -> None:
     """The one line a repair of the session rules writes (codes, indexes and call ids)."""
     if result.changes:
         logger.info(
@@ -769,8 +797,8 @@ session_input_callback = ToolMendSessionInput()
 async def repair_session(
     session: Session,
     *,
-    policy: toolmend.Policy | str | None = None,
-) -> toolmend.Repair:
+    policy: Policy | str | None = None,
+) -> Repair:
     """Repair the items ``session`` stores, in place, and return the repair.
 
     Reads every item (``get_items``), repairs them with the session rules (:data:`_SESSION`) and,
@@ -781,11 +809,11 @@ async def repair_session(
     calls instead. Not atomic: run it when no run writes to the session.
     """
     items = await session.get_items()
-    result = toolmend.repair(
+    result = repair(
         items,
         provider=_SESSION,
         format=FORMAT,
-        policy=policy if policy is not None else toolmend.Policy(frontier="keep"),
+        policy=policy if policy is not None else Policy(frontier="keep"),
     )
     if result.messages is not items and result.changes:
         await session.clear_session()

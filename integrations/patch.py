@@ -72,6 +72,10 @@ How it behaves
   cannot read (an item that is not a message, an id that is a number) goes out as it is, with
   one WARNING naming the message index and field; ``None``, a string, a dict or any other value
   that is not a list of messages is left to the SDK without a word.
+* An async method's long history (``TOOLMEND_OFFLOAD_ITEMS`` items or more) is repaired off the
+  event loop within the budget (:mod:`toolmend.integrations.budget`): the wrapper then returns a
+  coroutine of its own that awaits the repair, then the SDK's call. A ``ToolLoopError`` or
+  ``ToolChainError`` comes out of the ``await`` instead of the call.
 * Each repaired request logs one line on logger ``toolmend``: the row (SDK, class, method), the
   provider, the change codes with message index and ids; never content. An SDK older than its
   rows is skipped with one warning naming both versions; methods the installed SDK lacks
@@ -106,10 +110,11 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-import toolmend
-from toolmend._policy import as_policy
-from toolmend._routing import HOSTS, provider_for_host
+from toolmend._policy import Policy, as_policy
+from toolmend._report import ToolChainError, ToolLoopError, UnknownNameError
+from toolmend._routing import HOSTS, provider_for_host, request_profile
 
+from . import budget as budgets
 from . import telemetry
 from .hooks import HookOptions, OnLoop, check_names, mend
 
@@ -300,7 +305,7 @@ def patch(
     google_genai: bool = True,
     anthropic: bool = True,
     provider: str | None = None,
-    policy: toolmend.Policy | str | None = None,
+    policy: Policy | str | None = None,
     on_loop: OnLoop = "warn",
     repair_chat_history: bool = False,
 ) -> None:
@@ -332,9 +337,7 @@ def patch(
     # goes on (every patched call fails open)
     check_names(provider=provider, policy=policy, source="patch()")
     if on_loop not in ("off", "warn", "raise"):
-        raise toolmend.UnknownNameError(
-            f"on_loop must be 'off', 'warn' or 'raise', not {on_loop!r}"
-        )
+        raise UnknownNameError(f"on_loop must be 'off', 'warn' or 'raise', not {on_loop!r}")
     chosen = {"openai": openai, "google_genai": google_genai, "anthropic": anthropic}
     with _registry.lock:
         _registry.options = HookOptions(provider=provider, policy=policy, on_loop=on_loop)
@@ -539,18 +542,69 @@ def _wrapper(row: Target) -> Callable[[Any, Any, tuple[Any, ...], dict[str, Any]
     """
     prepare = _heal_chat if row.stores else _mend_kwargs
 
-    def wrapper(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    def prepared(instance: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
         try:
-            kwargs = prepare(row, instance, kwargs)
-        except (toolmend.ToolLoopError, toolmend.ToolChainError):
+            return prepare(row, instance, kwargs)
+        except (ToolLoopError, ToolChainError):
             raise
         except Exception:
             logger.exception("toolmend failed on %s; the original request was sent", row.label)
             if not row.stores:  # a chat's stored history: its request is counted where it is sent
                 telemetry.failed_open(row.label)
-        return wrapped(*args, **kwargs)
+            return kwargs
+
+    def wrapper(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if row.name in _AWAITED:
+            history = kwargs.get(row.history)
+            if isinstance(history, list | tuple) and budgets.offloads(
+                history, _registry.options.budget
+            ):
+                return _later(row, wrapped, args, kwargs, prepared, instance)
+        return wrapped(*args, **prepared(instance, kwargs))
 
     return wrapper
+
+
+_AWAITED = frozenset(
+    {
+        "AsyncCompletions.create",
+        "AsyncCompletions.parse",
+        "AsyncResponses.create",
+        "AsyncResponses.parse",
+        "AsyncModels.generate_content",
+        "AsyncMessages.create",
+        "AsyncMessages.parse",
+    }
+)
+"""The rows whose method is a coroutine function and whose history is a keyword argument: a
+long history is repaired off the event loop (:func:`_later`). The async ``stream`` methods
+return a stream manager at once, and a chat's stored history is changed in place: those are
+repaired inline."""
+
+
+async def _later(
+    row: Target,
+    wrapped: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    prepared: Callable[[Any, dict[str, Any]], dict[str, Any]],
+    instance: Any,
+) -> Any:
+    """The async call of ``row``, its history repaired off the event loop within the budget
+    (:func:`toolmend.integrations.budget.run`); past the budget the original is sent."""
+
+    def given_up() -> dict[str, Any]:
+        telemetry.failed_open(row.label, reason="time_budget")
+        return kwargs
+
+    sent = await budgets.run(
+        kwargs[row.history],
+        lambda: prepared(instance, kwargs),
+        given_up,
+        source=row.label,
+        budget=_registry.options.budget,
+    )
+    return await wrapped(*args, **sent)
 
 
 def _mend_kwargs(row: Target, instance: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -630,6 +684,6 @@ def _host_provider(instance: Any) -> str | None:
 def _variant(provider: str, kwargs: Mapping[str, Any]) -> str:
     """The profile variant this request meets (see :func:`toolmend.request_profile`)."""
     model = kwargs.get("model")
-    return toolmend.request_profile(
+    return request_profile(
         provider, model=model if isinstance(model, str) else None, thinking=kwargs.get("thinking")
     )

@@ -11,7 +11,9 @@ OpenTelemetry pays one dictionary lookup per request. When it is imported:
 
 - the span current at repair time gets the attributes ``toolmend.provider``,
   ``toolmend.outcome``, ``toolmend.changes.count``, ``toolmend.change_codes`` (sorted, each
-  once), ``toolmend.problems_left.count`` and ``toolmend.loop`` (when the guard fired), if it
+  once), ``toolmend.problems_left.count``, ``toolmend.loop`` (when the guard fired) and
+  ``toolmend.failed_open.reason`` (``size_cap``, ``time_budget``: see
+  :mod:`toolmend.integrations.budget`), if it
   records (an SDK is configured and the span is sampled);
 - the metrics ``toolmend.requests`` (counter; ``hook``, ``provider``, ``outcome``),
   ``toolmend.changes`` (counter; ``provider``, ``code``) and ``toolmend.hook.duration``
@@ -57,6 +59,9 @@ Outcome = Literal["clean", "repaired", "problems_left", "failed_open"]
 
 METER_NAME: Final = "toolmend"
 """The instrumentation scope of toolmend's metrics."""
+_VERSION: Final = getattr(toolmend, "__version__", None)
+"""Its version, read once at import: at request time ``toolmend`` may be a namespace package
+that shadows the installed one (docs/security.md)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +82,10 @@ class HookReport:
     """What the loop guard found (``repeated_tool``), one code per finding."""
     duration: float = 0.0
     """Seconds toolmend spent on the request."""
+    reason: str = ""
+    """Why a ``failed_open`` request went out unrepaired, when toolmend chose to: ``size_cap``
+    (over :attr:`toolmend.integrations.budget.Budget.max_items`) or ``time_budget`` (its repair
+    took longer than :attr:`~toolmend.integrations.budget.Budget.seconds`); empty otherwise."""
     request: bool = True
     """False for a second look at a request another report already counted (a chat's stored
     history healed before its request is repaired): its changes count, the request and its
@@ -152,13 +161,15 @@ def record_later(request: HookReport, later: HookReport) -> None:
         _deliver(sink, sink, extra)
 
 
-def failed_open(source: str, provider: str | None = None) -> None:
+def failed_open(source: str, provider: str | None = None, *, reason: str = "") -> None:
     """Record a request a hook sent unchanged because toolmend failed outside
-    :func:`toolmend.integrations.hooks.mend`. Called from a hook's fail-open path, so it never
-    raises."""
+    :func:`toolmend.integrations.hooks.mend` (or gave up on it: ``reason``, see
+    :attr:`HookReport.reason`). Called from a hook's fail-open path, so it never raises."""
     try:
         if is_active():
-            record(HookReport(hook_name(source), provider or "unknown", "failed_open"))
+            record(
+                HookReport(hook_name(source), provider or "unknown", "failed_open", reason=reason)
+            )
     except Exception:
         logger.exception("toolmend could not report a failed request")
 
@@ -233,7 +244,7 @@ class _OpenTelemetry:
         provider (no SDK yet)."""
         if type(provider).__module__.startswith("opentelemetry.metrics"):
             return None
-        meter = provider.get_meter(METER_NAME, toolmend.__version__)
+        meter = provider.get_meter(METER_NAME, _VERSION)
         return (
             meter.create_counter(
                 "toolmend.requests",
@@ -265,6 +276,8 @@ def span_attributes(report: HookReport) -> dict[str, str | int | Sequence[str]]:
         attributes["toolmend.change_codes"] = sorted(set(report.change_codes))
     if report.loop_codes:
         attributes["toolmend.loop"] = sorted(set(report.loop_codes))
+    if report.reason:
+        attributes["toolmend.failed_open.reason"] = report.reason
     return attributes
 
 

@@ -319,7 +319,7 @@ def _raise(*args: Any, **kwargs: Any) -> Any:
 FAULTS = {
     "vouch": (toolmend._fastpath, "vouch"),  # the first step of every hook's mend
     "damage_in": (toolmend._api, "damage_in"),  # deep inside toolmend.repair
-    "request_profile": (toolmend, "request_profile"),  # the hook's own code, before mend
+    "request_profile": (adk_hook, "request_profile"),  # the hook's own code, before mend
 }
 
 

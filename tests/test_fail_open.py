@@ -44,6 +44,7 @@ from support.faults import (
     InjectedFaultError,
     fault,
     faults_for,
+    patch_everywhere,
     raise_fault,
 )
 from support.hook_entries import (
@@ -484,7 +485,7 @@ def test_a_fault_in_the_window_of_a_history_read_returns_the_whole_history(
     store.add_messages(langchain_valid())
     wrapped = langchain_hook.ToolMendHistory(store, window=langchain_hook.Window(max_messages=2))
     assert len(wrapped.messages) < len(store.messages)  # the window is on
-    monkeypatch.setattr(toolmend, "trim", raise_fault)
+    patch_everywhere(monkeypatch, "trim", raise_fault)
     with caplog.at_level(logging.DEBUG):
         assert wrapped.messages == store.messages
     failures = [r for r in ours(caplog) if r.levelno >= logging.WARNING]

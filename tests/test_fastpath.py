@@ -25,6 +25,7 @@ from toolmend.integrations.hooks import HookOptions, mend
 
 from support.agent_runs import agent_runs
 from support.cases import assistant, result, user
+from support.faults import patch_everywhere
 from support.histories import OPENAI_FAMILY, damaged_conversations, valid_conversations
 
 # and the OpenAI-shaped histories bound for anthropic, gemini and bedrock through LiteLLM
@@ -139,8 +140,8 @@ def test_a_valid_request_is_mended_without_the_full_path(
     def full_path(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("the full path was taken")
 
-    monkeypatch.setattr(toolmend, "detect_loops", full_path)
-    monkeypatch.setattr(toolmend, "repair", full_path)
+    patch_everywhere(monkeypatch, "detect_loops", full_path)
+    patch_everywhere(monkeypatch, "repair", full_path)
     history = _run('{"q": 1}', '{"q": 2}')
     with caplog.at_level(logging.DEBUG, logger="toolmend"):
         mended = mend(history, provider="openai", source="test", format="openai")
@@ -155,7 +156,7 @@ def test_a_loop_in_a_valid_request_takes_the_guard_not_the_repair(
     def full_path(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("the repair ran on a history the fast path vouched for")
 
-    monkeypatch.setattr(toolmend, "repair", full_path)
+    patch_everywhere(monkeypatch, "repair", full_path)
     history = _run('{"q": 1}', '{"q": 1}', '{"q": 1}')
     with caplog.at_level(logging.WARNING, logger="toolmend"):
         mended = mend(history, provider="openai", source="test", format="openai")

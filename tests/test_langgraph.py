@@ -54,6 +54,7 @@ from toolmend.integrations.langgraph import (
 from toolmend.testing import Reply, StrictProviderServer
 
 from support.event_loops import close_loop
+from support.faults import patch_everywhere
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -520,7 +521,7 @@ def _raise(*args: Any, **kwargs: Any) -> Any:
 
 FAULTS: dict[str, Callable[[pytest.MonkeyPatch], None]] = {
     "vouch": lambda mp: mp.setattr(toolmend._fastpath, "vouch", _raise),
-    "repair": lambda mp: mp.setattr(toolmend, "repair", _raise),
+    "repair": lambda mp: patch_everywhere(mp, "repair", _raise),
     "the hook's own code": lambda mp: mp.setattr(tm, "_messages_of", _raise),
     "the thread's ids": lambda mp: mp.setattr(tm, "_with_ids", _raise),
 }
@@ -559,7 +560,7 @@ def test_a_toolmend_fault_in_the_hook_runs_the_graph_as_without_it(
 def test_a_toolmend_fault_reading_the_model_still_builds_the_hook(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    monkeypatch.setattr(toolmend, "request_profile", _raise)
+    patch_everywhere(monkeypatch, "request_profile", _raise)
     model = ChatOpenAI(base_url="https://api.deepseek.com", api_key="sk-test", model="x")
     with logged_once(caplog):
         hook = ToolMendPreModelHook(model=model)

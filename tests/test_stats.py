@@ -448,12 +448,12 @@ def _one_call(outcome: str, provider: str, source: str) -> None:
     if outcome != "failed":
         hooks.mend(history, provider=provider, source=source, options=options)
         return
-    real = toolmend.repair
-    toolmend.repair = _boom  # type: ignore[assignment]
+    real = hooks.repair  # what mend calls (held from import time)
+    hooks.repair = _boom  # type: ignore[assignment]
     try:
         hooks.mend(history, provider=provider, source=source, options=options)
     finally:
-        toolmend.repair = real
+        hooks.repair = real
 
 
 def _boom(*args: Any, **kwargs: Any) -> Any:

@@ -1,11 +1,14 @@
 """Faults injected inside toolmend, one per place a hook can fail: shared by test_fail_open.py
 (the call must come out as without toolmend) and test_telemetry.py (it counts as failed_open).
 
-Each fault is ``monkeypatch.setattr`` on toolmend's own functions; the SDKs stay real."""
+Each fault is ``monkeypatch.setattr`` on toolmend's own functions; the SDKs stay real. The hooks
+hold toolmend's functions from import time (so a shadowing ``toolmend`` namespace package cannot
+break them at request time): :func:`patch_everywhere` replaces one in every module holding it."""
 
 from __future__ import annotations
 
 import dataclasses
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -26,6 +29,7 @@ __all__ = [
     "InjectedFaultError",
     "fault",
     "faults_for",
+    "patch_everywhere",
     "raise_fault",
 ]
 
@@ -38,6 +42,20 @@ def raise_fault(*args: Any, **kwargs: Any) -> Any:
     raise InjectedFaultError("injected fault inside toolmend")
 
 
+def patch_everywhere(monkeypatch: pytest.MonkeyPatch, name: str, value: Any) -> None:
+    """Replace ``toolmend.<name>`` with ``value`` there and in every toolmend module that
+    imported it by name (the hooks hold it from import time); the strict server keeps its own."""
+    real = getattr(toolmend, name)
+    monkeypatch.setattr(toolmend, name, value)
+    for module_name, module in list(sys.modules.items()):
+        if module_name.startswith("toolmend.integrations.") and getattr(module, name, None) is real:
+            monkeypatch.setattr(module, name, value)
+
+
+def everywhere(name: str) -> Callable[[pytest.MonkeyPatch], None]:
+    return lambda monkeypatch: patch_everywhere(monkeypatch, name, raise_fault)
+
+
 def bad_log_line(monkeypatch: pytest.MonkeyPatch) -> None:
     """``repair`` works, but one of its changes cannot be written into the log line."""
     real = toolmend.repair
@@ -46,7 +64,7 @@ def bad_log_line(monkeypatch: pytest.MonkeyPatch) -> None:
         bad = toolmend.Change("injected", 0, "", ids=(None,))  # type: ignore[arg-type]
         return dataclasses.replace(real(*args, **kwargs), changes=(bad,))
 
-    monkeypatch.setattr(toolmend, "repair", repair)
+    patch_everywhere(monkeypatch, "repair", repair)
 
 
 def fault(owner: Any, name: str) -> Callable[[pytest.MonkeyPatch], None]:
@@ -57,10 +75,10 @@ FAULTS: dict[str, Callable[[pytest.MonkeyPatch], None]] = {
     # the core, as every hook reaches it through hooks.mend
     "vouch": fault(toolmend._fastpath, "vouch"),  # the fast path, first on every request
     "damage_in": fault(toolmend._api, "damage_in"),  # deep inside toolmend.repair
-    "detect_loops": fault(toolmend, "detect_loops"),  # the loop guard, before repair
+    "detect_loops": everywhere("detect_loops"),  # the loop guard, before repair
     "log_line": bad_log_line,  # building the "repaired" log line
     # each hook's own code around mend
-    "request_profile": fault(toolmend, "request_profile"),  # reading the model (patch, agent)
+    "request_profile": everywhere("request_profile"),  # reading the model (patch, agent)
     "profile_for": fault(litellm_hook, "profile_for"),  # reading the LiteLLM deployment
     "active": fault(litellm_hook, "_active"),  # the sync wrapper, before mend
     "provider_for": fault(langchain_middleware, "provider_for"),  # the middleware, before mend

@@ -189,7 +189,7 @@ def produce(folder: Path) -> Produced:
             assert server.last_request.accepted
             before = len(reports)
             # fails in the patch, outside mend: the original goes out, and the server refuses it
-            with _patched(toolmend, "request_profile"), contextlib.suppress(openai.BadRequestError):
+            with _patched(tm, "request_profile"), contextlib.suppress(openai.BadRequestError):
                 client.chat.completions.create(model="gpt-4o", messages=chat_broken())
             if len(reports) == before:  # no telemetry.failed_open report from the patch (yet)
                 outside["openai.Completions.create"] += 1
@@ -211,7 +211,7 @@ def produce(folder: Path) -> Produced:
         looped = hooks.mend(chat_loop(), provider="openai", source="test.loop")
         assert looped.loops
         assert hooks.mend([user(), 42], provider="openai", source="test.unreadable").failed
-        with _patched(toolmend, "repair"):  # fails inside mend: logged with its traceback
+        with _patched(hooks, "repair"):  # fails inside mend: logged with its traceback
             assert hooks.mend(chat_broken(), provider="mistral", source="test.fault").failed
         # errors outside any one request: a hook that cannot be built, a sink that fails
         with _patched(toolmend._policy, "as_policy"):

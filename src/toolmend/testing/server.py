@@ -54,6 +54,13 @@ standard library's 5, with which a LiteLLM proxy under 32 clients saw ``Connecti
 peer``. ``tests/test_strict_server_load.py`` connects 256 clients at the same instant, each
 posting a history, and requires every one answered with no connect waiting for a resent SYN
 (``docs/testing-server.md`` has the figures).
+
+What a client may send is bounded, as at a provider: a malformed ``Content-Length`` or chunk
+gets 400, a body past ``max_body`` (:data:`MAX_BODY`, 32 MiB) gets 413 before it is read (a
+huge ``Content-Length`` allocates nothing), JSON nested deeper than ``max_depth``
+(:data:`MAX_DEPTH`, 100 levels) gets the route's 400, and :attr:`StrictProviderServer.requests`
+keeps the newest ``max_requests`` (:data:`MAX_REQUESTS`, 1,000). It only ever listens on
+127.0.0.1.
 """
 
 from __future__ import annotations
@@ -64,6 +71,7 @@ import re
 import socket
 import threading
 import time
+from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -120,6 +128,15 @@ _CONVERSE_PATH = re.compile(r"/model/(?P<model>[^/]+)/(?P<method>converse|conver
 _STREAM_METHODS = frozenset({"streamGenerateContent", "converse-stream"})
 LISTEN_BACKLOG = 1024
 """The server socket's listen backlog: how many connections may wait to be accepted."""
+MAX_BODY = 32 * 1024 * 1024
+"""The default body limit in bytes (32 MiB, Anthropic's request limit): past it, 413."""
+MAX_DEPTH = 100
+"""The default nesting limit of a JSON body (the protobuf JSON parser Google's APIs use stops at
+100 levels): deeper, 400."""
+MAX_REQUESTS = 1000
+"""How many requests the server remembers by default (:attr:`StrictProviderServer.requests`)."""
+_LINE = 4096
+"""The longest chunk-size or trailer line read, in bytes."""
 _TOKEN = {"access_token": "ya29.toolmend-strict", "expires_in": 3600, "token_type": "Bearer"}
 """What ``POST .../token`` answers (an OAuth token response)."""
 
@@ -229,30 +246,62 @@ class _Handler(BaseHTTPRequestHandler):
         """Quiet: the server records requests instead of logging them."""
 
     def _read_body(self) -> bytes:
+        """The request body, read no further than the body limit: :class:`_RefusedError` (400) for
+        a malformed ``Content-Length`` or chunk, (413) past the limit, before anything past it
+        is read or allocated."""
+        limit = self.server.owner.max_body
         if self.headers.get("transfer-encoding", "").lower() == "chunked":
-            chunks = []
+            chunks: list[bytes] = []
+            total = 0
             while True:
-                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                line = self.rfile.readline(_LINE + 1)
+                text = line.split(b";")[0].strip()
+                if len(line) > _LINE or not _HEX.fullmatch(text):
+                    raise _RefusedError(400, "Invalid chunk size in the request body.")
+                size = int(text, 16)
                 if size == 0:
-                    self.rfile.readline()
+                    while self.rfile.readline(_LINE + 1) not in (b"\r\n", b"\n", b""):
+                        pass  # trailers
                     break
-                chunks.append(self.rfile.read(size))
-                self.rfile.readline()
+                total += size
+                if total > limit:
+                    raise _RefusedError(413, _too_large(limit))
+                chunk = self.rfile.read(size)
+                if len(chunk) < size or self.rfile.readline(_LINE + 1) not in (b"\r\n", b"\n"):
+                    raise _RefusedError(400, "Invalid chunk in the request body.")
+                chunks.append(chunk)
             return b"".join(chunks)
-        length = int(self.headers.get("content-length") or 0)
-        return self.rfile.read(length) if length else b""
+        lengths = self.headers.get_all("content-length") or []
+        if not lengths:
+            return b""
+        if len(set(lengths)) > 1 or not all(_DIGITS.fullmatch(n.strip()) for n in lengths):
+            raise _RefusedError(400, "Invalid Content-Length header.")
+        length = int(lengths[0])
+        if length > limit:
+            raise _RefusedError(413, _too_large(limit))
+        body = self.rfile.read(length) if length else b""
+        if len(body) < length:
+            raise _RefusedError(400, "The request body is shorter than its Content-Length.")
+        return body
 
-    def _send(self, outcome: _Outcome) -> None:
+    def _send(self, outcome: _Outcome, *, close: bool = False) -> None:
         self.send_response(outcome.status)
         self.send_header("Content-Type", outcome.content_type)
         self.send_header("Content-Length", str(len(outcome.payload)))
         for name, value in outcome.headers:
             self.send_header(name, value)
+        if close:
+            self.send_header("Connection", "close")
         self.end_headers()
         self.wfile.write(outcome.payload)
 
     def _serve(self, method: str) -> None:
-        raw = self._read_body() if method == "POST" else b""
+        try:
+            raw = self._read_body() if method == "POST" else b""
+        except _RefusedError as refused:  # the rest of the body is unread: the connection ends
+            self.close_connection = True
+            self._send(_refusal(refused, self.path), close=True)
+            return
         headers = {name.lower(): value for name, value in self.headers.items()}
         try:
             outcome = self.server.owner._handle(method, self.path, headers, raw)
@@ -272,6 +321,50 @@ def _json(status: int, body: Any, headers: tuple[tuple[str, str], ...] = ()) -> 
     return _Outcome(status, "application/json", json.dumps(body).encode("utf-8"), headers)
 
 
+_DIGITS = re.compile(r"[0-9]{1,20}")
+_HEX = re.compile(rb"[0-9A-Fa-f]{1,16}")
+
+
+class _RefusedError(Exception):
+    """A request refused while its body was read: the status and the message to send."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """Whether ``value`` (parsed JSON) nests more than ``limit`` arrays and objects deep; one
+    pass without recursion, stopping at the first level past the limit."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = (
+            item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        )
+        if children is None:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return False
+
+
+def _too_large(limit: int) -> str:
+    return f"Request body too large: the limit is {limit} bytes."
+
+
+def _refusal(refused: _RefusedError, target: str) -> _Outcome:
+    """The answer to a request refused before its body was read, in the shape of its route's
+    errors (an unknown path gets OpenAI's)."""
+    api = _route_of(urlsplit(target).path)[0] or "chat"
+    body = errors.error_body(api, ROUTES[api].native[0], refused.message)
+    if refused.status == 413 and api == "messages":  # Anthropic's own type for it
+        body["error"]["type"] = "request_too_large"
+    return _json(refused.status, body)
+
+
 class StrictProviderServer:
     """A local stand-in for the LLM APIs that answers HTTP 400 exactly where the provider would.
 
@@ -288,6 +381,12 @@ class StrictProviderServer:
     * **seed** - *(optional)* seed of the generated ids, so runs are reproducible.
     * **port** - *(optional)* the port to listen on; 0 (default) takes a free one
       (``toolmend serve --port N`` passes its own).
+    * **max_body** - *(optional)* the body limit in bytes (default :data:`MAX_BODY`, 32 MiB):
+      a longer body gets 413 before it is read.
+    * **max_depth** - *(optional)* how deep a JSON body may nest (default :data:`MAX_DEPTH`,
+      100 levels): deeper gets 400, as a provider answers.
+    * **max_requests** - *(optional)* how many requests :attr:`requests` keeps, the newest
+      (default :data:`MAX_REQUESTS`, 1,000; ``None`` keeps every one).
 
     >>> import json, urllib.request
     >>> from toolmend.testing import StrictProviderServer
@@ -315,13 +414,23 @@ class StrictProviderServer:
         default_reply: Reply | str = "OK",
         seed: int | str | None = 0,
         port: int = 0,
+        max_body: int = MAX_BODY,
+        max_depth: int = MAX_DEPTH,
+        max_requests: int | None = MAX_REQUESTS,
     ) -> None:
+        if max_body < 0 or max_depth < 1 or (max_requests is not None and max_requests < 1):
+            raise ValueError(
+                "StrictProviderServer needs max_body >= 0, max_depth >= 1 and max_requests >= 1 "
+                f"(or None), got {max_body!r}, {max_depth!r}, {max_requests!r}"
+            )
         self.provider = get_profile(provider).name if provider is not None else None
         self._bind_port = port
         self.default_reply = as_reply(default_reply)
+        self.max_body = max_body
+        self.max_depth = max_depth
         self._queue: list[Reply] = as_replies(replies)
         self._conversations: dict[str, list[Any]] = {}
-        self._records: list[RecordedRequest] = []
+        self._records: deque[RecordedRequest] = deque(maxlen=max_requests)
         self._lock = threading.Lock()
         self._ids = IdMaker(seed)
         self._http: _HTTPServer | None = None
@@ -427,7 +536,8 @@ class StrictProviderServer:
 
     @property
     def requests(self) -> list[RecordedRequest]:
-        """Every request received so far, oldest first (a copy)."""
+        """The requests received so far, oldest first (a copy): every one, or the newest
+        ``max_requests``."""
         with self._lock:
             return list(self._records)
 
@@ -474,9 +584,15 @@ class StrictProviderServer:
             "reply": None,
             "call_ids": (),
         }
+        too_deep = False
         try:
             body = json.loads(raw) if raw else None
+            too_deep = _deeper_than(body, self.max_depth)
         except ValueError:
+            body = None
+        except RecursionError:  # past the interpreter's own limit, ~1,000 levels
+            body, too_deep = None, True
+        if too_deep:
             body = None
         record["body"] = body
         if api is None or method != "POST":
@@ -484,6 +600,9 @@ class StrictProviderServer:
             return self._finish(record, 404, message, _json(404, _not_found(message)))
         route = ROUTES[api]
         fallback = self.provider or _first_known(route.native) or route.native[0]
+        if too_deep:
+            message = f"The JSON body is nested too deeply (more than {self.max_depth} levels)."
+            return self._reject(record, route, fallback, message)
         if not isinstance(body, dict):
             message = "We could not parse the JSON body of your request."
             return self._reject(record, route, fallback, message)
