@@ -42,6 +42,7 @@ MODULES = (
     "toolmend.integrations.patch",
     "toolmend.integrations.telemetry",
     "toolmend.integrations.prometheus",
+    "toolmend.integrations.budget",
 )
 """The modules whose public names the page documents, in page order."""
 
