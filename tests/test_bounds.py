@@ -60,7 +60,7 @@ def lines_executed(run: Callable[[], object], limit: int = 5_000_000) -> int:
 def growth(build: Callable[[int], Any], run: Callable[[Any], object], n: int) -> float:
     """Lines at 4n over lines at n for one shape (each history built outside the count)."""
     small, large = build(n), build(4 * n)
-    run(build(8))  # imports and caches warmed outside the count
+    lines_executed(lambda: run(build(8)))  # imports and caches warmed, under the budget
     return lines_executed(lambda: run(large)) / lines_executed(lambda: run(small))
 
 
@@ -69,12 +69,21 @@ SHAPE_SIZES = {
     "repair, n calls sharing one id": 100,
     "repair, anthropic id reused every turn": 150,
     "repair, openai id reused every turn": 150,
+    "repair, openai id reused, first result lost": 150,
     "repair, id-less calls and results in one turn": 100,
     "repair, many results for one call": 100,
     "repair, orphan results": 100,
     "repair, refused ids all the same": 100,
     "repair, calls left open": 100,
     "repair, very long ids (n = 100 chars)": 50,
+    "repair, results after all their calls": 100,
+    "repair, every result twice": 100,
+    "repair, id-less results naming their calls": 100,
+    "repair, empty assistant messages (gemini)": 150,
+    "repair, calls removed (remove_call)": 150,
+    "repair, anthropic blocks sharing one id": 100,
+    "repair, responses outputs without call_id": 100,
+    "repair, gemini contents without ids": 100,
     "check, n calls sharing one id": 100,
     "check, id-less calls and results in one turn": 100,
     "sanitize, n calls sharing one id": 100,
@@ -85,9 +94,14 @@ SHAPE_SIZES = {
     "detect_loops, the same call again and again": 150,
     "atomic_groups, id-less calls and results": 100,
     "atomic_groups, n calls sharing one id": 100,
+    "hooks mend, n calls sharing one id": 100,
+    "hooks mend, id-less calls and results": 100,
+    "hooks mend, the same call again and again": 150,
     "show text, id-less turn": 100,
     "show --html, id-less turn": 100,
     "show --html, n calls sharing one id": 100,
+    "show --html, shared references": 100,
+    "show text, shared references": 100,
 }
 
 

@@ -598,13 +598,13 @@ def _place(
         candidates = rows_of.get(change.index, [])
         at = candidates[0].index if candidates else None
         if change.code == "answered_missing_call":
-            found = [
+            rows = [
                 answering[(change.index, change_id)]
                 for change_id in change.ids
                 if (change.index, change_id) in answering
             ]
-            if found:
-                at = min(found)
+            if rows:
+                at = min(rows)
         elif change.code == "inserted_message" and bridges:
             at = _nearest(bridges, at if at is not None else 0)
         elif category(change.code) == "moved":
