@@ -220,6 +220,25 @@ def unanswered_turns(n: int) -> History:
     return [*history[:n], _user("end")]
 
 
+def shared_arguments(n: int) -> History:
+    """n messages of Anthropic turns calling one tool whose input is ``x = [x, x]`` nested 40
+    times (2^40 lists when written as JSON)."""
+    x: Any = ["leaf"]
+    for _ in range(40):
+        x = [x, x]
+    history: History = [{"role": "user", "content": "go"}]
+    i = 0
+    while len(history) < n:
+        use = {"type": "tool_use", "id": f"toolu_{i}", "name": "f", "input": {"q": x}}
+        history.append({"role": "assistant", "content": [use]})
+        history.append(
+            {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": f"toolu_{i}", "content": "ok"}]}
+        )  # fmt: skip
+        i += 1
+    return history[:n]
+
+
 def user_run(n: int) -> History:
     """n user messages in a row (one long run to merge)."""
     return [_user(f"m{i}") for i in range(n)]
@@ -340,6 +359,11 @@ SHAPES: dict[str, tuple[Callable[[int], History], Callable[[History], object], i
     ),
     "merge_consecutive, one long run": (user_run, toolmend.merge_consecutive, 1000),
     "detect_loops, the same call again and again": (repetitive, toolmend.detect_loops, 1000),
+    "detect_loops, shared references in arguments": (
+        shared_arguments,
+        toolmend.detect_loops,
+        1000,
+    ),
     "atomic_groups, id-less calls and results": (idless_turn, toolmend.atomic_groups, 1000),
     "atomic_groups, n calls sharing one id": (shared_id, toolmend.atomic_groups, 1000),
     "hooks mend, n calls sharing one id": (shared_id, _mend, 1000),

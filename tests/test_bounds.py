@@ -92,6 +92,7 @@ SHAPE_SIZES = {
     "trim, id-less calls and results": 100,
     "merge_consecutive, one long run": 100,
     "detect_loops, the same call again and again": 150,
+    "detect_loops, shared references in arguments": 100,
     "atomic_groups, id-less calls and results": 100,
     "atomic_groups, n calls sharing one id": 100,
     "hooks mend, n calls sharing one id": 100,
@@ -163,6 +164,16 @@ def test_tokenizer_text_gives_a_shared_object_once() -> None:
     assert strings == ["user", "hi"]
     assert work < 1_000
     assert _trim._strings({"content": _doubled(20)}, []) == ["abcd"]
+
+
+def test_loop_detection_compares_shared_arguments_without_writing_them_out() -> None:
+    """Arguments holding ``x = [x, x]`` 40 times would be 2^40 lists as JSON (the old
+    canonical form, never finished); equal ones still compare equal, by digest."""
+    history = shapes.shared_arguments(12)
+    problems: list[toolmend.Problem] = []
+    work = lines_executed(lambda: problems.extend(toolmend.detect_loops(history)))
+    assert work < 100_000
+    assert [problem.code for problem in problems] == ["repeated_call"]
 
 
 def test_trim_on_shared_content_keeps_the_messages_it_fits() -> None:
