@@ -10,6 +10,7 @@ never the count.
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -92,7 +93,6 @@ SHAPE_SIZES = {
     "trim, id-less calls and results": 100,
     "merge_consecutive, one long run": 100,
     "detect_loops, the same call again and again": 150,
-    "detect_loops, shared references in arguments": 100,
     "atomic_groups, id-less calls and results": 100,
     "atomic_groups, n calls sharing one id": 100,
     "hooks mend, n calls sharing one id": 100,
@@ -106,8 +106,15 @@ SHAPE_SIZES = {
 }
 
 
+HELD_ELSEWHERE = {
+    # its old cost was inside json.dumps (C), which counts no lines: held by
+    # test_loop_detection_compares_shared_arguments_without_writing_them_out
+    "detect_loops, shared references in arguments",
+}
+
+
 def test_every_benchmark_shape_is_held_here() -> None:
-    assert set(SHAPE_SIZES) == set(shapes.SHAPES)
+    assert set(SHAPE_SIZES) | HELD_ELSEWHERE == set(shapes.SHAPES)
 
 
 @pytest.mark.parametrize("name", sorted(SHAPE_SIZES))
@@ -166,10 +173,22 @@ def test_tokenizer_text_gives_a_shared_object_once() -> None:
     assert _trim._strings({"content": _doubled(20)}, []) == ["abcd"]
 
 
-def test_loop_detection_compares_shared_arguments_without_writing_them_out() -> None:
+def test_loop_detection_compares_shared_arguments_without_writing_them_out(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """Arguments holding ``x = [x, x]`` 40 times would be 2^40 lists as JSON (the old
-    canonical form, never finished); equal ones still compare equal, by digest."""
+    canonical form: ``json.dumps`` never returned, in C, where no line budget reaches);
+    equal ones still compare equal, by digest."""
     history = shapes.shared_arguments(12)
+    shared = history[1]["content"][0]["input"]["q"]
+    dumps = json.dumps
+
+    def guarded(value: Any, *args: Any, **kwargs: Any) -> str:
+        if isinstance(value, dict) and any(item is shared for item in value.values()):
+            raise AssertionError("the shared arguments were handed to json.dumps whole")
+        return dumps(value, *args, **kwargs)
+
+    monkeypatch.setattr(json, "dumps", guarded)
     problems: list[toolmend.Problem] = []
     work = lines_executed(lambda: problems.extend(toolmend.detect_loops(history)))
     assert work < 100_000
