@@ -97,9 +97,8 @@ class _Engine:
         self.early_results: list[ResultRef] = []
         self.open_index: dict[int, dict[tuple[str, str | None], _OpenCalls]] = {}
         """Calling message (or :data:`_EVERY_CALLER`) -> group -> its open calls."""
-        self.call_of: dict[CallRef, Call] = {
-            (index, call.slot): call for index in self.callers for call in skeleton.calls[index]
-        }
+        self.call_of: dict[CallRef, Call] = {}
+        """Every call by reference, gathered with the first index (for :meth:`pair`)."""
 
     # --- helpers ------------------------------------------------------------------------------
 
@@ -255,7 +254,7 @@ class _Engine:
         for ref in sorted(self.unclaimed):
             result = result_at(skeleton, ref)
             caller = self.turn_of(ref[0])
-            if caller < 0 or not self.open_in(caller, _ALL).first(1):
+            if caller < 0 or not self.first_open(caller, _ALL, 1):
                 continue
             if result.id is None or self.positional:
                 target = self._named_call(caller, result)
@@ -265,7 +264,7 @@ class _Engine:
                         state.filled_ids[ref] = target
                     continue
             if result.id is not None:
-                named = self.open_in(caller, (_IDLESS_NAME, result.id)).first(2)
+                named = self.first_open(caller, (_IDLESS_NAME, result.id), 2)
                 if len(named) == 1:
                     self.pair(named[0], ref)
                     state.adopted_ids[named[0]] = result.id
@@ -275,7 +274,7 @@ class _Engine:
         if not result.name:
             return None
         for kind in (_ID, _NAME):
-            matches = self.open_in(caller, (kind, result.name)).first(2)
+            matches = self.first_open(caller, (kind, result.name), 2)
             if len(matches) == 1:
                 return matches[0]
             if matches:
@@ -303,7 +302,7 @@ class _Engine:
             else:
                 groups = ((_NO_NAME, None), (_NAME, name), (_ID, name))
             found = sorted(
-                {call_ref for group in groups for call_ref in self.open_in(scope, group).first(2)}
+                {call_ref for group in groups for call_ref in self.first_open(scope, group, 2)}
             )
             if self.ordered:
                 found = [call_ref for call_ref in found if call_ref[0] < ref[0]]
@@ -315,29 +314,46 @@ class _Engine:
 
     # --- indexes of the open calls ------------------------------------------------------------
 
-    def open_in(self, scope: int, group: tuple[str, str | None]) -> _OpenCalls:
-        """The open calls of calling message ``scope`` (:data:`_EVERY_CALLER`: of every one)
-        in ``group`` (all of them, by id, by name, ...), built on first use from the calls not
-        yet answered and kept up to date by :meth:`pair`: a turn of n calls is indexed once,
-        not scanned for each of its results."""
+    def first_open(self, scope: int, group: tuple[str, str | None], count: int) -> list[CallRef]:
+        """The first ``count`` open calls of calling message ``scope`` (:data:`_EVERY_CALLER`:
+        of every one) in ``group`` (all of them, by id, by name, ...). A scope of a few calls
+        is read as it is; a larger one is indexed once (:meth:`_index`), not scanned for each
+        of its results."""
+        calls = self.skeleton.calls[scope] if scope != _EVERY_CALLER else None
+        if calls is not None and len(calls) <= _SCAN_LIMIT:
+            answer = self.state.answer
+            found: list[CallRef] = []
+            for call in calls:
+                if (scope, call.slot) not in answer and _in_group(call, group):
+                    found.append((scope, call.slot))
+                    if len(found) == count:
+                        break
+            return found
         groups = self.open_index.get(scope)
         if groups is None:
-            groups = self.open_index[scope] = {}
-            answer = self.state.answer
-            callers = self.callers if scope == _EVERY_CALLER else [scope]
-            members: dict[tuple[str, str | None], list[CallRef]] = {}
-            for index in callers:
-                for call in self.skeleton.calls[index]:
-                    call_ref = (index, call.slot)
-                    if call_ref not in answer:
-                        for key in _groups_of(call):
-                            members.setdefault(key, []).append(call_ref)
-            for key, refs in members.items():
-                groups[key] = _OpenCalls(refs)
-        found = groups.get(group)
-        if found is None:
-            found = groups[group] = _OpenCalls([])
-        return found
+            groups = self._index(scope)
+        members = groups.get(group)
+        return members.first(count) if members is not None else []
+
+    def _index(self, scope: int) -> dict[tuple[str, str | None], _OpenCalls]:
+        """Build the groups of ``scope``'s open calls; :meth:`pair` keeps them up to date."""
+        if not self.call_of:
+            self.call_of = {
+                (index, call.slot): call
+                for index in self.callers
+                for call in self.skeleton.calls[index]
+            }
+        answer = self.state.answer
+        callers = self.callers if scope == _EVERY_CALLER else [scope]
+        members: dict[tuple[str, str | None], list[CallRef]] = {}
+        for index in callers:
+            for call in self.skeleton.calls[index]:
+                call_ref = (index, call.slot)
+                if call_ref not in answer:
+                    for key in _groups_of(call):
+                        members.setdefault(key, []).append(call_ref)
+        groups = self.open_index[scope] = {key: _OpenCalls(refs) for key, refs in members.items()}
+        return groups
 
     # --- 4. adoption --------------------------------------------------------------------------
 
@@ -375,6 +391,25 @@ _EVERY_CALLER = -2
 """The scope of the open-call index across every calling message (``ordered`` pairing)."""
 _ID, _NAME, _NO_NAME, _IDLESS_NAME = "id", "name", "no name", "id-less name"
 _ALL: tuple[str, str | None] = ("all", None)
+
+
+_SCAN_LIMIT = 16
+"""A calling message with at most this many calls is scanned for its open calls (cheaper
+than an index for the usual few); a larger one is indexed."""
+
+
+def _in_group(call: Call, group: tuple[str, str | None]) -> bool:
+    """Whether ``call`` is in ``group`` (what :func:`_groups_of` lists, asked of one)."""
+    kind, value = group
+    if kind == _ID:
+        return call.id is not None and call.id == value
+    if kind == _NAME:
+        return bool(call.name) and call.name == value
+    if kind == _NO_NAME:
+        return not call.name
+    if kind == _IDLESS_NAME:
+        return call.id is None and call.name == value
+    return True  # _ALL
 
 
 def _groups_of(call: Call) -> list[tuple[str, str | None]]:
