@@ -160,6 +160,34 @@ def test_token_estimate_counts_a_shared_object_as_it_would_be_written() -> None:
     assert _trim.estimate_tokens(shared) == _trim.estimate_tokens(unshared) == expected
 
 
+def test_token_estimate_reads_shared_tuples_once_too() -> None:
+    shared: Any = ("abcd",)
+    for _ in range(40):
+        shared = (shared, shared)
+    work = lines_executed(lambda: _trim.estimate_tokens({"role": "user", "content": shared}))
+    assert work < 20_000
+
+
+class _Dumped:
+    """An SDK-like object whose ``model_dump`` makes a new dict on every call."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def model_dump(self, **options: Any) -> dict[str, Any]:
+        return {"type": "text", "text": self.text}
+
+
+def test_token_estimate_is_not_fooled_by_an_id_given_again() -> None:
+    """A ``model_dump`` made on the way is freed after it is read, and the next one may get its
+    id: the memo keeps what it read alive, so each counts its own text."""
+    parts = [_Dumped("x" * (10 * (n + 1))) for n in range(50)]
+    message = {"role": "user", "content": parts}
+    expected = 4 + -(-(4 + sum(4 + 10 * (n + 1) for n in range(50))) // 4)
+    assert _trim.estimate_tokens(message) == expected
+    assert _trim._strings(message, [])[2::2] == [part.text for part in parts]
+
+
 def test_tokenizer_text_gives_a_shared_object_once() -> None:
     """What a tokenizer is given (``trim(token_counter="tiktoken")``) holds each container's
     strings once, and a self reference ends the walk instead of repeating to the depth cut."""

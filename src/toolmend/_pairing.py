@@ -290,9 +290,10 @@ class _Engine:
             result = result_at(skeleton, ref)
             if result.id is not None and (not self.positional or result.id in self.call_ids):
                 continue
-            # the open calls _may_answer lets answer: all of them, or those without a name,
-            # of the result's name, or whose id is its name; the first two of each are enough
-            # to tell none, one or several, and the first
+            # the open calls it may answer on this weak evidence: any, when it names nothing
+            # or names an opaque id; else those without a name, of its name, or whose id is
+            # its name (not another function's call). The first two of each group tell none,
+            # one or several, and which comes first
             scope = _EVERY_CALLER if self.ordered else self.turn_of(ref[0])
             if scope == -1:
                 continue

@@ -727,25 +727,27 @@ def estimate_tokens(message: Any) -> int:
     return 4 + -(-_characters(message, 0, {}) // 4)
 
 
-def _characters(value: Any, depth: int, known: dict[tuple[int, int], int]) -> int:
-    """The characters of ``value`` at ``depth``; ``known`` holds those of the containers
+def _characters(value: Any, depth: int, known: dict[tuple[int, int], tuple[int, Any]]) -> int:
+    """The characters of ``value`` at ``depth``. ``known`` holds those of the containers
     already read in this message, by identity and depth (the total depends on the depth
-    through the cut at 32), so a container reached by many paths is read once per depth."""
+    through the cut at 32), so a container reached by many paths is read once per depth; it
+    also holds each container itself, so that no id in it is freed and given to another (a
+    ``model_dump`` made on the way, a mapping's fresh values)."""
     kind = type(value)
     if kind is dict or kind is list:  # the common case, without a generator
         if depth > 32:
             return 0
         key = (id(value), depth)
-        total = known.get(key, -1)
-        if total >= 0:
-            return total
+        hit = known.get(key)
+        if hit is not None:
+            return hit[0]
         total = 0
         for item in value.values() if kind is dict else value:
             if type(item) is str:
                 total += len(item)
             elif item is not None:
                 total += _characters(item, depth + 1, known)
-        known[key] = total
+        known[key] = (total, value)
         return total
     if kind is int or kind is float:  # before the ABC checks below, which cost ten times more
         return len(repr(value))
@@ -753,10 +755,15 @@ def _characters(value: Any, depth: int, known: dict[tuple[int, int], int]) -> in
         return len(value)
     if depth > 32 or value is None or isinstance(value, bool):
         return 0
-    if isinstance(value, Mapping):
-        return sum(_characters(item, depth + 1, known) for item in value.values())
-    if isinstance(value, (list, tuple)):
-        return sum(_characters(item, depth + 1, known) for item in value)
+    if isinstance(value, (Mapping, list, tuple)):
+        key = (id(value), depth)
+        hit = known.get(key)
+        if hit is not None:
+            return hit[0]
+        items = value.values() if isinstance(value, Mapping) else value
+        total = sum(_characters(item, depth + 1, known) for item in items)
+        known[key] = (total, value)
+        return total
     if isinstance(value, (int, float)):
         return len(repr(value))
     if isinstance(value, (bytes, bytearray)):
@@ -771,12 +778,15 @@ def _characters(value: Any, depth: int, known: dict[tuple[int, int], int]) -> in
     return len(str(value))
 
 
-def _strings(value: Any, out: list[str], depth: int = 0, seen: set[int] | None = None) -> list[str]:
+def _strings(
+    value: Any, out: list[str], depth: int = 0, seen: dict[int, Any] | None = None
+) -> list[str]:
     """Every string in a message, in order (what a tokenizer is given). A container met again
     (a shared or self reference) gives its strings once: the text a tokenizer reads must not
-    grow with the number of paths through the message."""
+    grow with the number of paths through the message. ``seen`` holds each container read,
+    by id, and the container itself, so that no id in it is freed and given to another."""
     if seen is None:
-        seen = set()
+        seen = {}
     if isinstance(value, str):
         out.append(value)
     elif depth > 32 or value is None or isinstance(value, (bool, bytes, bytearray)):
@@ -784,7 +794,7 @@ def _strings(value: Any, out: list[str], depth: int = 0, seen: set[int] | None =
     elif isinstance(value, (Mapping, list, tuple)):
         if id(value) in seen:
             return out
-        seen.add(id(value))
+        seen[id(value)] = value
         for item in value.values() if isinstance(value, Mapping) else value:
             _strings(item, out, depth + 1, seen)
     elif isinstance(value, (int, float)):
