@@ -431,15 +431,25 @@ def _groups_of(call: Call) -> list[tuple[str, str | None]]:
 
 class _OpenCalls:
     """Calls in order, some closed since: the first few open ones in amortised constant time
-    (closed positions are skipped through pointers that are shortened as they are followed)."""
+    (closed positions are skipped through pointers that are shortened as they are followed).
+    A group of one call, the usual case for ids and names, is held without them."""
+
+    __slots__ = ("next_open", "position", "refs")
 
     def __init__(self, refs: list[CallRef]) -> None:
         self.refs = refs
-        self.position = {ref: position for position, ref in enumerate(refs)}
-        self.next_open = list(range(len(refs) + 1))
+        self.position: dict[CallRef, int] | None = None
+        self.next_open: list[int] = []
         """Position -> a position at or after it that may be open (itself when open)."""
+        if len(refs) > 1:
+            self.position = {ref: position for position, ref in enumerate(refs)}
+            self.next_open = list(range(len(refs) + 1))
 
     def close(self, ref: CallRef) -> None:
+        if self.position is None:
+            if self.refs and self.refs[0] == ref:
+                self.refs = []
+            return
         position = self.position.pop(ref, None)
         if position is not None:
             self.next_open[position] = position + 1
@@ -454,6 +464,8 @@ class _OpenCalls:
 
     def first(self, count: int) -> list[CallRef]:
         """The first ``count`` open calls, in order."""
+        if self.position is None:
+            return self.refs[:count]
         found: list[CallRef] = []
         position = self._find(0)
         while position < len(self.refs) and len(found) < count:
