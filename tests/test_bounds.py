@@ -26,6 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 
 import bench_adversarial as shapes
 
+pytestmark = pytest.mark.slow  # a million lines and more traced (a few seconds in all)
+
 GROWTH_BOUND = 6.0
 """Lines executed at 4n over lines at n: 4 for linear work, 16 for quadratic."""
 
