@@ -120,6 +120,15 @@ def gemini_idless(n: int) -> History:
     ]
 
 
+def langchain_shared(n: int) -> History:
+    """LangChain messages: n calls sharing one id in one ``AIMessage``, n ``ToolMessage``s."""
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+    calls = [{"name": "f", "args": {}, "id": "call_same", "type": "tool_call"} for _ in range(n)]
+    results = [ToolMessage(content=f"r{i}", tool_call_id="call_same") for i in range(n)]
+    return [HumanMessage("go"), AIMessage(content="", tool_calls=calls), *results]
+
+
 def openai_reused(n: int) -> History:
     """n messages of chat turns that all reuse one id (OpenAI-compatible servers do)."""
     history: History = []
@@ -340,6 +349,7 @@ SHAPES: dict[str, tuple[Callable[[int], History], Callable[[History], object], i
         lambda h: toolmend.repair(h, provider="gemini"),
         1000,
     ),
+    "repair, LangChain messages sharing one id": (langchain_shared, toolmend.repair, 1000),
     "check, n calls sharing one id": (shared_id, toolmend.check, 1000),
     "check, id-less calls and results in one turn": (idless_turn, toolmend.check, 1000),
     "sanitize, n calls sharing one id": (shared_id, toolmend.sanitize, 1000),

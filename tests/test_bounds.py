@@ -87,6 +87,7 @@ SHAPE_SIZES = {
     "repair, anthropic blocks sharing one id": 100,
     "repair, responses outputs without call_id": 100,
     "repair, gemini contents without ids": 100,
+    "repair, LangChain messages sharing one id": 100,
     "check, n calls sharing one id": 100,
     "check, id-less calls and results in one turn": 100,
     "sanitize, n calls sharing one id": 100,
