@@ -5,7 +5,9 @@ Core operations (``sanitize``, ``check``, ``trim``) on every wire format, valid 
 ``json.dumps`` of the same history (the serialisation every SDK does on every request anyway;
 both are timed in the same rounds, see ``bench_core.ratios_to_dumps``); then the hooks'
 overhead on a real call (LiteLLM callback, openai patch, LangChain SQLite history) and an agent
-loop's cost per turn, each run in its own process by its own script.
+loop's cost per turn, each run in its own process by its own script; then the adversarial
+shapes of ``bench_adversarial.py`` (ids shared, missing, reused; shared references; ...) at n
+and 4n with their growth, in a process of their own.
 
 Columns: the ratio at each size (formats differ a little in how many messages or items the
 same conversation takes); ``growth``, the largest size's ratio over the smallest's (about 1 when
@@ -16,7 +18,8 @@ what shows is the scan's id bookkeeping); the target and whether every size met 
 max_tokens`` keeps the newest 128,000 tokens, ``trim max_messages`` the newest 1,000 messages.
 
 Run with plain Python: ``python benchmarks/run.py`` (``--quick``: 1,000 and 10,000 messages,
-fewer runs, shorter hook benchmarks; ``--no-hooks``: the core table only). The whole run takes
+fewer runs, shorter hook benchmarks, adversarial shapes at 250 and 1,000; ``--no-hooks``: no
+hook benchmarks; ``--no-adversarial``: no adversarial shapes). The whole run takes
 a few minutes on a 2-core machine.
 """
 
@@ -34,6 +37,7 @@ from typing import Any
 sys.path.append(str(Path(__file__).resolve().parent.parent / "src"))  # the installed one first
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import bench_adversarial
 import bench_core
 import bench_formats
 import bench_responses
@@ -181,6 +185,34 @@ def hook_rows(quick: bool) -> list[dict[str, Any]]:
     return rows
 
 
+def adversarial_rows(quick: bool) -> dict[str, Any]:
+    """The adversarial shapes at n and 4n (bench_adversarial.py), in their own process."""
+    done = subprocess.run(
+        [sys.executable, str(HERE / "bench_adversarial.py"), "--json",
+         *(["--quick"] if quick else [])],
+        capture_output=True,
+        text=True,
+        check=False,
+    )  # fmt: skip
+    if done.returncode != 0:
+        return {"error": done.stderr.strip().splitlines()[-1:]}
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def print_adversarial(result: dict[str, Any]) -> bool:
+    if "error" in result:
+        print(f"bench_adversarial.py failed: {' '.join(result['error'])}")
+        return False
+    print(f"{'shape':<46} {'n':>6} {'4n':>6} {'time n':>9} {'time 4n':>9} {'growth':>7}  verdict")
+    for row in result["rows"]:
+        print(
+            f"{row['shape']:<46} {row['n']:>6} {4 * row['n']:>6} {row['times'][0]:>8.3f}s "
+            f"{row['times'][1]:>8.3f}s {row['growth']:>6.2f}x  {'met' if row['met'] else 'MISSED'}"
+        )
+    return bool(result["met"])
+
+
 def _verdict(values: list[float], target: float) -> str:
     return "met" if max(values) <= target else "MISSED"
 
@@ -231,11 +263,20 @@ def print_hooks(rows: list[dict[str, Any]]) -> bool:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="smaller histories, fewer runs")
-    parser.add_argument("--no-hooks", action="store_true", help="the core table only")
+    parser.add_argument("--no-hooks", action="store_true", help="no hook benchmarks")
+    parser.add_argument(
+        "--no-adversarial", action="store_true", help="no adversarial shapes (bench_adversarial)"
+    )
     args = parser.parse_args()
     sizes = (1_000, 10_000) if args.quick else (1_000, 10_000, 100_000)
     print("core operations: time / json.dumps time of the same history (medians of rounds)")
     met = print_core(core_rows(sizes, args.quick))
+    if not args.no_adversarial:
+        print(
+            "\nadversarial shapes: CPU time at n and 4n, growth (target: <= "
+            f"{bench_adversarial.GROWTH_TARGET:g}x, 4n under {bench_adversarial.TIME_TARGET:g} s)"
+        )
+        met &= print_adversarial(adversarial_rows(args.quick))
     if not args.no_hooks:
         print("\nhooks: a real call with toolmend / without (ratio of medians, one run each)")
         met &= print_hooks(hook_rows(args.quick))

@@ -199,7 +199,12 @@ def order_blocks(state: PlanState) -> None:
             in_place = not placeholders and _alone_after(state, flush, refs, dropped)
         parts: list[tuple[int, int] | Placeholder] = []
         if not in_place:
-            ordered = sorted(refs, key=lambda ref: _call_order(state, ref, group_calls))
+            order = {
+                (index, call.slot): position for position, (index, call) in enumerate(group_calls)
+            }  # each call's position, looked up per result instead of searched
+            ordered = sorted(
+                refs, key=lambda ref: order.get(state.answered_by[ref], len(group_calls))
+            )
             parts.extend(ordered)
             for ref in ordered:
                 plan.edit(ref[0]).drop_blocks.add(ref[1])
@@ -253,14 +258,6 @@ def _answer_missing(state: PlanState, missing: list[tuple[int, Call]]) -> list[P
         )
         state.change("answered_missing_call", index, "call answered with the placeholder", call.id)
     return out
-
-
-def _call_order(state: PlanState, ref: ResultRef, group_calls: list[tuple[int, Call]]) -> int:
-    call_ref = state.answered_by[ref]
-    for position, (index, call) in enumerate(group_calls):
-        if (index, call.slot) == call_ref:
-            return position
-    return len(group_calls)
 
 
 def _leading_after(
@@ -386,10 +383,15 @@ def fix_blocks(state: PlanState, problem_codes: set[str]) -> None:
         elif code in ("response_is_list", "response_not_object") and not edit.normalize_results:
             edit.normalize_results = True
             state.change("normalized_tool_result", index, "function response wrapped as an object")
+    gone: set[int] = set()
     for index in sorted(kept):
         if index in emptied or _emptied(state, index):
-            plan.items.remove(Keep(index))
+            gone.add(index)
             state.change("dropped_empty_message", index, "message with no content left")
+    if gone:  # in one pass: a removal each would make n empty messages quadratic
+        plan.items = [
+            item for item in plan.items if not (isinstance(item, Keep) and item.index in gone)
+        ]
     if {"invalid_role", "system_role"} & problem_codes:
         _fix_roles(state, kept - emptied)
     if {"function_name_format", "call_name_empty"} & problem_codes:

@@ -22,6 +22,8 @@ __all__ = [
     "MessageEdit",
     "Placeholder",
     "Plan",
+    "remove_last",
+    "source_index",
 ]
 
 
@@ -143,6 +145,16 @@ class Plan:
         if found is None:
             found = self.edits[index] = MessageEdit()
         return found
+
+
+def remove_last(items: list[Item], item: Item) -> None:
+    """Remove the last ``item`` of ``items``, searched from the end: a planner removes what it
+    has just appended, and a search from the front would make n removals quadratic."""
+    for position in range(len(items) - 1, -1, -1):
+        if items[position] == item:
+            del items[position]
+            return
+    raise ValueError(f"{item!r} not in the plan")
 
 
 def source_index(item: Item) -> int:

@@ -25,6 +25,7 @@ Arguments are read through the format's ``call_arguments(message, slot)``.
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -474,7 +475,66 @@ def _canonical_text(text: str) -> str:
 
 
 def _dumps(arguments: Any) -> str:
+    if isinstance(arguments, (dict, list, tuple)):
+        try:
+            written, held = _written_size(arguments, {})
+        except (_CycleError, RecursionError):  # what json.dumps would refuse below
+            return object.__repr__(arguments)
+        if written > 4 * len(held) + _SHARED_SLACK:
+            return _digest(arguments, {})
     try:
         return json.dumps(arguments, sort_keys=True, separators=(",", ":"), default=str)
     except (TypeError, ValueError, RecursionError):  # unsortable keys, a cycle, too deep
         return object.__repr__(arguments)  # equal to no other call's arguments
+
+
+_SHARED_SLACK = 10_000
+"""Containers JSON may write beyond four times those the arguments hold before they are
+compared by digest instead of by text (see :func:`_written_size`)."""
+
+
+class _CycleError(Exception):
+    """A container inside itself: JSON cannot write it."""
+
+
+def _written_size(value: Any, sizes: dict[int, int]) -> tuple[int, dict[int, int]]:
+    """How many containers JSON would write for ``value`` (each reference written again), and
+    the containers it holds (by identity, each read once: -1 while being read, to find a
+    cycle). Shared containers (``x = [x, x]`` nested 40 times) would make ``json.dumps``
+    write 2^40 of them: such arguments are compared by :func:`_digest`."""
+    known = sizes.get(id(value))
+    if known is not None:
+        if known < 0:
+            raise _CycleError
+        return known, sizes
+    sizes[id(value)] = -1
+    total = 1
+    for item in value.values() if isinstance(value, dict) else value:
+        if isinstance(item, (dict, list, tuple)):
+            total += _written_size(item, sizes)[0]
+    sizes[id(value)] = total
+    return total, sizes
+
+
+def _digest(value: Any, digests: dict[int, str]) -> str:
+    """A canonical form of arguments whose JSON would be far larger than they are: a hash of
+    the structure, each shared container hashed once. Equal arguments give equal digests; a
+    digest equals no JSON text (the arguments of a call written as text cannot be that
+    large without the history being as large)."""
+    known = digests.get(id(value))
+    if known is not None:
+        return known
+    if isinstance(value, dict):
+        parts = [
+            f"{json.dumps(str(key))}:{_digest(item, digests)}"
+            for key, item in sorted(value.items(), key=lambda pair: str(pair[0]))
+        ]
+        text = "{" + ",".join(parts) + "}"
+    elif isinstance(value, (list, tuple)):
+        text = "[" + ",".join(_digest(item, digests) for item in value) + "]"
+    else:
+        text = json.dumps(value, default=str)
+    found = "#" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    if isinstance(value, (dict, list, tuple)):
+        digests[id(value)] = found
+    return found

@@ -95,6 +95,10 @@ class _Engine:
         self.unclaimed: set[ResultRef] = set()
         """Results no evidence has placed yet (orphans unless a later step places them)."""
         self.early_results: list[ResultRef] = []
+        self.open_index: dict[int, dict[tuple[str, str | None], _OpenCalls]] = {}
+        """Calling message (or :data:`_EVERY_CALLER`) -> group -> its open calls."""
+        self.call_of: dict[CallRef, Call] = {}
+        """Every call by reference, gathered with the first index (for :meth:`pair`)."""
 
     # --- helpers ------------------------------------------------------------------------------
 
@@ -107,6 +111,15 @@ class _Engine:
             state.answer[call_ref] = ref
         state.answered_by[ref] = call_ref
         self.unclaimed.discard(ref)
+        if self.open_index:
+            call = self.call_of[call_ref]
+            for scope in (call_ref[0], _EVERY_CALLER):
+                groups = self.open_index.get(scope)
+                if groups is not None:
+                    for key in _groups_of(call):
+                        members = groups.get(key)
+                        if members is not None:
+                            members.close(call_ref)
 
     def turn_of(self, index: int) -> int:
         """The calling message whose turn message ``index`` is in (-1: before any call)."""
@@ -241,21 +254,32 @@ class _Engine:
         for ref in sorted(self.unclaimed):
             result = result_at(skeleton, ref)
             caller = self.turn_of(ref[0])
-            open_calls = self.open_calls(caller)
-            if not open_calls:
+            if caller < 0 or not self.first_open(caller, _ALL, 1):
                 continue
             if result.id is None or self.positional:
-                target = _named_call(open_calls, result)
+                target = self._named_call(caller, result)
                 if target is not None:
-                    self.pair((caller, target.slot), ref)
+                    self.pair(target, ref)
                     if result.id is None and not self.positional:
-                        state.filled_ids[ref] = (caller, target.slot)
+                        state.filled_ids[ref] = target
                     continue
             if result.id is not None:
-                named = [c for c in open_calls if c.id is None and c.name == result.id]
+                named = self.first_open(caller, (_IDLESS_NAME, result.id), 2)
                 if len(named) == 1:
-                    self.pair((caller, named[0].slot), ref)
-                    state.adopted_ids[(caller, named[0].slot)] = result.id
+                    self.pair(named[0], ref)
+                    state.adopted_ids[named[0]] = result.id
+
+    def _named_call(self, caller: int, result: Result) -> CallRef | None:
+        """The open call of ``caller`` that ``result`` names, if exactly one does."""
+        if not result.name:
+            return None
+        for kind in (_ID, _NAME):
+            matches = self.first_open(caller, (kind, result.name), 2)
+            if len(matches) == 1:
+                return matches[0]
+            if matches:
+                return None
+        return None
 
     # --- 3. the only open call ----------------------------------------------------------------
 
@@ -266,24 +290,71 @@ class _Engine:
             result = result_at(skeleton, ref)
             if result.id is not None and (not self.positional or result.id in self.call_ids):
                 continue
-            if self.ordered:
-                candidates = [
-                    (index, call)
-                    for index in self.callers
-                    if index < ref[0]
-                    for call in skeleton.calls[index]
-                    if (index, call.slot) not in state.answer
-                ]
-            else:
-                caller = self.turn_of(ref[0])
-                candidates = [(caller, call) for call in self.open_calls(caller)]
-            candidates = [(index, call) for index, call in candidates if _may_answer(call, result)]
-            if not candidates or (len(candidates) > 1 and not self.positional):
+            # the open calls it may answer on this weak evidence: any, when it names nothing
+            # or names an opaque id; else those without a name, of its name, or whose id is
+            # its name (not another function's call). The first two of each group tell none,
+            # one or several, and which comes first
+            scope = _EVERY_CALLER if self.ordered else self.turn_of(ref[0])
+            if scope == -1:
                 continue
-            index, call = candidates[0]
-            self.pair((index, call.slot), ref)
+            name = result.name
+            if not name or _OPAQUE_ID.match(name) is not None:
+                groups: tuple[tuple[str, str | None], ...] = (_ALL,)
+            else:
+                groups = ((_NO_NAME, None), (_NAME, name), (_ID, name))
+            found = sorted(
+                {call_ref for group in groups for call_ref in self.first_open(scope, group, 2)}
+            )
+            if self.ordered:
+                found = [call_ref for call_ref in found if call_ref[0] < ref[0]]
+            if not found or (len(found) > 1 and not self.positional):
+                continue
+            self.pair(found[0], ref)
             if result.id is None and not self.positional:
-                state.filled_ids[ref] = (index, call.slot)
+                state.filled_ids[ref] = found[0]
+
+    # --- indexes of the open calls ------------------------------------------------------------
+
+    def first_open(self, scope: int, group: tuple[str, str | None], count: int) -> list[CallRef]:
+        """The first ``count`` open calls of calling message ``scope`` (:data:`_EVERY_CALLER`:
+        of every one) in ``group`` (all of them, by id, by name, ...). A scope of a few calls
+        is read as it is; a larger one is indexed once (:meth:`_index`), not scanned for each
+        of its results."""
+        calls = self.skeleton.calls[scope] if scope != _EVERY_CALLER else None
+        if calls is not None and len(calls) <= _SCAN_LIMIT:
+            answer = self.state.answer
+            found: list[CallRef] = []
+            for call in calls:
+                if (scope, call.slot) not in answer and _in_group(call, group):
+                    found.append((scope, call.slot))
+                    if len(found) == count:
+                        break
+            return found
+        groups = self.open_index.get(scope)
+        if groups is None:
+            groups = self._index(scope)
+        members = groups.get(group)
+        return members.first(count) if members is not None else []
+
+    def _index(self, scope: int) -> dict[tuple[str, str | None], _OpenCalls]:
+        """Build the groups of ``scope``'s open calls; :meth:`pair` keeps them up to date."""
+        if not self.call_of:
+            self.call_of = {
+                (index, call.slot): call
+                for index in self.callers
+                for call in self.skeleton.calls[index]
+            }
+        answer = self.state.answer
+        callers = self.callers if scope == _EVERY_CALLER else [scope]
+        members: dict[tuple[str, str | None], list[CallRef]] = {}
+        for index in callers:
+            for call in self.skeleton.calls[index]:
+                call_ref = (index, call.slot)
+                if call_ref not in answer:
+                    for key in _groups_of(call):
+                        members.setdefault(key, []).append(call_ref)
+        groups = self.open_index[scope] = {key: _OpenCalls(refs) for key, refs in members.items()}
+        return groups
 
     # --- 4. adoption --------------------------------------------------------------------------
 
@@ -317,28 +388,87 @@ _OPAQUE_ID = re.compile(r"(?:call|toolu|tooluse|tool|fc)[_-]", re.IGNORECASE)
 name should be (seed 003), which says nothing against a call of another name."""
 
 
-def _may_answer(call: Call, result: Result) -> bool:
-    """Whether ``result`` may answer ``call`` on weak evidence: not when it names another
-    function (a result of a lost call must not be renamed onto the open one)."""
-    name = result.name
-    return (
-        not name
-        or not call.name
-        or name in (call.name, call.id)
-        or _OPAQUE_ID.match(name) is not None
-    )
+_EVERY_CALLER = -2
+"""The scope of the open-call index across every calling message (``ordered`` pairing)."""
+_ID, _NAME, _NO_NAME, _IDLESS_NAME = "id", "name", "no name", "id-less name"
+_ALL: tuple[str, str | None] = ("all", None)
 
 
-def _named_call(open_calls: list[Call], result: Result) -> Call | None:
-    """The open call ``result`` names, if exactly one does."""
-    if not result.name:
-        return None
-    for matches in (
-        [call for call in open_calls if call.id == result.name],
-        [call for call in open_calls if call.name == result.name],
-    ):
-        if len(matches) == 1:
-            return matches[0]
-        if matches:
-            return None
-    return None
+_SCAN_LIMIT = 16
+"""A calling message with at most this many calls is scanned for its open calls (cheaper
+than an index for the usual few); a larger one is indexed."""
+
+
+def _in_group(call: Call, group: tuple[str, str | None]) -> bool:
+    """Whether ``call`` is in ``group`` (what :func:`_groups_of` lists, asked of one)."""
+    kind, value = group
+    if kind == _ID:
+        return call.id is not None and call.id == value
+    if kind == _NAME:
+        return bool(call.name) and call.name == value
+    if kind == _NO_NAME:
+        return not call.name
+    if kind == _IDLESS_NAME:
+        return call.id is None and call.name == value
+    return True  # _ALL
+
+
+def _groups_of(call: Call) -> list[tuple[str, str | None]]:
+    """The index groups a call belongs to. A result may answer a call on weak evidence
+    (step 3) unless it names another function: a call with no name, of the result's name, or
+    whose id is that name; a result with no name, or an opaque id as its name, any call."""
+    groups: list[tuple[str, str | None]] = [_ALL]
+    if call.id is not None:
+        groups.append((_ID, call.id))
+    if call.name:
+        groups.append((_NAME, call.name))
+    else:
+        groups.append((_NO_NAME, None))
+    if call.id is None:
+        groups.append((_IDLESS_NAME, call.name))
+    return groups
+
+
+class _OpenCalls:
+    """Calls in order, some closed since: the first few open ones in amortised constant time
+    (closed positions are skipped through pointers that are shortened as they are followed).
+    A group of one call, the usual case for ids and names, is held without them."""
+
+    __slots__ = ("next_open", "position", "refs")
+
+    def __init__(self, refs: list[CallRef]) -> None:
+        self.refs = refs
+        self.position: dict[CallRef, int] | None = None
+        self.next_open: list[int] = []
+        """Position -> a position at or after it that may be open (itself when open)."""
+        if len(refs) > 1:
+            self.position = {ref: position for position, ref in enumerate(refs)}
+            self.next_open = list(range(len(refs) + 1))
+
+    def close(self, ref: CallRef) -> None:
+        if self.position is None:
+            if self.refs and self.refs[0] == ref:
+                self.refs = []
+            return
+        position = self.position.pop(ref, None)
+        if position is not None:
+            self.next_open[position] = position + 1
+
+    def _find(self, position: int) -> int:
+        root = position
+        while self.next_open[root] != root:
+            root = self.next_open[root]
+        while self.next_open[position] != root:  # shorten the path followed
+            self.next_open[position], position = root, self.next_open[position]
+        return root
+
+    def first(self, count: int) -> list[CallRef]:
+        """The first ``count`` open calls, in order."""
+        if self.position is None:
+            return self.refs[:count]
+        found: list[CallRef] = []
+        position = self._find(0)
+        while position < len(self.refs) and len(found) < count:
+            found.append(self.refs[position])
+            position = self._find(position + 1)
+        return found

@@ -18,24 +18,37 @@ from ._profiles import Profile, compiled
 __all__ = ["rename_functions", "rewrite_ids"]
 
 _ALNUM = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+_PAIRS = [low + high for high in _ALNUM for low in _ALNUM]
+"""Two base-62 digits, lowest first, for each value below 62 ** 2."""
 
 
-def _fresh_id(seed: str, profile: Profile, taken: set[str]) -> str:
-    """A deterministic id for ``seed`` in the provider's form, unused in the history."""
-    counter = 0
+def _fresh_id(seed: str, profile: Profile, taken: set[str], next_try: dict[str, int]) -> str:
+    """A deterministic id for ``seed`` in the provider's form, unused in the history: the
+    first of ``seed#0``, ``seed#1``, ... whose digest is not ``taken``.
+
+    ``next_try`` holds, per seed, the counter after the last one taken: the candidates before
+    it are all taken already (``taken`` only grows), so many calls with one seed (n calls
+    sharing a refused id) hash each candidate once instead of restarting at 0 for each call,
+    and get the same ids."""
+    counter = next_try.get(seed, 0)
     while True:
         digest = int.from_bytes(hashlib.sha256(f"{seed}#{counter}".encode()).digest()[:16], "big")
-        chars: list[str] = []
-        while digest and len(chars) < 24:
-            digest, rest = divmod(digest, 62)
-            chars.append(_ALNUM[rest])
-        text = "".join(chars)
+        # the digest in base 62, lowest digit first, two digits a step (128 bits are at most
+        # 22 digits; an odd count leaves a high "0" the one-digit loop would not write)
+        pairs: list[str] = []
+        while digest:
+            digest, rest = divmod(digest, 3844)
+            pairs.append(_PAIRS[rest])
+        text = "".join(pairs)
+        if text.endswith("0"):
+            text = text[:-1]
         if profile.call_id_length is not None:
             candidate = text[: profile.call_id_length]
         else:
             candidate = "call_" + text[:24]
         if candidate not in taken:
             taken.add(candidate)
+            next_try[seed] = counter + 1
             return candidate
         counter += 1
 
@@ -57,6 +70,7 @@ def rewrite_ids(state: PlanState) -> None:
     taken = {call.id for found in skeleton.calls.values() for call in found if call.id}
     request_wide = profile.call_id_scope == "request"
     seen: set[str] = set()
+    next_try: dict[str, int] = {}
     for index in sorted(skeleton.calls):
         found = skeleton.calls[index]
         if not request_wide:
@@ -76,7 +90,7 @@ def rewrite_ids(state: PlanState) -> None:
                 # must not make one id for two calls
                 position = index + skeleton.base
                 seed = call.id or f"{position}:{call.slot}:{call.name}"
-                new_id = _fresh_id(seed, profile, taken)
+                new_id = _fresh_id(seed, profile, taken, next_try)
                 code, detail = "rewrote_call_id", "call id the provider would refuse"
             seen.add(new_id)
             state.final_ids[call_ref] = new_id

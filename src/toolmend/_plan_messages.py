@@ -29,7 +29,17 @@ Change codes (``Change.code``): ``moved_result``, ``moved_message``, ``dropped_o
 from __future__ import annotations
 
 from ._block_repair import lead_with_user, name_results
-from ._edits import AsText, Blocks, Bridge, Item, Keep, Merge, Placeholder, source_index
+from ._edits import (
+    AsText,
+    Blocks,
+    Bridge,
+    Item,
+    Keep,
+    Merge,
+    Placeholder,
+    remove_last,
+    source_index,
+)
 from ._pairing import NEAREST, match
 from ._plan_ids import rename_functions, rewrite_ids
 from ._planstate import (
@@ -105,6 +115,7 @@ def order_messages(state: PlanState) -> None:
         results_of.setdefault(call_ref[0], []).append(ref)
     frontier = _frontier(skeleton) if policy.frontier == "keep" and skeleton.whole else -1
     moved_aside: set[int] = set()
+    looked_at = 0  # the messages before it were already looked at for moved_aside
     for index in range(len(kinds)):
         carried = results.get(index)
         if carried and kinds[index] == TOOL:
@@ -144,9 +155,12 @@ def order_messages(state: PlanState) -> None:
                     call_at(skeleton, state.answered_by[ref]).id,
                 )
         if refs:
-            for between in range(index + 1, refs[-1][0]):
-                if (between, 0) not in state.answered_by and between not in moved_aside:
+            # each message once over the whole history: the spans of many calls whose
+            # results all come at the end overlap
+            for between in range(max(index + 1, looked_at), refs[-1][0]):
+                if (between, 0) not in state.answered_by:
                     moved_aside.add(between)
+            looked_at = max(looked_at, refs[-1][0])
         _answer_missing(state, index, found, frontier)
     if moved_aside:
         kept = {item.index for item in items if isinstance(item, Keep)}
@@ -187,7 +201,7 @@ def _answer_missing(state: PlanState, index: int, found: tuple[Call, ...], front
             edit.drop_calls.add(call.slot)
             state.change("removed_call", index, "call without a result removed", call.id)
         if len(edit.drop_calls) == len(found) and index in state.skeleton.marked("no_text"):
-            plan.items.remove(Keep(index))
+            remove_last(plan.items, Keep(index))
             state.change("dropped_empty_message", index, "nothing left after removing its calls")
         return
     for call in missing:
@@ -207,6 +221,7 @@ def fix_shapes(state: PlanState, problem_codes: set[str]) -> None:
     skeleton, plan, profile = state.skeleton, state.plan, state.profile
     kept = {item.index for item in plan.items if isinstance(item, Keep)}
     drop_empty = "empty_assistant" in profile.checks
+    dropped: set[int] = set()  # taken out of the plan in one pass at the end
     for defect in skeleton.defects:
         index, code = defect.at, defect.code
         if code not in problem_codes or index not in kept:
@@ -222,8 +237,8 @@ def fix_shapes(state: PlanState, problem_codes: set[str]) -> None:
             state.change("removed_field", index, f"removed {defect.detail!r}")
         elif code in ("null_content", "empty_assistant"):
             if drop_empty:
-                if Keep(index) in plan.items:
-                    plan.items.remove(Keep(index))
+                if index not in dropped:
+                    dropped.add(index)
                     state.change(
                         "dropped_empty_message", index, "assistant message with no content"
                     )
@@ -235,6 +250,10 @@ def fix_shapes(state: PlanState, problem_codes: set[str]) -> None:
         elif code == "tool_content_not_string":
             plan.edit(index).stringify_content = True
             state.change("stringified_content", index, "content parts joined into one string")
+    if dropped:
+        plan.items = [
+            item for item in plan.items if not (isinstance(item, Keep) and item.index in dropped)
+        ]
     if "unsupported_property" in problem_codes:
         for index in skeleton.marked("reasoning_field") & kept:
             plan.edit(index).drop_fields.add("reasoning_content")

@@ -10,6 +10,7 @@ so none of them imports another to reach it.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -126,6 +127,9 @@ def result_at(skeleton: Skeleton, ref: ResultRef) -> Result:
     carried = skeleton.results[ref[0]]
     if ref[1] < len(carried) and carried[ref[1]].slot == ref[1]:
         return carried[ref[1]]
+    position = bisect_left(carried, ref[1], key=_result_slot)
+    if position < len(carried) and carried[position].slot == ref[1]:
+        return carried[position]
     for result in carried:
         if result.slot == ref[1]:
             return result
@@ -133,8 +137,24 @@ def result_at(skeleton: Skeleton, ref: ResultRef) -> Result:
 
 
 def call_at(skeleton: Skeleton, call_ref: CallRef) -> Call:
-    """The call at ``(message, slot)``."""
-    for call in skeleton.calls[call_ref[0]]:
-        if call.slot == call_ref[1]:
+    """The call at ``(message, slot)``: found by position, or by bisection on the slots (in
+    order), so n lookups in a message of n calls are not quadratic."""
+    found = skeleton.calls[call_ref[0]]
+    slot = call_ref[1]
+    if slot < len(found) and found[slot].slot == slot:
+        return found[slot]
+    position = bisect_left(found, slot, key=_slot_of)
+    if position < len(found) and found[position].slot == slot:
+        return found[position]
+    for call in found:  # slots out of order: not written by any reader, but never wrong
+        if call.slot == slot:
             return call
     raise KeyError(call_ref)
+
+
+def _slot_of(call: Call) -> int:
+    return call.slot
+
+
+def _result_slot(result: Result) -> int:
+    return result.slot

@@ -714,27 +714,40 @@ def estimate_tokens(message: Any) -> int:
     """``4 + ceil(characters / 4)``: a plain estimate of one message's tokens.
 
     ``characters`` counts every string in the message (role, content, text parts, tool call
-    names and arguments, ids; not the dict keys) and the digits of numbers. SDK objects are read
-    through ``model_dump``.
+    names and arguments, ids; not the dict keys) and the digits of numbers, as the message
+    would be serialised: an object the message holds twice counts twice, as it is written
+    twice (each container is still read once at each depth, so shared and self references
+    cost their own size, not the size of every path through them; nothing deeper than 32
+    levels counts). SDK objects are read through ``model_dump``.
 
     >>> from toolmend._trim import estimate_tokens
     >>> estimate_tokens({"role": "user", "content": "x" * 40})   # 4 + ceil(44 / 4)
     15
     """
-    return 4 + -(-_characters(message, 0) // 4)
+    return 4 + -(-_characters(message, 0, {}) // 4)
 
 
-def _characters(value: Any, depth: int) -> int:
+def _characters(value: Any, depth: int, known: dict[tuple[int, int], tuple[int, Any]]) -> int:
+    """The characters of ``value`` at ``depth``. ``known`` holds those of the containers
+    already read in this message, by identity and depth (the total depends on the depth
+    through the cut at 32), so a container reached by many paths is read once per depth; it
+    also holds each container itself, so that no id in it is freed and given to another (a
+    ``model_dump`` made on the way, a mapping's fresh values)."""
     kind = type(value)
     if kind is dict or kind is list:  # the common case, without a generator
         if depth > 32:
             return 0
+        key = (id(value), depth)
+        hit = known.get(key)
+        if hit is not None:
+            return hit[0]
         total = 0
         for item in value.values() if kind is dict else value:
             if type(item) is str:
                 total += len(item)
             elif item is not None:
-                total += _characters(item, depth + 1)
+                total += _characters(item, depth + 1, known)
+        known[key] = (total, value)
         return total
     if kind is int or kind is float:  # before the ABC checks below, which cost ten times more
         return len(repr(value))
@@ -742,40 +755,52 @@ def _characters(value: Any, depth: int) -> int:
         return len(value)
     if depth > 32 or value is None or isinstance(value, bool):
         return 0
-    if isinstance(value, Mapping):
-        return sum(_characters(item, depth + 1) for item in value.values())
-    if isinstance(value, (list, tuple)):
-        return sum(_characters(item, depth + 1) for item in value)
+    if isinstance(value, (Mapping, list, tuple)):
+        key = (id(value), depth)
+        hit = known.get(key)
+        if hit is not None:
+            return hit[0]
+        items = value.values() if isinstance(value, Mapping) else value
+        total = sum(_characters(item, depth + 1, known) for item in items)
+        known[key] = (total, value)
+        return total
     if isinstance(value, (int, float)):
         return len(repr(value))
     if isinstance(value, (bytes, bytearray)):
         return len(value)
     dump = getattr(value, "model_dump", None)
     if callable(dump):
-        return _characters(dump(exclude_none=True), depth + 1)
+        return _characters(dump(exclude_none=True), depth + 1, known)
     attributes = getattr(value, "__dict__", None)
     if isinstance(attributes, dict):
         public = {key: item for key, item in attributes.items() if not key.startswith("_")}
-        return _characters(public, depth + 1)
+        return _characters(public, depth + 1, known)
     return len(str(value))
 
 
-def _strings(value: Any, out: list[str], depth: int = 0) -> list[str]:
-    """Every string in a message, in order (what a tokenizer is given)."""
+def _strings(
+    value: Any, out: list[str], depth: int = 0, seen: dict[int, Any] | None = None
+) -> list[str]:
+    """Every string in a message, in order (what a tokenizer is given). A container met again
+    (a shared or self reference) gives its strings once: the text a tokenizer reads must not
+    grow with the number of paths through the message. ``seen`` holds each container read,
+    by id, and the container itself, so that no id in it is freed and given to another."""
+    if seen is None:
+        seen = {}
     if isinstance(value, str):
         out.append(value)
     elif depth > 32 or value is None or isinstance(value, (bool, bytes, bytearray)):
         pass
-    elif isinstance(value, Mapping):
-        for item in value.values():
-            _strings(item, out, depth + 1)
-    elif isinstance(value, (list, tuple)):
-        for item in value:
-            _strings(item, out, depth + 1)
+    elif isinstance(value, (Mapping, list, tuple)):
+        if id(value) in seen:
+            return out
+        seen[id(value)] = value
+        for item in value.values() if isinstance(value, Mapping) else value:
+            _strings(item, out, depth + 1, seen)
     elif isinstance(value, (int, float)):
         out.append(repr(value))
     elif callable(getattr(value, "model_dump", None)):
-        _strings(value.model_dump(exclude_none=True), out, depth + 1)
+        _strings(value.model_dump(exclude_none=True), out, depth + 1, seen)
     return out
 
 

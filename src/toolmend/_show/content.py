@@ -33,6 +33,12 @@ _FILE_KEYS = frozenset({"fileData", "file_data", "document", "file", "input_audi
 _MAX_DEPTH = 24
 _BUDGET = 4_000
 """Characters of text gathered for a preview before the walk stops: a preview needs a line."""
+_MAX_VISITS = 20_000
+"""Values a preview's walk reads before it stops: content whose parts are shared (``x = [x,
+x]`` nested 24 deep is 2^24 paths) must not cost a walk of every path."""
+_COUNT_LIMIT = 50 * FULL_LIMIT
+"""Characters of JSON counted past what is shown before the count stops at "more than":
+content with shared parts may serialise to far more text than it holds."""
 
 
 def data_of(message: Any) -> Any:
@@ -66,13 +72,15 @@ class _Pieces:
     def __init__(self) -> None:
         self.found: list[str] = []
         self.size = 0
+        self.visits = 0
 
     def add(self, piece: str) -> None:
         self.found.append(piece)
         self.size += len(piece)
 
     def walk(self, value: Any, depth: int) -> None:
-        if depth > _MAX_DEPTH or self.size > _BUDGET:
+        self.visits += 1
+        if depth > _MAX_DEPTH or self.size > _BUDGET or self.visits > _MAX_VISITS:
             return
         if isinstance(value, str):
             self.add(value)
@@ -116,13 +124,25 @@ def one_line(text: str, limit: int) -> str:
 def full_text(message: Any) -> str:
     """The whole message as indented JSON (at most :data:`FULL_LIMIT` characters)."""
     data = data_of(message)
+    encoder = json.JSONEncoder(indent=2, ensure_ascii=False, default=_fallback)
+    shown: list[str] = []
+    size = 0
     try:
-        text = json.dumps(data, indent=2, ensure_ascii=False, default=_fallback)
+        # written piece by piece, and counted only so far past the limit: shared parts can
+        # make the JSON exponentially longer than the message (x = [x, x] nested 40 deep)
+        for piece in encoder.iterencode(data):
+            if size < FULL_LIMIT:
+                shown.append(piece)
+            size += len(piece)
+            if size > FULL_LIMIT + _COUNT_LIMIT:
+                break
     except (ValueError, RecursionError):  # a cycle, or nesting deeper than json can go
-        text = f"<{type(message).__name__}: not shown as JSON>"
-    if len(text) > FULL_LIMIT:
-        rest = len(text) - FULL_LIMIT
-        text = f"{text[:FULL_LIMIT]}\n... {rest} more characters not shown"
+        return f"<{type(message).__name__}: not shown as JSON>"
+    text = "".join(shown)
+    if size > FULL_LIMIT + _COUNT_LIMIT:
+        return f"{text[:FULL_LIMIT]}\n... more than {_COUNT_LIMIT} more characters not shown"
+    if size > FULL_LIMIT:
+        return f"{text[:FULL_LIMIT]}\n... {size - FULL_LIMIT} more characters not shown"
     return text
 
 

@@ -16,6 +16,7 @@ Nothing here logs or raises with message content; the previews are for the scree
 
 from __future__ import annotations
 
+import bisect
 from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -560,49 +561,76 @@ def _anchors(after: Timeline, moved: set[int] | frozenset[int]) -> dict[int, int
     return anchors
 
 
+_RELATED_PER_ID = 32
+"""Changes a row is told about through one id (one per code and input message)."""
+
+
+def _nearest(bridges: list[int], index: int) -> int:
+    """The inserted row nearest ``index`` (the earlier of two as near), taken from the sorted
+    ``bridges`` so that each change marks its own."""
+    position = bisect.bisect_left(bridges, index)
+    if position == len(bridges) or (
+        position > 0 and index - bridges[position - 1] <= bridges[position] - index
+    ):
+        position -= 1
+    return bridges.pop(position)
+
+
 def _place(
     changes: Sequence[Change], before: Timeline, after: Timeline
 ) -> tuple[tuple[int | None, ...], dict[int, tuple[int, ...]]]:
-    """Where each change is marked, and which changes concern each repaired row."""
+    """Where each change is marked, and which changes concern each repaired row.
+
+    Linear in rows and changes: a row's changes come from indexes, and what a row is told
+    about other rows' changes is one change per code and input message (what the "see"
+    pointers show), at most :data:`_RELATED_PER_ID` through each id, so a turn of n calls
+    sharing an id or answered by n placeholders does not list n changes on each of n rows."""
     rows_of: dict[int, list[Row]] = {}
+    answering: dict[tuple[int, str], int] = {}  # (input message, id) -> first row answering it
     for row in after.rows:
         for index in row.source:
             rows_of.setdefault(index, []).append(row)
-    bridges = [row for row in after.rows if row.origin == "inserted"]
+            for answered in row.answers:
+                answering.setdefault((index, answered), row.index)
+    bridges = [row.index for row in after.rows if row.origin == "inserted"]
     shown: list[int | None] = []
     for change in changes:
         candidates = rows_of.get(change.index, [])
+        at = candidates[0].index if candidates else None
         if change.code == "answered_missing_call":
-            answering = [row for row in candidates if set(change.ids) & set(row.answers)]
-            candidates = answering or candidates
+            rows = [
+                answering[(change.index, change_id)]
+                for change_id in change.ids
+                if (change.index, change_id) in answering
+            ]
+            if rows:
+                at = min(rows)
         elif change.code == "inserted_message" and bridges:
-            near = min(
-                bridges,
-                key=lambda row: abs(row.index - (candidates[0].index if candidates else 0)),
-            )
-            bridges.remove(near)
-            candidates = [near]
+            at = _nearest(bridges, at if at is not None else 0)
         elif category(change.code) == "moved":
             moved = [row for row in candidates if row.origin in ("gathered", "merged")]
-            candidates = moved or candidates
-        shown.append(candidates[0].index if candidates else None)
-    by_index: dict[int, list[int]] = {}
-    by_id: dict[str, list[int]] = {}
+            if moved:
+                at = moved[0].index
+        shown.append(at)
+    by_index: dict[int, dict[str, int]] = {}  # input message -> code -> its first change
+    by_id: dict[str, dict[tuple[str, int], int]] = {}
     by_row: dict[int, list[int]] = {}
     for number, change in enumerate(changes):
-        by_index.setdefault(change.index, []).append(number)
+        by_index.setdefault(change.index, {}).setdefault(change.code, number)
         for change_id in change.ids:
-            by_id.setdefault(change_id, []).append(number)
+            about = by_id.setdefault(change_id, {})
+            if len(about) < _RELATED_PER_ID:
+                about.setdefault((change.code, change.index), number)
         if shown[number] is not None:
             by_row.setdefault(shown[number], []).append(number)  # type: ignore[arg-type]
     related: dict[int, tuple[int, ...]] = {}
     for row in after.rows:
         found = set(by_row.get(row.index, ()))
         for index in row.source:
-            found.update(by_index.get(index, ()))
+            found.update(by_index.get(index, {}).values())
         if row.origin != "kept":
             for row_id in row.ids():
-                found.update(by_id.get(row_id, ()))
+                found.update(by_id.get(row_id, {}).values())
         if found:
             related[row.index] = tuple(sorted(found))
     return tuple(shown), related

@@ -33,6 +33,7 @@ was imported by whoever built the messages, so nothing is imported here.
 from __future__ import annotations
 
 import sys
+from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -554,14 +555,14 @@ def _edit_calls(
             lists[source][position] = _renamed(source, lists[source][position], new_id, new_name)
     for source in ("content", "raw"):
         mirror = lists.get(source) or _source_list(message, source, extra)
-        pending = {call_id: list(queue) for call_id, queue in actions.items()}
+        pending = {call_id: deque(queue) for call_id, queue in actions.items()}
         for position, item in enumerate(mirror):
             if (source, position) in own or not isinstance(item, Mapping):
                 continue
             if source == "content" and item.get("type") not in _CALL_BLOCKS:
                 continue
             queue = pending.get(item.get("id"))  # type: ignore[arg-type]
-            action = queue.pop(0) if queue else None
+            action = queue.popleft() if queue else None  # n calls with one id: not n^2
             if action is None:
                 continue
             lists[source] = mirror

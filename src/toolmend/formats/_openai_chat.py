@@ -181,10 +181,10 @@ def _repeats_pass(profile: Profile) -> bool:
     return profile.pairing != "count" and "duplicate_result" not in profile.checks
 
 
-def _called_in(tool_calls: Any, call_id: str) -> bool:
-    """Whether the turn's ``tool_calls`` made a call with ``call_id`` (asked only when no call
-    waits for a result with that id: a repeat of one of the turn's results, or a stray)."""
-    return any(type(call) is dict and call.get("id") == call_id for call in tool_calls)
+def _called_ids(tool_calls: Any) -> set[Any]:
+    """The ids of the turn's ``tool_calls``: whether a result with no call waiting for it
+    repeats one of the turn's results (gathered once a turn, not scanned for each result)."""
+    return {call.get("id") for call in tool_calls if type(call) is dict}
 
 
 def _plain_valid(
@@ -205,6 +205,7 @@ def _plain_valid(
     dict with a ``function`` dict whose ``name`` is a non-empty string."""
     pending: set[str] | None = None  # the turn's calls still waiting for their results
     tool_calls: Any = ()  # the calls of the turn whose results come now
+    called: set[Any] | None = None  # their ids, gathered at the turn's first repeated result
     live: list[Any] = []  # the tool_calls lists since the last user message
     for message in messages:
         if type(message) is not dict:
@@ -217,7 +218,11 @@ def _plain_valid(
             try:
                 pending.remove(call_id)
             except KeyError:  # no call waits for it: a repeat of a result of this turn, or none
-                if not repeats_pass or not _called_in(tool_calls, call_id):
+                if not repeats_pass:
+                    return None
+                if called is None:  # once a turn: n repeats must not scan n calls each
+                    called = _called_ids(tool_calls)
+                if call_id not in called:
                     return None
             if content_rule and type(message["content"]) is not str:
                 return None
@@ -238,6 +243,7 @@ def _plain_valid(
             if type(tool_calls) is not list or not tool_calls:
                 return None
             live.append(tool_calls)
+            called = None
             pending = set()
             for call in tool_calls:
                 if type(call) is not dict or call["type"] is None:
@@ -317,6 +323,7 @@ def _scan(
     repeats_pass = _repeats_pass(profile)
     content_rule = "tool_content_not_string" in profile.checks
     tool_calls: Any = ()  # the calls of the turn whose results come now
+    turn_ids: set[Any] | None = None  # their ids, gathered at the turn's first repeat
     spans: list[tuple[int, int]] = []
     starts: list[int] = [0]  # where each range of the history begins
     called: list[str] = []  # every call id in order, and the start of the range calling it
@@ -331,11 +338,22 @@ def _scan(
         role = message.get("role")
         if role == "tool":
             call_id = message.get("tool_call_id")
+            repeat = False
+            if (
+                pending is not None
+                and repeats_pass
+                and type(call_id) is str
+                and call_id
+                and call_id not in pending
+            ):
+                if turn_ids is None:  # once a turn: n repeats must not scan n calls each
+                    turn_ids = _called_ids(tool_calls)
+                repeat = call_id in turn_ids
             if (
                 pending is not None
                 and type(call_id) is str
                 and call_id
-                and (call_id in pending or (repeats_pass and _called_in(tool_calls, call_id)))
+                and (call_id in pending or repeat)
             ):
                 if call_id in pending:
                     pending.discard(call_id)
@@ -369,6 +387,7 @@ def _scan(
         ok = True
         if role == "assistant":
             tool_calls = message.get("tool_calls")
+            turn_ids = None
             if tool_calls is not None:
                 pending = set()
                 if type(tool_calls) is not list or not tool_calls:
