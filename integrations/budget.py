@@ -41,6 +41,8 @@ from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
+from toolmend import _escape as escape
+
 __all__ = ["Budget", "abandoned", "current", "offloads", "run", "size_of"]
 
 logger = logging.getLogger("toolmend")
@@ -261,7 +263,7 @@ async def run(
         future.cancel()  # a repair still queued never starts
         logger.warning(
             "toolmend gave up on %s after its %.3g s budget (%d items); the original was sent",
-            source,
+            escape.log_source(source),
             limits.seconds,
             size_of(messages),
         )

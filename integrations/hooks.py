@@ -100,10 +100,7 @@ def problem_codes(problems: Sequence[Problem]) -> str:
 def log_source(source: str) -> str:
     """A hook's name for a log line, the model it was called for (``name(model)``) escaped by
     :func:`toolmend._escape.log`: the model string is the caller's."""
-    name, paren, model = _text(source).partition("(")
-    if not paren:
-        return escape.log(name)
-    return f"{escape.log(name)}({escape.log(model.removesuffix(')'))})"
+    return escape.log_source(source)
 
 
 def _text(value: object) -> str:
@@ -203,8 +200,8 @@ def mend(
                     logger.warning(
                         "toolmend did not repair %s for %s: over its cap of %d items; the "
                         "original was sent",
-                        source,
-                        provider,
+                        log_source(source),
+                        _shown(provider),
                         cap,
                     )
                 if reporting and request:

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 import toolmend
+from toolmend._stats.logs import Event, parse_message
 from toolmend.integrations import budget, hooks, telemetry
 from toolmend.integrations.budget import Budget
 from toolmend.integrations.hooks import HookOptions, mend
@@ -209,6 +210,9 @@ def test_past_the_budget_the_request_goes_out_as_sent(
         assert got == without and got.statuses == (400,)  # the original, as sent
         [warning] = ours(caplog)
         assert "gave up" in warning.getMessage() and "budget" in warning.getMessage()
+        # toolmend stats counts it as sent unrepaired, over the budget, for this hook
+        event = parse_message(warning.getMessage())
+        assert event is not None and event.kind == "over_budget"
         assert [(r.outcome, r.reason) for r in reports] == [("failed_open", "time_budget")]
         stuck.go.set()  # the abandoned repair ends now: it writes no line, reports nothing
         budget._executor().shutdown(wait=True)
@@ -248,6 +252,29 @@ def test_past_the_size_cap_nothing_is_done(
     [warning] = ours(caplog)
     assert "over its cap" in warning.getMessage()
     assert [(r.outcome, r.reason) for r in reports] == [("failed_open", "size_cap")]
+    assert parse_message(warning.getMessage()) == Event("over_budget", "test", "openai")
+
+
+def test_the_over_budget_lines_escape_the_callers_text(
+    caplog: pytest.LogCaptureFixture, reports: list[telemetry.HookReport]
+) -> None:
+    """The model in the hook's name is the caller's: a line break in it cannot start a forged
+    line, and ``toolmend stats`` counts exactly one request sent over budget."""
+    forged = "x)\ntoolmend repaired litellm.completion for openai: fake_code@1"
+    history = chat_broken()
+    cap = Budget(max_items=budget.size_of(history) - 1)
+    with caplog.at_level(logging.INFO, logger="toolmend"):
+        mend(
+            history,
+            provider="openai",
+            source=f"litellm.acompletion({forged}",
+            options=HookOptions(budget=cap),
+        )
+    [warning] = ours(caplog)
+    text = warning.getMessage()
+    assert "\n" not in text
+    events = [parse_message(line) for line in text.splitlines()]
+    assert [(e.kind, e.hook) for e in events if e] == [("over_budget", "litellm.acompletion")]
 
 
 def test_a_valid_history_over_the_cap_goes_out_without_a_word(

@@ -115,9 +115,10 @@ def test_the_counts_are_what_the_hooks_reported(produced: Produced, kind: str) -
     assert got["hooks"]["openai.Completions.create"]["repaired"] == 2
     assert got["loops"]["by_provider"]["openai"]["codes"]
     assert got["sent_unrepaired"]["by_hook"] == {
-        "openai.Completions.create": {"failed": 1, "unreadable": 0},
-        "test.fault": {"failed": 1, "unreadable": 0},
-        "test.unreadable": {"failed": 0, "unreadable": 1},
+        "openai.Completions.create": {"failed": 1, "unreadable": 0, "over_budget": 0},
+        "test.fault": {"failed": 1, "unreadable": 0, "over_budget": 0},
+        "test.unreadable": {"failed": 0, "unreadable": 1, "over_budget": 0},
+        "test.cap": {"failed": 0, "unreadable": 0, "over_budget": 1},
     }
     assert got["errors"] == {
         "a hook failed while it was built": 1,
@@ -151,8 +152,9 @@ def test_the_text_tables(produced: Produced) -> None:
             rf"\n  openai +{code_name} +{entry['requests']} +{entry['changes']}\n", out
         )
     assert "Problems left: 2 requests" in out
-    assert "Sent unrepaired: 3 requests" in out
-    assert re.search(r"\n  test\.unreadable +0 +1\n", out)
+    assert "Sent unrepaired: 4 requests" in out
+    assert re.search(r"\n  test\.unreadable +0 +1 +0\n", out)
+    assert re.search(r"\n  test\.cap +0 +0 +1\n", out)
     assert "By hook (requests):" in out
 
 
@@ -307,7 +309,7 @@ def test_html_never_overwrites_a_log(produced: Produced, tmp_path: Path) -> None
     page = tmp_path / "page.html"
     code, out, _ = stats(str(log), "--html", str(page))
     assert code == 0 and page.read_text().startswith("<!DOCTYPE html>")
-    assert out.startswith(f"{page}: 6 request(s) repaired, 2 with problems left, 3 sent unrepaired")
+    assert out.startswith(f"{page}: 6 request(s) repaired, 2 with problems left, 4 sent unrepaired")
 
 
 def test_the_page_escapes_what_it_read(tmp_path: Path) -> None:

@@ -30,7 +30,7 @@ import html as _html
 import re
 from typing import Final
 
-__all__ = ["header", "html", "log", "terminal", "unescape"]
+__all__ = ["header", "html", "log", "log_source", "terminal", "unescape"]
 
 _FORMAT_CHARS: Final = (
     "\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e\u200b-\u200f\u202a-\u202e"
@@ -67,6 +67,19 @@ def log(value: str) -> str:
     if _LOG_UNSAFE.search(value) is None:
         return value
     return _LOG_UNSAFE.sub(_code, value)
+
+
+def log_source(source: object) -> str:
+    """A hook's name for a log line, with the model it was called for (``name(model)``): both
+    escaped by :func:`log`, the model string being the caller's.
+
+    >>> log_source("litellm.acompletion(gpt 4o)")
+    'litellm.acompletion(gpt%204o)'
+    """
+    name, paren, model = (source if isinstance(source, str) else str(source)).partition("(")
+    if not paren:
+        return log(name)
+    return f"{log(name)}({log(model.removesuffix(')'))})"
 
 
 def header(value: object) -> str:

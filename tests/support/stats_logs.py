@@ -23,6 +23,7 @@ from typing import Any
 import toolmend
 import toolmend._policy
 from toolmend.integrations import hooks, telemetry
+from toolmend.integrations.budget import Budget
 from toolmend.testing import StrictProviderServer
 
 PLAIN_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -211,6 +212,8 @@ def produce(folder: Path) -> Produced:
         looped = hooks.mend(chat_loop(), provider="openai", source="test.loop")
         assert looped.loops
         assert hooks.mend([user(), 42], provider="openai", source="test.unreadable").failed
+        over = hooks.HookOptions(budget=Budget(max_items=2))  # sent as it came: over the cap
+        assert hooks.mend(chat_broken(), provider="openai", source="test.cap", options=over).failed
         with _patched(hooks, "repair"):  # fails inside mend: logged with its traceback
             assert hooks.mend(chat_broken(), provider="mistral", source="test.fault").failed
         # errors outside any one request: a hook that cannot be built, a sink that fails
@@ -313,6 +316,6 @@ def actual(summary: dict[str, Any]) -> dict[str, Any]:
             },
         },
         "loops": summary["loops"],
-        "failed_open": {h: c["failed"] + c["unreadable"] for h, c in unrepaired.items()},
+        "failed_open": {h: sum(c.values()) for h, c in unrepaired.items()},
         "hooks": summary["hooks"],
     }

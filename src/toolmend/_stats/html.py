@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import Counter
 
 from .._escape import html as escape
-from .logs import HOOK_COLUMNS, Stats, Table
+from .logs import FAILURE_REASONS, HOOK_COLUMNS, Stats, Table
 from .tables import ALL, table_rows
 
 __all__ = ["render"]
@@ -171,15 +171,20 @@ def _failures(stats: Stats) -> list[str]:
         return [*out, '<p class="none" id="failures">none</p>']
     out.append(
         '<p class="sum">toolmend failed and the original went out, or it could not read the '
-        "history (the caller's data)</p>"
+        "history (the caller's data), or the request was over the hook's budget</p>"
     )
-    out.append('<table id="failures"><tr><th>hook</th><th>failed</th><th>unreadable</th></tr>')
+    out.append(
+        '<table id="failures"><tr><th>hook</th><th>failed</th><th>unreadable</th>'
+        "<th>over budget</th></tr>"
+    )
     for hook in sorted({hook for hook, _ in stats.failures}):
-        failed, unreadable = stats.failures[hook, "failed"], stats.failures[hook, "unreadable"]
+        failed, unreadable, over = (stats.failures[hook, reason] for reason in FAILURE_REASONS)
         out.append(
             f'<tr data-hook="{escape(hook)}" data-failed="{failed}" '
-            f'data-unreadable="{unreadable}"><td><code>{escape(hook)}</code></td>'
-            f'<td class="n">{failed}</td><td class="n">{unreadable}</td></tr>'
+            f'data-unreadable="{unreadable}" data-over-budget="{over}">'
+            f"<td><code>{escape(hook)}</code></td>"
+            f'<td class="n">{failed}</td><td class="n">{unreadable}</td>'
+            f'<td class="n">{over}</td></tr>'
         )
     out.append("</table>")
     return out

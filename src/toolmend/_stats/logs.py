@@ -61,6 +61,7 @@ from .. import _escape as escape
 
 __all__ = [
     "ERRORS",
+    "FAILURE_REASONS",
     "HEALS",
     "Event",
     "Kind",
@@ -80,6 +81,7 @@ Kind = Literal[
     "loop",
     "failed",
     "unreadable",
+    "over_budget",
     "refused",
     "error",
     "healed",
@@ -133,6 +135,14 @@ _FAILED: Final = re.compile(
     r"toolmend(?:'s LiteLLM hook)? failed on "
     rf"(?P<source>a LangChain history read|[^\s(;]+(?:\([^\s()]*\))?){_FOR}; "
 )
+_OVER_CAP: Final = re.compile(
+    rf"toolmend did not repair {_SOURCE} for {_PROVIDER}: over its cap of \d+ items; "
+)
+_GAVE_UP: Final = re.compile(
+    rf"toolmend gave up on {_SOURCE} after its [0-9.e+]+ s budget \(\d+ items\); "
+)
+"""The two lines of a request sent as it came because it was over the hook's budget (the size
+cap, or the wall-clock budget of a repair off the event loop)."""
 _REFUSED: Final = re.compile(
     r"toolmend rejected \S+(?: \S+)? \(message \d+ of (?P<source>[^\s()]+)\): "
 )
@@ -298,6 +308,10 @@ def parse_message(message: str) -> Event | None:
     if match := _at(message, "toolmend cannot read the ", _UNREADABLE):
         provider = _name(match["provider"] or UNKNOWN)
         return Event("unreadable", _hook(match["source"]), provider)
+    if match := _at(message, "toolmend did not repair ", _OVER_CAP):
+        return Event("over_budget", _hook(match["source"]), _name(match["provider"]))
+    if match := _at(message, "toolmend gave up on ", _GAVE_UP):
+        return Event("over_budget", _hook(match["source"]))
     if match := _at(message, "toolmend rejected ", _REFUSED):
         return Event("refused", _hook(match["source"]))
     for head, pattern, label in ERRORS:  # before the failures: some failures send no request
@@ -354,6 +368,9 @@ class Table:
 HOOK_COLUMNS: Final = ("repaired", "problems_left", "loop", "failed_open")
 """What the per-hook table counts, in requests."""
 
+FAILURE_REASONS: Final = ("failed", "unreadable", "over_budget")
+"""Why a request was sent unrepaired, as the "sent unrepaired" table counts it."""
+
 
 @dataclass
 class Stats:
@@ -368,7 +385,7 @@ class Stats:
     """Requests sent with problems: those a repair left and those nothing was changed in."""
     loops: Table = field(default_factory=Table)
     failures: Counter[tuple[str, str]] = field(default_factory=Counter)
-    """(hook, ``failed`` or ``unreadable``) -> requests sent unrepaired."""
+    """(hook, ``failed``, ``unreadable`` or ``over_budget``) -> requests sent unrepaired."""
     hooks: dict[str, Counter[str]] = field(default_factory=dict)
     """hook -> :data:`HOOK_COLUMNS` -> requests."""
     refused: Counter[str] = field(default_factory=Counter)

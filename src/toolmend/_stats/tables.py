@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .._escape import terminal
-from .logs import HOOK_COLUMNS, Stats, Table
+from .logs import FAILURE_REASONS, HOOK_COLUMNS, Stats, Table
 
 __all__ = ["ALL", "HOW_TO_LOG", "render_text", "summary"]
 
@@ -90,14 +90,14 @@ def render_text(stats: Stats) -> str:
     if stats.total_failures:
         out.append(
             f"Sent unrepaired: {_plural(stats.total_failures, 'request')} (toolmend failed and "
-            "the original went out, or could not read the history)"
+            "the original went out, could not read the history, or the request was over the "
+            "hook's budget)"
         )
         hooks = sorted({hook for hook, _ in stats.failures})
         rows = [
-            (hook, stats.failures[hook, "failed"], stats.failures[hook, "unreadable"])
-            for hook in hooks
+            (hook, *(stats.failures[hook, reason] for reason in FAILURE_REASONS)) for hook in hooks
         ]
-        out += _grid(("hook", "failed", "unreadable"), rows)
+        out += _grid(("hook", "failed", "unreadable", "over budget"), rows)
     else:
         out.append("Sent unrepaired: none")
     if stats.hooks:
@@ -170,10 +170,7 @@ def summary(stats: Stats) -> dict[str, Any]:
         "sent_unrepaired": {
             "requests": stats.total_failures,
             "by_hook": {
-                hook: {
-                    "failed": stats.failures[hook, "failed"],
-                    "unreadable": stats.failures[hook, "unreadable"],
-                }
+                hook: {reason: stats.failures[hook, reason] for reason in FAILURE_REASONS}
                 for hook in sorted({hook for hook, _ in stats.failures})
             },
         },
