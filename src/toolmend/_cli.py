@@ -167,6 +167,9 @@ def _run_check(args: argparse.Namespace) -> int:
 
 def _run_repair(args: argparse.Namespace) -> int:
     document, history, key = _history(args)
+    # repaired before ``-o`` is opened (which truncates it): a repair that fails (an unknown
+    # provider) leaves the file as it was, even when it is the input
+    result = repair(history, provider=args.provider, format=args.format)
     with contextlib.ExitStack() as closing:
         target = None
         if args.output:  # a path that cannot be written fails before anything is printed
@@ -174,13 +177,12 @@ def _run_repair(args: argparse.Namespace) -> int:
                 target = closing.enter_context(open(args.output, "w", encoding="utf-8"))
             except OSError as error:
                 _fail(args.output, _reason(error))
-        return _repair_to(args, document, history, key, target)
+        return _repair_to(args, document, key, result, target)
 
 
 def _repair_to(
-    args: argparse.Namespace, document: Any, history: Any, key: str | None, target: Any
+    args: argparse.Namespace, document: Any, key: str | None, result: Repair, target: Any
 ) -> int:
-    result = repair(history, provider=args.provider, format=args.format)
     if args.json:
         return _repair_json(args, document, key, result)
     if result.problems:
