@@ -158,8 +158,8 @@ class _StoreLocks:
     ``asyncio.Lock`` per event loop for a store that only works async, and the store's index
     (so a result another wrapper stored counts at once). Store objects that share one
     connection (langchain-postgres: a psycopg connection runs one transaction at a time) share
-    the thread lock too, so a write-back's transaction never has another store's write and
-    commit run inside it."""
+    the thread lock and the ``asyncio`` locks too, so a write-back's transaction never has
+    another store's write and commit run inside it."""
 
     thread: threading.RLock = field(default_factory=threading.RLock)
     loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = field(
@@ -176,9 +176,13 @@ _STORE_LOCKS: dict[int, _StoreLocks] = {}
 """By ``id(store)``. Each wrapper holds its store, so the id cannot be reused while an entry
 lives; the last wrapper of a store to go removes the entry (stores are often pydantic models,
 which take no weak reference, hence ids and a count)."""
-_CONNECTION_LOCKS: dict[int, tuple[threading.RLock, int]] = {}
-"""By ``id(connection)``: the thread lock of the stores sharing that connection, and how many
-:class:`_StoreLocks` use it (each holds a store, which holds the connection)."""
+_CONNECTION_LOCKS: dict[
+    int,
+    tuple[threading.RLock, weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock], int],
+] = {}
+"""By ``id(connection)``: the thread lock and the per-loop ``asyncio`` locks of the stores
+sharing that connection, and how many :class:`_StoreLocks` use them (each holds a store, which
+holds the connection)."""
 _STORE_LOCKS_LOCK = threading.Lock()
 
 
@@ -192,9 +196,11 @@ def _locks_for(store: Any, owner: Any) -> _StoreLocks:
             if connection is None:
                 locks = _StoreLocks()
             else:
-                lock, users = _CONNECTION_LOCKS.get(id(connection), (threading.RLock(), 0))
-                _CONNECTION_LOCKS[id(connection)] = (lock, users + 1)
-                locks = _StoreLocks(thread=lock, connection=id(connection))
+                lock, loops, users = _CONNECTION_LOCKS.get(
+                    id(connection), (threading.RLock(), weakref.WeakKeyDictionary(), 0)
+                )
+                _CONNECTION_LOCKS[id(connection)] = (lock, loops, users + 1)
+                locks = _StoreLocks(thread=lock, loops=loops, connection=id(connection))
             _STORE_LOCKS[key] = locks
         locks.wrappers += 1
     weakref.finalize(owner, _release_locks, key)
@@ -209,11 +215,11 @@ def _release_locks(key: int) -> None:
             if locks.wrappers <= 0:
                 del _STORE_LOCKS[key]
                 if locks.connection is not None:
-                    lock, users = _CONNECTION_LOCKS[locks.connection]
+                    lock, loops, users = _CONNECTION_LOCKS[locks.connection]
                     if users <= 1:
                         del _CONNECTION_LOCKS[locks.connection]
                     else:
-                        _CONNECTION_LOCKS[locks.connection] = (lock, users - 1)
+                        _CONNECTION_LOCKS[locks.connection] = (lock, loops, users - 1)
 
 
 class ToolMendHistory(BaseChatMessageHistory):

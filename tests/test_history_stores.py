@@ -321,6 +321,55 @@ def test_store_objects_sharing_a_psycopg_connection_take_turns(
         connection.close()
 
 
+@pytest.mark.slow  # starts the servers (once per worker)
+def test_async_store_objects_sharing_a_psycopg_connection_take_turns(
+    postgres_server: PostgresServer,
+) -> None:
+    """The async twin of the test above: two async-only langchain-postgres stores on one
+    ``AsyncConnection``. A's swap waits for a table lock another client holds; B's write is
+    started meanwhile. B must wait for A's whole swap, not run its statements and its
+    ``commit()`` inside A's transaction (psycopg then refuses the commit: B's caller got an
+    error for a message A's transaction stored, or A's delete took it away)."""
+    import asyncio
+
+    import psycopg
+    from langchain_postgres import PostgresChatMessageHistory
+
+    dsn = postgres_server.dsn(postgres_server.new_database())
+    spec = {"url": dsn}
+
+    async def run() -> tuple[list[BaseMessage], list[BaseMessage]]:
+        connection = await psycopg.AsyncConnection.connect(dsn)
+        blocker = await psycopg.AsyncConnection.connect(dsn)
+        try:
+            await PostgresChatMessageHistory.acreate_tables(connection, "message_store")
+            session = "00000000-0000-4000-8000-000000000004"
+            one = PostgresChatMessageHistory("message_store", session, async_connection=connection)
+            two = PostgresChatMessageHistory("message_store", session, async_connection=connection)
+            await one.aadd_messages(POISONED)
+            a, b = ToolMendHistory(one, write_back=True), ToolMendHistory(two)
+            async with blocker.transaction():
+                await blocker.execute("LOCK TABLE message_store IN SHARE ROW EXCLUSIVE MODE")
+                reader = asyncio.create_task(a.aget_messages())
+                deadline = time.monotonic() + WAIT
+                while not waiting_on_a_lock(spec):  # A's swap waits for the blocker's lock
+                    assert time.monotonic() < deadline, "the swap never waited for the lock"
+                    await asyncio.sleep(0.01)
+                writer = asyncio.create_task(b.aadd_messages([HumanMessage("late")]))
+                for _ in range(50):  # B runs until it waits (for A, or for the connection)
+                    await asyncio.sleep(0)
+            view = await asyncio.wait_for(reader, WAIT)
+            await asyncio.wait_for(writer, WAIT)
+            return view, await two.aget_messages()
+        finally:
+            await blocker.close()
+            await connection.close()
+
+    view, stored = asyncio.run(run())
+    assert contents(view) == ["q", "q2"]
+    assert contents(stored) == ["q", "q2", "late"]
+
+
 # --- a swap that fails halfway ------------------------------------------------------------------
 
 
