@@ -60,7 +60,7 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from ._api import check, format_of, repair
-from ._escape import terminal
+from ._escape import TERMINAL_ESCAPES, terminal
 from ._profiles import primary_names
 from ._report import Change, Problem, Repair, ToolmendError
 from ._version import VERSION
@@ -205,7 +205,7 @@ def _repair_to(
         except OSError as error:
             _fail(args.output, _reason(error))
     else:
-        sys.stdout.write(text)
+        sys.stdout.write(_for_terminal(text))
     return 0 if not result.problems_left else 1
 
 
@@ -272,7 +272,20 @@ def _write_json(path: str, value: Any) -> None:
 
 
 def _print_json(report: dict[str, Any]) -> None:
-    sys.stdout.write(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+    sys.stdout.write(_for_terminal(json.dumps(report, indent=2, ensure_ascii=False) + "\n"))
+
+
+_JSON_ESCAPES = {code: f"\\u{code:04x}" for code in TERMINAL_ESCAPES if code >= 0x7F}
+"""The characters :func:`json.dumps` leaves raw that a terminal obeys or hides (DEL, the C1
+controls such as CSI U+009B, bidi controls, zero-width and separator characters), as JSON
+``\\uXXXX`` escapes (the C0 controls it escapes itself)."""
+
+
+def _for_terminal(json_text: str) -> str:
+    """JSON printed on standard output, which may be a terminal: those characters can only
+    stand inside its strings, where ``\\uXXXX`` reads back as the same character, so the JSON
+    is unchanged for a program and inert for a terminal."""
+    return json_text.translate(_JSON_ESCAPES)
 
 
 def _use_color(stream: Any) -> bool:
