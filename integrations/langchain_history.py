@@ -54,8 +54,8 @@ over SQLite (``BEGIN IMMEDIATE``) or PostgreSQL (a ``LOCK TABLE`` that shuts out
 writer of the table until it commits), the same on langchain-postgres's
 ``PostgresChatMessageHistory``, ``WATCH``/``MULTI``/``EXEC`` on langchain-community's
 ``RedisChatMessageHistory``, one assignment on ``InMemoryChatMessageHistory``. So no writer,
-in this process or another, on this host or another, through a wrapper or not, can write in
-between, and a swap that fails commits nothing: the read logs the error and still returns the
+in this process or another, on this host or another, through a wrapper or not (in memory:
+through a wrapper, whose lock the swap holds), can write in between, and a swap that fails commits nothing: the read logs the error and still returns the
 repaired history. On any other store ``write_back=True`` raises ``ValueError`` when the wrapper
 is built, unless ``write_back="unguarded"`` opts into compare, ``clear()``, ``add_messages()``
 under the lock above (safe only when every writer of the session goes through wrappers of that
