@@ -45,23 +45,23 @@ a call another process stored counts. (Two processes storing a result for the sa
 at the same moment can both succeed; the read-side repair drops the second.)
 
 A write-back is a compare-and-swap: it replaces the store's history only if the store still
-holds exactly what the read repaired, and otherwise writes nothing (logged at INFO; the
-next read tries again). Refusing when the store moved was chosen over merging (a repair
-computed on a history that has changed is not a repair of the new one) and over writing
-only the difference (LangChain stores can only append or clear). The swap is one atomic
-step of the store itself (:mod:`.langchain_stores`): a transaction on ``SQLChatMessageHistory``
-over SQLite (``BEGIN IMMEDIATE``) or PostgreSQL (a ``LOCK TABLE`` that shuts out every other
-writer of the table until it commits), the same on langchain-postgres's
-``PostgresChatMessageHistory``, ``WATCH``/``MULTI``/``EXEC`` on langchain-community's
-``RedisChatMessageHistory``, one assignment on ``InMemoryChatMessageHistory``. So no writer,
-in this process or another, on this host or another, through a wrapper or not (in memory:
-through a wrapper, whose lock the swap holds), can write in between, and a swap that fails commits nothing: the read logs the error and still returns the
-repaired history. On any other store ``write_back=True`` raises ``ValueError`` when the wrapper
-is built, unless ``write_back="unguarded"`` opts into compare, ``clear()``, ``add_messages()``
-under the lock above (safe only when every writer of the session goes through wrappers of that
-one store object in this process; a refill that fails puts the history read back). A
-write-back never stores a result the repair made up (toolmend's placeholders): a call another
-writer stored may still be waiting for the result that writer is about to store, and a
+holds exactly what the read repaired, and otherwise writes nothing (logged at INFO; the next
+read tries again). Refusing when the store moved was chosen over merging (a repair computed on a
+history that has changed is not a repair of the new one) and over writing only the difference
+(LangChain stores can only append or clear). The swap is one atomic step of the store itself
+(:mod:`.langchain_stores`): a transaction on ``SQLChatMessageHistory`` over SQLite (``BEGIN
+IMMEDIATE``) or PostgreSQL (a ``LOCK TABLE`` that shuts out every other writer of the table
+until it commits), the same on langchain-postgres's ``PostgresChatMessageHistory``,
+``WATCH``/``MULTI``/``EXEC`` on langchain-community's ``RedisChatMessageHistory``, one
+assignment on ``InMemoryChatMessageHistory``. So no writer, in this process or another, on this
+host or another, through a wrapper or not (in memory: through a wrapper, whose lock the swap
+holds), can write in between, and a swap that fails commits nothing: the read logs the error and
+still returns the repaired history. On any other store ``write_back=True`` raises ``ValueError``
+when the wrapper is built, unless ``write_back="unguarded"`` opts into compare, ``clear()``,
+``add_messages()`` under the lock above (safe only when every writer of the session goes through
+wrappers of that one store object in this process; a refill that fails puts the history read
+back). A write-back never stores a result the repair made up (toolmend's placeholders): a call
+another writer stored may still be waiting for the result that writer is about to store, and a
 placeholder would turn it into a duplicate. Reads answer such calls again each time, with the
 same text, so what is sent is the same.
 
