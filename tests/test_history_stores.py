@@ -449,6 +449,24 @@ def test_the_unguarded_mode_puts_the_history_back_when_the_refill_fails(
     assert contents(inner.messages) == ["q", "q2"]
 
 
+def test_toolmend_stats_counts_the_write_back_errors(caplog: pytest.LogCaptureFixture) -> None:
+    """The ERROR lines of a failed write-back (and of a history the unguarded mode could not
+    put back) are lines ``toolmend stats`` counts as errors outside a request, as it counts
+    every ERROR toolmend logs; it skipped both."""
+    from toolmend._stats import logs
+
+    inner = ForeignStore()
+    inner.add_messages(POISONED)
+    history = ToolMendHistory(inner, write_back="unguarded")
+    inner.failures = 2  # the refill fails, and so does putting the history back
+    with caplog.at_level(logging.ERROR, logger="toolmend"):
+        assert contents(history.messages) == ["q", "q2"]
+    lines = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert len(lines) == 2, lines
+    events = [logs.parse_message(f"2026-12-06 05:00:00 ERROR toolmend: {line}") for line in lines]
+    assert [event.kind if event else None for event in events] == ["error", "error"], lines
+
+
 def test_write_back_is_refused_on_a_store_no_swap_covers() -> None:
     with pytest.raises(ValueError, match=r"test_history_stores\.ForeignStore cannot") as raised:
         ToolMendHistory(ForeignStore(), write_back=True)
