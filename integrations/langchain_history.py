@@ -373,7 +373,7 @@ class ToolMendHistory(BaseChatMessageHistory):
         view = self._windowed(repaired) if self.window is not None else repaired
         if not (changes and self.write_back):
             return view, None
-        write = _without_placeholders(raw, repaired)
+        write = _without_placeholders(raw, repaired, self.policy.placeholder)
         return view, (None if stores.same(write, raw) else (write, changes))
 
     def _repaired(
@@ -720,18 +720,23 @@ _WriteBack = tuple[list[BaseMessage], tuple[toolmend.Change, ...]]
 """What a read writes back: the repaired history, and the changes that made it."""
 
 
-def _without_placeholders(raw: Sequence[Any], repaired: Sequence[Any]) -> list[BaseMessage]:
+def _without_placeholders(
+    raw: Sequence[Any], repaired: Sequence[Any], placeholder: str
+) -> list[BaseMessage]:
     """``repaired`` without the results the repair made up: a write-back never answers a call
     for its writer. With several writers on one session, a call another writer stored may
     still be waiting for the result that writer is about to store; a placeholder in the store
     would turn that real result into a duplicate. Reads add the placeholders again every time
     (the same text), so what is sent is the same.
 
-    A result the repair made up is one not in ``raw`` whose call id and content no stored
-    result has. Matching by call id alone (before issue 31) let a placeholder through when the
-    call's real result was stored too: two racing refills left a call and its result twice,
-    the repair dropped the second result and answered the second copy of the call with a
-    placeholder, which the write-back stored."""
+    A result the repair made up is one not in ``raw`` that holds the ``placeholder`` text and
+    whose call id no stored result with that text has. Matching by call id alone (before issue
+    31) let a placeholder through when the call's real result was stored too: two racing
+    refills left a call and its result twice, the repair dropped the second result and
+    answered the second copy of the call with a placeholder, which the write-back stored. A
+    real result the repair rewrote (its empty id filled from its call, an id rewritten for
+    Mistral) is a new object with an id no stored result has, but not a placeholder: it is
+    written back (matching by id and content left it out, and the store lost the output)."""
     results = {
         (m.tool_call_id, _content_key(m.content)) for m in raw if _message_type(m) in _TOOL_TYPES
     }
@@ -741,6 +746,7 @@ def _without_placeholders(raw: Sequence[Any], repaired: Sequence[Any]) -> list[B
         for m in repaired
         if id(m) in stored
         or _message_type(m) not in _TOOL_TYPES
+        or m.content != placeholder
         or (m.tool_call_id, _content_key(m.content)) in results
     ]
 

@@ -510,6 +510,38 @@ def test_a_write_back_never_stores_a_made_up_result() -> None:
     assert [r.reason for r in history.rejected] == ["dropped_on_write_back"]
 
 
+@pytest.mark.parametrize(
+    ("provider", "stored_id"),
+    [("openai", ""), ("mistral", "call_abc_1")],
+    ids=["filled_result_id", "rewrote_call_id"],
+)
+def test_a_write_back_keeps_a_real_result_the_repair_rewrote(provider: str, stored_id: str) -> None:
+    """A real result the repair rewrote (its empty id filled from its call; Mistral's ids
+    rewritten on the call and the result) is a new object with another id: it is no
+    placeholder. The write-back matched it as made up (no stored result had its id and
+    content) and left it out, so the store lost the tool's real output for good: not in
+    ``rejected``, and every later read answered the call with a placeholder."""
+    from langchain_core.messages import AIMessage
+
+    call_id = stored_id or "call_abc_1"
+    calls = [{"name": "f", "args": {}, "id": call_id, "type": "tool_call"}]
+    inner = InMemoryChatMessageHistory()
+    inner.add_messages(
+        [
+            HumanMessage("q"),
+            AIMessage("c", tool_calls=calls),
+            ToolMessage("the real output", tool_call_id=stored_id),
+            HumanMessage("q2"),
+        ]
+    )
+    history = ToolMendHistory(inner, provider=provider, write_back=True)
+    view = history.messages
+    assert "the real output" in contents(view)
+    assert "the real output" in contents(inner.messages)
+    assert toolmend.PLACEHOLDER_TEXT not in contents(inner.messages)
+    assert "the real output" in contents(history.messages)
+
+
 # --- async-only stores --------------------------------------------------------------------------
 
 
@@ -590,8 +622,10 @@ def test_a_sqlite_swap_failing_halfway_writes_nothing(
 # --- a property of every write-back ------------------------------------------------------------
 
 
-def _said(message: BaseMessage) -> tuple[str, str, str]:
-    return message.type, repr(message.content), str(getattr(message, "tool_call_id", ""))
+def _said(message: BaseMessage) -> tuple[str, str]:
+    """A message as the property counts it: its type and content (a result's id may be
+    rewritten by the repair, filled from its call or made to fit a provider's id rules)."""
+    return message.type, repr(message.content)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -599,7 +633,7 @@ def _said(message: BaseMessage) -> tuple[str, str, str]:
 def test_a_write_back_only_takes_messages_out_or_moves_them(case: Case) -> None:
     """Whatever the stored history (fuzzed LangChain histories, valid and damaged): after a
     write-back read, every stored message was stored before (no made-up result, no copy), and
-    the ones taken out are in ``rejected`` or were a second copy."""
+    the results taken out are in ``rejected`` (dropped as orphans or second copies)."""
     inner = InMemoryChatMessageHistory()
     inner.add_messages(case.damaged)
     before = Counter(_said(m) for m in inner.messages)
@@ -607,4 +641,6 @@ def test_a_write_back_only_takes_messages_out_or_moves_them(case: Case) -> None:
     _ = history.messages
     after = Counter(_said(m) for m in inner.messages)
     assert after <= before  # a sub-multiset: nothing added
-    assert not any(content == repr(toolmend.PLACEHOLDER_TEXT) for _, content, _ in after)
+    assert not any(content == repr(toolmend.PLACEHOLDER_TEXT) for _, content in after)
+    taken = Counter({key: n for key, n in (before - after).items() if key[0] == "tool"})
+    assert taken <= Counter(_said(r.message) for r in history.rejected)  # nothing vanished
