@@ -45,23 +45,23 @@ a call another process stored counts. (Two processes storing a result for the sa
 at the same moment can both succeed; the read-side repair drops the second.)
 
 A write-back is a compare-and-swap: it replaces the store's history only if the store still
-holds exactly what the read repaired, and otherwise writes nothing (logged at INFO; the
-next read tries again). Refusing when the store moved was chosen over merging (a repair
-computed on a history that has changed is not a repair of the new one) and over writing
-only the difference (LangChain stores can only append or clear). The swap is one atomic
-step of the store itself (:mod:`.langchain_stores`): a transaction on ``SQLChatMessageHistory``
-over SQLite (``BEGIN IMMEDIATE``) or PostgreSQL (a ``LOCK TABLE`` that shuts out every other
-writer of the table until it commits), the same on langchain-postgres's
-``PostgresChatMessageHistory``, ``WATCH``/``MULTI``/``EXEC`` on langchain-community's
-``RedisChatMessageHistory``, one assignment on ``InMemoryChatMessageHistory``. So no writer,
-in this process or another, on this host or another, through a wrapper or not, can write in
-between, and a swap that fails commits nothing: the read logs the error and still returns the
-repaired history. On any other store ``write_back=True`` raises ``ValueError`` when the wrapper
-is built, unless ``write_back="unguarded"`` opts into compare, ``clear()``, ``add_messages()``
-under the lock above (safe only when every writer of the session goes through wrappers of that
-one store object in this process; a refill that fails puts the history read back). A
-write-back never stores a result the repair made up (toolmend's placeholders): a call another
-writer stored may still be waiting for the result that writer is about to store, and a
+holds exactly what the read repaired, and otherwise writes nothing (logged at INFO; the next
+read tries again). Refusing when the store moved was chosen over merging (a repair computed on a
+history that has changed is not a repair of the new one) and over writing only the difference
+(LangChain stores can only append or clear). The swap is one atomic step of the store itself
+(:mod:`.langchain_stores`): a transaction on ``SQLChatMessageHistory`` over SQLite (``BEGIN
+IMMEDIATE``) or PostgreSQL (a ``LOCK TABLE`` that shuts out every other writer of the table
+until it commits), the same on langchain-postgres's ``PostgresChatMessageHistory``,
+``WATCH``/``MULTI``/``EXEC`` on langchain-community's ``RedisChatMessageHistory``, one
+assignment on ``InMemoryChatMessageHistory``. So no writer, in this process or another, on this
+host or another, through a wrapper or not (in memory: through a wrapper, whose lock the swap
+holds), can write in between, and a swap that fails commits nothing: the read logs the error and
+still returns the repaired history. On any other store ``write_back=True`` raises ``ValueError``
+when the wrapper is built, unless ``write_back="unguarded"`` opts into compare, ``clear()``,
+``add_messages()`` under the lock above (safe only when every writer of the session goes through
+wrappers of that one store object in this process; a refill that fails puts the history read
+back). A write-back never stores a result the repair made up (toolmend's placeholders): a call
+another writer stored may still be waiting for the result that writer is about to store, and a
 placeholder would turn it into a duplicate. Reads answer such calls again each time, with the
 same text, so what is sent is the same.
 
@@ -160,8 +160,8 @@ class _StoreLocks:
     ``asyncio.Lock`` per event loop for a store that only works async, and the store's index
     (so a result another wrapper stored counts at once). Store objects that share one
     connection (langchain-postgres: a psycopg connection runs one transaction at a time) share
-    the thread lock too, so a write-back's transaction never has another store's write and
-    commit run inside it."""
+    the thread lock and the ``asyncio`` locks too, so a write-back's transaction never has
+    another store's write and commit run inside it."""
 
     thread: threading.RLock = field(default_factory=threading.RLock)
     loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = field(
@@ -178,9 +178,13 @@ _STORE_LOCKS: dict[int, _StoreLocks] = {}
 """By ``id(store)``. Each wrapper holds its store, so the id cannot be reused while an entry
 lives; the last wrapper of a store to go removes the entry (stores are often pydantic models,
 which take no weak reference, hence ids and a count)."""
-_CONNECTION_LOCKS: dict[int, tuple[threading.RLock, int]] = {}
-"""By ``id(connection)``: the thread lock of the stores sharing that connection, and how many
-:class:`_StoreLocks` use it (each holds a store, which holds the connection)."""
+_CONNECTION_LOCKS: dict[
+    int,
+    tuple[threading.RLock, weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock], int],
+] = {}
+"""By ``id(connection)``: the thread lock and the per-loop ``asyncio`` locks of the stores
+sharing that connection, and how many :class:`_StoreLocks` use them (each holds a store, which
+holds the connection)."""
 _STORE_LOCKS_LOCK = threading.Lock()
 
 
@@ -194,9 +198,11 @@ def _locks_for(store: Any, owner: Any) -> _StoreLocks:
             if connection is None:
                 locks = _StoreLocks()
             else:
-                lock, users = _CONNECTION_LOCKS.get(id(connection), (threading.RLock(), 0))
-                _CONNECTION_LOCKS[id(connection)] = (lock, users + 1)
-                locks = _StoreLocks(thread=lock, connection=id(connection))
+                lock, loops, users = _CONNECTION_LOCKS.get(
+                    id(connection), (threading.RLock(), weakref.WeakKeyDictionary(), 0)
+                )
+                _CONNECTION_LOCKS[id(connection)] = (lock, loops, users + 1)
+                locks = _StoreLocks(thread=lock, loops=loops, connection=id(connection))
             _STORE_LOCKS[key] = locks
         locks.wrappers += 1
     weakref.finalize(owner, _release_locks, key)
@@ -211,11 +217,11 @@ def _release_locks(key: int) -> None:
             if locks.wrappers <= 0:
                 del _STORE_LOCKS[key]
                 if locks.connection is not None:
-                    lock, users = _CONNECTION_LOCKS[locks.connection]
+                    lock, loops, users = _CONNECTION_LOCKS[locks.connection]
                     if users <= 1:
                         del _CONNECTION_LOCKS[locks.connection]
                     else:
-                        _CONNECTION_LOCKS[locks.connection] = (lock, users - 1)
+                        _CONNECTION_LOCKS[locks.connection] = (lock, loops, users - 1)
 
 
 class ToolMendHistory(BaseChatMessageHistory):
@@ -369,7 +375,7 @@ class ToolMendHistory(BaseChatMessageHistory):
         view = self._windowed(repaired) if self.window is not None else repaired
         if not (changes and self.write_back):
             return view, None
-        write = _without_placeholders(raw, repaired)
+        write = _without_placeholders(raw, repaired, self.policy.placeholder)
         return view, (None if stores.same(write, raw) else (write, changes))
 
     def _repaired(self, raw: list[BaseMessage], waiting: bool) -> tuple[Any, tuple[Change, ...]]:
@@ -714,18 +720,23 @@ _WriteBack = tuple[list[BaseMessage], tuple[Change, ...]]
 """What a read writes back: the repaired history, and the changes that made it."""
 
 
-def _without_placeholders(raw: Sequence[Any], repaired: Sequence[Any]) -> list[BaseMessage]:
+def _without_placeholders(
+    raw: Sequence[Any], repaired: Sequence[Any], placeholder: str
+) -> list[BaseMessage]:
     """``repaired`` without the results the repair made up: a write-back never answers a call
     for its writer. With several writers on one session, a call another writer stored may
     still be waiting for the result that writer is about to store; a placeholder in the store
     would turn that real result into a duplicate. Reads add the placeholders again every time
     (the same text), so what is sent is the same.
 
-    A result the repair made up is one not in ``raw`` whose call id and content no stored
-    result has. Matching by call id alone (before issue 31) let a placeholder through when the
-    call's real result was stored too: two racing refills left a call and its result twice,
-    the repair dropped the second result and answered the second copy of the call with a
-    placeholder, which the write-back stored."""
+    A result the repair made up is one not in ``raw`` that holds the ``placeholder`` text and
+    whose call id no stored result with that text has. Matching by call id alone (before issue
+    31) let a placeholder through when the call's real result was stored too: two racing
+    refills left a call and its result twice, the repair dropped the second result and
+    answered the second copy of the call with a placeholder, which the write-back stored. A
+    real result the repair rewrote (its empty id filled from its call, an id rewritten for
+    Mistral) is a new object with an id no stored result has, but not a placeholder: it is
+    written back (matching by id and content left it out, and the store lost the output)."""
     results = {
         (m.tool_call_id, _content_key(m.content)) for m in raw if _message_type(m) in _TOOL_TYPES
     }
@@ -735,6 +746,7 @@ def _without_placeholders(raw: Sequence[Any], repaired: Sequence[Any]) -> list[B
         for m in repaired
         if id(m) in stored
         or _message_type(m) not in _TOOL_TYPES
+        or m.content != placeholder
         or (m.tool_call_id, _content_key(m.content)) in results
     ]
 

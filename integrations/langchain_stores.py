@@ -112,11 +112,14 @@ def is_async_only(inner: Any) -> bool:
 
 
 def shared_connection(inner: Any) -> Any:
-    """The sync connection a langchain-postgres store may share with other store objects
-    (its docs advise one connection for many), or None: the wrappers of every store on it take
-    one lock, as a psycopg connection holds one transaction at a time."""
+    """The connection a langchain-postgres store may share with other store objects (its docs
+    advise one connection for many): the sync one, or the async one of a store given only
+    that; None for any other store. The wrappers of every store on it take one lock (one
+    ``asyncio.Lock`` per event loop for an async connection), as a psycopg connection holds
+    one transaction at a time."""
     if _is_langchain_postgres(inner):
-        return getattr(inner, "_connection", None)
+        connection = getattr(inner, "_connection", None)
+        return connection if connection is not None else getattr(inner, "_aconnection", None)
     return None
 
 

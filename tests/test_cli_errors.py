@@ -103,3 +103,22 @@ def test_standard_output_gone(command: list[str], history: Path) -> None:
         os.close(write)
     _one_line(done, "standard output")
     assert "Broken pipe" in done.stderr
+
+
+@pytest.mark.parametrize("target", ["itself", "another"])
+def test_a_repair_that_fails_leaves_the_output_file_as_it_was(
+    history: Path, tmp_path: Path, target: str
+) -> None:
+    """``-o`` is written only once there is a repair to write: an unknown provider (found by
+    the repair itself) used to truncate the output first, and ``-o`` naming the input lost the
+    history."""
+    from toolmend._cli import main
+
+    output = history if target == "itself" else tmp_path / "kept.json"
+    if target == "another":
+        output.write_text("[]\n", encoding="utf-8")
+    before = output.read_bytes()
+    with pytest.raises(SystemExit) as exited:
+        main(["repair", str(history), "-p", "no-such-provider", "-o", str(output)])
+    assert exited.value.code == 2
+    assert output.read_bytes() == before

@@ -268,6 +268,40 @@ def test_the_terminal_gets_no_control_character(command: list[str], tmp_path: Pa
         assert not line.startswith(("X", "Y")), line  # the id's line break did not break a line
 
 
+C1_BIDI_ID = "call_\x9b2J\x9d0;owned\x9c\u202eY\u2028Z\u200b"
+"""An id no JSON encoder escapes on its own (``ensure_ascii=False``): the C1 controls CSI, OSC
+and ST (a terminal reads U+009B as ESC [), a bidi override, a line separator, a zero-width
+space."""
+
+
+@pytest.mark.parametrize(
+    "command", [["check", "--json"], ["repair", "--json"], ["repair"]], ids=" ".join
+)
+def test_the_json_on_standard_output_holds_no_control_character(
+    command: list[str], tmp_path: Path
+) -> None:
+    """What the CLI prints as JSON (the ``--json`` report, the repaired history without
+    ``-o``) reaches a terminal too: the characters JSON leaves raw are written as ``\\uXXXX``
+    escapes, which read back as the same strings."""
+    history = [
+        {"role": "user", "content": "hi"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": C1_BIDI_ID, "type": "function", "function": {"name": "f", "arguments": "{}"}}
+            ],
+        },
+        {"role": "user", "content": "again"},  # the call has no result: answered by the repair
+    ]
+    path = tmp_path / "c1.json"
+    path.write_text(json.dumps(history), encoding="utf-8")
+    code, out, err = _run(*command, str(path))
+    assert code in (0, 1), err
+    assert not set(out) & {"\x9b", "\x9d", "\x9c", "\u202e", "\u2028", "\u200b"}, out
+    assert C1_BIDI_ID in json.dumps(json.loads(out), ensure_ascii=False)
+
+
 # --- strict JSON out -----------------------------------------------------------------------------
 
 

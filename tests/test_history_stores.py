@@ -321,6 +321,55 @@ def test_store_objects_sharing_a_psycopg_connection_take_turns(
         connection.close()
 
 
+@pytest.mark.slow  # starts the servers (once per worker)
+def test_async_store_objects_sharing_a_psycopg_connection_take_turns(
+    postgres_server: PostgresServer,
+) -> None:
+    """The async twin of the test above: two async-only langchain-postgres stores on one
+    ``AsyncConnection``. A's swap waits for a table lock another client holds; B's write is
+    started meanwhile. B must wait for A's whole swap, not run its statements and its
+    ``commit()`` inside A's transaction (psycopg then refuses the commit: B's caller got an
+    error for a message A's transaction stored, or A's delete took it away)."""
+    import asyncio
+
+    import psycopg
+    from langchain_postgres import PostgresChatMessageHistory
+
+    dsn = postgres_server.dsn(postgres_server.new_database())
+    spec = {"url": dsn}
+
+    async def run() -> tuple[list[BaseMessage], list[BaseMessage]]:
+        connection = await psycopg.AsyncConnection.connect(dsn)
+        blocker = await psycopg.AsyncConnection.connect(dsn)
+        try:
+            await PostgresChatMessageHistory.acreate_tables(connection, "message_store")
+            session = "00000000-0000-4000-8000-000000000004"
+            one = PostgresChatMessageHistory("message_store", session, async_connection=connection)
+            two = PostgresChatMessageHistory("message_store", session, async_connection=connection)
+            await one.aadd_messages(POISONED)
+            a, b = ToolMendHistory(one, write_back=True), ToolMendHistory(two)
+            async with blocker.transaction():
+                await blocker.execute("LOCK TABLE message_store IN SHARE ROW EXCLUSIVE MODE")
+                reader = asyncio.create_task(a.aget_messages())
+                deadline = time.monotonic() + WAIT
+                while not waiting_on_a_lock(spec):  # A's swap waits for the blocker's lock
+                    assert time.monotonic() < deadline, "the swap never waited for the lock"
+                    await asyncio.sleep(0.01)
+                writer = asyncio.create_task(b.aadd_messages([HumanMessage("late")]))
+                for _ in range(50):  # B runs until it waits (for A, or for the connection)
+                    await asyncio.sleep(0)
+            view = await asyncio.wait_for(reader, WAIT)
+            await asyncio.wait_for(writer, WAIT)
+            return view, await two.aget_messages()
+        finally:
+            await blocker.close()
+            await connection.close()
+
+    view, stored = asyncio.run(run())
+    assert contents(view) == ["q", "q2"]
+    assert contents(stored) == ["q", "q2", "late"]
+
+
 # --- a swap that fails halfway ------------------------------------------------------------------
 
 
@@ -400,6 +449,24 @@ def test_the_unguarded_mode_puts_the_history_back_when_the_refill_fails(
     assert contents(inner.messages) == ["q", "q2"]
 
 
+def test_toolmend_stats_counts_the_write_back_errors(caplog: pytest.LogCaptureFixture) -> None:
+    """The ERROR lines of a failed write-back (and of a history the unguarded mode could not
+    put back) are lines ``toolmend stats`` counts as errors outside a request, as it counts
+    every ERROR toolmend logs; it skipped both."""
+    from toolmend._stats import logs
+
+    inner = ForeignStore()
+    inner.add_messages(POISONED)
+    history = ToolMendHistory(inner, write_back="unguarded")
+    inner.failures = 2  # the refill fails, and so does putting the history back
+    with caplog.at_level(logging.ERROR, logger="toolmend"):
+        assert contents(history.messages) == ["q", "q2"]
+    lines = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert len(lines) == 2, lines
+    events = [logs.parse_message(f"2026-12-06 05:00:00 ERROR toolmend: {line}") for line in lines]
+    assert [event.kind if event else None for event in events] == ["error", "error"], lines
+
+
 def test_write_back_is_refused_on_a_store_no_swap_covers() -> None:
     with pytest.raises(ValueError, match=r"test_history_stores\.ForeignStore cannot") as raised:
         ToolMendHistory(ForeignStore(), write_back=True)
@@ -441,6 +508,38 @@ def test_a_write_back_never_stores_a_made_up_result() -> None:
     assert toolmend.PLACEHOLDER_TEXT in contents(history.messages)
     assert contents(inner.messages) == ["q", "c", "r", "x", "c", "q2"]
     assert [r.reason for r in history.rejected] == ["dropped_on_write_back"]
+
+
+@pytest.mark.parametrize(
+    ("provider", "stored_id"),
+    [("openai", ""), ("mistral", "call_abc_1")],
+    ids=["filled_result_id", "rewrote_call_id"],
+)
+def test_a_write_back_keeps_a_real_result_the_repair_rewrote(provider: str, stored_id: str) -> None:
+    """A real result the repair rewrote (its empty id filled from its call; Mistral's ids
+    rewritten on the call and the result) is a new object with another id: it is no
+    placeholder. The write-back matched it as made up (no stored result had its id and
+    content) and left it out, so the store lost the tool's real output for good: not in
+    ``rejected``, and every later read answered the call with a placeholder."""
+    from langchain_core.messages import AIMessage
+
+    call_id = stored_id or "call_abc_1"
+    calls = [{"name": "f", "args": {}, "id": call_id, "type": "tool_call"}]
+    inner = InMemoryChatMessageHistory()
+    inner.add_messages(
+        [
+            HumanMessage("q"),
+            AIMessage("c", tool_calls=calls),
+            ToolMessage("the real output", tool_call_id=stored_id),
+            HumanMessage("q2"),
+        ]
+    )
+    history = ToolMendHistory(inner, provider=provider, write_back=True)
+    view = history.messages
+    assert "the real output" in contents(view)
+    assert "the real output" in contents(inner.messages)
+    assert toolmend.PLACEHOLDER_TEXT not in contents(inner.messages)
+    assert "the real output" in contents(history.messages)
 
 
 # --- async-only stores --------------------------------------------------------------------------
@@ -523,8 +622,10 @@ def test_a_sqlite_swap_failing_halfway_writes_nothing(
 # --- a property of every write-back ------------------------------------------------------------
 
 
-def _said(message: BaseMessage) -> tuple[str, str, str]:
-    return message.type, repr(message.content), str(getattr(message, "tool_call_id", ""))
+def _said(message: BaseMessage) -> tuple[str, str]:
+    """A message as the property counts it: its type and content (a result's id may be
+    rewritten by the repair, filled from its call or made to fit a provider's id rules)."""
+    return message.type, repr(message.content)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -532,7 +633,7 @@ def _said(message: BaseMessage) -> tuple[str, str, str]:
 def test_a_write_back_only_takes_messages_out_or_moves_them(case: Case) -> None:
     """Whatever the stored history (fuzzed LangChain histories, valid and damaged): after a
     write-back read, every stored message was stored before (no made-up result, no copy), and
-    the ones taken out are in ``rejected`` or were a second copy."""
+    the results taken out are in ``rejected`` (dropped as orphans or second copies)."""
     inner = InMemoryChatMessageHistory()
     inner.add_messages(case.damaged)
     before = Counter(_said(m) for m in inner.messages)
@@ -540,4 +641,6 @@ def test_a_write_back_only_takes_messages_out_or_moves_them(case: Case) -> None:
     _ = history.messages
     after = Counter(_said(m) for m in inner.messages)
     assert after <= before  # a sub-multiset: nothing added
-    assert not any(content == repr(toolmend.PLACEHOLDER_TEXT) for _, content, _ in after)
+    assert not any(content == repr(toolmend.PLACEHOLDER_TEXT) for _, content in after)
+    taken = Counter({key: n for key, n in (before - after).items() if key[0] == "tool"})
+    assert taken <= Counter(_said(r.message) for r in history.rejected)  # nothing vanished

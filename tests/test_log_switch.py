@@ -128,12 +128,22 @@ def test_the_handler_writes_once_and_stands_aside_for_an_apps_root_logging(
     assert apps.getvalue() == "toolmend repaired y for openai: moved_result@3[call_1]\n"
 
 
-def test_importing_the_hooks_reads_the_variable() -> None:
+def test_importing_the_hooks_reads_the_variable(
+    toolmend_logger: logging.Logger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The package every hook imports applies the variable when it is imported (run again
+    here by a reload: the first import happened before the test)."""
+    import importlib
+
     import toolmend.integrations
 
-    source = Path(toolmend.integrations.__file__).read_text()
-    assert "_log_from_env()" in source
     assert logswitch.ENV_LOG == "TOOLMEND_LOG"
+    monkeypatch.delenv("TOOLMEND_LOG", raising=False)
+    importlib.reload(toolmend.integrations)
+    assert ours(toolmend_logger) == [] and toolmend_logger.level == logging.NOTSET
+    monkeypatch.setenv("TOOLMEND_LOG", "info")
+    importlib.reload(toolmend.integrations)
+    assert len(ours(toolmend_logger)) == 1 and toolmend_logger.level == logging.INFO
 
 
 # --- through a process ------------------------------------------------------------------------------

@@ -139,3 +139,33 @@ def test_a_bad_provider_or_a_taken_port_is_one_line_and_exit_2(
         assert serve(port, None) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"toolmend serve: port {port}: ") and len(err.strip().splitlines()) == 1
+
+
+class _ReaderGone:
+    """Standard output whose reader has gone (``toolmend serve | head -1``, a supervisor that
+    closed the pipe): every write after the first lines fails with EPIPE."""
+
+    def __init__(self, lines: int) -> None:
+        self.left = lines
+
+    def write(self, text: str) -> int:
+        if self.left <= 0:
+            raise BrokenPipeError(32, "Broken pipe")
+        self.left -= text.count("\n")
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
+def test_a_reader_gone_at_the_stop_line_is_still_a_clean_stop() -> None:
+    """Stopped (here: its ``stop`` event, as by Ctrl-C or SIGTERM) after its reader went away:
+    the server stops and the exit is 0, as docs/cli.md says, not a ``port N: Broken pipe``
+    failure (the last line cannot reach anyone)."""
+    import threading
+
+    from toolmend.testing.serve import run
+
+    stop = threading.Event()
+    stop.set()
+    assert run(port=0, out=_ReaderGone(lines=8), stop=stop) == 0  # type: ignore[arg-type]

@@ -50,6 +50,9 @@ ROOT = Path(__file__).resolve().parent.parent
 MODES = ("script", "pytest", "skip")
 _MARK = re.compile(r"^<!--\s*snippet:\s*(\S+)\s*(.*?)\s*-->\s*$")
 _OPEN = re.compile(r"^```\s*python\s*$")
+_PYTHONISH = re.compile(r"^\s*(?:```|~~~)\s*(?:py|python|python3|py3)\b", re.IGNORECASE)
+"""A fence a Markdown renderer shows as Python (indented in a list, ``py``, ``~~~``, words
+after the language) that :data:`_OPEN` would step past without running it."""
 
 
 def pages(root: Path = ROOT) -> list[Path]:
@@ -82,6 +85,11 @@ def blocks(text: str, page: str) -> list[Block]:
     index = 0
     while index < len(lines):
         line = lines[index]
+        if _PYTHONISH.match(line) and not _OPEN.match(line):
+            raise ValueError(
+                f"{page}:{index + 1}: a Python fence the runner would not run "
+                f"({line.strip()!r}): write ```python alone at the start of its line"
+            )
         if line.startswith("```") and not _OPEN.match(line):  # another language: step over it
             end = next(
                 (j for j in range(index + 1, len(lines)) if lines[j].startswith("```")), None
@@ -220,6 +228,11 @@ def test_blocks_are_found_with_their_marks() -> None:
         blocks("<!-- snippet: skip -->\n```python\nx = 1\n```\n", "p.md")
     with pytest.raises(ValueError, match="never closed"):
         blocks("```python\nx = 1\n", "p.md")
+    # fences a renderer shows as Python (a list item's, another spelling, a line of prose
+    # that starts with one: CommonMark opens a block there) are refused, not stepped past
+    for fence in ("  ```python", "```py", "~~~python", "```Python3", "  ```python block the"):
+        with pytest.raises(ValueError, match="would not run"):
+            blocks(f"* item\n{fence}\nx = 1\n```\n", "p.md")
 
 
 def test_every_page_is_searched_and_new_pages_are_found(tmp_path: Path) -> None:

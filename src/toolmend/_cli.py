@@ -60,7 +60,7 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from ._api import check, format_of, repair
-from ._escape import terminal
+from ._escape import TERMINAL_ESCAPES, terminal
 from ._profiles import primary_names
 from ._report import Change, Problem, Repair, ToolmendError
 from ._version import VERSION
@@ -167,6 +167,9 @@ def _run_check(args: argparse.Namespace) -> int:
 
 def _run_repair(args: argparse.Namespace) -> int:
     document, history, key = _history(args)
+    # repaired before ``-o`` is opened (which truncates it): a repair that fails (an unknown
+    # provider) leaves the file as it was, even when it is the input
+    result = repair(history, provider=args.provider, format=args.format)
     with contextlib.ExitStack() as closing:
         target = None
         if args.output:  # a path that cannot be written fails before anything is printed
@@ -174,13 +177,12 @@ def _run_repair(args: argparse.Namespace) -> int:
                 target = closing.enter_context(open(args.output, "w", encoding="utf-8"))
             except OSError as error:
                 _fail(args.output, _reason(error))
-        return _repair_to(args, document, history, key, target)
+        return _repair_to(args, document, key, result, target)
 
 
 def _repair_to(
-    args: argparse.Namespace, document: Any, history: Any, key: str | None, target: Any
+    args: argparse.Namespace, document: Any, key: str | None, result: Repair, target: Any
 ) -> int:
-    result = repair(history, provider=args.provider, format=args.format)
     if args.json:
         return _repair_json(args, document, key, result)
     if result.problems:
@@ -203,7 +205,7 @@ def _repair_to(
         except OSError as error:
             _fail(args.output, _reason(error))
     else:
-        sys.stdout.write(text)
+        sys.stdout.write(_for_terminal(text))
     return 0 if not result.problems_left else 1
 
 
@@ -270,7 +272,20 @@ def _write_json(path: str, value: Any) -> None:
 
 
 def _print_json(report: dict[str, Any]) -> None:
-    sys.stdout.write(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+    sys.stdout.write(_for_terminal(json.dumps(report, indent=2, ensure_ascii=False) + "\n"))
+
+
+_JSON_ESCAPES = {code: f"\\u{code:04x}" for code in TERMINAL_ESCAPES if code >= 0x7F}
+"""The characters :func:`json.dumps` leaves raw that a terminal obeys or hides (DEL, the C1
+controls such as CSI U+009B, bidi controls, zero-width and separator characters), as JSON
+``\\uXXXX`` escapes (the C0 controls it escapes itself)."""
+
+
+def _for_terminal(json_text: str) -> str:
+    """JSON printed on standard output, which may be a terminal: those characters can only
+    stand inside its strings, where ``\\uXXXX`` reads back as the same character, so the JSON
+    is unchanged for a program and inert for a terminal."""
+    return json_text.translate(_JSON_ESCAPES)
 
 
 def _use_color(stream: Any) -> bool:

@@ -15,7 +15,8 @@ plus the OpenAI Agents SDK hooks' variants (``for PROFILE (session rules)``, pro
 ``(in the Chat Completions conversion)``), the messages a LangChain history store refused
 (``toolmend rejected ... (message N of add_messages): ...``), and a few errors outside any one
 request (a hook that could not be built, a telemetry sink that failed, a failure on a stored
-history or on messages being written, which sends nothing).
+history or on messages being written, a write-back of a LangChain history that failed, which
+send nothing).
 
 A line is recognised wherever the message sits in it, so any plain logging format works
 (``%(asctime)s %(levelname)s %(name)s: %(message)s``, LiteLLM proxy's prefixes, a
@@ -192,6 +193,16 @@ ERRORS: Final[tuple[tuple[str, re.Pattern[str], str], ...]] = tuple(
             "toolmend could not write",
             r"toolmend could not write its proxy response headers",
             "a proxy header was not written",
+        ),
+        (  # ToolMendHistory's write-back: the read went on with the repaired history
+            "toolmend could not write",
+            r"toolmend could not write the repaired history back",
+            "a write-back was not written",
+        ),
+        (
+            "toolmend could not put",
+            r"toolmend could not put a LangChain history back",
+            "a history was not put back after a failed write-back",
         ),
         (
             "toolmend could not attach",

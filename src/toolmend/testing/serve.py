@@ -15,6 +15,7 @@ port that cannot be bound).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import signal
 import sys
 import threading
@@ -76,7 +77,9 @@ def run(
                 pass
         except KeyboardInterrupt:
             pass
-        print("toolmend strict provider server stopped", file=stream, flush=True)
+        # a reader that went away (``| head -1``) cannot read it: the stop is clean all the same
+        with contextlib.suppress(OSError):
+            print("toolmend strict provider server stopped", file=stream, flush=True)
     finally:
         server.stop()
         restore()
