@@ -4,8 +4,9 @@
 One ``litellm --config`` process in front of the strict server, started the way an operator
 might: from a working directory whose ``../..`` holds an empty folder named ``toolmend``. The
 proxy puts ``../..`` first on ``sys.path``, so ``import toolmend`` finds that folder (a namespace
-package) before the installed toolmend: the hooks must not look anything up on the module
-``toolmend`` at request time. Its callback is toolmend's own, made slow on purpose: the repair of
+package) before the installed toolmend, when toolmend is served by an import hook as a default
+editable install serves it (``support.shadow`` sets that up, whatever this environment's install
+is): the hooks must not look anything up on the module ``toolmend`` at request time. Its callback is toolmend's own, made slow on purpose: the repair of
 a long history holds its thread for :data:`HOLD` seconds. Held on the event loop, every other
 client (``/health/liveliness``) would wait that long; off the loop they do not.
 """
@@ -27,6 +28,7 @@ from toolmend.testing import StrictProviderServer
 
 from support import litellm_proxy
 from support.hook_entries import chat_broken
+from support.shadow import child_env
 
 HOLD = 2.0
 """How long the test callback's repair of a long history holds its thread, in seconds."""
@@ -101,6 +103,7 @@ def proxy(
             "TOOLMEND_TEST_HOLD": str(HOLD),
             "TOOLMEND_TEST_SEEN": str(folder / "seen.txt"),
             "TOOLMEND_BUDGET_SECONDS": "60",  # the hold is waited for: the request is repaired
+            **child_env(outer / "boot"),  # toolmend served as a default editable install would
         },
     )
     try:
@@ -141,8 +144,7 @@ def test_a_shadowing_toolmend_folder_does_not_break_the_proxy(
     server: StrictProviderServer, proxy: tuple[str, Path]
 ) -> None:
     base, seen = proxy
-    if seen.read_text() != "None":  # a regular package won: this install cannot be shadowed
-        pytest.skip(f"toolmend was not shadowed here (it loaded from {seen.read_text()})")
+    assert seen.read_text() == "None"  # the proxy's toolmend is the empty namespace package
     server.clear()
     status, headers, body = post(base, {"model": "my-deepseek", "messages": chat_broken()})
     assert status == 200, body  # repaired, not the 400 of a hook failing at request time
@@ -247,12 +249,15 @@ def test_every_hook_repairs_with_a_toolmend_namespace_package_first_on_the_path(
         text=True,
         timeout=600,
         cwd=tmp_path,
-        env={**__import__("os").environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
+        env={
+            **__import__("os").environ,
+            "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+            **child_env(tmp_path / "boot"),
+        },
     )
     assert done.returncode == 0, done.stderr[-3000:]
     seen = json.loads(done.stdout.strip().splitlines()[-1])
-    if seen.pop("toolmend") != "None":
-        pytest.skip("a regular toolmend package won over the folder: this install is not shadowed")
+    assert seen.pop("toolmend") == "None"  # the namespace package, without toolmend's names
     assert seen.pop("agents") == 1 and seen.pop("adk") == 1, seen  # the orphans dropped
     assert seen.pop("langgraph") > 0
     assert seen == {name: [None, [200]] for name in seen}, seen  # every hook: repaired, accepted
