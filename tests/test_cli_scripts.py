@@ -247,6 +247,20 @@ def test_show_html_dash_is_standard_output(
     assert not (tmp_path / "-").exists()
 
 
+def test_repair_output_dash_is_standard_output(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    source = _history_file(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = _run(capsys, "repair", str(source), "-o", "-")
+    assert code in (0, 1)
+    assert isinstance(json.loads(out), (list, dict))  # the repaired history, on stdout
+    assert not (tmp_path / "-").exists()
+    code, out, err = _run(capsys, "repair", str(source), "--json", "-o", "-")
+    assert (code, out) == (2, "") and err.startswith("toolmend: -o -: ")
+    assert not (tmp_path / "-").exists()
+
+
 def test_stats_html_keeps_the_same_rule(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

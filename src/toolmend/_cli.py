@@ -166,6 +166,10 @@ def _run_check(args: argparse.Namespace) -> int:
 
 
 def _run_repair(args: argparse.Namespace) -> int:
+    if args.output == "-":  # standard output, as for every other path option
+        if args.json:
+            _fail("-o -", "--json prints its report on standard output: name a file for -o")
+        args.output = None
     document, history, key = _history(args)
     # repaired before ``-o`` is opened (which truncates it): a repair that fails (an unknown
     # provider) leaves the file as it was, even when it is the input
@@ -454,7 +458,7 @@ def _parser() -> argparse.ArgumentParser:
                 "--json", action="store_true", help=_JSON_HELP[name] + " (see docs/cli.md)"
             )
         if name == "repair":
-            command.add_argument("-o", "--output", help="write the repaired JSON here")
+            command.add_argument("-o", "--output", help="write the repaired JSON here (- for standard output)")
         if name == "show":
             command.add_argument(
                 "--fix", action="store_true", help="also show the repaired history, changes marked"
