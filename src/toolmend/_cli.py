@@ -458,7 +458,9 @@ def _parser() -> argparse.ArgumentParser:
                 "--json", action="store_true", help=_JSON_HELP[name] + " (see docs/cli.md)"
             )
         if name == "repair":
-            command.add_argument("-o", "--output", help="write the repaired JSON here (- for standard output)")
+            command.add_argument(
+                "-o", "--output", help="write the repaired JSON here (- for standard output)"
+            )
         if name == "show":
             command.add_argument(
                 "--fix", action="store_true", help="also show the repaired history, changes marked"
