@@ -23,8 +23,6 @@ import json
 import logging
 import runpy
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -770,41 +768,13 @@ def test_the_sdk_example_runs_offline(capsys: pytest.CaptureFixture[str]) -> Non
 
 @pytest.fixture(scope="module")
 def proxy(server: StrictProviderServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A real ``litellm --config`` process on 127.0.0.1 in front of the strict server."""
-    reason = litellm_proxy.unavailable()
-    if reason:
-        pytest.skip(reason)
-    config = Path(__file__).resolve().parent.parent / "examples" / "litellm_proxy" / "config.yaml"
-    running = litellm_proxy.Proxy(
-        config,
-        tmp_path_factory.mktemp("proxy"),
-        {
-            # the example config reads its endpoints and keys from here
-            "TOOLMEND_DEEPSEEK_BASE": server.openai_base_url,
-            "TOOLMEND_UNREACHABLE_BASE": f"http://127.0.0.1:{free_port()}/v1",
-            "TOOLMEND_ANTHROPIC_BASE": server.base_url,
-            "DEEPSEEK_API_KEY": "t",
-            "ANTHROPIC_API_KEY": "t",
-        },
-    )
-    try:
-        running.wait_ready()
-        yield running.base
-    finally:
-        running.stop()
+    """A real ``litellm --config`` process on 127.0.0.1 in front of the strict server (the
+    example config)."""
+    with litellm_proxy.example_proxy(server, tmp_path_factory.mktemp("proxy")) as base:
+        yield base
 
 
-def _post(base: str, body: dict[str, Any]) -> tuple[int, dict[str, str], str]:
-    request = urllib.request.Request(
-        base + "/v1/chat/completions",
-        data=json.dumps(body).encode(),
-        headers={"Content-Type": "application/json", "Authorization": "Bearer sk-toolmend"},
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=30) as reply:
-            return reply.status, dict(reply.headers), reply.read().decode()
-    except urllib.error.HTTPError as error:
-        return error.code, dict(error.headers), error.read().decode()
+_post = litellm_proxy.post
 
 
 @pytest.mark.slow

@@ -113,18 +113,7 @@ def proxy(
         running.stop()
 
 
-def post(base: str, body: dict[str, Any]) -> tuple[int, dict[str, str], str]:
-    request = urllib.request.Request(
-        base + "/v1/chat/completions",
-        data=json.dumps(body).encode(),
-        headers={"Content-Type": "application/json", "Authorization": "Bearer sk-toolmend"},
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=120) as reply:
-            headers = {k.lower(): v for k, v in reply.headers.items()}
-            return reply.status, headers, reply.read().decode()
-    except urllib.error.HTTPError as error:
-        return error.code, {k.lower(): v for k, v in error.headers.items()}, error.read().decode()
+post = litellm_proxy.post
 
 
 def long_history(turns: int) -> list[dict[str, Any]]:

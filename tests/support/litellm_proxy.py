@@ -1,10 +1,13 @@
 """A real LiteLLM Proxy for the tests: ``litellm --config`` started on 127.0.0.1 in front of
-the strict server, waited for, and stopped. ``tests/test_litellm.py`` runs the example config
-through it; ``tests/test_fail_open.py`` a handler with a fault inside toolmend."""
+the strict server, waited for, and stopped. ``tests/test_litellm.py`` and
+``tests/test_escaping.py`` run the example config through it (:func:`example_proxy`);
+``tests/test_fail_open.py`` a handler with a fault inside toolmend."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import json
 import os
 import shutil
 import socket
@@ -13,7 +16,9 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -104,3 +109,48 @@ class Proxy:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
+
+
+EXAMPLE_CONFIG = Path(__file__).resolve().parents[2] / "examples" / "litellm_proxy" / "config.yaml"
+
+
+@contextlib.contextmanager
+def example_proxy(server: Any, folder: Path) -> Iterator[str]:
+    """The base URL of a proxy running the example config in front of ``server`` (a
+    :class:`toolmend.testing.StrictProviderServer`); skips where the proxy cannot run."""
+    reason = unavailable()
+    if reason:
+        pytest.skip(reason)
+    running = Proxy(
+        EXAMPLE_CONFIG,
+        folder,
+        {
+            # the example config reads its endpoints and keys from here
+            "TOOLMEND_DEEPSEEK_BASE": server.openai_base_url,
+            "TOOLMEND_UNREACHABLE_BASE": f"http://127.0.0.1:{free_port()}/v1",
+            "TOOLMEND_ANTHROPIC_BASE": server.base_url,
+            "DEEPSEEK_API_KEY": "t",
+            "ANTHROPIC_API_KEY": "t",
+        },
+    )
+    try:
+        running.wait_ready()
+        yield running.base
+    finally:
+        running.stop()
+
+
+def post(base: str, body: dict[str, Any], timeout: float = 120) -> tuple[int, dict[str, str], str]:
+    """POST ``body`` to the proxy's ``/v1/chat/completions`` with the example master key: the
+    status, the headers (names lower-cased) and the body."""
+    request = urllib.request.Request(
+        base + "/v1/chat/completions",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json", "Authorization": "Bearer sk-toolmend"},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as reply:
+            headers = {k.lower(): v for k, v in reply.headers.items()}
+            return reply.status, headers, reply.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, {k.lower(): v for k, v in error.headers.items()}, error.read().decode()
