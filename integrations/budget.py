@@ -208,6 +208,20 @@ _pool: _Pool | None = None
 _pool_lock = threading.Lock()
 
 
+def _forget_pool() -> None:
+    """In a forked child: the parent's pool has no threads here (a fork copies only the thread
+    that forked), and its lock may have been held by one that is gone. A gunicorn or uvicorn
+    worker forks after the app was imported, maybe warmed up: the child starts its own pool on
+    its first repair off the loop, instead of queueing every one to threads that never run."""
+    global _pool, _pool_lock
+    _pool = None
+    _pool_lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):  # not on Windows, which does not fork
+    os.register_at_fork(after_in_child=_forget_pool)
+
+
 def abandoned() -> bool:
     """Whether the coroutine this repair runs for stopped waiting (:func:`run`): its result
     will be discarded, so :func:`~toolmend.integrations.hooks.mend` writes no line and reports

@@ -469,3 +469,42 @@ def test_arepair_thread_repairs_a_long_thread_off_the_loop(monkeypatch: pytest.M
     done = asyncio.run(main())
     assert answered == [True] and threads[0].startswith("toolmend"), (answered, threads)
     assert done.written and [c.code for c in done.changes] == ["dropped_orphan_result"]
+
+
+def _run_in_child(job: Any) -> str:
+    """``job()`` in a forked child of this process, its text result read back through a pipe:
+    a gunicorn or uvicorn worker forks after the app was imported (and maybe warmed up)."""
+    import os
+
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never back into pytest
+        try:
+            os.write(write, str(job()).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as pipe:
+        got = pipe.read().decode()
+    os.waitpid(pid, 0)
+    return got
+
+
+@pytest.mark.slow  # forks a process
+def test_a_worker_forked_after_a_repair_off_the_loop_gets_a_pool_of_its_own() -> None:
+    """A pool started before a fork has no threads in the child: its jobs would wait forever,
+    so every long history would go out unrepaired after the whole budget."""
+    parent = budget._executor()
+    assert parent.submit(sum, [1, 2]).result(timeout=60) == 3  # its threads are running
+
+    async def offloaded() -> str:
+        return await budget.run(
+            [{"role": "user", "content": "hi"}] * 3,
+            lambda: "repaired on " + threading.current_thread().name,
+            lambda: "gave up",
+            source="test",
+            budget=Budget(offload_items=1, seconds=10),
+        )
+
+    got = _run_in_child(lambda: asyncio.run(offloaded()))
+    assert got.startswith("repaired on toolmend"), got
