@@ -244,7 +244,10 @@ def offloads(messages: Sequence[Any], budget: Budget | None = None) -> bool:
     limits = budget or current()
     if isinstance(messages, list | tuple) and len(messages) >= limits.offload_items:
         return len(messages) <= limits.max_items  # no walk: the count is at least the length
-    return size_of(messages, stop=limits.offload_items) >= limits.offload_items
+    try:
+        return size_of(messages, stop=limits.offload_items) >= limits.offload_items
+    except Exception:  # a message that cannot be read: the repair, inline, fails open on it
+        return False
 
 
 async def run(
@@ -275,11 +278,15 @@ async def run(
     except asyncio.TimeoutError:  # TimeoutError itself from 3.11 on
         gave_up.set()
         future.cancel()  # a repair still queued never starts
+        try:
+            items = size_of(messages)
+        except Exception:  # a message it cannot read: the original goes out all the same
+            items = len(messages)
         logger.warning(
             "toolmend gave up on %s after its %.3g s budget (%d items); the original was sent",
             escape.log_source(source),
             limits.seconds,
-            size_of(messages),
+            items,
         )
         return give_up()
     finally:

@@ -508,3 +508,55 @@ def test_a_worker_forked_after_a_repair_off_the_loop_gets_a_pool_of_its_own() ->
 
     got = _run_in_child(lambda: asyncio.run(offloaded()))
     assert got.startswith("repaired on toolmend"), got
+
+
+class Unreadable:
+    """A message whose content cannot be read: the repair refuses it (the hook fails open)."""
+
+    @property
+    def content(self) -> Any:
+        raise ValueError("no content here")
+
+
+def test_a_history_that_cannot_be_counted_is_handed_to_the_repair() -> None:
+    """Counting before the repair is outside the hook's fail-open: what the count cannot read
+    goes to the repair inline (which fails open on it), it does not raise out of the hook."""
+    history = [Unreadable()] * 3
+
+    async def sent() -> str:
+        return await budget.run(
+            history,
+            lambda: "repaired",
+            lambda: "gave up",
+            source="test",
+            budget=Budget(offload_items=10),
+        )
+
+    assert asyncio.run(sent()) == "repaired"
+    assert budget.offloads(history, Budget(offload_items=10)) is False
+
+
+def test_giving_up_on_a_history_that_cannot_be_counted_still_sends_the_original(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The give-up line counts the items; a message it cannot read does not turn the
+    fail-open into an exception out of the hook."""
+    history = [Unreadable()] * 3
+    go = threading.Event()
+
+    async def sent() -> str:
+        return await budget.run(
+            history,
+            lambda: "repaired" if go.wait(60) else "never",
+            lambda: "the original",
+            source="test",
+            budget=Budget(offload_items=1, seconds=0.05),  # the repair waits for go: always past
+        )
+
+    try:
+        with caplog.at_level(logging.WARNING, logger="toolmend"):
+            assert asyncio.run(sent()) == "the original"
+    finally:
+        go.set()
+    [warning] = ours(caplog)
+    assert "gave up" in warning.getMessage()
