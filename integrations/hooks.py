@@ -255,15 +255,15 @@ def mend(
         if reporting and telemetry.is_active():
             _report(source, provider, started, result.changes, left, loops, request)
     except ToolLoopError as refused:
-        if reporting and telemetry.is_active():
+        if reporting and telemetry.is_active() and not budgets.abandoned():
             _report(source, provider, started, (), len(refused.problems), refused.problems)
         raise
     except ToolChainError as refused:
-        if reporting and telemetry.is_active():
+        if reporting and telemetry.is_active() and not budgets.abandoned():
             _report(source, provider, started, (), len(refused.problems), loops)
         raise
     except InvalidHistoryError as error:  # the caller's data, not a toolmend bug
-        if quiet:
+        if quiet or budgets.abandoned():  # abandoned: the hook sent the original and said so
             return Mended(messages, failed=True)
         logger.warning(
             "toolmend cannot read the history on %s for %s (%s); it was sent as it is",
@@ -275,6 +275,8 @@ def mend(
             _report_failure(source, provider, started)
         return Mended(messages, failed=True)
     except Exception:
+        if budgets.abandoned():  # the hook sent the original and said so
+            return Mended(messages, failed=True)
         logger.exception(
             "toolmend failed on %s for %s; the original history was sent",
             log_source(source),

@@ -560,3 +560,65 @@ def test_giving_up_on_a_history_that_cannot_be_counted_still_sends_the_original(
         go.set()
     [warning] = ours(caplog)
     assert "gave up" in warning.getMessage()
+
+
+def _looping() -> list[Any]:
+    history: list[Any] = [{"role": "user", "content": "Weather in Paris?"}]
+    for turn in range(6):
+        call = {
+            "id": f"call_{turn}",
+            "type": "function",
+            "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+        }
+        history.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        history.append({"role": "tool", "tool_call_id": f"call_{turn}", "content": "21 C"})
+    return history
+
+
+def _broken_repair(*args: Any, **kwargs: Any) -> Any:
+    raise RuntimeError("a toolmend bug")
+
+
+@pytest.mark.parametrize("ending", ["refused by the loop guard", "failed"])
+def test_an_abandoned_repair_that_ends_in_a_refusal_or_a_failure_says_nothing(
+    ending: str,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    reports: list[telemetry.HookReport],
+) -> None:
+    """The hook sent the original when it gave up: a refusal or a failure the abandoned thread
+    meets later must not be counted for that request (a ``problems_left`` report or a
+    ``failed_open`` one, and a failure line, for a request already counted as over budget)."""
+    if ending == "failed":
+        patch_everywhere(monkeypatch, "repair", _broken_repair)
+        history: list[Any] = chat_broken()
+        options = HookOptions()
+    else:
+        history = _looping()
+        options = HookOptions(on_loop="raise")
+    assert budget.size_of(history) >= 2
+    go = threading.Event()
+
+    def work() -> Any:
+        go.wait(60)
+        return mend(history, provider="openai", source="test", options=options)
+
+    async def sent() -> Any:
+        return await budget.run(
+            history,
+            work,
+            lambda: "the original",
+            source="test",
+            budget=Budget(offload_items=1, seconds=0.05),  # work waits for go: always past
+        )
+
+    with caplog.at_level(logging.INFO, logger="toolmend"):
+        try:
+            assert asyncio.run(sent()) == "the original"
+        finally:
+            go.set()
+        budget._executor().shutdown(wait=True)  # the abandoned repair has ended
+    assert [r.getMessage()[:22] for r in caplog.records if r.name == "toolmend"] == [
+        "toolmend gave up on te"
+    ]
+    assert reports == []
