@@ -622,3 +622,36 @@ def test_an_abandoned_repair_that_ends_in_a_refusal_or_a_failure_says_nothing(
         "toolmend gave up on te"
     ]
     assert reports == []
+
+
+def test_a_cancelled_caller_leaves_no_repair_queued() -> None:
+    """A client that goes away (its task cancelled) while its repair waits for a thread: the
+    repair never starts, and nothing waits for it."""
+    pool = budget._executor()
+    go = threading.Event()
+    busy = [pool.submit(go.wait, 60) for _ in range(budget.WORKERS)]  # every thread held
+    ran: list[bool] = []
+
+    async def client() -> None:
+        task = asyncio.ensure_future(
+            budget.run(
+                [{"role": "user", "content": "hi"}] * 3,
+                lambda: ran.append(True),
+                lambda: None,
+                source="test",
+                budget=Budget(offload_items=1, seconds=60),
+            )
+        )
+        for _ in range(5):  # the repair is queued behind the busy threads
+            await asyncio.sleep(0)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    try:
+        asyncio.run(client())
+    finally:
+        go.set()
+    assert all(job.result(timeout=60) for job in busy)
+    pool.shutdown(wait=True)  # every job taken from the queue has ended
+    assert ran == []
