@@ -465,7 +465,9 @@ class ToolMend(CustomLogger):
             spent = time.perf_counter() - clock
             return _Outcome(mended.messages, None, False, provider, started, spent)
         except (ToolLoopError, ToolChainError) as refused:
-            if logging_obj is not None and provider is not None:
+            # abandoned at the budget: the original went out, and LiteLLM is reading this
+            # logging object on its loop; the refusal reaches nobody
+            if logging_obj is not None and provider is not None and not budgets.abandoned():
                 _note_refusal(logging_obj, ROUTES[route], refused, provider, started, clock)
             raise
         except Exception:

@@ -655,3 +655,54 @@ def test_a_cancelled_caller_leaves_no_repair_queued() -> None:
     assert all(job.result(timeout=60) for job in busy)
     pool.shutdown(wait=True)  # every job taken from the queue has ended
     assert ran == []
+
+
+def test_an_abandoned_litellm_refusal_writes_nothing_on_the_sent_request(
+    server: StrictProviderServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """LiteLLM sent the original when the hook gave up; a loop-guard refusal the abandoned
+    thread meets later must not put a "blocked" guardrail entry on that request's logging
+    object (from another thread, while LiteLLM reads it)."""
+    import litellm
+    from litellm.integrations.custom_logger import CustomLogger
+
+    from toolmend.integrations.litellm import ToolMend
+
+    logging_objs: list[Any] = []
+
+    class Capture(CustomLogger):  # type: ignore[misc]
+        async def async_pre_call_deployment_hook(self, kwargs: Any, call_type: Any) -> None:
+            logging_objs.append(kwargs.get("litellm_logging_obj"))
+
+    go = threading.Event()
+    real = toolmend.detect_loops
+
+    def stuck_detect_loops(*args: Any, **kwargs: Any) -> Any:
+        go.wait(60)
+        return real(*args, **kwargs)
+
+    patch_everywhere(monkeypatch, "detect_loops", stuck_detect_loops)
+    monkeypatch.setattr(hooks, "detect_loops", stuck_detect_loops)
+    capture = Capture()
+    hook = ToolMend(on_loop="raise", budget=Budget(offload_items=1, seconds=0.05))
+    monkeypatch.setattr(litellm, "callbacks", [hook, capture])
+    litellm.suppress_debug_info = True
+
+    async def send() -> Any:
+        return await litellm.acompletion(
+            model="openai/gpt-4o",
+            api_base=server.openai_base_url,
+            api_key="t",
+            messages=_looping(),
+            max_retries=0,
+        )
+
+    loop = shared_loop()
+    try:
+        loop.run_until_complete(send())  # past the budget: the original went out
+    finally:
+        go.set()
+    budget._executor().shutdown(wait=True)  # the abandoned repair has ended
+    [logging_obj] = logging_objs
+    written = repr(logging_obj.litellm_params) + repr(logging_obj.model_call_details)
+    assert "guardrail_intervened" not in written
