@@ -275,7 +275,9 @@ async def run(
     future = asyncio.get_running_loop().run_in_executor(_executor(), context.run, work)
     try:
         return await asyncio.wait_for(asyncio.shield(future), limits.seconds)
-    except asyncio.TimeoutError:  # TimeoutError itself from 3.11 on
+    except asyncio.TimeoutError as timeout:  # TimeoutError itself from 3.11 on
+        if future.done() and not future.cancelled() and future.exception() is timeout:
+            raise  # the work's own TimeoutError, not the budget's
         gave_up.set()
         future.cancel()  # a repair still queued never starts
         try:

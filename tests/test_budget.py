@@ -706,3 +706,31 @@ def test_an_abandoned_litellm_refusal_writes_nothing_on_the_sent_request(
     [logging_obj] = logging_objs
     written = repr(logging_obj.litellm_params) + repr(logging_obj.model_call_details)
     assert "guardrail_intervened" not in written
+
+
+def _times_out() -> Any:
+    raise TimeoutError("the repair's own")
+
+
+def test_a_timeout_the_repair_raises_is_not_taken_for_the_budget(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """What the work raises is raised to the caller, a ``TimeoutError`` too (the budget's own
+    is ``asyncio.TimeoutError``, the same class from Python 3.11 on): no "gave up" line, no
+    original sent in its place."""
+
+    async def sent() -> Any:
+        return await budget.run(
+            [{"role": "user", "content": "hi"}] * 3,
+            _times_out,
+            lambda: "the original",
+            source="test",
+            budget=Budget(offload_items=1, seconds=60),
+        )
+
+    with (
+        caplog.at_level(logging.WARNING, logger="toolmend"),
+        pytest.raises(TimeoutError, match="the repair's own"),
+    ):
+        asyncio.run(sent())
+    assert ours(caplog) == []
