@@ -151,3 +151,17 @@ def test_limits_out_of_range_are_refused(fields: dict[str, int]) -> None:
 def test_it_listens_on_loopback_only(server: StrictProviderServer) -> None:
     assert server._http is not None
     assert server._http.server_address[0] == "127.0.0.1"
+
+
+@pytest.mark.parametrize("coding", ["gzip, chunked", "gzip", "identity"])
+def test_a_transfer_coding_it_cannot_read_is_a_400_and_the_connection_ends(
+    server: StrictProviderServer, coding: str
+) -> None:
+    """A body framed by a coding the server does not decode is refused, not taken as empty:
+    its bytes were read as the next request on the connection."""
+    body = json.dumps(VALID).encode()
+    framed = b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)
+    status, payload, closed = exchange(server, post(f"Transfer-Encoding: {coding}\n"), framed)
+    assert status == 400 and closed
+    assert "Transfer-Encoding" in payload["error"]["message"]
+    assert server.requests == []

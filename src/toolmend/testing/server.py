@@ -56,11 +56,11 @@ posting a history, and requires every one answered with no connect waiting for a
 (``docs/testing-server.md`` has the figures).
 
 What a client may send is bounded, as at a provider: a malformed ``Content-Length`` or chunk
-gets 400, a body past ``max_body`` (:data:`MAX_BODY`, 32 MiB) gets 413 before it is read (a
-huge ``Content-Length`` allocates nothing), JSON nested deeper than ``max_depth``
-(:data:`MAX_DEPTH`, 100 levels) gets the route's 400, and :attr:`StrictProviderServer.requests`
-keeps the newest ``max_requests`` (:data:`MAX_REQUESTS`, 1,000). It only ever listens on
-127.0.0.1.
+(or a ``Transfer-Encoding`` other than ``chunked``) gets 400, a body past ``max_body``
+(:data:`MAX_BODY`, 32 MiB) gets 413 before it is read (a huge ``Content-Length`` allocates
+nothing), JSON nested deeper than ``max_depth`` (:data:`MAX_DEPTH`, 100 levels) gets the route's
+400, and :attr:`StrictProviderServer.requests` keeps the newest ``max_requests``
+(:data:`MAX_REQUESTS`, 1,000). It only ever listens on 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -247,10 +247,15 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _read_body(self) -> bytes:
         """The request body, read no further than the body limit: :class:`_RefusedError` (400) for
-        a malformed ``Content-Length`` or chunk, (413) past the limit, before anything past it
-        is read or allocated."""
+        a malformed ``Content-Length`` or chunk or a coding other than ``chunked``, (413) past
+        the limit, before anything past it is read or allocated."""
         limit = self.server.owner.max_body
-        if self.headers.get("transfer-encoding", "").lower() == "chunked":
+        coding = self.headers.get("transfer-encoding")
+        if coding is not None and coding.strip().lower() != "chunked":
+            # a coding it cannot decode: its framing unknown, the body would be read as the
+            # next request on this connection
+            raise _RefusedError(400, "Unsupported Transfer-Encoding in the request.")
+        if coding is not None:
             chunks: list[bytes] = []
             total = 0
             while True:
