@@ -87,19 +87,26 @@ def ours(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
 
 
 class LoopProbe:
-    """A ``repair`` that asks the event loop to run a callback and waits for it."""
+    """A ``repair`` that asks the event loop (the hooks' shared loop, or ``loop`` once a test's
+    own ``asyncio.run`` has set it) to run a callback and waits for it: a repair that holds the
+    loop never gets its answer."""
 
     def __init__(self) -> None:
         self.real = toolmend.repair
         self.threads: list[str] = []
         self.answered: list[bool] = []
+        self.loop: asyncio.AbstractEventLoop | None = None
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         self.threads.append(threading.current_thread().name)
         answered = threading.Event()
-        shared_loop().call_soon_threadsafe(answered.set)
+        (self.loop or shared_loop()).call_soon_threadsafe(answered.set)
         self.answered.append(answered.wait(HELD))
         return self.real(*args, **kwargs)
+
+    def off_the_loop(self) -> bool:
+        """Whether the one repair was answered, on a toolmend worker thread."""
+        return self.answered == [True] and self.threads[0].startswith("toolmend")
 
 
 @pytest.mark.parametrize("hook", ASYNC_HOOKS, ids=str)
@@ -144,26 +151,16 @@ def test_the_adk_plugin_repairs_off_the_loop(monkeypatch: pytest.MonkeyPatch) ->
         parts=[types.Part.from_function_response(name="get_weather", response={"t": 21})],
     )
     request = LlmRequest(model="gemini-2.5-flash", contents=[orphan, _user("Berlin?")])
-    answered: list[bool] = []
-    threads: list[str] = []
-    real = toolmend.repair
+    probe = LoopProbe()
 
     async def main() -> None:
-        loop = asyncio.get_running_loop()
-
-        def repair(*args: Any, **kwargs: Any) -> Any:
-            threads.append(threading.current_thread().name)
-            event = threading.Event()
-            loop.call_soon_threadsafe(event.set)
-            answered.append(event.wait(HELD))
-            return real(*args, **kwargs)
-
-        patch_everywhere(monkeypatch, "repair", repair)
+        probe.loop = asyncio.get_running_loop()
+        patch_everywhere(monkeypatch, "repair", probe)
         plugin = adk.ToolMendPlugin()
         await plugin.before_model_callback(callback_context=None, llm_request=request)
 
     asyncio.run(main())
-    assert answered == [True] and threads[0].startswith("toolmend"), (answered, threads)
+    assert probe.off_the_loop(), (probe.answered, probe.threads)
     assert [c.role for c in request.contents] == ["user"]  # the orphan response dropped
 
 
@@ -393,29 +390,19 @@ def test_the_agents_filter_repairs_a_long_input_off_the_loop(
         {"role": "assistant", "content": "It is sunny."},
     ]
     data = CallModelData(ModelInputData(input=items, instructions="Be brief."), Agent("a"), None)
-    answered: list[bool] = []
-    threads: list[str] = []
-    real = toolmend.repair
+    probe = LoopProbe()
 
     async def main() -> Any:
-        loop = asyncio.get_running_loop()
-
-        def repair(*args: Any, **kwargs: Any) -> Any:
-            threads.append(threading.current_thread().name)
-            event = threading.Event()
-            loop.call_soon_threadsafe(event.set)
-            answered.append(event.wait(HELD))
-            return real(*args, **kwargs)
-
-        patch_everywhere(monkeypatch, "repair", repair)
+        probe.loop = asyncio.get_running_loop()
+        patch_everywhere(monkeypatch, "repair", probe)
         got = agents_hook.call_model_input_filter(data)
         assert asyncio.iscoroutine(got)
         return await got
 
     repaired = asyncio.run(main())
-    assert answered == [True] and threads[0].startswith("toolmend"), (answered, threads)
+    assert probe.off_the_loop(), (probe.answered, probe.threads)
     assert len(repaired.input) == 2 and repaired.instructions == "Be brief."
-    patch_everywhere(monkeypatch, "repair", real)
+    patch_everywhere(monkeypatch, "repair", probe.real)
     monkeypatch.setenv("TOOLMEND_OFFLOAD_ITEMS", "500")  # a short input: answered at once
     assert agents_hook.call_model_input_filter(data).input == repaired.input
 
@@ -449,25 +436,15 @@ def test_arepair_thread_repairs_a_long_thread_off_the_loop(monkeypatch: pytest.M
         config, {"messages": [ToolMessage("late", tool_call_id="call_gone", id="t1")]}
     )
     monkeypatch.setenv("TOOLMEND_OFFLOAD_ITEMS", "1")
-    answered: list[bool] = []
-    threads: list[str] = []
-    real = toolmend.repair
+    probe = LoopProbe()
 
     async def main() -> Any:
-        loop = asyncio.get_running_loop()
-
-        def repair(*args: Any, **kwargs: Any) -> Any:
-            threads.append(threading.current_thread().name)
-            event = threading.Event()
-            loop.call_soon_threadsafe(event.set)
-            answered.append(event.wait(HELD))
-            return real(*args, **kwargs)
-
-        patch_everywhere(monkeypatch, "repair", repair)
+        probe.loop = asyncio.get_running_loop()
+        patch_everywhere(monkeypatch, "repair", probe)
         return await langgraph_hook.arepair_thread(graph, config, provider="openai")
 
     done = asyncio.run(main())
-    assert answered == [True] and threads[0].startswith("toolmend"), (answered, threads)
+    assert probe.off_the_loop(), (probe.answered, probe.threads)
     assert done.written and [c.code for c in done.changes] == ["dropped_orphan_result"]
 
 
