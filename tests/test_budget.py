@@ -711,3 +711,13 @@ def test_a_timeout_the_repair_raises_is_not_taken_for_the_budget(
     ):
         asyncio.run(sent())
     assert ours(caplog) == []
+
+
+@pytest.mark.parametrize("seconds", ["2", "0.2", "1e-05", "1.5e+03"])
+def test_toolmend_stats_reads_the_gave_up_line_whatever_the_budget(seconds: str) -> None:
+    """The line writes the budget with ``%.3g``: an exponent is still a well-formed line."""
+    line = (
+        f"toolmend gave up on litellm.acompletion(gpt-4o) after its {seconds} s budget "
+        "(900 items); the original was sent"
+    )
+    assert parse_message(line) == Event("over_budget", "litellm.acompletion")

@@ -140,7 +140,7 @@ _OVER_CAP: Final = re.compile(
     rf"toolmend did not repair {_SOURCE} for {_PROVIDER}: over its cap of \d+ items; "
 )
 _GAVE_UP: Final = re.compile(
-    rf"toolmend gave up on {_SOURCE} after its [0-9.e+]+ s budget \(\d+ items\); "
+    rf"toolmend gave up on {_SOURCE} after its [0-9.e+-]+ s budget \(\d+ items\); "
 )
 """The two lines of a request sent as it came because it was over the hook's budget (the size
 cap, or the wall-clock budget of a repair off the event loop)."""
