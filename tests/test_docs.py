@@ -25,13 +25,17 @@ _HEADING = re.compile(r"^#{1,6}\s+(.*?)\s*#*\s*$", re.MULTILINE)
 _FENCE = re.compile(r"^```.*?^```", re.MULTILINE | re.DOTALL)
 
 
-def _generator() -> ModuleType:
-    path = ROOT / "scripts" / "providers_table.py"
-    spec = importlib.util.spec_from_file_location("providers_table", path)
+def _script(name: str) -> ModuleType:
+    """``scripts/NAME.py``, loaded as a module (the scripts are not a package)."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def _generator() -> ModuleType:
+    return _script("providers_table")
 
 
 def test_providers_page_matches_the_profiles_and_routing_tables() -> None:
@@ -228,12 +232,7 @@ def test_every_environment_variable_toolmend_reads_is_documented() -> None:
 
 
 def _reference_generator() -> ModuleType:
-    path = ROOT / "scripts" / "api_reference.py"
-    spec = importlib.util.spec_from_file_location("api_reference", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return _script("api_reference")
 
 
 def test_the_api_reference_matches_the_docstrings() -> None:
