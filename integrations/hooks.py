@@ -22,7 +22,7 @@ from typing import Any, Literal
 from toolmend import _escape as escape
 from toolmend import _fastpath as fastpath
 from toolmend import _policy as policies
-from toolmend import _profiles as profiles
+from toolmend import profiles
 from toolmend._api import Mended, repair
 from toolmend._loops import detect_loops, quiet_live_run
 from toolmend._policy import Policy

@@ -85,8 +85,8 @@ from toolmend import _routing as routing
 from toolmend._api import check, repair
 from toolmend._loops import detect_loops
 from toolmend._policy import Mode, Policy
-from toolmend._profiles import Profile, get_profile
 from toolmend._report import InvalidHistoryError, Problem, Repair, ToolChainError, ToolLoopError
+from toolmend.profiles import Profile, get_profile
 
 from . import budget as budgets
 from . import telemetry

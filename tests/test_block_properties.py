@@ -20,10 +20,10 @@ from google.genai import types
 from hypothesis import HealthCheck, assume, given, settings
 
 import toolmend
-from toolmend._profiles import get_profile
 from toolmend._rules import judge
 from toolmend._trim import _pairing_profile
 from toolmend.formats import get as module_for
+from toolmend.profiles import get_profile
 
 from support.block_histories import (
     PAIRS,

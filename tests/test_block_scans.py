@@ -20,10 +20,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import toolmend
-from toolmend._profiles import PROFILES, Profile, get_profile
 from toolmend._rules import judge
 from toolmend._trim import _pairing_profile
 from toolmend.formats import get as module_for
+from toolmend.profiles import PROFILES, Profile, get_profile
 
 from support.block_histories import PAIRS as BLOCK_PAIRS
 from support.block_histories import (

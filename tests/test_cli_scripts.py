@@ -15,7 +15,7 @@ import pytest
 
 import toolmend
 from toolmend._cli import main
-from toolmend._profiles import PROFILES
+from toolmend.profiles import PROFILES
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "histories" / "interleaved_user_message.json"

@@ -15,8 +15,8 @@ import pytest
 
 from toolmend import Change
 from toolmend._demo import SCENARIOS, Scenario, render, run
-from toolmend._profiles import PROFILES
 from toolmend.formats import names as format_names
+from toolmend.profiles import PROFILES
 
 MISSING = sorted(
     {f"format {s.format!r}" for s in SCENARIOS if s.format not in format_names()}

@@ -32,8 +32,8 @@ import toolmend._api
 import toolmend._appending
 import toolmend._fastpath
 import toolmend._policy
-import toolmend._profiles
 import toolmend.formats._openai_chat
+import toolmend.profiles
 from toolmend.testing import StrictProviderServer
 
 from support import litellm_proxy
@@ -370,7 +370,7 @@ import os
 import toolmend._fastpath
 import toolmend.formats._openai_chat
 import toolmend._policy
-import toolmend._profiles
+import toolmend.profiles
 from toolmend.integrations.litellm import proxy_handler as handler  # noqa: F401
 
 
@@ -521,7 +521,7 @@ BUILDERS: dict[str, Callable[..., Any]] = {
 BUILD_FAULTS: dict[str, Callable[[pytest.MonkeyPatch], None]] = {
     "openai_chat.read": fault(toolmend.formats._openai_chat, "read"),  # what issue 24 tried
     "check": fault(toolmend, "check"),
-    "get_profile": fault(toolmend._profiles, "get_profile"),  # the static table's lookup
+    "get_profile": fault(toolmend.profiles, "get_profile"),  # the static table's lookup
     "as_policy": fault(toolmend._policy, "as_policy"),  # the policy names' lookup
 }
 BUILD_NAMES = {

@@ -21,9 +21,9 @@ from anthropic.types import (
 )
 
 import toolmend
-from toolmend._profiles import get_profile
 from toolmend.formats import _anthropic as anthropic_format
 from toolmend.formats import detect
+from toolmend.profiles import get_profile
 
 PROVIDER = "anthropic"
 

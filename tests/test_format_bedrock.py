@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 import toolmend
-from toolmend._profiles import get_profile
 from toolmend.formats import _bedrock as bedrock_format
 from toolmend.formats import detect
+from toolmend.profiles import get_profile
 
 PROVIDER = "bedrock"
 

@@ -17,9 +17,9 @@ import pytest
 from google.genai import _transformers, types
 
 import toolmend
-from toolmend._profiles import get_profile
 from toolmend.formats import _gemini as gemini_format
 from toolmend.formats import detect
+from toolmend.profiles import get_profile
 
 PROVIDER = "gemini"
 

@@ -26,10 +26,10 @@ from langchain_core.messages import (
 from langchain_openai.chat_models.base import _convert_message_to_dict
 
 import toolmend
-from toolmend._profiles import get_profile
 from toolmend._rules import judge
 from toolmend.formats import _langchain as lc_format
 from toolmend.formats import detect
+from toolmend.profiles import get_profile
 
 from support.histories import (
     OPENAI_FAMILY,

@@ -34,10 +34,10 @@ from openai.types.responses.response_input_item import FunctionCallOutput
 from openai.types.responses.response_reasoning_item import Summary
 
 import toolmend
-from toolmend._profiles import PROFILES
 from toolmend._rules import judge
 from toolmend.formats import _openai_responses as responses
 from toolmend.formats import detect
+from toolmend.profiles import PROFILES
 from toolmend.testing import StrictProviderServer
 
 from support.histories import valid_conversations

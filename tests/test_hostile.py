@@ -326,7 +326,7 @@ def test_an_empty_history_is_returned_as_it_is(format: str | None) -> None:
 @pytest.mark.parametrize("format", ["anthropic", "gemini", "bedrock"])
 def test_a_block_history_sent_to_another_providers_rules_is_a_clear_error(format: str) -> None:
     """An Anthropic history is not a Gemini request: the repair could not make it one."""
-    others = [p for p in toolmend._profiles.PROFILES.values() if (format, p.name) not in pairs()]
+    others = [p for p in toolmend.profiles.PROFILES.values() if (format, p.name) not in pairs()]
     for profile in others:
         with pytest.raises(toolmend.InvalidHistoryError, match=f"no rules for '{format}'"):
             toolmend.check(base(format), provider=profile.name, format=format)

@@ -33,7 +33,7 @@ LAYERS: dict[str, int] = {
     "_jsontext": 0,
     "_version": 0,
     "_escape": 0,
-    "_profiles": 1,
+    "profiles": 1,
     "_spans": 1,
     "_policy": 1,
     "formats": 1,
@@ -63,7 +63,7 @@ LAYERS: dict[str, int] = {
 }
 """Top-level module or subpackage of ``toolmend`` -> its layer."""
 
-PUBLIC_SUBPACKAGES = {"formats", "testing", "integrations"}
+PUBLIC_SUBPACKAGES = {"formats", "profiles", "testing", "integrations"}
 """The public modules besides the package itself: the format registry, the strict provider
 server and its pytest plugin, and the hooks."""
 

@@ -210,8 +210,8 @@ def test_no_provider_text_has_an_empty_id_where_the_id_is_known() -> None:
         json.loads(path.read_text())
         for path in sorted((ROOT / "examples" / "histories").glob("*.json"))
     ]
-    from toolmend._profiles import PROFILES
     from toolmend.formats import detect
+    from toolmend.profiles import PROFILES
 
     for history in histories:
         messages = history if isinstance(history, list) else history.get("messages")

@@ -40,7 +40,7 @@ from hypothesis import strategies as st
 
 import toolmend
 import toolmend._api
-from toolmend._profiles import PROFILES
+from toolmend.profiles import PROFILES
 
 from support.block_histories import FORMATS as BLOCK_FORMATS
 from support.block_histories import damaged_block_histories

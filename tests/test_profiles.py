@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from toolmend import _profiles as profiles
-from toolmend._profiles import PROFILES, Profile, get_profile
+from toolmend.profiles import PROFILES, Profile, get_profile
+from toolmend.profiles import _base as _profile_base
 
 
 @pytest.mark.parametrize("profile", PROFILES.values(), ids=list(PROFILES))
@@ -25,7 +25,7 @@ def test_every_profile_field_is_documented() -> None:
     # The module's text, not ``inspect.getsource``: that parses the whole module with ``ast``,
     # which Python 3.11 cannot do while a finalizer elsewhere parses too (see
     # tests/support/event_loops.py).
-    module_text = Path(profiles.__file__).read_text(encoding="utf-8")
+    module_text = Path(_profile_base.__file__).read_text(encoding="utf-8")
     source = module_text.split("\nclass Profile:\n", 1)[1].split("\nclass ", 1)[0]
     for field in dataclasses.fields(Profile):
         declared = source.split(f"    {field.name}:", 1)[1]

@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 
 import toolmend
 from toolmend._api import _read_range
-from toolmend._profiles import get_profile
 from toolmend._rules import judge
 from toolmend.formats import _openai_chat as openai_chat
+from toolmend.profiles import get_profile
 
 from support.histories import (
     OPENAI_FAMILY,

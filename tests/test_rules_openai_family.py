@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 import toolmend
-from toolmend._profiles import PROFILES
+from toolmend.profiles import PROFILES
 
 from support.cases import assistant, calls, result, system, tool_call, user
 from support.histories import OPENAI_FAMILY

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from toolmend._profiles import PROFILES
 from toolmend._spans import _ascii_class, all_match
+from toolmend.profiles import PROFILES
 
 ID_PATTERNS = sorted(
     {profile.call_id_pattern for profile in PROFILES.values() if profile.call_id_pattern}

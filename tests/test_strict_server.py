@@ -24,8 +24,8 @@ from google.genai import errors as genai_errors
 from google.genai import types as genai_types
 
 import toolmend
-from toolmend._profiles import PROFILES
 from toolmend.formats import names as format_names
+from toolmend.profiles import PROFILES
 from toolmend.testing import RecordedRequest, Reply, StrictProviderServer, ToolCall
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")

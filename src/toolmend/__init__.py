@@ -21,7 +21,6 @@ implementation and may change in any release.
 from ._api import check, repair, sanitize
 from ._loops import detect_loops
 from ._policy import PLACEHOLDER_TEXT, Mode, Policy
-from ._profiles import Profile, get_profile
 from ._report import (
     Change,
     InvalidHistoryError,
@@ -38,6 +37,7 @@ from ._report import (
 from ._routing import provider_for_host, provider_for_model, request_profile
 from ._trim import align_cut, atomic_groups, merge_consecutive, trim
 from ._version import VERSION
+from .profiles import Profile, get_profile
 
 __all__ = [
     "PLACEHOLDER_TEXT",

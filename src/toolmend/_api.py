@@ -18,7 +18,6 @@ from ._edits import Plan
 from ._escape import log as _log_text
 from ._jsontext import NonFiniteNumberError, UnwritableValueError, locate
 from ._policy import Mode, Policy, as_policy
-from ._profiles import Profile, get_profile
 from ._repair import plan_repair
 from ._report import (
     Change,
@@ -32,6 +31,7 @@ from ._report import (
 from ._rules import judge
 from ._skeleton import Skeleton
 from .formats import Format, detect, get
+from .profiles import Profile, get_profile
 
 __all__ = [
     "Damage",

@@ -64,7 +64,7 @@ from .formats import get
 
 if TYPE_CHECKING:
     from ._findings import Report
-    from ._profiles import Profile
+    from .profiles import Profile
 
 __all__ = [
     "check_blocks",

@@ -61,9 +61,9 @@ from typing import Any, NoReturn
 
 from ._api import check, format_of, repair
 from ._escape import TERMINAL_ESCAPES, terminal
-from ._profiles import primary_names
 from ._report import Change, Problem, Repair, ToolmendError
 from ._version import VERSION
+from .profiles import primary_names
 
 __all__ = ["main"]
 

@@ -38,9 +38,9 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from ._api import repair
-from ._profiles import PROFILES
 from ._report import Change
 from .formats import names as format_names
+from .profiles import PROFILES
 from .testing import Reply, StrictProviderServer
 
 __all__ = [

@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ._api import format_of
-from ._profiles import Profile, get_profile
+from .profiles import Profile, get_profile
 
 __all__ = ["LiveRun", "vouch"]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._profiles import Profile
 from ._report import Problem
+from .profiles import Profile
 
 __all__ = ["Report"]
 

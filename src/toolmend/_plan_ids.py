@@ -13,7 +13,7 @@ import re
 
 from ._edits import Blocks, Item, Placeholder
 from ._planstate import PlanState, call_at, result_at
-from ._profiles import Profile, compiled
+from .profiles import Profile, compiled
 
 __all__ = ["rename_functions", "rewrite_ids"]
 

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 
 from ._edits import AsText, Keep, Plan
 from ._policy import Policy
-from ._profiles import Profile
 from ._report import Change
 from ._skeleton import USER, Call, Result, Skeleton
+from .profiles import Profile
 
 __all__ = [
     "ASSISTANT_BRIDGE_TEXT",

@@ -25,9 +25,9 @@ from ._pairing import match
 from ._plan_messages import plan_messages
 from ._planstate import ASSISTANT_BRIDGE_TEXT, USER_BRIDGE_TEXT, CallRef, PlanState, ResultRef
 from ._policy import Policy
-from ._profiles import Profile, get_profile
 from ._report import Change
 from ._skeleton import BLOCKS, Skeleton
+from .profiles import Profile, get_profile
 
 __all__ = ["ASSISTANT_BRIDGE_TEXT", "USER_BRIDGE_TEXT", "Pairing", "pair_results", "plan_repair"]
 

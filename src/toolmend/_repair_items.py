@@ -50,8 +50,8 @@ import re
 from ._edits import AsText, Bridge, Item, Keep, Merge, Placeholder
 from ._pairing import ORDERED, match
 from ._planstate import CallRef, PlanState, ResultRef, call_at
-from ._profiles import compiled
 from ._skeleton import ASSISTANT, TOOL, USER, Call, Defect
+from .profiles import compiled
 
 __all__ = ["mend_items", "order_items"]
 

@@ -55,10 +55,10 @@ from collections.abc import Callable, Collection
 
 from ._block_rules import check_blocks, check_cross_target, pair_contents, pair_converse, pair_turns
 from ._findings import Report
-from ._profiles import PROFILES, Profile, compiled
 from ._report import InvalidHistoryError, Problem, shown_name
 from ._skeleton import ASSISTANT, BLOCKS, OTHER, SYSTEM, TOOL, USER, Skeleton
 from .formats import get
+from .profiles import PROFILES, Profile, compiled
 
 __all__ = ["judge"]
 

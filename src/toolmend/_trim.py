@@ -50,7 +50,6 @@ from . import _api as api
 from ._api import read_history
 from ._edits import Blocks, Item, Merge, source_index
 from ._policy import Policy
-from ._profiles import Profile, get_profile
 from ._repair import Pairing, pair_results
 from ._report import (
     InvalidHistoryError,
@@ -62,6 +61,7 @@ from ._report import (
 from ._rules import judge
 from ._skeleton import ASSISTANT, TOOL, Skeleton
 from .formats import Format, detect, get, message_dict, names
+from .profiles import Profile, get_profile
 
 __all__ = [
     "PAIRING_CODES",
@@ -111,7 +111,7 @@ _STEP_FIELDS = frozenset(
     }
 )
 """Profile fields that switch on repairs beyond pairing; :func:`trim` sets them back to
-:class:`~toolmend._profiles.Profile`'s defaults."""
+:class:`~toolmend.profiles.Profile`'s defaults."""
 
 
 # --- groups -----------------------------------------------------------------------------------

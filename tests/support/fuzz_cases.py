@@ -29,7 +29,7 @@ import toolmend
 from test_format_langchain import to_langchain
 from test_format_openai_responses import DAMAGE as RESPONSES_DAMAGE
 from test_format_openai_responses import to_items
-from toolmend._profiles import PROFILES
+from toolmend.profiles import PROFILES
 
 from support.block_histories import BLOCK_DAMAGE, convert
 from support.histories import OP_NAMES, STUB_CONTENT, apply_damage, valid_conversations

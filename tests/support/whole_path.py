@@ -6,10 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 import toolmend
-from toolmend._profiles import Profile
 from toolmend._repair import plan_repair
 from toolmend._rules import judge
 from toolmend.formats import Format
+from toolmend.profiles import Profile
 
 
 def whole_repair(

@@ -26,11 +26,11 @@ from typing import Any
 from .._api import check, find_damage, format_of, mend_damage, repair, result_reader
 from .._edits import AsText, Blocks, Bridge, Item, Keep, Merge, MessageEdit, Placeholder
 from .._policy import Policy, as_policy
-from .._profiles import get_profile
 from .._repair import pair_results
 from .._report import Change, Problem
 from .._skeleton import Result
 from ..formats import Format
+from ..profiles import get_profile
 from .content import one_line, text_of
 
 __all__ = [

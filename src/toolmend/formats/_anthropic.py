@@ -19,16 +19,16 @@ from typing import TYPE_CHECKING, Any
 
 from .. import _jsontext as jsontext
 from .._edits import MessageEdit, Placeholder, Plan
-from .._profiles import compiled
 from .._report import InvalidMessageError
 from .._skeleton import ASSISTANT, BLOCKS, OTHER, SYSTEM, TOOL, USER, Call, Defect, Result, Skeleton
 from .._spans import DirtyError, FirstOnly, Spans, all_match
+from ..profiles import compiled
 from . import register
 from ._base import Format, message_dict
 from ._blocks import BlockWriter, merge_block_run
 
 if TYPE_CHECKING:
-    from .._profiles import Profile
+    from ..profiles import Profile
 
 __all__ = [
     "FORMAT",

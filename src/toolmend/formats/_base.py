@@ -20,9 +20,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from .._edits import Plan
-from .._profiles import Profile
 from .._report import InvalidHistoryError
 from .._skeleton import Call, Skeleton
+from ..profiles import Profile
 
 __all__ = ["Format", "LiveRounds", "message_dict"]
 

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 
 from .. import _jsontext as jsontext
 from .._edits import MessageEdit, Placeholder, Plan
-from .._profiles import compiled
 from .._report import InvalidMessageError
 from .._skeleton import (
     ASSISTANT,
@@ -32,12 +31,13 @@ from .._skeleton import (
     block_kind,
 )
 from .._spans import DirtyError, FirstOnly, Spans, all_match
+from ..profiles import compiled
 from . import register
 from ._base import Format
 from ._blocks import BlockWriter, merge_block_run
 
 if TYPE_CHECKING:
-    from .._profiles import Profile
+    from ..profiles import Profile
 
 __all__ = [
     "FORMAT",

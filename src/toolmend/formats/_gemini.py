@@ -46,7 +46,7 @@ from ._base import Format
 from ._blocks import BlockWriter, merge_block_run
 
 if TYPE_CHECKING:
-    from .._profiles import Profile
+    from ..profiles import Profile
 
 __all__ = [
     "FORMAT",

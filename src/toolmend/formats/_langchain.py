@@ -45,7 +45,7 @@ from . import register
 from ._base import Format
 
 if TYPE_CHECKING:
-    from .._profiles import Profile
+    from ..profiles import Profile
 
 __all__ = [
     "FORMAT",

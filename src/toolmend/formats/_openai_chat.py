@@ -21,7 +21,7 @@ from . import register
 from ._base import Format, message_dict
 
 if TYPE_CHECKING:
-    from .._profiles import Profile
+    from ..profiles import Profile
 
 __all__ = [
     "FORMAT",

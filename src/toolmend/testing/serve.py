@@ -23,8 +23,8 @@ from collections.abc import Callable, Sequence
 from types import FrameType
 from typing import TextIO
 
-from .._profiles import get_profile, primary_names
 from .._report import UnknownNameError
+from ..profiles import get_profile, primary_names
 from .server import StrictProviderServer
 
 __all__ = ["add_arguments", "base_urls", "main", "run"]

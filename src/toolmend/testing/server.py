@@ -80,10 +80,10 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from .._api import check
-from .._profiles import get_profile
 from .._report import InvalidHistoryError, Problem, UnknownNameError
 from .._routing import provider_for_model, request_profile
 from ..formats import names as format_names
+from ..profiles import get_profile
 from . import errors, wire
 from .replies import IdMaker, Reply, as_replies, as_reply
 

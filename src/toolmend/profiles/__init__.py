@@ -1,0 +1,97 @@
+"""Provider rule profiles: which checks a provider enforces, with which parameters, and the exact
+error text each one prevents.
+
+A profile is data, not a code path, kept in one module per provider family (as
+:mod:`toolmend.formats` keeps one per format): :mod:`toolmend._rules` runs the checks a profile
+enables and :mod:`toolmend._repair` reads the same fields to decide how to repair. Every enabled
+check carries the provider's own error text and where that text was seen (``docs/providers.md``
+lists them all, generated from this package); a test fails on a check whose text or source is
+empty.
+
+Rules the evidence marks "strict-only" (inferred wording, model-dependent or historical) are kept
+in ``strict_checks`` for the record and are not run.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping
+from types import MappingProxyType
+
+from .._report import UnknownNameError
+from ._anthropic import ANTHROPIC, ANTHROPIC_THINKING
+from ._base import Check, Profile, compiled
+from ._bedrock import BEDROCK
+from ._deepseek import DEEPSEEK, DEEPSEEK_REASONER
+from ._gemini import GEMINI, GEMINI_3, GEMINI_NO_IDS
+from ._groq import GROQ
+from ._mistral import MISTRAL
+from ._openai import OPENAI, OPENAI_RESPONSES
+from ._templates import HF_TEMPLATE, HF_TEMPLATE_STRICT
+
+__all__ = [
+    "PROFILES",
+    "Check",
+    "Profile",
+    "compiled",
+    "get_profile",
+    "primary_names",
+    "profile_names",
+]
+
+PROFILES: Mapping[str, Profile] = MappingProxyType(
+    {
+        p.name: p
+        for p in (
+            OPENAI,
+            OPENAI_RESPONSES,
+            DEEPSEEK,
+            DEEPSEEK_REASONER,
+            MISTRAL,
+            GROQ,
+            HF_TEMPLATE,
+            HF_TEMPLATE_STRICT,
+            ANTHROPIC,
+            ANTHROPIC_THINKING,
+            GEMINI,
+            GEMINI_3,
+            GEMINI_NO_IDS,
+            BEDROCK,
+        )
+    }
+)
+"""Every profile by its name."""
+
+_BY_ALIAS: Mapping[str, Profile] = MappingProxyType(
+    {alias: p for p in PROFILES.values() for alias in p.aliases}
+)
+
+
+def profile_names() -> list[str]:
+    """Every provider name and alias toolmend accepts, sorted."""
+    return sorted([*PROFILES, *_BY_ALIAS])
+
+
+def primary_names() -> list[str]:
+    """The provider names without their aliases (the vendors' APIs and the chat template
+    servers), in the table's order: what help texts and errors list; the aliases (``claude``,
+    ``vllm``, ``vertex``, ...) are in docs/providers.md."""
+    return list(PROFILES)
+
+
+def get_profile(provider: str | Profile) -> Profile:
+    """The profile for a provider name (case-insensitive), or a clear error suggesting one."""
+    if isinstance(provider, Profile):
+        return provider
+    if not isinstance(provider, str):
+        raise UnknownNameError(f"provider must be a name, got {type(provider).__name__}")
+    key = provider.strip().lower()
+    found = PROFILES.get(key) or _BY_ALIAS.get(key)
+    if found is not None:
+        return found
+    close = difflib.get_close_matches(key, profile_names(), n=1)
+    hint = f" Did you mean {close[0]!r}?" if close else ""
+    raise UnknownNameError(
+        f"Unknown provider {provider!r}.{hint} Known: {', '.join(primary_names())} "
+        "(and their aliases: docs/providers.md)"
+    )

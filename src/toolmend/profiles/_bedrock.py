@@ -1,0 +1,138 @@
+"""AWS Bedrock Converse (and LiteLLM's conversion to it)."""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+
+from ._base import ISSUE_20, LITELLM_FACTORY, Check, Profile, checks, shape_checks
+
+# --- AWS Bedrock Converse -------------------------------------------------------------------------
+
+_BR_PUBLIC_CODE = "public code quoting the ValidationException"
+_BR_EXCESS = Check(
+    "BR-TOOL-RESULT-EXCESS",
+    "The number of toolResult blocks at messages.{index}.content exceeds the number of toolUse "
+    "blocks of previous turn.",
+    "https://github.com/Just-Curieous/Curie/issues/16 ; "
+    "https://github.com/pydantic/pydantic-ai/issues/2327",
+)
+_BR_ID = (
+    "1 validation error detected: Value '{{id}}' at 'messages.{{index}}.member.content.{{slot}}"
+    ".member.{part}' failed to satisfy constraint: Member must satisfy regular expression "
+    "pattern: [a-zA-Z0-9_.:-]+ and have length between 1 and 64"
+)
+_BR_ID_SOURCE = (
+    "https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_ToolUseBlock.html "
+    "(AWS standard validation wording; exact text not found)"
+)
+_BR_CALL_ID = Check(
+    "BR-TOOL-USE-ID-FORMAT", _BR_ID.format(part="toolUse.toolUseId"), _BR_ID_SOURCE, "documented"
+)
+
+_BR_RESULT_ID = Check(
+    "BR-TOOL-USE-ID-FORMAT", _BR_ID.format(part="toolResult.toolUseId"), _BR_ID_SOURCE, "documented"
+)
+
+_BR_RESULT_WITH_TEXT = Check(
+    "BR-TOOL-RESULT-WITH-TEXT",
+    "messages.{index}.content: Conversation blocks and tool result blocks cannot be "
+    "provided in the same turn.",
+    "https://github.com/BerriAI/litellm/issues/6053 ; "
+    "https://github.com/langchain-ai/langchain-aws/issues/141",
+)
+
+_BR_FIRST_NOT_USER = Check(
+    "BR-FIRST-NOT-USER",
+    "A conversation must start with a user message. Try again with a conversation that "
+    "starts with a user message.",
+    _BR_PUBLIC_CODE,
+)
+
+_BR_NOT_ALTERNATING = Check(
+    "BR-ROLES-NOT-ALTERNATING",
+    "A conversation must alternate between user and assistant roles. Make sure the "
+    "conversation alternates between user and assistant roles and try again.",
+    "https://github.com/langgenius/dify/issues/9294 ; "
+    "https://github.com/langchain-ai/langchain-aws/issues/192 ; an OpenAI-shaped assistant "
+    "message without text is dropped by LiteLLM's converter (" + ISSUE_20 + ")",
+)
+
+BEDROCK = Profile(
+    name="bedrock",
+    aliases=("bedrock-converse", "converse", "aws-bedrock"),
+    checks=checks(
+        first_not_user=_BR_FIRST_NOT_USER,
+        roles_not_alternating=_BR_NOT_ALTERNATING,
+        orphan_result=_BR_EXCESS,
+        unknown_result_id=_BR_EXCESS,
+        duplicate_result=_BR_EXCESS,
+        missing_result=Check(
+            "BR-TOOL-RESULT-MISSING",
+            "Expected toolResult blocks at messages.{index}.content for the following Ids: {ids}",
+            _BR_PUBLIC_CODE,
+        ),
+        result_with_text=_BR_RESULT_WITH_TEXT,
+        # OpenAI-shaped histories: LiteLLM and gateways fold the tool messages and a user message
+        # right after them into one Converse user turn, which then holds both.
+        role_order=_BR_RESULT_WITH_TEXT,
+        call_id_format=_BR_CALL_ID,
+        call_without_id=_BR_CALL_ID,
+        result_id_format=_BR_RESULT_ID,
+        # an OpenAI-shaped tool message without ``tool_call_id``: converted, a toolResult
+        # without toolUseId, and one more result than the turn has calls
+        result_without_id=_BR_RESULT_ID,
+        # OpenAI-shaped histories through LiteLLM: a malformed call fails the conversion, a
+        # user message without text is lost (and the roles then no longer alternate)
+        **shape_checks(
+            Check(
+                "BR-OPENAI-TOOL-CALL-SHAPE",
+                "Unable to convert openai tool calls with ids={ids} to bedrock tool calls.",
+                LITELLM_FACTORY + " (_convert_to_bedrock_tool_call_invoke); " + ISSUE_20,
+            )
+        ),
+        content_null=_BR_FIRST_NOT_USER,
+        content_empty=_BR_FIRST_NOT_USER,
+        null_content=_BR_NOT_ALTERNATING,
+        empty_assistant=_BR_NOT_ALTERNATING,
+        empty_history=_BR_FIRST_NOT_USER,
+    ),
+    system_apart=True,
+    content_text_kinds=frozenset({"user"}),
+    block_pairing="converse",
+    call_id_pattern=r"[a-zA-Z0-9_.:-]{1,64}",
+    first_user=True,
+    role_successors=MappingProxyType({"tool": frozenset({"assistant", "tool"})}),
+    strict_checks=checks(
+        text_blank=Check(
+            "BR-BLANK-TEXT",
+            "The text field in the ContentBlock object at messages.{index}.content.{slot} is "
+            "blank. Add text to the text field, and try again.",
+            "public code quoting the error (model-dependent: Llama, Nova, DeepSeek, Cohere)",
+        ),
+        call_with_text=Check(
+            "BR-TOOL-USE-WITH-TEXT",
+            "messages.{index}.content: Conversation blocks and tool use blocks cannot be "
+            "provided in the same turn.",
+            "https://github.com/quarkiverse/quarkus-langchain4j/issues/1983 (model-dependent)",
+        ),
+        trailing_call=Check(
+            "BR-TRAILING-TOOL-USE",
+            "Expected toolResult blocks at messages.{index}.content for the following Ids: {ids}",
+            "none (inferred)",
+            status="inferred",
+        ),
+    ),
+)
+"""AWS Bedrock Converse.
+
+Native ``messages`` (``toolUse`` / ``toolResult`` blocks) are judged message by message: the
+first message from the user, roles strictly alternating, the message after an assistant
+``toolUse`` turn holding a ``toolResult`` for every call, no more, and no other blocks beside
+them. Repairs gather the results into that one user message, answer missing calls with the
+placeholder (``status: "error"``), move text beside results into a user message of its own
+behind the fixed assistant bridge ("Tool results received."), merge same-role neighbours and
+open with the fixed user bridge ("Continue.") where the history starts with the assistant.
+
+An OpenAI-shaped history checked against this profile (what LiteLLM converts) uses OpenAI's
+adjacency pairing and the first-user rule; LiteLLM itself merges consecutive same-role messages.
+"""
