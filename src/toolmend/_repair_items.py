@@ -50,13 +50,17 @@ import re
 from ._edits import AsText, Bridge, Item, Keep, Merge, Placeholder
 from ._pairing import ORDERED, match
 from ._planstate import CallRef, PlanState, ResultRef, call_at
-from ._skeleton import ASSISTANT, TOOL, USER, Call, Defect
+from ._skeleton import ASSISTANT, SYSTEM, TOOL, USER, Call, Defect
 from .profiles import compiled
 
-__all__ = ["mend_items", "order_items"]
+__all__ = ["mend_items", "order_items", "settle_tool_items", "unlink_calls"]
 
 
 _ID_CODES = frozenset({"item_id_prefix", "item_id_charset", "duplicate_item_id"})
+_TOOL_ITEM_CODES = frozenset({"missing_tool_output", "orphan_tool_output"})
+_ANSWERABLE = frozenset({"custom_tool_call", "apply_patch_call"})
+"""Call item types whose output can say "no result was recorded" without inventing one: a
+text output (``custom_tool_call_output``), a failed one (``apply_patch_call_output``)."""
 _MENDED_CODES = _ID_CODES | {"reasoning_without_summary", "result_without_output"}
 
 
@@ -250,9 +254,14 @@ def _answer_missing(
 
 
 def mend_items(state: PlanState, problem_codes: set[str]) -> None:
-    """Stranded reasoning items, missing summaries and refused item ids (module docstring)."""
+    """Other tool calls and their outputs, stranded reasoning items, missing summaries, refused
+    item ids and calls parted from their reasoning (module docstring)."""
+    if _TOOL_ITEM_CODES & problem_codes:
+        settle_tool_items(state, problem_codes)
     if "reasoning_without_follower" in state.profile.checks:
         drop_stranded_reasoning(state)
+    if "call_without_reasoning" in state.profile.checks:
+        unlink_calls(state)
     wanted = problem_codes & _MENDED_CODES
     if not wanted:
         return
@@ -341,3 +350,110 @@ def _can_follow_reasoning(state: PlanState, item: Item) -> bool:
     if isinstance(item, (Bridge, Merge, AsText)):
         return item.role != USER
     return False
+
+
+def settle_tool_items(state: PlanState, problem_codes: set[str]) -> None:
+    """Calls other than ``function_call`` left without their output, and outputs whose call is
+    gone (the reader pairs them by type and ``call_id``: ``missing_tool_output``,
+    ``orphan_tool_output``).
+
+    A ``custom_tool_call`` or ``apply_patch_call`` is answered right after it by an output of
+    its type holding the placeholder (``answered_missing_call``; the patch output
+    ``"failed"``), as a ``function_call`` is. A ``shell_call``, ``local_shell_call`` or
+    ``computer_call`` is removed (``removed_call``): their outputs are exit codes, shell
+    streams and screenshots, which toolmend cannot write without inventing them (the Agents
+    SDK drops such calls too). An output with no call is an orphan, dropped or kept as text
+    per policy. Under ``Policy(frontier="keep")`` the calls of the trailing run of the whole
+    input stay (their tools may be running)."""
+    skeleton, policy = state.skeleton, state.policy
+    live = len(skeleton.kinds)
+    if policy.frontier == "keep" and skeleton.whole:
+        while live and skeleton.kinds[live - 1] not in (USER, SYSTEM):
+            live -= 1
+    dropped: set[int] = set()
+    texted: set[int] = set()
+    answers: dict[int, Placeholder] = {}
+    for defect in skeleton.defects:
+        index = defect.at
+        if defect.code == "orphan_tool_output" and defect.code in problem_codes:
+            if policy.orphan_result == "text":
+                texted.add(index)
+                state.change(
+                    "orphan_result_to_text", index, "output of a vanished call kept as text",
+                    defect.id,
+                )  # fmt: skip
+            else:
+                dropped.add(index)
+                state.change(
+                    "dropped_orphan_result", index, "output of a call not in the history",
+                    defect.id,
+                )  # fmt: skip
+        elif defect.code == "missing_tool_output" and defect.code in problem_codes:
+            if index >= live:
+                continue
+            if skeleton.roles[index] in _ANSWERABLE and policy.missing_result != "remove_call":
+                answers[index] = Placeholder(index, defect.id, None, policy.placeholder)
+                state.change(
+                    "answered_missing_call", index, "call answered with the placeholder",
+                    defect.id,
+                )  # fmt: skip
+            else:
+                dropped.add(index)
+                state.change(
+                    "removed_call", index, f"{defect.detail} without its output removed",
+                    defect.id,
+                )  # fmt: skip
+    if not (dropped or texted or answers):
+        return
+    items: list[Item] = []
+    for item in state.plan.items:
+        if isinstance(item, Keep):
+            if item.index in dropped:
+                continue
+            if item.index in texted:
+                items.append(AsText(item, USER))
+                continue
+        items.append(item)
+        if isinstance(item, Keep) and item.index in answers:
+            items.append(answers[item.index])
+    state.plan.items = items
+
+
+def unlink_calls(state: PlanState) -> None:
+    """Reasoning models: a ``function_call`` sent by its server ``fc_`` id must follow the
+    reasoning item that opens its output run. Where none does in the planned items (the
+    input lost it, or a step dropped it), the item id is removed (``removed_item_id``): the
+    call goes as a new item with its ``call_id``, name and arguments, which its output still
+    answers, and nothing ties it to the missing reasoning (the fix laravel/ai, continue and
+    TanStack AI shipped). Walks the plan, so it also sees what earlier steps removed."""
+    skeleton = state.skeleton
+    server_ids = skeleton.marked("server_id")
+    if not server_ids:
+        return
+    reasoning = skeleton.marked("reasoning_item")
+    outputs = skeleton.marked("output_item")
+    kinds = skeleton.kinds
+    ids = {d.at: d.id for d in skeleton.defects if d.code == "call_without_reasoning"}
+    reasoned = False
+    for item in state.plan.items:
+        if not isinstance(item, Keep):
+            # an invented output or a user text ends the run; an assistant bridge continues it
+            reasoned = reasoned and isinstance(item, (Bridge, Merge, AsText)) and (
+                item.role == ASSISTANT
+            )
+            continue
+        index = item.index
+        if index in reasoning:
+            reasoned = True
+        elif kinds[index] in (USER, SYSTEM, TOOL) or index in outputs:
+            reasoned = False
+        elif index in server_ids and not reasoned:
+            edit = state.plan.edit(index)
+            if "id" not in edit.drop_fields and "id" not in edit.set_fields:
+                edit.drop_fields.add("id")
+                state.change(
+                    "removed_item_id",
+                    index,
+                    "function_call id whose reasoning item is missing",
+                    ids.get(index),
+                )

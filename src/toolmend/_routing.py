@@ -14,6 +14,7 @@ import fnmatch
 from collections.abc import Mapping
 from urllib.parse import urlsplit
 
+from .profiles._openai import RESPONSES_REASONING_MODELS
 from .profiles._templates import template_profile
 
 __all__ = [
@@ -103,7 +104,9 @@ def request_profile(provider: str, *, model: str | None = None, thinking: object
     A Gemini 3 model (``gemini-3*``, the ``gemini-*-latest`` aliases; not ``gemini-3-pro-image*``,
     documented as not enforcing signatures) meets ``gemini-3``; an Anthropic request with
     thinking ``enabled`` or ``adaptive`` meets ``anthropic-thinking``; DeepSeek's reasoner model
-    meets ``deepseek-reasoner``. Anything else meets ``provider`` itself.
+    meets ``deepseek-reasoner``; an OpenAI reasoning model on the Responses API (o-series,
+    ``gpt-5*``, codex) meets ``openai-responses-reasoning``. Anything else meets ``provider``
+    itself.
 
     >>> request_profile("gemini", model="models/gemini-3.7-flash")
     'gemini-3'
@@ -125,6 +128,8 @@ def request_profile(provider: str, *, model: str | None = None, thinking: object
             return "anthropic-thinking"
     elif provider == "deepseek" and name.startswith("deepseek-reasoner"):
         return "deepseek-reasoner"
+    elif provider == "openai-responses" and name.startswith(RESPONSES_REASONING_MODELS):
+        return "openai-responses-reasoning"
     return provider
 
 

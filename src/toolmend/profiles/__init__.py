@@ -26,7 +26,7 @@ from ._deepseek import DEEPSEEK, DEEPSEEK_REASONER
 from ._gemini import GEMINI, GEMINI_3, GEMINI_NO_IDS
 from ._groq import GROQ
 from ._mistral import MISTRAL
-from ._openai import OPENAI, OPENAI_RESPONSES
+from ._openai import OPENAI, OPENAI_RESPONSES, OPENAI_RESPONSES_REASONING
 from ._templates import HF_TEMPLATE, HF_TEMPLATE_STRICT
 
 __all__ = [
@@ -45,6 +45,7 @@ PROFILES: Mapping[str, Profile] = MappingProxyType(
         for p in (
             OPENAI,
             OPENAI_RESPONSES,
+            OPENAI_RESPONSES_REASONING,
             DEEPSEEK,
             DEEPSEEK_REASONER,
             MISTRAL,
