@@ -104,7 +104,7 @@ def test_a_call_without_its_reasoning_item_is_reported_with_the_api_text() -> No
 def test_the_repair_unties_the_call_and_keeps_its_pairing() -> None:
     before = copy.deepcopy(PARTED)
     fixed = toolmend.repair(PARTED, provider=REASONING)
-    assert PARTED == before  # the caller's items are not touched
+    assert before == PARTED  # the caller's items are not touched
     assert [(c.code, c.index) for c in fixed.changes] == [
         ("removed_item_id", 1),
         ("removed_item_id", 2),
@@ -149,9 +149,7 @@ def test_a_call_whose_reasoning_item_the_repair_drops_is_untied_too() -> None:
     assert fixed.problems_left == ()
 
 
-_ITEMS = st.lists(
-    st.sampled_from(["user", "rs", "fc", "fc-bare", "out", "assistant"]), max_size=12
-)
+_ITEMS = st.lists(st.sampled_from(["user", "rs", "fc", "fc-bare", "out", "assistant"]), max_size=12)
 
 
 @settings(max_examples=150, deadline=None)

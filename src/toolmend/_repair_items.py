@@ -438,8 +438,8 @@ def unlink_calls(state: PlanState) -> None:
     for item in state.plan.items:
         if not isinstance(item, Keep):
             # an invented output or a user text ends the run; an assistant bridge continues it
-            reasoned = reasoned and isinstance(item, (Bridge, Merge, AsText)) and (
-                item.role == ASSISTANT
+            reasoned = (
+                reasoned and isinstance(item, (Bridge, Merge, AsText)) and (item.role == ASSISTANT)
             )
             continue
         index = item.index

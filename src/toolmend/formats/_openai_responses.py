@@ -854,7 +854,9 @@ def _placeholder(messages: Sequence[Any], item: Placeholder) -> dict[str, Any]:
             "status": "failed",
             "output": item.text,
         }
-    output_type = "custom_tool_call_output" if kind == "custom_tool_call" else "function_call_output"
+    output_type = (
+        "custom_tool_call_output" if kind == "custom_tool_call" else "function_call_output"
+    )
     return {"type": output_type, "call_id": item.call_id, "output": item.text}
 
 
