@@ -324,7 +324,7 @@ def test_the_server_refuses_a_parted_call_for_a_reasoning_model_only(
     assert refused.value.body["message"] == PARTED_ERROR  # type: ignore[index]
     assert server.last_request.provider == REASONING
     fixed = toolmend.sanitize(PARTED, provider=toolmend.request_profile(PLAIN, model="gpt-5.2"))
-    client.responses.create(model="gpt-5.2", input=fixed)  # type: ignore[arg-type]
+    client.responses.create(model="gpt-5.2", input=fixed)
     assert server.last_request.accepted
     client.responses.create(model="gpt-4.1", input=PARTED)  # type: ignore[arg-type]
     assert server.last_request.accepted and server.last_request.provider == PLAIN
@@ -337,5 +337,5 @@ def test_the_server_refuses_an_unanswered_shell_call(
     with pytest.raises(openai.BadRequestError) as refused:
         client.responses.create(model="gpt-4.1", input=history)  # type: ignore[arg-type]
     assert refused.value.body["message"] == "No tool output found for shell call call_sh."  # type: ignore[index]
-    client.responses.create(model="gpt-4.1", input=toolmend.sanitize(history))  # type: ignore[arg-type]
+    client.responses.create(model="gpt-4.1", input=toolmend.sanitize(history))
     assert server.last_request.accepted
