@@ -47,6 +47,7 @@ from .formats import get
 
 __all__ = [
     "alternate",
+    "calls_apart",
     "fix_blocks",
     "flatten_unthought",
     "lead_with_user",
@@ -92,6 +93,8 @@ def plan_blocks(state: PlanState, problem_codes: set[str]) -> None:
         place_call_turns(state)
         if profile.thought_signatures:
             sign_calls(state)
+    if profile.block_pairing == "converse" and "call_with_text" in profile.checks:
+        calls_apart(state)
     if profile.block_pairing == "converse" and _ORDER_CODES & profile.checks.keys():
         alternate(state)
     if profile.thinking:
@@ -148,6 +151,10 @@ def order_blocks(state: PlanState) -> None:
     n = len(kinds)
     turns = profile.block_pairing == "turns"
     gemini = profile.block_pairing == "contents"
+    # Bedrock: a toolUse in a user message moves into an assistant message of its own
+    misplaced = gemini or (
+        profile.block_pairing == "converse" and "misplaced_part" in profile.checks
+    )
     texted = set(state.orphans) if policy.orphan_result == "text" else set()
     dropped = state.duplicates | (set() if texted else set(state.orphans))
     for ref in sorted(dropped):
@@ -169,7 +176,7 @@ def order_blocks(state: PlanState) -> None:
         )
     before: dict[int, list[Item]] = {}
     split: dict[int, Blocks] = {}
-    for group in _call_groups(skeleton, turns, gemini):
+    for group in _call_groups(skeleton, turns, misplaced):
         group_calls = [(index, call) for index in group for call in calls[index]]
         refs = [
             state.answer[(index, call.slot)]
@@ -177,8 +184,9 @@ def order_blocks(state: PlanState) -> None:
             if (index, call.slot) in state.answer
         ]
         flush = group[-1] + 1
-        if flush >= n and not refs:
-            continue  # the live frontier: nothing answers these calls yet
+        if flush >= n and not refs and (gemini or kinds[group[0]] == ASSISTANT):
+            continue  # the live frontier: nothing answers these calls yet (a call a user
+            # message held is no live call of the model: it moves, and is answered)
         for index in group:
             if kinds[index] != ASSISTANT:
                 found = calls[index]
@@ -236,8 +244,13 @@ def order_blocks(state: PlanState) -> None:
         if index in split:
             items.append(split[index])
     if split:
+        detail = (
+            "function calls moved into a model content"
+            if gemini
+            else "tool uses moved out of the user message into an assistant message"
+        )
         for index in sorted(split):
-            state.change("moved_message", index, "function calls moved into a model content")
+            state.change("moved_message", index, detail)
 
 
 def _answer_missing(state: PlanState, missing: list[tuple[int, Call]]) -> list[Placeholder]:
@@ -363,6 +376,10 @@ def fix_blocks(state: PlanState, problem_codes: set[str]) -> None:
             else:
                 edit.drop_blocks.add(defect.slot)
                 state.change("dropped_empty_block", index, f"{code} block removed")
+        elif code == "result_text_blank":
+            if not edit.normalize_results:
+                edit.normalize_results = True
+                state.change("dropped_empty_block", index, "blank text inside a tool result")
         elif code == "thinking_fields":
             edit.drop_blocks.add(defect.slot)
             state.change(
@@ -633,6 +650,32 @@ def alternate(state: PlanState) -> None:
             state.change("inserted_message", source_index(item), f"{bridge} message inserted")
             out.append(item)
     state.plan.items = out
+
+
+def calls_apart(state: PlanState) -> None:
+    """Bedrock for Llama and Mistral models: an assistant message keeps its other blocks (text,
+    media) and its ``toolUse`` blocks move into an assistant message of their own right after
+    it (``moved_message``); :func:`alternate` then puts the fixed user bridge between the two.
+    Nothing is dropped, and the calls stay right before their results."""
+    skeleton, plan = state.skeleton, state.plan
+    out: list[Item] = []
+    for item in plan.items:
+        out.append(item)
+        if not isinstance(item, Keep) or skeleton.kinds[item.index] != ASSISTANT:
+            continue
+        index = item.index
+        edit = plan.edits.get(index)
+        gone = edit.drop_blocks if edit is not None else set()
+        found = [call for call in skeleton.calls.get(index, ()) if call.slot not in gone]
+        others = [slot for slot in skeleton.extras.get(index, ()) if slot not in gone]
+        if not found or not others:
+            continue
+        plan.edit(index).drop_blocks.update(call.slot for call in found)
+        out.append(Blocks(ASSISTANT, tuple((index, call.slot) for call in found)))
+        state.change(
+            "moved_message", index, "tool uses moved into an assistant message of their own"
+        )
+    plan.items = out
 
 
 def lead_with_user(state: PlanState) -> None:

@@ -11,9 +11,11 @@ lives, so every hook (and the strict test server) judges a request the same way.
 from __future__ import annotations
 
 import fnmatch
+import re
 from collections.abc import Mapping
 from urllib.parse import urlsplit
 
+from .profiles._bedrock import TOOLS_ALONE_MODELS
 from .profiles._openai import RESPONSES_REASONING_MODELS
 from .profiles._templates import template_profile
 
@@ -98,6 +100,10 @@ def provider_for_model(model: str | None) -> str | None:
     return None
 
 
+_REGION = re.compile(r"^(?:[a-z]{2}|apac|us-gov|global)\.(?=[a-z])")
+"""A Bedrock cross-region inference profile's prefix (``us.``, ``eu.``, ``apac.``, ...)."""
+
+
 def request_profile(provider: str, *, model: str | None = None, thinking: object = None) -> str:
     """The profile a request to ``provider`` meets, given its model and ``thinking`` setting.
 
@@ -105,8 +111,9 @@ def request_profile(provider: str, *, model: str | None = None, thinking: object
     documented as not enforcing signatures) meets ``gemini-3``; an Anthropic request with
     thinking ``enabled`` or ``adaptive`` meets ``anthropic-thinking``; DeepSeek's reasoner model
     meets ``deepseek-reasoner``; an OpenAI reasoning model on the Responses API (o-series,
-    ``gpt-5*``, codex) meets ``openai-responses-reasoning``. Anything else meets ``provider``
-    itself.
+    ``gpt-5*``, codex) meets ``openai-responses-reasoning``; a Llama or Mistral model on Bedrock
+    (``meta.llama3-1-70b-instruct-v1:0``, ``us.meta.llama...``, ``mistral.*``) meets
+    ``bedrock-tools-alone``. Anything else meets ``provider`` itself.
 
     >>> request_profile("gemini", model="models/gemini-3.7-flash")
     'gemini-3'
@@ -130,6 +137,8 @@ def request_profile(provider: str, *, model: str | None = None, thinking: object
         return "deepseek-reasoner"
     elif provider == "openai-responses" and name.startswith(RESPONSES_REASONING_MODELS):
         return "openai-responses-reasoning"
+    elif provider == "bedrock" and _REGION.sub("", name).startswith(TOOLS_ALONE_MODELS):
+        return "bedrock-tools-alone"
     return provider
 
 

@@ -21,7 +21,7 @@ from types import MappingProxyType
 from .._report import UnknownNameError
 from ._anthropic import ANTHROPIC, ANTHROPIC_THINKING
 from ._base import Check, Profile, compiled
-from ._bedrock import BEDROCK
+from ._bedrock import BEDROCK, BEDROCK_TOOLS_ALONE
 from ._deepseek import DEEPSEEK, DEEPSEEK_REASONER
 from ._gemini import GEMINI, GEMINI_3, GEMINI_NO_IDS
 from ._groq import GROQ
@@ -58,6 +58,7 @@ PROFILES: Mapping[str, Profile] = MappingProxyType(
             GEMINI_3,
             GEMINI_NO_IDS,
             BEDROCK,
+            BEDROCK_TOOLS_ALONE,
         )
     }
 )
