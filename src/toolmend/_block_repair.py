@@ -356,7 +356,7 @@ def fix_blocks(state: PlanState, problem_codes: set[str]) -> None:
     emptied: set[int] = set()
     for defect in skeleton.defects:
         index, code = defect.at, defect.code
-        if index not in kept:
+        if index not in kept and code != "result_text_blank":  # a result moves with its edit
             continue
         if code == "final_whitespace" and "trailing_whitespace" in problem_codes:
             code = "trailing_whitespace"
@@ -619,6 +619,7 @@ def alternate(state: PlanState) -> None:
     """Bedrock: start with the user, then strictly alternate. Same-role neighbours are merged;
     where merging would put text beside tool results, the fixed bridge goes between."""
     out: list[Item] = []
+    apart = "call_with_text" in state.profile.checks  # Llama, Mistral: toolUse turns alone
     for item in state.plan.items:
         side = _side(state, item)
         if not out:
@@ -637,7 +638,11 @@ def alternate(state: PlanState) -> None:
                 "inserted_message", source_index(item), "assistant message after tool results"
             )
             out.append(item)
-        elif isinstance(previous, (Keep, Merge, Bridge)) and isinstance(item, (Keep, Bridge)):
+        elif (
+            isinstance(previous, (Keep, Merge, Bridge))
+            and isinstance(item, (Keep, Bridge))
+            and not (apart and (_calls_left(state, previous) or _calls_left(state, item)))
+        ):
             parts = (*previous.parts, item) if isinstance(previous, Merge) else (previous, item)
             out[-1] = Merge(side, parts)
             state.change(

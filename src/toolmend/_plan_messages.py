@@ -44,6 +44,7 @@ from ._pairing import NEAREST, match
 from ._plan_ids import rename_functions, rewrite_ids
 from ._planstate import (
     ASSISTANT_BRIDGE_TEXT,
+    EMPTY_RESULT_TEXT,
     USER_BRIDGE_TEXT,
     PlanState,
     ResultRef,
@@ -224,6 +225,15 @@ def fix_shapes(state: PlanState, problem_codes: set[str]) -> None:
     dropped: set[int] = set()  # taken out of the plan in one pass at the end
     for defect in skeleton.defects:
         index, code = defect.at, defect.code
+        if (
+            code == "content_empty"
+            and "result_text_blank" in problem_codes
+            and skeleton.kinds[index] == TOOL
+            and index in kept
+        ):  # Bedrock through a gateway: the empty output is said in words
+            plan.edit(index).set_fields["content"] = EMPTY_RESULT_TEXT
+            state.change("filled_content", index, "empty tool result given a text")
+            continue
         if code not in problem_codes or index not in kept:
             continue
         if code in ("call_shape", "arguments_not_string", "empty_tool_calls"):

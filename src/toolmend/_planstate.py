@@ -23,6 +23,7 @@ from .profiles import Profile
 __all__ = [
     "ASSISTANT_BRIDGE_TEXT",
     "EMPTY",
+    "EMPTY_RESULT_TEXT",
     "REAL",
     "STUB",
     "USER_BRIDGE_TEXT",
@@ -40,6 +41,10 @@ repair is stable; it claims nothing beyond what the history shows."""
 
 USER_BRIDGE_TEXT = "Continue."
 """The user message inserted where a chat template needs a user turn before an assistant one."""
+
+EMPTY_RESULT_TEXT = "(empty)"
+"""A tool result's text when the tool's output was empty and the provider refuses a blank text
+(Bedrock Converse): says only that nothing came back (the wording hermes-agent settled on)."""
 
 ResultRef = tuple[int, int]
 """(message index, result slot): one result in the history."""

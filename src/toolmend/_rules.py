@@ -424,6 +424,14 @@ def _check_defects(skeleton: Skeleton, profile: Profile, report: Report) -> None
             or (kinds[defect.at] in profile.content_text_kinds and kinds[defect.at] != ASSISTANT)
         ):
             continue
+        if (
+            code == "content_empty"
+            and kinds[defect.at] == TOOL
+            and report.wants("result_text_blank")
+        ):
+            # Bedrock through a gateway: an empty tool message becomes a blank toolResult text
+            report.add("result_text_blank", defect.at, "empty tool result", property="be non-empty")
+            continue
         if code == "content_empty" and kinds[defect.at] not in profile.content_text_kinds:
             continue
         report.add(

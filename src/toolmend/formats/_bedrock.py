@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import _jsontext as jsontext
 from .._edits import MessageEdit, Placeholder, Plan
+from .._planstate import EMPTY_RESULT_TEXT
 from .._report import InvalidMessageError
 from .._skeleton import (
     ASSISTANT,
@@ -225,6 +226,8 @@ def _scan(
                         return None  # a result in an assistant message: unusual
                     conversation = True
                     if blank_rule and "text" in block and _blank_text(block["text"]):
+                        if not first_only:
+                            return None  # its message may go, and the roles with it
                         spans.dirty = True
                     continue
                 use = block["toolUse"]
@@ -261,6 +264,8 @@ def _scan(
                     return None  # a call in a user message: unusual
                 other = True
                 if blank_rule and "text" in block and _blank_text(block["text"]):
+                    if not first_only:
+                        return None  # its message may go, and the roles with it
                     spans.dirty = True
                 continue
             result = block["toolResult"]
@@ -390,11 +395,6 @@ def _blank_inside(payload: Any) -> str:
             if text.isspace():
                 return "contain non-whitespace text"
     return ""
-
-
-EMPTY_RESULT_TEXT = "(empty)"
-"""What a toolResult holds once its blank texts are removed and nothing is left: the tool's
-output was empty, and Converse refuses a blank text (the wording hermes-agent settled on)."""
 
 
 def call_arguments(message: Any, slot: int) -> Any:
