@@ -23,6 +23,8 @@ from hypothesis import strategies as st
 import toolmend
 from toolmend.testing import StrictProviderServer
 
+from support import judges
+
 ALONE = "bedrock-tools-alone"
 LLAMA = "us.meta.llama3-1-70b-instruct-v1:0"
 CLAUDE = "anthropic.claude-3-5-sonnet-20240620-v1:0"
@@ -213,6 +215,40 @@ def test_text_beside_tool_use_is_refused_by_llama_only_and_kept_apart() -> None:
     assert sorted(c.code for c in fixed.changes) == ["inserted_message", "moved_message"]
     assert fixed.problems_left == ()
     assert toolmend.sanitize(fixed.messages, provider=ALONE) is fixed.messages
+
+
+# --- OpenAI-shaped histories bound for Bedrock through LiteLLM -----------------------------------
+
+
+def test_an_empty_tool_message_is_given_a_text_before_litellm_converts_it() -> None:
+    # LiteLLM writes a tool message's "" as a blank toolResult text, which Bedrock refuses
+    history = [
+        {"role": "user", "content": "Run it"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "run", "arguments": "{}"},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "call_1", "content": ""},
+    ]
+    assert judges.litellm_error("bedrock", history) == (
+        "2: result_text_blank: messages: text content blocks must be non-empty"
+    )
+    problems = toolmend.check(history, provider="bedrock")
+    assert [(p.code, p.index, p.provider_error) for p in problems] == [
+        ("result_text_blank", 2, "messages: text content blocks must be non-empty")
+    ]
+    fixed = toolmend.repair(history, provider="bedrock")
+    assert fixed.messages[2] == {"role": "tool", "tool_call_id": "call_1", "content": "(empty)"}
+    assert [c.code for c in fixed.changes] == ["filled_content"]
+    assert fixed.problems_left == ()
+    assert judges.litellm_error("bedrock", fixed.messages) is None
 
 
 # --- properties ---------------------------------------------------------------------------------
