@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
+    "EMPTY_RESULT_TEXT",
     "AsText",
     "Blocks",
     "Bridge",
@@ -25,6 +26,12 @@ __all__ = [
     "remove_last",
     "source_index",
 ]
+
+
+EMPTY_RESULT_TEXT = "(empty)"
+"""A tool result's text when the tool's output was empty and the provider refuses a blank text
+(Bedrock Converse): says only that nothing came back (the wording hermes-agent settled on).
+One of the fixed texts of :mod:`toolmend._planstate`, kept here so that formats can write it."""
 
 
 @dataclass(slots=True)

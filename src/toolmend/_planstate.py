@@ -14,7 +14,7 @@ from bisect import bisect_left
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ._edits import AsText, Keep, Plan
+from ._edits import EMPTY_RESULT_TEXT, AsText, Keep, Plan
 from ._policy import Policy
 from ._report import Change
 from ._skeleton import USER, Call, Result, Skeleton
@@ -42,9 +42,6 @@ repair is stable; it claims nothing beyond what the history shows."""
 USER_BRIDGE_TEXT = "Continue."
 """The user message inserted where a chat template needs a user turn before an assistant one."""
 
-EMPTY_RESULT_TEXT = "(empty)"
-"""A tool result's text when the tool's output was empty and the provider refuses a blank text
-(Bedrock Converse): says only that nothing came back (the wording hermes-agent settled on)."""
 
 ResultRef = tuple[int, int]
 """(message index, result slot): one result in the history."""

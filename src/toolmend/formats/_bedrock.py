@@ -15,8 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .. import _jsontext as jsontext
-from .._edits import MessageEdit, Placeholder, Plan
-from .._planstate import EMPTY_RESULT_TEXT
+from .._edits import EMPTY_RESULT_TEXT, MessageEdit, Placeholder, Plan
 from .._report import InvalidMessageError
 from .._skeleton import (
     ASSISTANT,
