@@ -23,6 +23,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import toolmend
+from toolmend.formats import _openai_responses as responses_format
+from toolmend.profiles import get_profile
 from toolmend.testing import StrictProviderServer
 
 REASONING = "openai-responses-reasoning"
@@ -169,9 +171,14 @@ def test_repairs_for_reasoning_models_settle_and_keep_every_call(kinds: list[str
             history.append(out(f"call_{n - 1}"))
         elif kind == "assistant":
             history.append({"type": "message", "role": "assistant", "content": f"a{n}"})
+    profile = get_profile(REASONING)
+    if responses_format.quick_valid(history, profile):  # the one-pass test vouches only rightly
+        assert toolmend.check(history, provider=REASONING) == []
     fixed = toolmend.repair(history, provider=REASONING)
     assert fixed.problems_left == ()
     assert toolmend.sanitize(fixed.messages, provider=REASONING) is fixed.messages
+    # and the repaired history takes the one-pass path next time
+    assert responses_format.quick_valid(fixed.messages, profile) or not fixed.messages
     # the repair for the reasoning rule removes ids, never calls or their call ids
     untied = [c for c in fixed.changes if c.detail.startswith("function_call id")]
     kept = {m.get("call_id") for m in fixed.messages if m.get("type") == "function_call"}
