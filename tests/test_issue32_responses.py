@@ -346,3 +346,53 @@ def test_the_server_refuses_an_unanswered_shell_call(
     assert refused.value.body["message"] == "No tool output found for shell call call_sh."  # type: ignore[index]
     client.responses.create(model="gpt-4.1", input=toolmend.sanitize(history))
     assert server.last_request.accepted
+
+
+_TOOL_KINDS = ["shell_call", "local_shell_call", "computer_call", "apply_patch_call"]
+_TOOL_ITEMS = st.lists(
+    st.tuples(
+        st.sampled_from(["user", "call", "output", "rs"]),
+        st.sampled_from([*_TOOL_KINDS, "custom_tool_call"]),
+        st.integers(0, 3),
+    ),
+    max_size=10,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_TOOL_ITEMS, st.sampled_from(["repair", "keep", "text"]))
+def test_other_calls_settle_and_real_outputs_stay(
+    steps: list[tuple[str, str, int]], policy_name: str
+) -> None:
+    history: list[dict[str, Any]] = [user("start")]
+    for n, (what, kind, number) in enumerate(steps):
+        if what == "user":
+            history.append(user(f"u{n}"))
+        elif what == "rs":
+            history.append(rs(f"rs_{n}"))
+        elif what == "call":
+            history.append({"type": kind, "call_id": f"c{number}"})
+        else:
+            history.append({"type": f"{kind}_output", "call_id": f"c{number}", "output": f"o{n}"})
+    policy = {
+        "repair": toolmend.Policy(),
+        "keep": toolmend.Policy(frontier="keep"),
+        "text": toolmend.Policy(orphan_result="text"),
+    }[policy_name]
+    fixed = toolmend.repair(history, policy=policy)
+    again = toolmend.repair(fixed.messages, policy=policy)
+    assert again.messages is fixed.messages  # idempotent
+    if policy_name != "keep":
+        assert fixed.problems_left == ()
+    # an output that answers a call before it is never dropped
+    for index, item in enumerate(history):
+        kind = str(item.get("type", ""))
+        if not kind.endswith("_output"):
+            continue
+        call_type = kind.removesuffix("_output")
+        answers = any(
+            earlier.get("type") == call_type and earlier.get("call_id") == item["call_id"]
+            for earlier in history[:index]
+        )
+        if answers:
+            assert item in fixed.messages
