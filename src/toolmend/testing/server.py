@@ -43,7 +43,11 @@ Which provider's rules: the first of
 The provider's variant then follows the request, as the service's own checks do: a Gemini 3
 model (``gemini-3*``, ``gemini-*-latest``; not ``gemini-3-pro-image*``) is judged with
 ``gemini-3`` (thought signatures), an Anthropic request with ``thinking`` on with
-``anthropic-thinking``, and ``deepseek-reasoner`` with ``deepseek-reasoner``.
+``anthropic-thinking``, ``deepseek-reasoner`` with ``deepseek-reasoner``, a Responses request
+for an OpenAI reasoning model (``o3``, ``gpt-5*``, ...) with ``openai-responses-reasoning`` (a
+``function_call`` sent by its ``fc_`` id needs its reasoning item) and a Converse request for a
+Llama or Mistral model (``meta.*``, ``us.meta.*``, ``mistral.*``) with ``bedrock-tools-alone``
+(no text beside ``toolUse``).
 
 A route whose toolmend format is not available answers 200 without judging and records
 ``judged=False``.
