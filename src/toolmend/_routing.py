@@ -1,25 +1,33 @@
-"""Which profile a request meets: the provider behind a base URL, and the variant a model or a
-request setting switches on.
+"""Which profile a request meets: who serves it, the API its history's format belongs to, and
+the variant a model or a request setting switches on.
 
 Hooks know a provider name, a model string, a client's base URL, a request's ``thinking``
-setting; the profiles are finer than provider names (Gemini 3 enforces thought signatures,
-Anthropic with extended thinking wants thinking blocks kept, DeepSeek's reasoner wants
-``reasoning_content``). This table and these two functions are the one place that knowledge
-lives, so every hook (and the strict test server) judges a request the same way.
+setting, the history's format; the profiles are finer than provider names (a profile is a
+vendor-and-API pair: ``openai-responses``; Gemini 3 enforces thought signatures, Anthropic with
+extended thinking wants thinking blocks kept, DeepSeek's reasoner wants ``reasoning_content``, a
+self-hosted server follows the model's chat template). This module and
+:mod:`toolmend.profiles._vendors` are the one place that knowledge lives, so every hook, the
+public functions and the strict test server judge a request the same way.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import functools
 from collections.abc import Mapping
 from urllib.parse import urlsplit
 
+from ._report import InvalidHistoryError
+from .formats import get as get_format
+from .profiles import get_profile
 from .profiles._templates import template_profile
+from .profiles._vendors import VENDORS, vendor_named
 
 __all__ = [
     "HOSTS",
     "MODEL_FAMILIES",
     "converted_profile",
+    "derived_profile",
     "provider_for_base_url",
     "provider_for_host",
     "provider_for_model",
@@ -67,9 +75,6 @@ def provider_for_base_url(base_url: object) -> str | None:
     return provider_for_host(host) if host else None
 
 
-SERVERS = frozenset({"hf-template", "vllm", "tgi", "llama.cpp"})
-"""Self-hosted servers: a request's rules there come from the model's chat template."""
-
 MODEL_FAMILIES: tuple[tuple[str, str], ...] = (
     ("deepseek-reasoner", "deepseek-reasoner"),
     ("deepseek", "deepseek"),
@@ -97,13 +102,30 @@ def provider_for_model(model: str | None) -> str | None:
     return None
 
 
-def request_profile(provider: str, *, model: str | None = None, thinking: object = None) -> str:
-    """The profile a request to ``provider`` meets, given its model and ``thinking`` setting.
+def request_profile(
+    provider: str,
+    *,
+    format: str | None = None,
+    model: str | None = None,
+    thinking: object = None,
+) -> str:
+    """The profile a request to ``provider`` meets, given its history's ``format``, its model and
+    its ``thinking`` setting.
 
-    A Gemini 3 model (``gemini-3*``, the ``gemini-*-latest`` aliases; not ``gemini-3-pro-image*``,
+    ``provider`` is who serves the request: a vendor or a self-hosted server
+    (:data:`toolmend.profiles._vendors.VENDORS`: ``openai``, ``deepseek``, ``vllm``, ...), or a
+    profile named outright (``openai-responses``, ``deepseek-reasoner``, an alias), which is
+    taken as it is. For a vendor, the format picks the API (Responses items go to its
+    ``/v1/responses``; ``None`` means chat messages) and the model the variant: a Gemini 3
+    model (``gemini-3*``, the ``gemini-*-latest`` aliases; not ``gemini-3-pro-image*``,
     documented as not enforcing signatures) meets ``gemini-3``; an Anthropic request with
     thinking ``enabled`` or ``adaptive`` meets ``anthropic-thinking``; DeepSeek's reasoner model
-    meets ``deepseek-reasoner``. Anything else meets ``provider`` itself.
+    meets ``deepseek-reasoner``; on a self-hosted server the model's chat template picks the
+    chat rules. Anything else meets ``provider`` itself (the name given, when it already means
+    that profile).
+
+    Raises :class:`toolmend.InvalidHistoryError` when the vendor serves no API for that format
+    that toolmend has rules for, and :class:`toolmend.UnknownNameError` for an unknown format.
 
     >>> request_profile("gemini", model="models/gemini-3.7-flash")
     'gemini-3'
@@ -111,21 +133,59 @@ def request_profile(provider: str, *, model: str | None = None, thinking: object
     'anthropic-thinking'
     >>> request_profile("deepseek", model="deepseek-chat")
     'deepseek'
+    >>> request_profile("deepseek", format="openai-responses")
+    'deepseek-responses'
     """
-    if provider in SERVERS:
-        return template_profile(model) or provider
-    name = model.lower().rsplit("/", 1)[-1] if isinstance(model, str) else ""
-    if provider == "gemini" and (
+    native = get_format(format).native_provider if format is not None else "openai"
+    return derived_profile(provider, native, model=model, thinking=thinking)
+
+
+def derived_profile(
+    provider: str, native: str, *, model: str | None = None, thinking: object = None
+) -> str:
+    """:func:`request_profile` for a history whose format's own provider is ``native``
+    (``Format.native_provider``). Cached: a request costs one dictionary look-up."""
+    on = isinstance(thinking, Mapping) and thinking.get("type") in ("enabled", "adaptive")
+    return _derived(provider, native, model if isinstance(model, str) else None, on)
+
+
+@functools.lru_cache(maxsize=2048)
+def _derived(provider: str, native: str, model: str | None, thinking: bool) -> str:
+    # 1. who serves it: a profile named outright is taken as it is
+    vendor = vendor_named(provider)
+    if vendor is None:
+        return provider
+    # 2. the API the history's format goes to
+    profile = vendor.profile(native)
+    if profile is None:
+        raise InvalidHistoryError(
+            f"{provider!r} serves no Responses API toolmend has rules for; vendors and servers "
+            f"that do: {', '.join(v.name for v in VENDORS if v.responses is not None)}"
+        )
+    # 3. the model: a self-hosted server's chat rules come from the model's chat template
+    if vendor.server:
+        if profile == vendor.chat:
+            profile = template_profile(model) or profile
+        return _named(provider, profile)
+    # 4. the variants a model or a request setting switches on
+    name = model.lower().rsplit("/", 1)[-1] if model is not None else ""
+    if profile == "gemini" and (
         (name.startswith("gemini-3") and not name.startswith("gemini-3-pro-image"))
         or (name.startswith("gemini-") and name.endswith("-latest"))
     ):
         return "gemini-3"
-    if provider == "anthropic":
-        if isinstance(thinking, Mapping) and thinking.get("type") in ("enabled", "adaptive"):
+    if profile == "anthropic":
+        if thinking:
             return "anthropic-thinking"
-    elif provider == "deepseek" and name.startswith("deepseek-reasoner"):
+    elif profile == "deepseek" and name.startswith("deepseek-reasoner"):
         return "deepseek-reasoner"
-    return provider
+    return _named(provider, profile)
+
+
+def _named(provider: str, profile: str) -> str:
+    """``provider`` itself when it already names ``profile`` (``azure`` for ``openai``, ``vllm``
+    for ``hf-template``: hooks and logs keep the name they were given), else ``profile``."""
+    return provider if get_profile(provider).name == profile else profile
 
 
 def converted_profile(provider: str, model: str | None = None) -> str:
