@@ -154,13 +154,15 @@ def test_model_is_a_keyword_of_check_repair_and_sanitize() -> None:
 
 
 def test_the_derivation_is_cached() -> None:
-    from toolmend import _routing
+    from toolmend import _api, _routing
 
+    _api._derived.cache_clear()
     _routing._derived.cache_clear()
     for _ in range(3):
         toolmend.check(RESPONSES_AFTER_DEVELOPER, provider="deepseek", model="deepseek-v4-flash")
-    info = _routing._derived.cache_info()
+    info = _api._derived.cache_info()
     assert (info.misses, info.hits) == (1, 2)
+    assert _routing._derived.cache_info().misses == 1  # derived once, then looked up
 
 
 # --- case 6: DeepSeek's /v1/responses wants each output right after its call ------------------

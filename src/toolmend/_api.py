@@ -7,6 +7,7 @@ and comes back as the very same object.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 import os
@@ -89,11 +90,11 @@ def profile_for(
     history is an error, not a silent reorder."""
     if isinstance(provider, Profile):
         profile = provider
-    else:
+    elif isinstance(provider, str) or provider is None:
         chosen = module.native_provider if provider is None else provider
-        if isinstance(chosen, str):
-            chosen = derived_profile(chosen, module.native_provider, model=model)
-        profile = get_profile(chosen)
+        profile = _derived(chosen, module.native_provider, model if type(model) is str else None)
+    else:
+        profile = get_profile(provider)  # not a name: its error says so
     required = module.required_pairing
     if required is not None and profile.pairing != required:
         raise InvalidHistoryError(
@@ -101,6 +102,12 @@ def profile_for(
             f"{module.name!r} input: pick provider={module.native_provider!r} (or leave it out)"
         )
     return profile
+
+
+@functools.lru_cache(maxsize=2048)
+def _derived(provider: str, native: str, model: str | None) -> Profile:
+    """The derived profile itself, cached: a hook pays one look-up per request."""
+    return get_profile(derived_profile(provider, native, model=model))
 
 
 def sequence_of(module: Format, messages: Any) -> Sequence[Any]:
