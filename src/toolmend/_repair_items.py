@@ -53,7 +53,7 @@ from ._planstate import CallRef, PlanState, ResultRef, call_at
 from ._skeleton import ASSISTANT, SYSTEM, TOOL, USER, Call, Defect
 from .profiles import compiled
 
-__all__ = ["mend_items", "order_items", "settle_tool_items", "unlink_calls"]
+__all__ = ["gather_outputs", "mend_items", "order_items", "settle_tool_items", "unlink_calls"]
 
 
 _ID_CODES = frozenset({"item_id_prefix", "item_id_charset", "duplicate_item_id"})
@@ -71,7 +71,10 @@ def order_items(state: PlanState, problem_codes: set[str]) -> None:
     """Pair results with calls by order and lay the items out, moving as little as possible."""
     gone = _drop_unusable_items(state, problem_codes)
     moved_after = _pair_in_order(state, gone)
-    _lay_out(state, gone, moved_after, _answered_later(state))
+    batched = state.profile.batched_outputs
+    _lay_out(state, gone, moved_after, set() if batched else _answered_later(state))
+    if batched:
+        gather_outputs(state)
 
 
 def _drop_unusable_items(state: PlanState, problem_codes: set[str]) -> set[int]:
@@ -200,6 +203,83 @@ def _lay_out(
                 for call in found
             ):
                 _answer_missing(state, index, found, answered_later)
+
+
+def gather_outputs(state: PlanState) -> None:
+    """``Profile.batched_outputs``: each run of consecutive calls of the input stays one run,
+    and the outputs of its calls (and their placeholders) come right after it, in their order;
+    an item that sat between a run and its outputs moves after them (``moved_message``), an
+    output that was not in the block right after its run is ``moved_result``. A run is never
+    split into call, output, call, output: its later calls would become assistant turns of
+    their own (see ``toolmend.profiles._deepseek.DEEPSEEK_RESPONSES``)."""
+    skeleton, items = state.skeleton, state.plan.items
+    kinds, calls, results = skeleton.kinds, skeleton.calls, skeleton.results
+    run_of: dict[int, int] = {}  # calling item -> the first calling item of its input run
+    run_end: dict[int, int] = {}  # run -> its last calling item
+    for index in sorted(calls):
+        if kinds[index] == ASSISTANT:
+            first = run_of[index] = run_of.get(index - 1, index)
+            run_end[first] = index
+    members: dict[int, list[int]] = {}  # run -> positions of its calls in the plan
+    outputs: dict[int, list[int]] = {}  # run -> positions of its outputs in the plan
+    answers: dict[int, set[int]] = {}  # run -> its outputs' input indexes
+    planned: set[int] = set()  # input items the plan keeps
+    for position, item in enumerate(items):
+        owner = _owner(state, item)
+        if owner is not None and owner in run_of:
+            outputs.setdefault(run_of[owner], []).append(position)
+            if isinstance(item, Keep):
+                answers.setdefault(run_of[owner], set()).add(item.index)
+        elif isinstance(item, Keep) and item.index in run_of:
+            members.setdefault(run_of[item.index], []).append(position)
+        if isinstance(item, Keep):
+            planned.add(item.index)
+    moved = {c.index - skeleton.base for c in state.changes if c.code == "moved_result"}
+    laid: list[Item] = []
+    taken: set[int] = set()
+    looked_at = 0  # the input items before it were already looked at for moved_message
+    for position, item in enumerate(items):
+        if position in taken:
+            continue
+        run = run_of.get(item.index) if isinstance(item, Keep) else None
+        if run is None:
+            laid.append(item)
+            continue
+        ours = members[run] + outputs.get(run, [])
+        laid.extend(items[mine] for mine in ours)
+        taken.update(ours)
+        answered = answers.get(run, set())
+        if not answered:
+            continue
+        block_end = run_end[run] + 1
+        while block_end in answered:
+            block_end += 1
+        for index in sorted(answered):
+            if index >= block_end and index not in moved:
+                state.change(
+                    "moved_result",
+                    index,
+                    f"moved right after its run of calls (item {run_end[run] + skeleton.base})",
+                    results[index][0].id,
+                )
+        last = max(answered)
+        for index in range(max(looked_at, block_end), last):
+            if index not in answered and index in planned:
+                state.change("moved_message", index, "moved after the outputs it interrupted")
+        looked_at = max(looked_at, last)
+    state.plan.items = laid
+
+
+def _owner(state: PlanState, item: Item) -> int | None:
+    """The calling item an output (or a placeholder) in the plan answers."""
+    if isinstance(item, Placeholder):
+        return item.call_index
+    if isinstance(item, Keep):
+        carried = state.skeleton.results.get(item.index)
+        if carried and state.skeleton.kinds[item.index] == TOOL:
+            call = state.answered_by.get((item.index, carried[0].slot))
+            return call[0] if call is not None else None
+    return None
 
 
 def _frontier_start(state: PlanState) -> int:

@@ -80,7 +80,7 @@ def judge(skeleton: Skeleton, profile: Profile) -> list[Problem]:
         _block_pairing(skeleton, profile)(skeleton, report)
         check_blocks(skeleton, profile, report)
     else:
-        _PAIRINGS[profile.pairing](skeleton, report)
+        _pairing(profile)(skeleton, report)
         if profile.results_need_name or profile.first_user:
             check_cross_target(skeleton, profile, report)
     if skeleton.calls:
@@ -259,6 +259,46 @@ def _pair_latest(skeleton: Skeleton, report: Report) -> None:
         _missing(report, owner, expected, answered)
 
 
+def _pair_batched(skeleton: Skeleton, report: Report) -> None:
+    """DeepSeek's Responses endpoint (``Profile.batched_outputs``): a run of consecutive calling
+    items is one assistant turn, and the outputs of all its calls form the block right after
+    the run, as tool messages follow their assistant message in chat."""
+    calls, results = skeleton.calls, skeleton.results
+    owner = -1  # the first calling item of the open run
+    expected: set[str] = set()
+    answered: dict[str, int] = {}
+    in_run = False  # the item before was a calling item
+    for index, kind in enumerate(skeleton.kinds):
+        if kind == TOOL:
+            in_run = False
+            for result in results.get(index, ()):
+                if result.id is None:
+                    continue
+                if owner < 0:
+                    report.add(
+                        "orphan_result",
+                        index,
+                        "output without its call's run right before it",
+                        id=result.id,
+                        ids=(result.id,),
+                    )
+                else:
+                    _answer(report, index, result.id, expected, answered)
+            continue
+        found = calls.get(index) if kind == ASSISTANT else None
+        if found and in_run:
+            expected.update(call.id for call in found if call.id is not None)
+            continue
+        if owner >= 0 and len(answered) < len(expected):
+            _missing(report, owner, expected, answered)
+        in_run = bool(found)
+        owner = index if found else -1
+        expected = {call.id for call in found if call.id is not None} if found else set()
+        answered = {}
+    if owner >= 0 and len(answered) < len(expected):
+        _missing(report, owner, expected, answered)
+
+
 def _pair_none(skeleton: Skeleton, report: Report) -> None:
     """Providers whose pairing is not known to be checked."""
 
@@ -312,6 +352,11 @@ _PAIRINGS: dict[str, Callable[[Skeleton, Report], None]] = {
     "contents": pair_contents,
     "converse": pair_converse,
 }
+
+
+def _pairing(profile: Profile) -> Callable[[Skeleton, Report], None]:
+    """The pairing of a messages- or items-layout history under ``profile``."""
+    return _pair_batched if profile.batched_outputs else _PAIRINGS[profile.pairing]
 
 
 def _block_pairing(skeleton: Skeleton, profile: Profile) -> Callable[[Skeleton, Report], None]:

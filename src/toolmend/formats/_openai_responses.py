@@ -377,6 +377,7 @@ def _scannable(profile: Profile) -> bool:
     """Whether the one-pass scans know every rule ``profile`` runs."""
     return (
         profile.pairing == "ordered"
+        and not profile.batched_outputs
         and profile.known_roles is None
         and profile.call_id_pattern is None
         and profile.function_name_pattern is None

@@ -22,12 +22,14 @@ from .._report import UnknownNameError
 from ._anthropic import ANTHROPIC, ANTHROPIC_THINKING
 from ._base import Check, Profile, compiled
 from ._bedrock import BEDROCK, BEDROCK_TOOLS_ALONE
-from ._deepseek import DEEPSEEK, DEEPSEEK_REASONER
+from ._deepseek import DEEPSEEK, DEEPSEEK_REASONER, DEEPSEEK_RESPONSES
 from ._gemini import GEMINI, GEMINI_3, GEMINI_NO_IDS
 from ._groq import GROQ
 from ._mistral import MISTRAL
 from ._openai import OPENAI, OPENAI_RESPONSES, OPENAI_RESPONSES_REASONING
+from ._servers import HF_TEMPLATE_RESPONSES
 from ._templates import HF_TEMPLATE, HF_TEMPLATE_STRICT
+from ._vendors import VENDORS, vendor_named
 
 __all__ = [
     "PROFILES",
@@ -48,10 +50,12 @@ PROFILES: Mapping[str, Profile] = MappingProxyType(
             OPENAI_RESPONSES_REASONING,
             DEEPSEEK,
             DEEPSEEK_REASONER,
+            DEEPSEEK_RESPONSES,
             MISTRAL,
             GROQ,
             HF_TEMPLATE,
             HF_TEMPLATE_STRICT,
+            HF_TEMPLATE_RESPONSES,
             ANTHROPIC,
             ANTHROPIC_THINKING,
             GEMINI,
@@ -70,15 +74,17 @@ _BY_ALIAS: Mapping[str, Profile] = MappingProxyType(
 
 
 def profile_names() -> list[str]:
-    """Every provider name and alias toolmend accepts, sorted."""
-    return sorted([*PROFILES, *_BY_ALIAS])
+    """Every provider name and alias toolmend accepts, sorted: the vendors and servers, the
+    profiles (vendor-and-API pairs, variants) and their aliases."""
+    vendors = {name for vendor in VENDORS for name in (vendor.name, *vendor.aliases)}
+    return sorted({*PROFILES, *_BY_ALIAS, *vendors})
 
 
 def primary_names() -> list[str]:
-    """The provider names without their aliases (the vendors' APIs and the chat template
-    servers), in the table's order: what help texts and errors list; the aliases (``claude``,
-    ``vllm``, ``vertex``, ...) are in docs/providers.md."""
-    return list(PROFILES)
+    """The vendors and self-hosted servers, in the table's order: what help texts and errors
+    list. The profiles they lead to (``openai-responses``, ``deepseek-reasoner``, ...) and the
+    aliases are accepted too, and listed in docs/providers.md."""
+    return [vendor.name for vendor in VENDORS]
 
 
 def get_profile(provider: str | Profile) -> Profile:
@@ -91,9 +97,12 @@ def get_profile(provider: str | Profile) -> Profile:
     found = PROFILES.get(key) or _BY_ALIAS.get(key)
     if found is not None:
         return found
+    vendor = vendor_named(key)
+    if vendor is not None:  # a vendor or server named alone: its chat API's profile
+        return PROFILES[vendor.chat]
     close = difflib.get_close_matches(key, profile_names(), n=1)
     hint = f" Did you mean {close[0]!r}?" if close else ""
     raise UnknownNameError(
-        f"Unknown provider {provider!r}.{hint} Known: {', '.join(primary_names())} "
-        "(and their aliases: docs/providers.md)"
+        f"Unknown provider {provider!r}.{hint} Vendors and servers: "
+        f"{', '.join(primary_names())} (profiles and aliases: docs/providers.md)"
     )

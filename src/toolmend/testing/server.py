@@ -621,8 +621,8 @@ class StrictProviderServer:
         record["stream"] = stream
         try:
             provider = self._provider_for(route, headers, prefix, record["model"])
-            provider = _variant(provider, record["model"], body)
-        except UnknownNameError as error:
+            provider = _variant(provider, record["model"], body, route.format)
+        except (UnknownNameError, InvalidHistoryError) as error:
             return self._reject(record, route, fallback, str(error))
         record["provider"] = provider
         record["format"] = route.format
@@ -797,9 +797,11 @@ def _first_known(names: Iterable[str]) -> str | None:
     return None
 
 
-def _variant(provider: str, model: str | None, body: Mapping[str, Any]) -> str:
-    """The variant of ``provider`` this request meets (see :func:`toolmend.request_profile`)."""
-    return request_profile(provider, model=model, thinking=body.get("thinking"))
+def _variant(provider: str, model: str | None, body: Mapping[str, Any], format: str) -> str:
+    """The profile of ``provider``'s API for the route's ``format`` that this request meets (see
+    :func:`toolmend.request_profile`): DeepSeek's Responses route judges by
+    ``deepseek-responses``."""
+    return request_profile(provider, format=format, model=model, thinking=body.get("thinking"))
 
 
 def _family_of(model: str | None) -> str | None:
