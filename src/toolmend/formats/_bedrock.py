@@ -198,6 +198,8 @@ def _scan(
     blank_rule = "text_blank" in codes
     result_blank_rule = "result_text_blank" in codes
     alone_rule = "call_with_text" in codes  # Llama, Mistral: nothing beside toolUse blocks
+    texts: list[Any] = []  # the texts the blank-text rules look at, judged together at the end
+    keep_text = texts.append
     spans = FirstOnly() if first_only else Spans()
     callers = spans.callers  # every call id -> its first range (dirty_spans)
     ids: list[str] = []  # every call id (quick_valid: only the pattern needs them)
@@ -224,10 +226,8 @@ def _scan(
                     if "toolResult" in block:
                         return None  # a result in an assistant message: unusual
                     conversation = True
-                    if blank_rule and "text" in block and _blank_text(block["text"]):
-                        if not first_only:
-                            return None  # its message may go, and the roles with it
-                        spans.dirty = True
+                    if blank_rule and "text" in block:
+                        keep_text(block["text"])
                     continue
                 use = block["toolUse"]
                 if type(use) is not dict or type(use["name"]) is not str:
@@ -262,16 +262,18 @@ def _scan(
                 if "toolUse" in block:
                     return None  # a call in a user message: unusual
                 other = True
-                if blank_rule and "text" in block and _blank_text(block["text"]):
-                    if not first_only:
-                        return None  # its message may go, and the roles with it
-                    spans.dirty = True
+                if blank_rule and "text" in block:
+                    keep_text(block["text"])
                 continue
             result = block["toolResult"]
             if type(result) is not dict:
                 return None
-            if result_blank_rule and _blank_inside(result.get("content")):
-                spans.dirty = True
+            if result_blank_rule:
+                parts = result.get("content")
+                if type(parts) is list:
+                    for part in parts:
+                        if type(part) is dict and "text" in part:
+                            keep_text(part["text"])
             result_id = result["toolUseId"]
             if type(result_id) is not str:
                 return None
@@ -292,6 +294,14 @@ def _scan(
         elif results and settled and not first_only:
             spans.end_point(index + 1)  # the results answer the calls before them, exactly
         after_model = False
+    if texts:
+        # two C-level passes: a blank text is rare, and its message may go (and the roles
+        # with it), so the full path decides; a text that is no string fails ``str.isspace``
+        try:
+            if not all(texts) or any(map(str.isspace, texts)):
+                return None
+        except TypeError:
+            return None
     id_pattern = compiled(profile.call_id_pattern)
     if not all_match(id_pattern, ids if first_only else callers) or spans.answered_later():
         return None  # a rare bad id (the full path finds which), or a result before its call
