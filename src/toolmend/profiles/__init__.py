@@ -27,7 +27,7 @@ from ._gemini import GEMINI, GEMINI_3, GEMINI_NO_IDS
 from ._groq import GROQ
 from ._mistral import MISTRAL
 from ._openai import OPENAI, OPENAI_RESPONSES
-from ._templates import HF_TEMPLATE, HF_TEMPLATE_STRICT
+from ._templates import HF_GEMMA_3, HF_LLAMA_3, HF_MISTRAL, HF_TEMPLATE, HF_TEMPLATE_STRICT
 
 __all__ = [
     "PROFILES",
@@ -51,6 +51,9 @@ PROFILES: Mapping[str, Profile] = MappingProxyType(
             GROQ,
             HF_TEMPLATE,
             HF_TEMPLATE_STRICT,
+            HF_GEMMA_3,
+            HF_LLAMA_3,
+            HF_MISTRAL,
             ANTHROPIC,
             ANTHROPIC_THINKING,
             GEMINI,

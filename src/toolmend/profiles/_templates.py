@@ -1,8 +1,20 @@
-"""Self-hosted models behind an OpenAI-compatible server: the rules of their chat templates."""
+"""Self-hosted models behind an OpenAI-compatible server: the rules of their chat templates.
+
+A server (vLLM, TGI, llama.cpp, ...) renders the history with the model's own chat template,
+so the rules a request meets are the template's: :data:`TEMPLATE_FAMILIES` maps a model name
+to the profile its family's templates need, and :func:`template_profile` reads it. Every rule
+quotes the template's own ``raise_exception`` text and names the template file (kept as test
+data in ``tests/data/chat_templates``, rendered by the judge in ``tests/support/judges.py``).
+"""
 
 from __future__ import annotations
 
+import re
+from dataclasses import replace
+from types import MappingProxyType
+
 from ._base import Check, Profile, checks, shape_checks
+from ._mistral import MISTRAL
 
 # --- Open-model servers: HF chat templates --------------------------------------------------------
 
@@ -105,9 +117,140 @@ written out as text, same-role neighbours merge, and a system message is folded 
 first user turn."""
 
 
+_TEMPLATES = "tests/data/chat_templates/"
+"""Where the templates behind these rules are kept (sources and licenses in SOURCES.txt)."""
+
+HF_GEMMA_3 = replace(
+    HF_TEMPLATE_STRICT,
+    name="hf-gemma-3",
+    aliases=("gemma-3",),
+    checks=checks(
+        roles_not_alternating=Check(
+            "HF-ALTERNATION-STRICT",
+            "Conversation roles must alternate user/assistant/user/assistant/...",
+            _TEMPLATES + "hf__google-gemma-3-it.jinja, "
+            + _TEMPLATES
+            + "vllm__tool_chat_template_gemma3_pythonic.jinja; "
+            + _HF_JUDGE,
+        ),
+        empty_history=_HF_EMPTY,
+        content_null=_HF_CONTENT_TYPE,
+        null_content=_HF_CONTENT_TYPE,
+    ),
+)
+"""Gemma 3 (and vLLM's pythonic Gemma 3 tool template): no tool role and strict alternation,
+as Gemma 2, but a leading system message is taken (the template folds it into the first user
+turn itself), so it stays where it is; a system message further on becomes user text."""
+
+_LLAMA_SINGLE_CALL = Check(
+    "HF-SINGLE-TOOL-CALL",
+    "This model only supports single tool-calls at once!",
+    _TEMPLATES + "llamacpp__meta-llama-Llama-3.1-8B-Instruct.jinja, "
+    + _TEMPLATES
+    + "llamacpp__meta-llama-Llama-3.2-3B-Instruct.jinja, "
+    + _TEMPLATES
+    + "vllm__tool_chat_template_llama3.1_json.jinja; "
+    + _HF_JUDGE,
+)
+
+HF_LLAMA_3 = replace(
+    HF_TEMPLATE,
+    name="hf-llama-3",
+    aliases=("llama-3",),
+    checks=checks(**HF_TEMPLATE.checks, parallel_calls=_LLAMA_SINGLE_CALL),
+    single_call=True,
+)
+"""Llama 3.1, 3.2 and 3.3 (Meta's JSON tool-call templates): the ``hf-template`` rules, and
+one call per assistant message. A message with parallel calls is split into consecutive
+single-call messages, each followed by its result: every call and result is kept, in order,
+and the model sees the sequential calls it could have made itself."""
+
+_MISTRAL_TEMPLATES = (
+    _TEMPLATES
+    + "llamacpp__mistralai-Mistral-Nemo-Instruct-2407.jinja, "
+    + _TEMPLATES
+    + "llamacpp__Mistral-Small-3.2-24B-Instruct-2506.jinja, "
+    + _TEMPLATES
+    + "vllm__tool_chat_template_mistral.jinja; "
+    + _HF_JUDGE
+)
+
+HF_MISTRAL = replace(
+    MISTRAL,
+    name="hf-mistral",
+    aliases=("mistral-template",),
+    checks=checks(
+        **{
+            **MISTRAL.checks,
+            "call_id_format": Check(
+                "HF-MISTRAL-TOOL-CALL-ID",
+                "Tool call IDs should be alphanumeric strings with length 9!",
+                _MISTRAL_TEMPLATES + "; through mistral-common (vLLM's mistral tokenizer mode): "
+                "'Tool call id was call_49c89af0 but must be a-z, A-Z, 0-9, with a length of 9' "
+                "(toolmend issue 32, case 5)",
+            ),
+            # The templates reject two user (or assistant) text messages in a row, which
+            # mistral-common takes (and Mistral's API merges): a self-hosted model is served
+            # through either, by server option, so the profile asks for what both take.
+            "roles_not_alternating": Check(
+                "HF-MISTRAL-ALTERNATION",
+                "After the optional system message, conversation roles must alternate "
+                "user/assistant/user/assistant/...",
+                _MISTRAL_TEMPLATES,
+            ),
+        }
+    ),
+    alternation="tool-aware",
+)
+"""Mistral models served with their own chat templates (Mistral Nemo, Small 3.x, 7B v0.3;
+Devstral, Magistral, Ministral, Codestral, Mixtral, Pixtral): the ``mistral`` profile's rules
+(mistral-common judges the same models when a server uses Mistral's tokenizer), 9-character
+alphanumeric call ids, and user and assistant text alternating around the tool traffic, as
+the templates demand."""
+
+TEMPLATE_FAMILIES: tuple[tuple[str, str], ...] = (
+    (r"gemma-?3", "hf-gemma-3"),
+    (r"(?:code)?gemma(?:-?[12])?(?![\w.])|gemma-?2", "hf-template-strict"),
+    (r"(?:meta-)?llama-?3\.[123](?!\d)", "hf-llama-3"),
+    (
+        r"(?:open-)?(?:mistral|mixtral|devstral|magistral|ministral|codestral|pixtral)",
+        "hf-mistral",
+    ),
+    (
+        r"qwen|qwq|deepseek|granite|phi-?\d|(?:nous-)?hermes|gpt-oss|kimi|command-r|c4ai"
+        r"|functionary|(?:nvidia-)?nemotron|seed-oss",
+        "hf-template",
+    ),
+)
+"""Model name pattern (matched at the start of the lower-cased name, its ``org/`` part
+removed: a Hugging Face repo id, a GGUF file name or an Ollama tag alike) -> the profile its
+family's chat templates need, first match wins. The families whose templates take everything
+the ``hf-template`` rules produce (Qwen, DeepSeek, Granite, Phi, Hermes, gpt-oss, Kimi,
+Command R, Functionary, Nemotron, Seed-OSS) are listed under it: judged, not guessed."""
+
+_FAMILY_PATTERNS = tuple((re.compile(pattern), profile) for pattern, profile in TEMPLATE_FAMILIES)
+
+TEMPLATE_PROFILES = MappingProxyType(
+    {p.name: p for p in (HF_TEMPLATE, HF_TEMPLATE_STRICT, HF_GEMMA_3, HF_LLAMA_3, HF_MISTRAL)}
+)
+"""The chat template profiles by name."""
+
+
 def template_profile(model: str | None) -> str | None:
-    """The profile a self-hosted model's chat template needs, picked by the model's name, or
-    ``None`` when toolmend knows no rules for that model family (the server's own profile then
-    applies)."""
-    del model
+    """The profile a self-hosted model's chat template needs, picked by the model's name
+    (case-insensitive, with or without its ``org/`` prefix or an Ollama ``:tag``), or ``None``
+    when toolmend knows no rules for that model family (the server's own profile then
+    applies).
+
+    >>> template_profile("mistralai/Devstral-Small-2507"), template_profile("llama3.1:8b")
+    ('hf-mistral', 'hf-llama-3')
+    >>> template_profile("google/gemma-3-4b-it"), template_profile("my-own-model") is None
+    ('hf-gemma-3', True)
+    """
+    if not isinstance(model, str):
+        return None
+    name = model.strip().lower().rsplit("/", 1)[-1]
+    for pattern, profile in _FAMILY_PATTERNS:
+        if pattern.match(name):
+            return profile
     return None
