@@ -93,13 +93,17 @@ def plan_messages(state: PlanState, problem_codes: set[str]) -> None:
         bridge_role_order(state)
     if profile.call_after_user and skeleton.whole:
         open_with_user(state)
-    if profile.last_kinds is not None:
-        mark_prefix(state)
     if profile.alternation is not None:
+        if profile.first_user:  # the user message it adds takes part in the alternation
+            lead_with_user(state)
         restore_alternation(state)
+    if profile.last_kinds is not None:
+        # after the merges: a final assistant message merged with the one before it is no
+        # longer the message a prefix mark could go on
+        mark_prefix(state)
     if profile.results_need_name:
         name_results(state)
-    if profile.first_user:
+    if profile.first_user and profile.alternation is None:
         lead_with_user(state)
     if profile.single_call and "parallel_calls" in problem_codes:
         split_calls(state)
@@ -431,7 +435,7 @@ def mark_prefix(state: PlanState) -> None:
         if last.index not in state.skeleton.marked("prefix"):
             state.plan.edit(last.index).set_fields["prefix"] = True
             state.change("marked_prefix", last.index, "final assistant message sent as a prefix")
-    elif kind != ASSISTANT:
+    elif kind != ASSISTANT or isinstance(last, Merge):  # a merge has no field to mark
         items.append(Bridge(USER, USER_BRIDGE_TEXT))
         state.change("inserted_message", source_index(last), "user message inserted at the end")
 

@@ -136,6 +136,13 @@ HF_GEMMA_3 = replace(
         empty_history=_HF_EMPTY,
         content_null=_HF_CONTENT_TYPE,
         null_content=_HF_CONTENT_TYPE,
+        # vLLM's pythonic template leaves every message with a ``tool_calls`` key out of its
+        # alternation count, an empty list too: the empty list goes
+        empty_tool_calls=Check(
+            "HF-GEMMA-EMPTY-TOOL-CALLS",
+            "Conversation roles must alternate user/assistant/user/assistant/...",
+            _TEMPLATES + "vllm__tool_chat_template_gemma3_pythonic.jinja; " + _HF_JUDGE,
+        ),
     ),
 )
 """Gemma 3 (and vLLM's pythonic Gemma 3 tool template): no tool role and strict alternation,
@@ -201,6 +208,9 @@ HF_MISTRAL = replace(
         }
     ),
     alternation="tool-aware",
+    # Devstral's template indexes the content of a message with calls: a string, as
+    # mistral-common takes it
+    content_string_kinds=_HF_ALL_KINDS,
 )
 """Mistral models served with their own chat templates (Mistral Nemo, Small 3.x, 7B v0.3;
 Devstral, Magistral, Ministral, Codestral, Mixtral, Pixtral): the ``mistral`` profile's rules
