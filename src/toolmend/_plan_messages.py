@@ -478,12 +478,18 @@ def _alternate(state: PlanState, items: list[Item], strict: bool) -> list[Item]:
     def counts(item: Item) -> bool:
         return strict or not (_kind(state, item) == TOOL or _is_caller(state, item))
 
+    successors = state.profile.role_successors
+    # Mistral's validator takes no user message right after tool results: a user bridge goes
+    # before the tool traffic instead, right after the assistant text it follows
+    user_before_traffic = successors is not None and USER not in successors.get(TOOL, {USER})
     out: list[Item] = []
     expected = USER
+    after_counted = 0  # where the items after the last one that counts begin
     for position, item in enumerate(items):
         kind = _kind(state, item)
         if position == 0 and kind == SYSTEM:
             out.append(item)
+            after_counted = len(out)
             continue
         if not counts(item):
             out.append(item)
@@ -492,13 +498,18 @@ def _alternate(state: PlanState, items: list[Item], strict: bool) -> list[Item]:
             previous = out[-1] if out else None
             if previous is not None and counts(previous) and _kind(state, previous) == kind:
                 out[-1] = _join(state, previous, item, kind)
+                after_counted = len(out)
                 continue
             bridge = Bridge(
                 expected, USER_BRIDGE_TEXT if expected == USER else ASSISTANT_BRIDGE_TEXT
             )
-            out.append(bridge)
+            if expected == USER and user_before_traffic and after_counted < len(out):
+                out.insert(after_counted, bridge)
+            else:
+                out.append(bridge)
             state.change("inserted_message", source_index(item), f"{expected} message inserted")
         out.append(item)
+        after_counted = len(out)
         expected = USER if kind == ASSISTANT else ASSISTANT
     return out
 
