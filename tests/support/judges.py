@@ -40,6 +40,7 @@ TEMPLATES: dict[str, tuple[str, ...]] = {
         "gemma3",
         "gemma3:4b",
     ),
+    "llamacpp__ByteDance-Seed-OSS.jinja": ("ByteDance-Seed/Seed-OSS-36B-Instruct",),
     "llamacpp__CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja": (
         "CohereForAI/c4ai-command-r7b-12-2024",
         "command-r7b",
@@ -143,6 +144,11 @@ TEMPLATES: dict[str, tuple[str, ...]] = {
 it was written for), the first the one it is judged with. The profile its repairs must render
 is the one :func:`toolmend.request_profile` picks for a server and that model."""
 
+ARGUMENT_OBJECTS = frozenset({"llamacpp__ByteDance-Seed-OSS.jinja"})
+"""Templates that read a call's ``arguments`` as a mapping: vLLM (``chat_utils``) and
+llama.cpp parse the JSON text into an object before rendering, and the judge does the same for
+these (transformers itself passes the text on)."""
+
 SERVERS = ("vllm", "llama.cpp", "ollama", "tgi")
 """The self-hosted servers a template is judged behind (those toolmend knows as names)."""
 
@@ -218,14 +224,28 @@ def render(name: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]
         template = _compiled[name] = _jinja().from_string(
             (TEMPLATE_DIR / name).read_text(encoding="utf-8")
         )
+    messages = copy.deepcopy(messages)
+    if name in ARGUMENT_OBJECTS:
+        _parse_arguments(messages)
     text: str = template.render(
-        messages=copy.deepcopy(messages),
+        messages=messages,
         tools=tools,
         documents=None,
         add_generation_prompt=True,
         **_SPECIAL_TOKENS,
     )
     return text
+
+
+def _parse_arguments(messages: list[dict[str, Any]]) -> None:
+    """Each call's JSON ``arguments`` text parsed into an object, in place, as the servers do
+    (text that is not JSON stays text)."""
+    for message in messages:
+        for call in message.get("tool_calls") or () if isinstance(message, dict) else ():
+            function = call.get("function") if isinstance(call, dict) else None
+            if isinstance(function, dict) and isinstance(function.get("arguments"), str):
+                with contextlib.suppress(ValueError):
+                    function["arguments"] = json.loads(function["arguments"])
 
 
 def tools_for(messages: list[Any]) -> list[dict[str, Any]]:
