@@ -283,10 +283,15 @@ def template_error(name: str, messages: list[dict[str, Any]]) -> str | None:
     return None
 
 
-def mistral_error(messages: list[Any]) -> str | None:
-    """None when mistral-common's validator (serving mode) accepts ``messages``."""
+def mistral_error(messages: list[Any], *, checks_ids: bool = False) -> str | None:
+    """None when mistral-common's validator (serving mode) accepts ``messages``.
+
+    ``checks_ids`` picks the validator of the tokenizers before v13 (Mistral Small 3.2,
+    Devstral Small 2507, Magistral), which wants 9-character alphanumeric call ids (issue 32,
+    case 5); the v13 one takes any id."""
     from mistral_common.protocol.instruct.request import ChatCompletionRequest
     from mistral_common.protocol.instruct.validator import (
+        MistralRequestValidatorV11,
         MistralRequestValidatorV13,
         ValidationMode,
     )
@@ -295,7 +300,8 @@ def mistral_error(messages: list[Any]) -> str | None:
         request = ChatCompletionRequest(
             messages=copy.deepcopy(messages), tools=tools_for(messages), model="mistral-large"
         )
-        MistralRequestValidatorV13(ValidationMode.serving).validate_request(request)
+        validator = MistralRequestValidatorV11 if checks_ids else MistralRequestValidatorV13
+        validator(ValidationMode.serving).validate_request(request)
     except Exception as error:  # the judge's verdict, whatever it raised
         return f"{type(error).__name__}: {error}"
     return None

@@ -128,7 +128,8 @@ HF_GEMMA_3 = replace(
         roles_not_alternating=Check(
             "HF-ALTERNATION-STRICT",
             "Conversation roles must alternate user/assistant/user/assistant/...",
-            _TEMPLATES + "hf__google-gemma-3-it.jinja, "
+            _TEMPLATES
+            + "hf__google-gemma-3-it.jinja, "
             + _TEMPLATES
             + "vllm__tool_chat_template_gemma3_pythonic.jinja; "
             + _HF_JUDGE,
@@ -145,14 +146,16 @@ HF_GEMMA_3 = replace(
         ),
     ),
 )
-"""Gemma 3 (and vLLM's pythonic Gemma 3 tool template): no tool role and strict alternation,
-as Gemma 2, but a leading system message is taken (the template folds it into the first user
-turn itself), so it stays where it is; a system message further on becomes user text."""
+"""Gemma 3: Google's template has no tool role and wants strict alternation, as Gemma 2's, but
+takes a leading system message (it folds it into the first user turn itself), so that stays
+where it is; a system message further on becomes user text. vLLM's pythonic Gemma 3 template
+takes a tool role, and renders the text the repair writes too."""
 
 _LLAMA_SINGLE_CALL = Check(
     "HF-SINGLE-TOOL-CALL",
     "This model only supports single tool-calls at once!",
-    _TEMPLATES + "llamacpp__meta-llama-Llama-3.1-8B-Instruct.jinja, "
+    _TEMPLATES
+    + "llamacpp__meta-llama-Llama-3.1-8B-Instruct.jinja, "
     + _TEMPLATES
     + "llamacpp__meta-llama-Llama-3.2-3B-Instruct.jinja, "
     + _TEMPLATES
