@@ -139,6 +139,8 @@ class CallPart:
 
     index: int
     slot: int
+    role: str = "assistant"
+    """Always an assistant message (what the planners ask of every invented item)."""
 
 
 Item = Keep | Placeholder | Bridge | AsText | Merge | Blocks | CallPart

@@ -523,6 +523,7 @@ def _join(state: PlanState, first: Item, second: Item, role: str) -> Merge:
             parts.append(AsText(item, role))
         else:
             assert not isinstance(item, Blocks), "Blocks items are planned for block layouts only"
+            assert not isinstance(item, CallPart), "calls are split after every merge"
             parts.append(item)
     state.change(
         "merged_messages", source_index(second), f"joined with the {role} message before it"
