@@ -20,7 +20,7 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import toolmend
@@ -88,6 +88,58 @@ def _judge_templates(history: list[Any], server: str = "vllm") -> None:
         error = judges.template_error(name, fixed)
         assert error is None, (name, error, fixed)
         JUDGED[f"template {name}"] += 1
+
+
+CORPUS_SIZE = 326
+"""Histories in the fixed corpus of :func:`test_no_template_rejects_a_repair_of_the_fixed_corpus`
+(x 28 templates = the 9,128 repaired histories issue 32 counted)."""
+
+
+def _corpus(size: int) -> list[list[Any]]:
+    """The first ``size`` histories :func:`_histories` draws with a fixed seed."""
+    corpus: list[list[Any]] = []
+
+    @settings(
+        max_examples=size,
+        derandomize=True,
+        database=None,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(_histories())
+    def collect(history: list[Any]) -> None:
+        corpus.append(history)
+
+    collect()
+    return corpus[:size]
+
+
+def template_rejections(corpus: list[list[Any]]) -> tuple[int, int]:
+    """(rejected, judged): the repairs of ``corpus`` (each under the profile its template's
+    model picks, behind the servers in turn) that a template refuses or that keep a problem."""
+    servers = judges.known_servers()
+    rejected = judged = 0
+    for name in judges.TEMPLATES:
+        for number, history in enumerate(corpus):
+            provider = judges.template_provider(name, servers[number % len(servers)])
+            result = toolmend.repair(history, provider=provider)
+            if any(problem.code == "empty_history" for problem in result.problems_left):
+                continue
+            judged += 1
+            fixed = list(result.messages)
+            if result.problems_left or judges.template_error(name, fixed) is not None:
+                rejected += 1
+    return rejected, judged
+
+
+@pytest.mark.skipif(
+    not os.environ.get("TOOLMEND_FUZZ"), reason="the fixed corpus runs with TOOLMEND_FUZZ=1"
+)
+def test_no_template_rejects_a_repair_of_the_fixed_corpus() -> None:
+    """Issue 32's count, on a fixed corpus: before the template profiles, 1,278 of the 9,128
+    repairs were refused (every server request met ``hf-template``); now none."""
+    rejected, judged = template_rejections(_corpus(CORPUS_SIZE))
+    assert (rejected, judged) == (0, CORPUS_SIZE * len(judges.TEMPLATES))
 
 
 def _judge_litellm(history: list[Any], provider: str) -> None:
