@@ -78,8 +78,9 @@ HF_TEMPLATE = Profile(
 )
 """Open-model servers (vLLM, TGI, llama.cpp) rendering a Hugging Face chat template with a tool
 role: tool traffic stays, user and assistant text alternate around it, results follow their
-call, every ``content`` is a string (templates concatenate it). Templates that need Mistral's
-9-character call ids are served by the ``mistral`` profile."""
+call, every ``content`` is a string (templates concatenate it). The profile of a server whose
+model :func:`template_profile` does not know, and of the families whose templates take all it
+produces (Qwen, DeepSeek, Granite, Phi, Hermes, gpt-oss, ...)."""
 
 _HF_CONTENT_TYPE = Check(
     "HF-CONTENT-TYPE",
@@ -101,8 +102,8 @@ HF_TEMPLATE_STRICT = Profile(
         system_unsupported=Check(
             "HF-SYSTEM-UNSUPPORTED",
             "System role not supported",
-            "Gemma 2 chat template (tests/data/chat_templates); Gemma 3's template folds the "
-            "system message into the first user turn itself, as the repair does",
+            "Gemma 2 chat template (tests/data/chat_templates); Gemma 3's template takes a "
+            "leading system message (the hf-gemma-3 profile)",
         ),
         empty_history=_HF_EMPTY,
         content_null=_HF_CONTENT_TYPE,
@@ -112,9 +113,9 @@ HF_TEMPLATE_STRICT = Profile(
     # rendered as plain assistant text, and Gemma 3 refuses a null content
     content_string_kinds=_HF_ALL_KINDS,
 )
-"""Chat templates with no tool role and strict alternation (Gemma 2 and 3): tool traffic is
-written out as text, same-role neighbours merge, and a system message is folded into the
-first user turn."""
+"""Chat templates with no tool role, no system role and strict alternation (Gemma 1 and 2):
+tool traffic is written out as text, same-role neighbours merge, and a system message is
+folded into the first user turn."""
 
 
 _TEMPLATES = "tests/data/chat_templates/"
