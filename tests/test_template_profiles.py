@@ -361,3 +361,23 @@ def test_gemma_3_drops_an_empty_tool_calls_list() -> None:
     fixed = _fixed(history, "hf-gemma-3")
     assert all("tool_calls" not in m for m in fixed)
     assert judges.template_error(name, fixed) is None
+
+
+def test_gemma_3_writes_out_a_call_nobody_answered() -> None:
+    """vLLM's pythonic template counts a message with calls out of its alternation, so an
+    unanswered call before a user message breaks it (Google's template drops the call)."""
+    history = [
+        {"role": "user", "content": "Weather?"},
+        {"role": "assistant", "content": "Looking.", "tool_calls": [_call("call_a")]},
+        {"role": "user", "content": "Are you done yet?"},
+        {"role": "assistant", "content": "Yes."},
+    ]
+    name = "vllm__tool_chat_template_gemma3_pythonic.jinja"
+    assert "must alternate" in (judges.template_error(name, history) or "")
+    problems = toolmend.check(history, provider="hf-gemma-3")
+    assert [(p.code, p.index) for p in problems] == [("missing_result", 1)]
+    fixed = _fixed(history, "hf-gemma-3")
+    assert "[tool call call_a: get_weather" in fixed[1]["content"]
+    assert "Are you done yet?" in fixed[2]["content"]
+    for template in GEMMA_3:
+        assert judges.template_error(template, fixed) is None

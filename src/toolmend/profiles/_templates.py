@@ -125,7 +125,16 @@ HF_GEMMA_3 = replace(
     HF_TEMPLATE_STRICT,
     name="hf-gemma-3",
     aliases=("gemma-3",),
+    # results are paired so that a call nobody answered is seen: vLLM's pythonic template
+    # counts a message with calls out of its alternation, and Google's drops the calls
+    pairing="adjacent",
     checks=checks(
+        missing_result=Check(
+            "HF-GEMMA-UNANSWERED-CALL",
+            "Conversation roles must alternate user/assistant/user/assistant/...",
+            _TEMPLATES + "vllm__tool_chat_template_gemma3_pythonic.jinja (a message with calls "
+            "is left out of the alternation count); " + _HF_JUDGE,
+        ),
         roles_not_alternating=Check(
             "HF-ALTERNATION-STRICT",
             "Conversation roles must alternate user/assistant/user/assistant/...",
