@@ -14,8 +14,10 @@ its call, in steps, each a small function over the shared :class:`~toolmend._pla
    new one, on the call and its results alike.
 3. :func:`fix_shapes` mends what the reader saw malformed, where the profile rejects it.
 4. Profile steps: :func:`add_reasoning`, :func:`demote_system` and :func:`bridge_role_order`,
-   :func:`open_with_user`, :func:`mark_prefix`, :func:`restore_alternation`, the
-   cross-target steps of :mod:`toolmend._block_repair`, and last :func:`split_calls`.
+   :func:`open_with_user`, :func:`restore_alternation` (after the user message
+   :func:`~toolmend._block_repair.lead_with_user` adds, where a profile wants both),
+   :func:`mark_prefix` (after the merges), the cross-target steps of
+   :mod:`toolmend._block_repair`, and last :func:`split_calls`.
 
 Change codes (``Change.code``): ``moved_result``, ``moved_message``, ``dropped_orphan_result``,
 ``orphan_result_to_text``, ``dropped_duplicate_result``, ``answered_missing_call``,
