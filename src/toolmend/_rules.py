@@ -14,6 +14,7 @@ Problem codes (the ``code`` of :class:`toolmend.Problem`, the same for every pro
 ``missing_result``         a call left without a result
 ``duplicate_result``       a call answered twice
 ``duplicate_call_id``      two calls with one id in one message
+``parallel_calls``         more than one call in one message, for a model that takes one
 ``result_without_id``      a tool message without ``tool_call_id``
 ``call_without_id``        a tool call without an id
 ``call_id_too_long``       an id longer than the provider accepts
@@ -85,6 +86,8 @@ def judge(skeleton: Skeleton, profile: Profile) -> list[Problem]:
             check_cross_target(skeleton, profile, report)
     if skeleton.calls:
         _check_calls(skeleton, profile, report)
+        if profile.single_call and not blocks:
+            _check_single_call(skeleton, report)
     if skeleton.defects:
         _check_defects(skeleton, profile, report)
     if profile.call_after_user and not blocks:
@@ -455,6 +458,18 @@ def _check_calls(skeleton: Skeleton, profile: Profile, report: Report) -> None:
                         ids=(result.id,),
                         slot=result.slot,
                     )
+
+
+def _check_single_call(skeleton: Skeleton, report: Report) -> None:
+    """A model that takes one call per assistant message (the Llama 3.x JSON templates)."""
+    for index, found in skeleton.calls.items():
+        if len(found) > 1 and skeleton.kinds[index] == ASSISTANT:
+            report.add(
+                "parallel_calls",
+                index,
+                f"{len(found)} calls in one message",
+                ids=tuple(call.id for call in found if call.id),
+            )
 
 
 def _check_defects(skeleton: Skeleton, profile: Profile, report: Report) -> None:

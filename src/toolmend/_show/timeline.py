@@ -32,7 +32,7 @@ from .._api import (
     repair,
     result_reader,
 )
-from .._edits import AsText, Blocks, Bridge, Item, Keep, Merge, MessageEdit, Placeholder
+from .._edits import AsText, Blocks, Bridge, CallPart, Item, Keep, Merge, MessageEdit, Placeholder
 from .._policy import Policy, as_policy
 from .._repair import pair_results
 from .._report import Change, Problem
@@ -480,6 +480,8 @@ def _origin(item: Item, edits: dict[int, MessageEdit], low: int) -> _Origin:
         return _Origin("placeholder", (low + item.call_index,), (item.call_id,))
     if isinstance(item, Bridge):
         return _Origin("inserted", ())
+    if isinstance(item, CallPart):  # a call split out of its message
+        return _Origin("edited", (low + item.index,))
     if isinstance(item, AsText):
         inner = _origin(item.item, edits, low)
         return _Origin("as text", inner.source, inner.answers)

@@ -28,7 +28,7 @@ from ._groq import GROQ
 from ._mistral import MISTRAL
 from ._openai import OPENAI, OPENAI_RESPONSES, OPENAI_RESPONSES_REASONING
 from ._servers import HF_TEMPLATE_RESPONSES
-from ._templates import HF_TEMPLATE, HF_TEMPLATE_STRICT
+from ._templates import HF_GEMMA_3, HF_LLAMA_3, HF_MISTRAL, HF_TEMPLATE, HF_TEMPLATE_STRICT
 from ._vendors import VENDORS, vendor_named
 
 __all__ = [
@@ -56,6 +56,9 @@ PROFILES: Mapping[str, Profile] = MappingProxyType(
             HF_TEMPLATE,
             HF_TEMPLATE_STRICT,
             HF_TEMPLATE_RESPONSES,
+            HF_GEMMA_3,
+            HF_LLAMA_3,
+            HF_MISTRAL,
             ANTHROPIC,
             ANTHROPIC_THINKING,
             GEMINI,

@@ -115,6 +115,10 @@ class Profile:
     carry a thought signature."""
     reject_function_ids: bool = False
     """The Gemini endpoint does not know ``functionCall.id`` / ``functionResponse.id``."""
+    single_call: bool = False
+    """OpenAI-shaped histories: an assistant message may make one call only (the Llama 3.1 /
+    3.2 chat templates). Reported as ``parallel_calls``; repaired by splitting the message into
+    consecutive single-call messages, each followed by its result (``split_calls``)."""
     content_string_kinds: frozenset[str] = frozenset()
     """Kinds of OpenAI-shaped messages whose ``content`` must be a string, not null (checked on
     user, system and tool messages and on assistant messages with calls; an assistant message
