@@ -79,8 +79,10 @@ def _fixed(history: list[Any], provider: str) -> list[Any]:
 )
 def test_the_model_name_picks_its_template_profile(model: str, profile: str) -> None:
     assert template_profile(model) == profile
-    assert toolmend.request_profile("vllm", model=model) == profile
-    assert toolmend.request_profile("llama.cpp", model=model) == profile
+    for server in ("vllm", "llama.cpp"):
+        # the server's own name when it means the same profile (``vllm`` stays ``vllm``)
+        picked = toolmend.request_profile(server, model=model)
+        assert toolmend.get_profile(picked) is toolmend.get_profile(profile)
 
 
 @pytest.mark.parametrize("model", [None, "", "my-finetune", "llama3", "llama-3.10-tiny"])
