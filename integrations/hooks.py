@@ -44,6 +44,7 @@ __all__ = [
     "change_codes",
     "check_names",
     "hook_policy",
+    "log_repair",
     "log_source",
     "mend",
     "problem_codes",
@@ -156,6 +157,36 @@ def hook_policy(
         return policy if isinstance(policy, Policy) else Policy(frontier=frontier)
 
 
+def log_repair(
+    source: str,
+    provider: str,
+    changes: Sequence[Change],
+    problems_left: Sequence[Problem] = (),
+    problems: Sequence[Problem] = (),
+) -> None:
+    """The one line every hook writes about a history on logger ``toolmend`` (codes, message
+    indexes and ids, never content): what it repaired (INFO; WARNING with ``problems_left``),
+    else the ``problems`` it found and left (WARNING), else nothing."""
+    if changes:
+        left = len(problems_left)
+        logger.log(
+            logging.WARNING if left else logging.INFO,
+            "toolmend repaired %s for %s: %s%s",
+            log_source(source),
+            _shown(provider),
+            " ".join(change_codes(changes)),
+            f"; {left} problem(s) left: {problem_codes(problems_left)}" if left else "",
+        )
+    elif problems:
+        logger.warning(
+            "toolmend found %d problem(s) in %s for %s and changed nothing: %s",
+            len(problems),
+            log_source(source),
+            _shown(provider),
+            problem_codes(problems),
+        )
+
+
 def mend(
     messages: Sequence[Any],
     *,
@@ -233,25 +264,8 @@ def mend(
             vouched = fastpath.vouch(result.messages, provider=provider, format=format)
             problems_left = () if vouched is not None else result.problems_left
         left = len(problems_left)
-        if quiet:
-            pass
-        elif result.changes:  # in the try: a line that cannot be written sends the original
-            logger.log(
-                logging.WARNING if left else logging.INFO,
-                "toolmend repaired %s for %s: %s%s",
-                log_source(source),
-                _shown(provider),
-                " ".join(change_codes(result.changes)),
-                f"; {left} problem(s) left: {problem_codes(problems_left)}" if left else "",
-            )
-        elif result.problems:
-            logger.warning(
-                "toolmend found %d problem(s) in %s for %s and changed nothing: %s",
-                left,
-                log_source(source),
-                _shown(provider),
-                problem_codes(result.problems),
-            )
+        if not quiet:  # in the try: a line that cannot be written sends the original
+            log_repair(source, provider, result.changes, problems_left, result.problems)
         if reporting and telemetry.is_active():
             _report(source, provider, started, result.changes, left, loops, request)
     except ToolLoopError as refused:
