@@ -22,6 +22,7 @@ from typing import Any, Literal
 from toolmend import _escape as escape
 from toolmend import _fastpath as fastpath
 from toolmend import _policy as policies
+from toolmend import _routing as routing
 from toolmend import profiles
 from toolmend._api import Mended, repair
 from toolmend._loops import detect_loops, quiet_live_run
@@ -39,10 +40,12 @@ from . import budget as budgets
 from . import telemetry
 
 __all__ = [
+    "SELF_HOSTED",
     "HookOptions",
     "Mended",
     "change_codes",
     "check_names",
+    "compatible_provider",
     "hook_policy",
     "log_repair",
     "log_source",
@@ -81,6 +84,34 @@ class HookOptions:
             raise
         except Exception:
             pass
+
+
+SELF_HOSTED = "vllm"
+"""The server an OpenAI-compatible endpoint no host names is taken for when toolmend knows the
+model's chat template: :func:`toolmend._routing.request_profile` on it picks the template's
+rules by the model."""
+
+
+def compatible_provider(host: str | None, model: object) -> str:
+    """The provider behind an OpenAI-compatible endpoint, before the model picks its variant
+    (the hook then calls :func:`toolmend._routing.request_profile` with the model).
+
+    ``host`` is the provider the endpoint's host names
+    (:func:`toolmend._routing.provider_for_host`), ``None`` for a host no table names (a local
+    server on 127.0.0.1, a gateway). Then the model
+    decides: one whose chat template toolmend knows is served by a self-hosted server
+    (:data:`SELF_HOSTED`: its template's rules, e.g. Mistral's call ids for Devstral), one only
+    one provider serves (:data:`toolmend._routing.MODEL_FAMILIES`) by that provider, any other
+    by ``"openai"``.
+    """
+    if host is not None:
+        return host
+    name = model if isinstance(model, str) and model else None
+    if name is None:
+        return "openai"
+    if routing.request_profile(SELF_HOSTED, model=name) != routing.request_profile(SELF_HOSTED):
+        return SELF_HOSTED
+    return routing.provider_for_model(name) or "openai"
 
 
 def change_codes(changes: Sequence[Change]) -> list[str]:
