@@ -469,7 +469,7 @@ class ToolMend(CustomLogger):
                 model_name, _text(custom_llm_provider), _text(api_base)
             )
             way = ROUTES[route]
-            provider = route_profile(way, deployment, thinking=thinking)
+            provider = route_profile(way, deployment, thinking=thinking, model=model_name or None)
             options = replace(self.options, on_loop="off") if second else self.options
             mended = mend(
                 messages,
