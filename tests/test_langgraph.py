@@ -340,6 +340,28 @@ def test_repair_thread_answers_a_create_agent_call_its_run_left_behind(
     assert [r.status for r in strict.requests] == [200, 200]
 
 
+def test_arepair_thread_answers_a_call_its_run_left_behind(
+    strict: StrictProviderServer, loop: asyncio.AbstractEventLoop
+) -> None:
+    """The same through ``aget_state``/``aupdate_state``: written as the ``tools`` node."""
+    graph = agent(strict, InMemorySaver())
+    config = thread("async-died")
+
+    async def run() -> None:
+        strict.script([Reply.tool_calls(("get_weather", {"city": "Rome"})), Reply.text("Mild.")])
+        crashes.append("Rome")
+        with pytest.raises(ProcessDiedError):
+            await graph.ainvoke({"messages": [HumanMessage("Rome?")]}, config)
+        done = await arepair_thread(graph, config)
+        assert [c.code for c in done.changes] == ["answered_missing_call"]
+        assert (await graph.aget_state(config)).next == ("agent",)
+        state = await graph.ainvoke({"messages": [HumanMessage("Berlin?")]}, config)
+        assert state["messages"][-1].content == "Mild."
+
+    loop.run_until_complete(run())
+    assert [r.status for r in strict.requests] == [200, 200]
+
+
 def test_repair_thread_keeps_a_one_off_pause_when_told(strict: StrictProviderServer) -> None:
     """A run paused by ``invoke(..., interrupt_before=...)`` looks like a crashed one:
     ``Policy(frontier="keep")`` keeps its call waiting, and resuming runs the tool."""
