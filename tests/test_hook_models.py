@@ -40,6 +40,15 @@ LONG_ID = "call_49c89af0"
 ID_ERROR = f"Tool call id was {LONG_ID} but must be a-z, A-Z, 0-9, with a length of 9"
 
 
+def judged_as(model: str) -> str:
+    """The profile a self-hosted ``model`` at an unknown host gets: its chat template's when
+    toolmend knows it (the templates' data), else that of the one provider serving it."""
+    templated = toolmend._routing.request_profile(SELF_HOSTED, model=model)
+    if templated != toolmend._routing.request_profile(SELF_HOSTED):
+        return templated
+    return toolmend._routing.provider_for_model(model) or "openai"
+
+
 def history() -> list[dict[str, Any]]:
     """A whole tool round trip under an OpenAI-style call id."""
     call = {"id": LONG_ID, "type": "function", "function": {"name": "f", "arguments": "{}"}}
@@ -95,7 +104,11 @@ def test_a_named_host_decides_else_the_model(templated: None) -> None:
     assert compatible_provider("groq", DEVSTRAL) == "groq"  # the host's API, whatever the model
     assert compatible_provider(None, TEMPLATED) == SELF_HOSTED  # its template's rules
     assert toolmend._routing.request_profile(SELF_HOSTED, model=TEMPLATED) == "mistral"
-    assert compatible_provider(None, DEVSTRAL) == "mistral"  # only Mistral's family serves it
+    # only Mistral's family serves it (until toolmend knows Devstral's own template)
+    assert toolmend._routing.request_profile(
+        compatible_provider(None, DEVSTRAL), model=DEVSTRAL
+    ) == (judged_as(DEVSTRAL))
+    assert judged_as(DEVSTRAL) != "openai"
     assert compatible_provider(None, "deepseek-chat") == "deepseek"
     assert compatible_provider(None, "gpt-4o") == "openai"  # a gateway, as before
     assert compatible_provider(None, None) == compatible_provider(None, "") == "openai"
@@ -160,7 +173,7 @@ def test_the_patched_openai_client_judges_a_local_server_by_the_model(
     assert len(new_id) == 9 and new_id.isalnum()
     assert messages == history()  # the caller's list is left as it was
     (line,) = [r.getMessage() for r in caplog.records if "repaired" in r.getMessage()]
-    assert "for mistral: " in line and "rewrote_call_id" in line
+    assert f"for {judged_as(model)}: " in line and "rewrote_call_id" in line
 
 
 def test_patch_provider_still_wins_over_the_model(
@@ -202,7 +215,7 @@ def test_litellm_judges_a_self_hosted_deployment_by_its_model(
     from toolmend.integrations.litellm import profile_for
 
     server = strict_provider_factory(server_provider)
-    assert profile_for(model, None, server.openai_base_url) == "mistral"
+    assert profile_for(model, None, server.openai_base_url) == judged_as(model.split("/", 1)[1])
     messages = history()
     litellm_callback.completion(
         model=model,
@@ -253,6 +266,6 @@ def test_the_agents_sdk_reads_a_local_base_url_by_the_model(templated: None) -> 
         return OpenAIChatCompletionsModel(model=name, openai_client=client)
 
     assert target_for(model(TEMPLATED, "http://127.0.0.1:8000/v1")).profile == "mistral"
-    assert target_for(model(DEVSTRAL, "http://127.0.0.1:8000/v1")).profile == "mistral"
+    assert target_for(model(DEVSTRAL, "http://127.0.0.1:8000/v1")).profile == judged_as(DEVSTRAL)
     assert target_for(model(DEVSTRAL, "https://api.groq.com/openai/v1")).profile == "groq"
     assert target_for(model("gpt-4o", "http://127.0.0.1:8000/v1")).profile == "openai"
