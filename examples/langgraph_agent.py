@@ -2,7 +2,8 @@
 
 Runs offline against toolmend's strict provider server (OpenAI's rules). The agent is built the
 way LangGraph recommends since 1.0, with LangChain's ``create_agent``, checkpointed in memory:
-it asks for a tool and is paused before the tool runs; the user then sends a new message.
+it asks for a tool and is paused before the tool runs (a stop compiled into the agent, as for a
+human's approval); the user then sends a new message.
 Without toolmend the provider refuses that turn (HTTP 400: the call has no result) and every
 later one. ``ToolMendMiddleware`` repairs each model call and leaves the stored thread as it
 is; ``repair_thread`` heals the stored thread once, so the agent goes on without any hook.
@@ -39,12 +40,16 @@ def get_weather(city: str) -> str:
 def interrupted(server: StrictProviderServer, middleware: list[Any], name: str) -> tuple[Any, Any]:
     """An agent and a thread paused between its call for Rome's weather and the result."""
     model = ChatOpenAI(base_url=server.openai_base_url, api_key="sk-test", model="gpt-4o-mini")
-    agent = create_agent(model, [get_weather], middleware=middleware, checkpointer=InMemorySaver())
+    agent = create_agent(
+        model,
+        [get_weather],
+        middleware=middleware,
+        checkpointer=InMemorySaver(),
+        interrupt_before=["tools"],
+    )
     config = {"configurable": {"thread_id": name}}
     server.script([Reply.tool_calls(("get_weather", {"city": "Rome"}))])
-    agent.invoke(
-        {"messages": [HumanMessage("Weather in Rome?")]}, config, interrupt_before=["tools"]
-    )
+    agent.invoke({"messages": [HumanMessage("Weather in Rome?")]}, config)
     return agent, config
 
 

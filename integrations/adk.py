@@ -50,12 +50,12 @@ from toolmend import _api as api
 from toolmend import _policy as policies
 from toolmend._edits import Blocks, Keep, Placeholder, source_index
 from toolmend._policy import Policy
-from toolmend._report import Change, ToolChainError, ToolLoopError
+from toolmend._report import Change, Problem, ToolChainError, ToolLoopError
 from toolmend._routing import request_profile
 
 from . import budget as budgets
 from . import telemetry
-from .hooks import HookOptions, OnLoop, check_names, hook_policy, mend
+from .hooks import HookOptions, OnLoop, check_names, hook_policy, log_repair, mend
 
 try:
     from google.adk.events import Event
@@ -209,13 +209,14 @@ def repair_events(
     delta, an artifact), and left out otherwise. Events without content keep their place.
     ``events`` and its objects are never changed.
     """
-    repaired, _ = _repaired_events(events, provider=provider, policy=policy)
+    repaired, _, _ = _repaired_events(events, provider=provider, policy=policy)
     return repaired
 
 
 def _repaired_events(
     events: Sequence[Event], *, provider: str, policy: Policy | str | None
-) -> tuple[list[Event], Sequence[Change]]:
+) -> tuple[list[Event], Sequence[Change], Sequence[Problem]]:
+    """The repaired events, the changes made and the problems found in the stored contents."""
     rows = [i for i, event in enumerate(events) if _has_history(event)]
     contents = [events[i].content for i in rows]
     waiting = bool(rows) and _waits(events[rows[-1]])
@@ -224,15 +225,16 @@ def _repaired_events(
     profile = api.profile_for(provider, module)
     damaged = api.damage_in(module, contents, profile, chosen) if contents else None
     if damaged is None:
-        return list(events), ()
+        return list(events), (), ()
     if chosen.mode is not policies.Mode.REPAIR:  # as toolmend.repair: strict raises
+        problems = tuple(problem for damage in damaged for problem in damage.problems)
         if chosen.mode is policies.Mode.STRICT:
-            problems = tuple(problem for damage in damaged for problem in damage.problems)
             raise ToolChainError(problems=problems)
-        return list(events), ()
+        return list(events), (), problems
     mended = api.mend_damage(module, contents, profile, chosen, damaged)
+    problems = tuple(mended.problems)
     if not mended.changes:
-        return list(events), ()
+        return list(events), (), problems
     sources = _sources(mended, len(contents))
     # the repaired content that takes each old content's place, its event keeping its metadata:
     # the content the plan kept (maybe edited), else one made of it (its responses gathered,
@@ -273,7 +275,7 @@ def _repaired_events(
         out.append(event)
         previous = event
     flush(len(events))
-    return _ordered(out), tuple(mended.changes)
+    return _ordered(out), tuple(mended.changes), problems
 
 
 _KEPT, _MADE, _ANSWER = "kept", "made", "answer"
@@ -385,6 +387,11 @@ async def repair_session(
     A valid session is not touched: ``result.session`` is it and ``result.changes`` is empty.
     Raises ``ValueError`` when the session does not exist. The policy's ``"strict"`` raises
     :class:`toolmend.ToolChainError` on a broken session; ``"report"`` changes nothing.
+
+    Like every hook it writes one line on logger ``toolmend`` (source ``adk.repair_session``,
+    the provider, change codes with content index and call ids; never content): INFO once a
+    repair is stored, WARNING for problems found and left (``"report"``), none for a valid
+    session.
     """
     session = await session_service.get_session(
         app_name=app_name, user_id=user_id, session_id=session_id
@@ -392,8 +399,9 @@ async def repair_session(
     if session is None:
         raise ValueError(f"no session {session_id!r} for app {app_name!r}, user {user_id!r}")
     hook_policy(policy)  # an unknown policy name raises here
-    events, changes = _repaired_events(session.events, provider=provider, policy=policy)
+    events, changes, problems = _repaired_events(session.events, provider=provider, policy=policy)
     if not changes:
+        log_repair(_SESSION_SOURCE, provider, (), problems=problems)
         return RepairedSession(session)
     own_state = {k: v for k, v in session.state.items() if not k.startswith(_SHARED_STATE)}
     # every copy made before anything is deleted: only the service's own calls come after
@@ -411,7 +419,11 @@ async def repair_session(
     stored = await session_service.get_session(
         app_name=app_name, user_id=user_id, session_id=fresh.id
     )
+    log_repair(_SESSION_SOURCE, provider, changes)  # once it is stored, as it happened
     return RepairedSession(stored or fresh, changes)
+
+
+_SESSION_SOURCE = "adk.repair_session"
 
 
 def _without_shared_state(event: Event) -> Event:

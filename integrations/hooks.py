@@ -22,6 +22,7 @@ from typing import Any, Literal
 from toolmend import _escape as escape
 from toolmend import _fastpath as fastpath
 from toolmend import _policy as policies
+from toolmend import _routing as routing
 from toolmend import profiles
 from toolmend._api import Mended, repair
 from toolmend._loops import detect_loops, quiet_live_run
@@ -39,11 +40,14 @@ from . import budget as budgets
 from . import telemetry
 
 __all__ = [
+    "SELF_HOSTED",
     "HookOptions",
     "Mended",
     "change_codes",
     "check_names",
+    "compatible_provider",
     "hook_policy",
+    "log_repair",
     "log_source",
     "mend",
     "problem_codes",
@@ -80,6 +84,34 @@ class HookOptions:
             raise
         except Exception:
             pass
+
+
+SELF_HOSTED = "vllm"
+"""The server an OpenAI-compatible endpoint no host names is taken for when toolmend knows the
+model's chat template: :func:`toolmend._routing.request_profile` on it picks the template's
+rules by the model."""
+
+
+def compatible_provider(host: str | None, model: object) -> str:
+    """The provider behind an OpenAI-compatible endpoint, before the model picks its variant
+    (the hook then calls :func:`toolmend._routing.request_profile` with the model).
+
+    ``host`` is the provider the endpoint's host names
+    (:func:`toolmend._routing.provider_for_host`), ``None`` for a host no table names (a local
+    server on 127.0.0.1, a gateway). Then the model
+    decides: one whose chat template toolmend knows is served by a self-hosted server
+    (:data:`SELF_HOSTED`: its template's rules, e.g. Mistral's call ids for Devstral), one only
+    one provider serves (:data:`toolmend._routing.MODEL_FAMILIES`) by that provider, any other
+    by ``"openai"``.
+    """
+    if host is not None:
+        return host
+    name = model if isinstance(model, str) and model else None
+    if name is None:
+        return "openai"
+    if routing.request_profile(SELF_HOSTED, model=name) != routing.request_profile(SELF_HOSTED):
+        return SELF_HOSTED
+    return routing.provider_for_model(name) or "openai"
 
 
 def change_codes(changes: Sequence[Change]) -> list[str]:
@@ -154,6 +186,36 @@ def hook_policy(
         raise
     except Exception:
         return policy if isinstance(policy, Policy) else Policy(frontier=frontier)
+
+
+def log_repair(
+    source: str,
+    provider: str,
+    changes: Sequence[Change],
+    problems_left: Sequence[Problem] = (),
+    problems: Sequence[Problem] = (),
+) -> None:
+    """The one line every hook writes about a history on logger ``toolmend`` (codes, message
+    indexes and ids, never content): what it repaired (INFO; WARNING with ``problems_left``),
+    else the ``problems`` it found and left (WARNING), else nothing."""
+    if changes:
+        left = len(problems_left)
+        logger.log(
+            logging.WARNING if left else logging.INFO,
+            "toolmend repaired %s for %s: %s%s",
+            log_source(source),
+            _shown(provider),
+            " ".join(change_codes(changes)),
+            f"; {left} problem(s) left: {problem_codes(problems_left)}" if left else "",
+        )
+    elif problems:
+        logger.warning(
+            "toolmend found %d problem(s) in %s for %s and changed nothing: %s",
+            len(problems),
+            log_source(source),
+            _shown(provider),
+            problem_codes(problems),
+        )
 
 
 def mend(
@@ -233,25 +295,8 @@ def mend(
             vouched = fastpath.vouch(result.messages, provider=provider, format=format)
             problems_left = () if vouched is not None else result.problems_left
         left = len(problems_left)
-        if quiet:
-            pass
-        elif result.changes:  # in the try: a line that cannot be written sends the original
-            logger.log(
-                logging.WARNING if left else logging.INFO,
-                "toolmend repaired %s for %s: %s%s",
-                log_source(source),
-                _shown(provider),
-                " ".join(change_codes(result.changes)),
-                f"; {left} problem(s) left: {problem_codes(problems_left)}" if left else "",
-            )
-        elif result.problems:
-            logger.warning(
-                "toolmend found %d problem(s) in %s for %s and changed nothing: %s",
-                left,
-                log_source(source),
-                _shown(provider),
-                problem_codes(result.problems),
-            )
+        if not quiet:  # in the try: a line that cannot be written sends the original
+            log_repair(source, provider, result.changes, problems_left, result.problems)
         if reporting and telemetry.is_active():
             _report(source, provider, started, result.changes, left, loops, request)
     except ToolLoopError as refused:

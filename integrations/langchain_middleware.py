@@ -27,7 +27,7 @@ from toolmend._routing import provider_for_model, request_profile
 
 from . import budget as budgets
 from . import telemetry
-from .hooks import HookOptions, OnLoop, check_names, mend
+from .hooks import HookOptions, OnLoop, check_names, compatible_provider, mend
 
 if TYPE_CHECKING:
     from langchain.agents.middleware import AgentMiddleware, ModelRequest
@@ -75,8 +75,11 @@ def provider_for(model: Any) -> str:
 
     The class decides; within it, the model name and settings pick the variant the provider's
     own checks use: ``deepseek-reasoner`` for that model, ``gemini-3`` for a Gemini 3 model,
-    ``anthropic-thinking`` with extended thinking on, and an OpenAI-compatible class pointed at
-    DeepSeek, Mistral or Groq (by base URL or model name) gets that provider.
+    ``anthropic-thinking`` with extended thinking on. An OpenAI-compatible class gets the
+    provider its base URL's host names (DeepSeek, Mistral, Groq, ...); at any other host (a
+    local server, a gateway) the model decides
+    (:func:`toolmend.integrations.hooks.compatible_provider`: its chat template's rules when
+    toolmend knows them, else the one provider serving a model name such as ``devstral-*``).
     """
     model = getattr(model, "bound", model)  # a RunnableBinding (bind_tools)
     provider = "openai"
@@ -87,7 +90,10 @@ def provider_for(model: Any) -> str:
     name = str(getattr(model, "model_name", None) or getattr(model, "model", None) or "")
     if provider in ("openai", "deepseek"):
         base = getattr(model, "openai_api_base", None) or getattr(model, "api_base", None)
-        provider = provider_for_model(name) or routing.provider_for_base_url(base) or provider
+        if base:  # what that base URL serves: its host's provider, else the model's
+            provider = compatible_provider(routing.provider_for_base_url(base), name)
+        else:
+            provider = provider_for_model(name) or provider
     return request_profile(provider, model=name, thinking=getattr(model, "thinking", None))
 
 

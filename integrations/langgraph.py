@@ -32,7 +32,7 @@ import uuid
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from toolmend import _appending as appending
 from toolmend._policy import Policy
@@ -243,9 +243,17 @@ def repair_thread(
     them). Every message keeps its id; one without an id, or repeating an earlier one (toolmend's
     placeholder results among them), gets a fresh one.
 
-    The calls of the thread's last message still waiting for their results (a thread paused
-    before its tools run, or stopped while they ran) are left waiting: resuming the graph runs
-    them. ``policy=toolmend.Policy()`` answers them too.
+    Calls of the thread's last message still waiting for their results are **pending** while
+    the thread is paused on purpose: an interrupt is open (``interrupt()``, human-in-the-loop
+    middleware) or the next node is one the graph was compiled to interrupt before (or after a
+    node, ``interrupt_after``). Resuming the graph runs them, so they are left waiting. Any other
+    trailing call was **interrupted**: the thread is idle (``next`` empty), or its run stopped
+    while the tools ran (the process died, a tool raised). LangGraph's agent node refuses a
+    history holding such a call (``INVALID_CHAT_HISTORY``) as soon as a new message comes in,
+    so it is answered with a placeholder result. A run paused by ``invoke(...,
+    interrupt_before=[...])`` leaves a checkpoint identical to a crashed one: pass
+    ``policy=toolmend.Policy(frontier="keep")`` to keep its calls waiting (and
+    ``policy=toolmend.Policy()`` to answer pending ones too).
 
     Returns a :class:`ThreadRepair`. A toolmend failure is logged and nothing is written
     (``failed=True``); LangGraph's own errors (no checkpointer, an ambiguous ``as_node``) and
@@ -257,8 +265,8 @@ def repair_thread(
     found = _plan(graph, snapshot, provider, model, policy, key)
     if found is None or isinstance(found, ThreadRepair):
         return found or ThreadRepair()
-    mended, update = found
-    written = graph.update_state(snapshot.config, {key: update}, as_node=as_node)
+    mended, update, writer = found
+    written = graph.update_state(snapshot.config, {key: update}, as_node=as_node or writer)
     return ThreadRepair(
         tuple(mended.changes), tuple(mended.problems), written, problems_left=tuple(mended.left)
     )
@@ -292,8 +300,8 @@ async def arepair_thread(
     )
     if found is None or isinstance(found, ThreadRepair):
         return found or ThreadRepair()
-    mended, update = found
-    written = await graph.aupdate_state(snapshot.config, {key: update}, as_node=as_node)
+    mended, update, writer = found
+    written = await graph.aupdate_state(snapshot.config, {key: update}, as_node=as_node or writer)
     return ThreadRepair(
         tuple(mended.changes), tuple(mended.problems), written, problems_left=tuple(mended.left)
     )
@@ -306,15 +314,25 @@ def _plan(
     model: Any,
     policy: Policy | str | None,
     key: str,
-) -> tuple[Mended, list[Any]] | ThreadRepair | None:
-    """The repair of the thread in ``snapshot`` and the update that writes it; a
-    :class:`ThreadRepair` when nothing is to be written, None for an empty thread."""
+) -> tuple[Mended, list[Any], str | None] | ThreadRepair | None:
+    """The repair of the thread in ``snapshot``, the update that writes it and the node to
+    write it as (``None``: LangGraph's choice); a :class:`ThreadRepair` when nothing is to be
+    written, None for an empty thread.
+
+    When the calls a stopped run left behind are answered, the update is written as the node
+    that was to run them (``snapshot.next``, when it is one node: ``tools``), as if it had
+    answered them: the graph then goes on from that node's edges, and an agent's model node,
+    whose edges do not lead back to itself (``create_agent``), is not taken as the writer."""
     source = "langgraph.repair_thread"
     update_for = _writer(graph, key)  # an unsupported reducer raises before anything is read
     messages = _messages_of(snapshot.values, key)
     if not isinstance(messages, Sequence) or not messages:
         return None
-    mended = _mend_thread(messages, _provider(provider, model, source), policy, source)
+    frontier: Literal["answer", "keep"] = "answer"
+    if _paused(graph, snapshot, source):
+        frontier = "keep"
+    chosen = _provider(provider, model, source)
+    mended = _mend_thread(messages, chosen, policy, source, frontier=frontier)
     if mended.failed or mended.messages is messages or not mended.changes:
         return ThreadRepair(
             problems_before=tuple(mended.problems),
@@ -327,17 +345,60 @@ def _plan(
         logger.exception("toolmend failed on %s; nothing was written", source)
         problems = tuple(mended.problems)
         return ThreadRepair(problems_before=problems, failed=True, problems_left=problems)
-    return mended, update
+    return mended, update, _writer_node(snapshot, mended, messages)
+
+
+def _writer_node(snapshot: Any, mended: Mended, messages: Sequence[Any]) -> str | None:
+    """The node that was to run the thread's last calls (``snapshot.next``, one node name),
+    when the repair answered them; else ``None``."""
+    upcoming = set(getattr(snapshot, "next", ()) or ())
+    try:
+        last = appending.frontier_start(messages, FORMAT)
+    except Exception:  # the repair read it: this cannot fail but on a toolmend bug
+        logger.exception("toolmend failed on langgraph.repair_thread; LangGraph picks the node")
+        return None
+    answered = any(c.code == "answered_missing_call" and c.index == last for c in mended.changes)
+    if answered and len(upcoming) == 1:
+        return str(upcoming.pop())
+    return None
+
+
+def _paused(graph: Any, snapshot: Any, source: str) -> bool:
+    """Whether the thread in ``snapshot`` is paused on purpose, so that resuming runs the calls
+    still waiting: an interrupt is open, or the graph was compiled to stop before the next node
+    (or after a node, with a node to run next). A failure reading the graph is toolmend's:
+    logged, and the calls are kept waiting (what resuming would need)."""
+    try:
+        if getattr(snapshot, "interrupts", ()) or any(
+            getattr(task, "interrupts", ()) for task in getattr(snapshot, "tasks", ()) or ()
+        ):
+            return True
+        upcoming = tuple(getattr(snapshot, "next", ()) or ())
+        if not upcoming:
+            return False
+        before = getattr(graph, "interrupt_before_nodes", None) or ()
+        after = getattr(graph, "interrupt_after_nodes", None) or ()
+        return before == "*" or any(node in before for node in upcoming) or bool(after)
+    except Exception:
+        logger.exception("toolmend failed reading the thread's state on %s; its calls wait", source)
+        return True
 
 
 def _mend_thread(
-    messages: Sequence[Any], provider: str, policy: Policy | str | None, source: str
+    messages: Sequence[Any],
+    provider: str,
+    policy: Policy | str | None,
+    source: str,
+    *,
+    frontier: Literal["answer", "keep"] = "keep",
 ) -> Mended:
-    """``messages`` mended as the history wrapper mends a store: a clean live frontier (the
-    last calling message, its calls waiting, followed only by some of their results) is set
-    aside and left waiting, and the rest is repaired as a request would be; a messy frontier is
-    repaired in place under the ``frontier="keep"`` policy."""
-    keep = hook_policy(policy, frontier="keep")
+    """``messages`` mended as the history wrapper mends a store: under ``frontier="keep"`` (the
+    default of a policy given by name or left out) a clean live frontier (the last calling
+    message, its calls waiting, followed only by some of their results) is set aside and left
+    waiting, and the rest is repaired as a request would be; a messy frontier is repaired in
+    place under the ``frontier="keep"`` policy. Under ``frontier="answer"`` the waiting calls
+    are answered, as in a request."""
+    keep = hook_policy(policy, frontier=frontier)
     start = len(messages)
     try:
         if keep.frontier == "keep" and appending.waiting_calls(messages, FORMAT):

@@ -157,7 +157,15 @@ from toolmend._report import ToolChainError, ToolLoopError
 from . import budget as budgets
 from . import litellm_guardrail, telemetry
 from .budget import Budget
-from .hooks import HookOptions, Mended, OnLoop, check_names, log_source, mend
+from .hooks import (
+    HookOptions,
+    Mended,
+    OnLoop,
+    check_names,
+    compatible_provider,
+    log_source,
+    mend,
+)
 from .litellm_routes import ROUTES, Pass, Passes, Route, Summary, route_profile
 
 try:
@@ -201,13 +209,22 @@ PROFILE_BY_PROVIDER: Mapping[str, str] = {
     "vertex_ai_beta": "gemini",
     "bedrock": "bedrock",
     "bedrock_converse": "bedrock",
+    "hosted_vllm": "vllm",
+    "vllm": "vllm",
+    "llamafile": "llama.cpp",
 }
 """LiteLLM provider name (the second item of ``litellm.get_llm_provider``) -> toolmend profile.
 
 A name mapping only; the rules live in the profiles. The deployment's model then picks the
 variant through :func:`toolmend._routing.converted_profile` (a ``deepseek-reasoner`` model gets
-``deepseek-reasoner``, a Claude model on ``vertex_ai`` gets ``anthropic``). Any other provider
-gets ``openai``."""
+``deepseek-reasoner``, a Claude model on ``vertex_ai`` gets ``anthropic``, a model on a
+self-hosted server its chat template's rules). LiteLLM's ``openai`` provider with an
+``api_base`` is whatever that base URL serves
+(:func:`toolmend.integrations.hooks.compatible_provider`: its host, else the model). Any other
+provider gets ``openai``."""
+
+_COMPATIBLE = frozenset({"openai", "openai_like", "custom_openai"})
+"""LiteLLM providers that send OpenAI's API to whatever ``api_base`` names."""
 
 _DEFAULT_PROFILE = "openai"
 _CHANGES_HEADER = "x-toolmend-changes"
@@ -291,7 +308,16 @@ def profile_for(
         )
     except Exception:  # LiteLLM does not know the model: it will fail the call itself
         return PROFILE_BY_PROVIDER.get(custom_llm_provider or "", _DEFAULT_PROFILE)
-    return routing.converted_profile(PROFILE_BY_PROVIDER.get(provider, _DEFAULT_PROFILE), name)
+    return routing.converted_profile(_deployment(provider, name, api_base), name)
+
+
+def _deployment(provider: str, model: str, api_base: str | None) -> str:
+    """The profile of LiteLLM's ``provider`` (:data:`PROFILE_BY_PROVIDER`); for an
+    OpenAI-compatible one with an ``api_base``, the provider that base URL serves the model
+    from."""
+    if provider in _COMPATIBLE and api_base:
+        return compatible_provider(routing.provider_for_base_url(api_base), model)
+    return PROFILE_BY_PROVIDER.get(provider, _DEFAULT_PROFILE)
 
 
 def _text(value: object) -> str | None:
@@ -443,7 +469,7 @@ class ToolMend(CustomLogger):
                 model_name, _text(custom_llm_provider), _text(api_base)
             )
             way = ROUTES[route]
-            provider = route_profile(way, deployment, thinking=thinking)
+            provider = route_profile(way, deployment, thinking=thinking, model=model_name or None)
             options = replace(self.options, on_loop="off") if second else self.options
             mended = mend(
                 messages,

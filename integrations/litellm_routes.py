@@ -81,19 +81,22 @@ ROUTES: Mapping[str, Route] = {
 _ANTHROPIC_PROFILES = frozenset({"anthropic", "anthropic-thinking"})
 
 
-def route_profile(route: Route, deployment: str, *, thinking: object = None) -> str:
+def route_profile(
+    route: Route, deployment: str, *, thinking: object = None, model: str | None = None
+) -> str:
     """The profile that judges ``route``'s history for a deployment whose provider has the
     profile ``deployment`` (:func:`toolmend.integrations.litellm.profile_for`, or the hook's
     ``provider=``).
 
     * OpenAI-shaped ``messages``: ``deployment`` itself (LiteLLM converts them for it).
-    * Responses ``input``: ``openai-responses``, the only profile that reads Responses items.
+    * Responses ``input``: ``openai-responses`` (the variant the deployment's ``model`` picks,
+      :func:`toolmend._routing.request_profile`), the only profile that reads Responses items.
       A deployment with a Responses API gets them as they are; for any other LiteLLM's bridge
       turns each ``function_call`` and its ``function_call_output`` into a tool call and its
       tool message, so the Responses pairing rules are what the bridge needs, and the chat pass
       that follows judges the result for the deployment's own profile.
     * Anthropic ``messages`` to Anthropic (passed through as they are): Anthropic's profile for
-      the request's ``thinking`` setting.
+      the deployment's ``model`` and the request's ``thinking`` setting.
     * Anthropic ``messages`` to any other provider: ``anthropic`` with thinking off, whatever
       the request's setting. LiteLLM's translation keeps the pairing Anthropic's rules demand
       (every ``tool_use`` answered by a ``tool_result`` at the head of the next user turn, no
@@ -110,10 +113,10 @@ def route_profile(route: Route, deployment: str, *, thinking: object = None) -> 
     if route.format == "openai":
         return deployment
     if route.format == "openai-responses":
-        return "openai-responses"
-    if deployment in _ANTHROPIC_PROFILES and thinking is not None:
-        return routing.request_profile("anthropic", thinking=thinking)
-    return "anthropic"  # (the profile of a request without a thinking setting, too)
+        return routing.request_profile("openai-responses", model=model)
+    if deployment in _ANTHROPIC_PROFILES:
+        return routing.request_profile("anthropic", model=model, thinking=thinking)
+    return "anthropic"
 
 
 Pass = Literal["first", "second", "skip"]

@@ -95,6 +95,7 @@ from .hooks import (
     OnLoop,
     change_codes,
     check_names,
+    compatible_provider,
     hook_policy,
     log_source,
     mend,
@@ -203,11 +204,14 @@ def _litellm_profile(name: str, base_url: object = None) -> str:
 
 @functools.lru_cache(maxsize=256)
 def _chat_profile(name: str | None, base_url: str | None = None) -> str:
-    """The profile of an OpenAI-compatible Chat Completions endpoint: the provider of a model
-    only one provider serves, else of the base URL's host, else OpenAI."""
-    provider = (
-        routing.provider_for_model(name) or routing.provider_for_base_url(base_url) or "openai"
-    )
+    """The profile of an OpenAI-compatible Chat Completions endpoint: the provider of the base
+    URL's host, else the model's (:func:`toolmend.integrations.hooks.compatible_provider`: its
+    chat template's rules when toolmend knows them, else the one provider serving it), else
+    OpenAI; without a base URL, the one provider serving the model, else OpenAI."""
+    if base_url:
+        provider = compatible_provider(routing.provider_for_base_url(base_url), name)
+    else:
+        provider = routing.provider_for_model(name) or "openai"
     return routing.converted_profile(provider, name)
 
 

@@ -46,9 +46,11 @@ anthropic rows use ``anthropic`` (``anthropic-thinking`` when the request turns 
 google-genai rows ``gemini`` (``gemini-3`` for a Gemini 3 model). An OpenAI client is often
 pointed elsewhere, so openai rows take, first to last: ``patch(provider=...)``; the provider
 :func:`toolmend._routing.provider_for_host` gives the host of the client's ``base_url`` (the one
-host table, :data:`toolmend._routing.HOSTS`, re-exported here as :data:`HOSTS`); ``openai``.
-Any other host (a gateway such as OpenRouter or a LiteLLM proxy, a local server) gets
-``openai`` unless ``provider=`` says otherwise. The Responses rows always use
+host table, :data:`toolmend._routing.HOSTS`, re-exported here as :data:`HOSTS`); for any other
+host (a local server, a gateway such as OpenRouter or a LiteLLM proxy) the request's model: one
+whose chat template toolmend knows gets that template's rules (as ``provider="vllm"`` would),
+one only one provider serves (``deepseek-*``, ``devstral-*`` and the other Mistral families)
+that provider's; else ``openai``. The Responses rows always use
 ``openai-responses`` (a chat profile refuses Responses input). The model and the request's
 ``thinking`` setting then pick the variant through :func:`toolmend._routing.request_profile`: a
 ``deepseek-reasoner`` model on DeepSeek and a Gemini 3 model on Gemini's OpenAI endpoint get
@@ -116,7 +118,7 @@ from toolmend._routing import HOSTS, provider_for_host, request_profile
 
 from . import budget as budgets
 from . import telemetry
-from .hooks import HookOptions, OnLoop, check_names, mend
+from .hooks import HookOptions, OnLoop, check_names, compatible_provider, mend
 
 __all__ = [
     "ENV_DISABLED",
@@ -618,7 +620,7 @@ def _mend_kwargs(row: Target, instance: Any, kwargs: dict[str, Any]) -> dict[str
         # an iterable of messages: read it once, and send the list, even if toolmend fails
         # below (``kwargs`` is this call's own dict, so the wrapper sends what it holds)
         history = kwargs[row.history] = list(history)
-    provider = _variant(_provider(row, instance), kwargs)
+    provider = _variant(_provider(row, instance, kwargs.get("model")), kwargs)
     mended = mend(
         history, provider=provider, source=row.label, options=_registry.options, format=row.format
     )
@@ -653,8 +655,10 @@ def _heal_chat(row: Target, instance: Any, kwargs: dict[str, Any]) -> dict[str, 
     return kwargs
 
 
-def _provider(row: Target, instance: Any) -> str:
-    """The provider for a request of ``row`` made through the resource ``instance``."""
+def _provider(row: Target, instance: Any, model: object) -> str:
+    """The provider for a request of ``row`` for ``model`` made through the resource
+    ``instance`` (:func:`toolmend.integrations.hooks.compatible_provider` of its client's
+    host, for an OpenAI client)."""
     if row.sdk != "openai":
         return row.format
     if row.format == "openai-responses":
@@ -662,8 +666,8 @@ def _provider(row: Target, instance: Any) -> str:
         return row.format
     chosen = _registry.options.provider
     if chosen is None:
-        chosen = _host_provider(instance)
-    if chosen is None or chosen in _OPENAI_NAMES:
+        chosen = compatible_provider(_host_provider(instance), model)
+    if chosen in _OPENAI_NAMES:
         return row.format
     return str(chosen)
 

@@ -431,6 +431,44 @@ def test_repair_session_deletes_nothing_before_its_own_work_is_done(
     assert dump(service, session_id) == before
 
 
+def test_repair_session_logs_one_line_like_every_hook(caplog: pytest.LogCaptureFixture) -> None:
+    """The line the other hooks write (``toolmend.integrations.hooks.log_repair``): INFO once
+    the repair is stored, codes, content indexes and call ids, never content; a WARNING naming
+    the problems under ``"report"``; nothing for a valid session."""
+    service = InMemorySessionService()
+    session_id = asyncio.run(stored(service, poisoned("opaque_name")))
+    with caplog.at_level(logging.DEBUG, logger="toolmend"):
+        result = asyncio.run(
+            repair_session(service, app_name=APP, user_id=USER, session_id=session_id)
+        )
+    assert [c.code for c in result.changes] == ["filled_result_name"]
+    assert [(r.name, r.levelno, r.getMessage()) for r in caplog.records] == [
+        (
+            "toolmend",
+            logging.INFO,
+            "toolmend repaired adk.repair_session for gemini: filled_result_name@2[adk-1]",
+        )
+    ]
+    caplog.clear()
+    with caplog.at_level(logging.DEBUG, logger="toolmend"):
+        asyncio.run(repair_session(service, app_name=APP, user_id=USER, session_id=session_id))
+        reported = asyncio.run(
+            repair_session(
+                service, app_name=APP, user_id=USER, session_id=session_id, policy="report"
+            )
+        )
+        asyncio.run(
+            repair_session(service, app_name=APP, user_id=USER, session_id=result.session.id)
+        )
+    assert reported.changes == () and reported.session.id == session_id
+    lines = [(r.levelno, r.getMessage()) for r in caplog.records]
+    assert len(lines) == 2 and lines[0] == (logging.INFO, lines[0][1])
+    assert lines[1][0] == logging.WARNING
+    assert lines[1][1].startswith("toolmend found 1 problem(s) in adk.repair_session for gemini")
+    assert lines[1][1].endswith("changed nothing: result_name_mismatch@2")
+    assert "Paris" not in caplog.text and "Sunny" not in caplog.text and "LFPG" not in caplog.text
+
+
 def test_repair_session_leaves_a_valid_session_alone() -> None:
     service = InMemorySessionService()
     session_id = asyncio.run(stored(service, valid()))

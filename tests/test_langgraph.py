@@ -121,11 +121,19 @@ def chat_model(server: StrictProviderServer) -> ChatOpenAI:
     )
 
 
-def agent(server: StrictProviderServer, saver: Any, hook: Any = None) -> Any:
+def agent(
+    server: StrictProviderServer, saver: Any, hook: Any = None, *, pause: bool = False
+) -> Any:
+    """A ``create_react_agent`` graph; ``pause`` compiles in a stop before its tools (the
+    human-in-the-loop setup)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return create_react_agent(
-            chat_model(server), [get_weather], pre_model_hook=hook, checkpointer=saver
+            chat_model(server),
+            [get_weather],
+            pre_model_hook=hook,
+            checkpointer=saver,
+            interrupt_before=["tools"] if pause else None,
         )
 
 
@@ -254,9 +262,11 @@ def test_repair_thread_heals_the_stored_thread(
 def test_repair_thread_leaves_a_paused_thread_waiting_for_its_tools(
     strict: StrictProviderServer,
 ) -> None:
-    graph = agent(strict, InMemorySaver())
+    graph = agent(strict, InMemorySaver(), pause=True)
     config = thread("paused")
-    interrupt(graph, strict, config, "paused")
+    strict.script([Reply.tool_calls(("get_weather", {"city": "Rome"}))])
+    graph.invoke({"messages": [HumanMessage("And Rome?")]}, config)
+    assert graph.get_state(config).next == ("tools",)
     done = repair_thread(graph, config)
     assert done == ThreadRepair()  # the waiting call is no problem: resuming answers it
     strict.script([Reply.text("Warm in Rome.")])
@@ -280,6 +290,120 @@ def test_repair_thread_heals_a_create_agent_thread(strict: StrictProviderServer)
     strict.script([Reply.text("Mild.")])
     assert graph.invoke(None, config)["messages"][-1].content == "Mild."
     assert [r.status for r in strict.requests] == [200, 400, 200]
+
+
+@pytest.mark.parametrize("how", ["paused", "died"])
+def test_repair_thread_answers_a_call_its_run_left_behind(
+    how: str, strict: StrictProviderServer, saver: Any
+) -> None:
+    """The README's case: a run stopped between a call and its result (a tool process that
+    died, a one-off ``interrupt_before``), ``repair_thread``, then a new user message. The
+    thread is not paused on purpose, so the call is answered and the new turn goes on."""
+    graph = agent(strict, saver)  # no hook at all
+    config = thread(f"left-{how}")
+    interrupt(graph, strict, config, how)
+    call_id = waiting_call(graph.get_state(config).values["messages"])
+    done = repair_thread(graph, config)
+    assert [(c.code, c.ids) for c in done.changes] == [("answered_missing_call", (call_id,))]
+    assert done.written and done.problems_left == ()
+    assert toolmend.check(graph.get_state(config).values["messages"], provider="openai") == []
+    strict.script([Reply.text("Mild.")])
+    state = graph.invoke({"messages": [HumanMessage("Never mind. Berlin?")]}, config)
+    assert state["messages"][-1].content == "Mild."
+    assert_sent_whole(strict.last_request, call_id)
+    assert [r.status for r in strict.requests] == [200] * 4
+
+
+def test_repair_thread_answers_a_create_agent_call_its_run_left_behind(
+    strict: StrictProviderServer,
+) -> None:
+    """The README's agent (``create_agent``, no middleware): a tool process died, then
+    ``repair_thread`` and a new user message. The repair is written as the ``tools`` node that
+    was to answer the call (as the model node, LangGraph's update fails in the agent's edge)."""
+    from langchain.agents import create_agent
+
+    graph = create_agent(chat_model(strict), [get_weather], checkpointer=InMemorySaver())
+    config = thread("create_agent-died")
+    strict.script([Reply.tool_calls(("get_weather", {"city": "Rome"}))])
+    crashes.append("Rome")
+    with pytest.raises(ProcessDiedError):
+        graph.invoke({"messages": [HumanMessage("And Rome?")]}, config)
+    call_id = waiting_call(graph.get_state(config).values["messages"])
+    done = repair_thread(graph, config)
+    assert [(c.code, c.ids) for c in done.changes] == [("answered_missing_call", (call_id,))]
+    assert graph.get_state(config).next == ("model",)
+    strict.script([Reply.text("Mild.")])
+    state = graph.invoke({"messages": [HumanMessage("Never mind. Berlin?")]}, config)
+    assert state["messages"][-1].content == "Mild."
+    assert strict.last_request.accepted
+    assert toolmend.PLACEHOLDER_TEXT in str(strict.last_request.history)
+    assert [r.status for r in strict.requests] == [200, 200]
+
+
+def test_arepair_thread_answers_a_call_its_run_left_behind(
+    strict: StrictProviderServer, loop: asyncio.AbstractEventLoop
+) -> None:
+    """The same through ``aget_state``/``aupdate_state``: written as the ``tools`` node."""
+    graph = agent(strict, InMemorySaver())
+    config = thread("async-died")
+
+    async def run() -> None:
+        strict.script([Reply.tool_calls(("get_weather", {"city": "Rome"})), Reply.text("Mild.")])
+        crashes.append("Rome")
+        with pytest.raises(ProcessDiedError):
+            await graph.ainvoke({"messages": [HumanMessage("Rome?")]}, config)
+        done = await arepair_thread(graph, config)
+        assert [c.code for c in done.changes] == ["answered_missing_call"]
+        assert (await graph.aget_state(config)).next == ("agent",)
+        state = await graph.ainvoke({"messages": [HumanMessage("Berlin?")]}, config)
+        assert state["messages"][-1].content == "Mild."
+
+    loop.run_until_complete(run())
+    assert [r.status for r in strict.requests] == [200, 200]
+
+
+def test_repair_thread_keeps_a_one_off_pause_when_told(strict: StrictProviderServer) -> None:
+    """A run paused by ``invoke(..., interrupt_before=...)`` looks like a crashed one:
+    ``Policy(frontier="keep")`` keeps its call waiting, and resuming runs the tool."""
+    graph = agent(strict, InMemorySaver())
+    config = thread("one-off")
+    interrupt(graph, strict, config, "paused")
+    done = repair_thread(graph, config, policy=toolmend.Policy(frontier="keep"))
+    assert done == ThreadRepair()
+    strict.script([Reply.text("Warm in Rome.")])
+    state = graph.invoke(None, config)
+    assert "21 C and sunny in Rome" in [m.content for m in state["messages"]]
+
+
+@lc_tool
+def approved_weather(city: str) -> str:
+    """The weather in a city, once a human approves the call."""
+    from langgraph.types import interrupt as ask
+
+    return f"{ask(f'look up {city}?')}: 21 C and sunny in {city}"
+
+
+def test_repair_thread_keeps_a_call_an_open_interrupt_waits_on(
+    strict: StrictProviderServer,
+) -> None:
+    """A tool waiting in ``interrupt()`` for a human: pending, so the thread is left as it is
+    and resuming with the answer runs the tool."""
+    from langgraph.types import Command
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        graph = create_react_agent(
+            chat_model(strict), [approved_weather], checkpointer=InMemorySaver()
+        )
+    config = thread("approval")
+    strict.script([Reply.tool_calls(("approved_weather", {"city": "Rome"}))])
+    graph.invoke({"messages": [HumanMessage("Rome?")]}, config)
+    assert graph.get_state(config).interrupts
+    assert repair_thread(graph, config) == ThreadRepair()
+    strict.script([Reply.text("Warm.")])
+    state = graph.invoke(Command(resume="yes"), config)
+    assert "yes: 21 C and sunny in Rome" in [m.content for m in state["messages"]]
+    assert [r.status for r in strict.requests] == [200, 200]
 
 
 @pytest.mark.parametrize("store", ["memory", "sqlite"])
@@ -335,9 +459,10 @@ def test_repair_thread_keeps_a_paused_thread_paused(strict: StrictProviderServer
     config = thread("paused-orphan")
     orphaned(graph, strict, config)
     strict.script([Reply.tool_calls(("get_weather", {"city": "Rome"})), Reply.text("Warm.")])
-    hooked = agent(strict, saver, ToolMendPreModelHook())  # gets past the orphan, then pauses
-    hooked.invoke({"messages": [HumanMessage("And Rome?")]}, config, interrupt_before=["tools"])
-    done = repair_thread(graph, config)
+    # gets past the orphan, then pauses before its tools
+    hooked = agent(strict, saver, ToolMendPreModelHook(), pause=True)
+    hooked.invoke({"messages": [HumanMessage("And Rome?")]}, config)
+    done = repair_thread(hooked, config)  # the graph that pauses: its calls wait
     assert [c.code for c in done.changes] == ["dropped_orphan_result"]
     assert graph.get_state(config).next == ("tools",)
     state = graph.invoke(None, config)

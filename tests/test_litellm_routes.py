@@ -40,6 +40,7 @@ from litellm.types.utils import CallTypes
 
 import toolmend
 import toolmend._fastpath
+import toolmend._routing
 from toolmend._fastpath import vouch
 from toolmend._loops import quiet_live_run
 from toolmend.integrations import litellm as hook
@@ -373,6 +374,26 @@ def test_anthropic_with_thinking_on_gets_the_thinking_profile_only_for_anthropic
     assert route_profile(messages, "gemini", thinking=thinking) == "anthropic"
     assert route_profile(ROUTES["aresponses"], "anthropic") == "openai-responses"
     assert route_profile(ROUTES["acompletion"], "gemini") == "gemini"
+
+
+def test_the_anthropic_and_responses_routes_pass_the_deployments_model(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The model picks its variant on every route (issue 32: model-dependent rules such as
+    Claude's refused prefill, Responses reasoning models), not only on the chat route."""
+    real = toolmend._routing.request_profile
+    calls: list[tuple[Any, ...]] = []
+
+    def spy(provider: str, **kwargs: Any) -> str:
+        calls.append((provider, kwargs.get("model"), kwargs.get("thinking")))
+        return real(provider, **kwargs)
+
+    monkeypatch.setattr(toolmend._routing, "request_profile", spy)
+    messages = ROUTES["anthropic_messages"]
+    assert route_profile(messages, "anthropic", model="claude-opus-4-6") == "anthropic"
+    assert route_profile(ROUTES["aresponses"], "openai", model="o3") == "openai-responses"
+    assert route_profile(messages, "gemini", model="gemini-2.5-flash") == "anthropic"
+    assert calls == [("anthropic", "claude-opus-4-6", None), ("openai-responses", "o3", None)]
 
 
 # --- /v1/responses in process: litellm.aresponses and sync litellm.responses ---------------------
