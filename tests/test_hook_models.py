@@ -8,8 +8,8 @@ family serves: its chat template wants 9-character call ids, ``Tool call id was 
 but must be a-z, A-Z, 0-9, with a length of 9``, issue 32 case 5), and, as
 ``StrictProviderServer("vllm")``, any model by the rules of its chat template
 (:func:`toolmend._routing.request_profile` on ``vllm`` and the model). Which models have
-template rules is the templates' data; here one stand-in model is given Mistral's, the way
-Devstral's template needs them.
+template rules is the templates' data (``toolmend.profiles._templates``): Mistral Nemo's
+template wants Mistral's ids, as Devstral's does.
 """
 
 from __future__ import annotations
@@ -34,10 +34,13 @@ from toolmend.testing import StrictProviderServer
 openai = pytest.importorskip("openai")
 
 DEVSTRAL = "mistralai/Devstral-Small-2507"
-TEMPLATED = "acme/Tiny-Template-7B"
-"""A model with no provider family, whose chat template (the stand-in) wants Mistral's ids."""
+TEMPLATED = "mistralai/Mistral-Nemo-Instruct-2407"
+"""A model whose chat template wants Mistral's ids (the ``hf-mistral`` profile)."""
 LONG_ID = "call_49c89af0"
-ID_ERROR = f"Tool call id was {LONG_ID} but must be a-z, A-Z, 0-9, with a length of 9"
+ID_ERROR = (
+    f"Tool call id was {LONG_ID} but must be a-z, A-Z, 0-9, with a length of 9"  # mistral-common
+    "|Tool call IDs should be alphanumeric strings with length 9"  # Mistral's chat templates
+)
 
 
 def judged_as(model: str) -> str:
@@ -67,14 +70,8 @@ def sent_ids(server: StrictProviderServer) -> set[str]:
 
 @pytest.fixture
 def templated(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """:data:`TEMPLATED`'s chat template needs Mistral's rules (a stand-in for the templates'
-    data, in the one function that holds it); the hooks' caches forget what they saw."""
-    real = toolmend._routing.template_profile
-
-    def template_profile(model: str | None) -> str | None:
-        return "mistral" if model == TEMPLATED else real(model)
-
-    monkeypatch.setattr(toolmend._routing, "template_profile", template_profile)
+    """The hooks' caches forget what they saw, before and after the test."""
+    del monkeypatch
     caches = _caches()
     for clear in caches:
         clear()
@@ -103,7 +100,7 @@ def _caches() -> list[Callable[[], None]]:
 def test_a_named_host_decides_else_the_model(templated: None) -> None:
     assert compatible_provider("groq", DEVSTRAL) == "groq"  # the host's API, whatever the model
     assert compatible_provider(None, TEMPLATED) == SELF_HOSTED  # its template's rules
-    assert toolmend._routing.request_profile(SELF_HOSTED, model=TEMPLATED) == "mistral"
+    assert toolmend._routing.request_profile(SELF_HOSTED, model=TEMPLATED) == "hf-mistral"
     # only Mistral's family serves it (until toolmend knows Devstral's own template)
     assert toolmend._routing.request_profile(
         compatible_provider(None, DEVSTRAL), model=DEVSTRAL
@@ -249,7 +246,7 @@ def test_langchain_reads_a_local_base_url_by_the_model(templated: None) -> None:
     def model(name: str, base_url: str) -> Any:
         return ChatOpenAI(model=name, base_url=base_url, api_key="t")
 
-    assert provider_for(model(TEMPLATED, "http://127.0.0.1:8000/v1")) == "mistral"
+    assert provider_for(model(TEMPLATED, "http://127.0.0.1:8000/v1")) == "hf-mistral"
     assert provider_for(model("gpt-4o", "http://127.0.0.1:8000/v1")) == "openai"
     # a named host is that provider's API, whatever the model
     assert provider_for(model("mistral-saba-24b", "https://api.groq.com/openai/v1")) == "groq"
@@ -265,7 +262,7 @@ def test_the_agents_sdk_reads_a_local_base_url_by_the_model(templated: None) -> 
         client = openai.AsyncOpenAI(api_key="t", base_url=base_url)
         return OpenAIChatCompletionsModel(model=name, openai_client=client)
 
-    assert target_for(model(TEMPLATED, "http://127.0.0.1:8000/v1")).profile == "mistral"
+    assert target_for(model(TEMPLATED, "http://127.0.0.1:8000/v1")).profile == "hf-mistral"
     assert target_for(model(DEVSTRAL, "http://127.0.0.1:8000/v1")).profile == judged_as(DEVSTRAL)
     assert target_for(model(DEVSTRAL, "https://api.groq.com/openai/v1")).profile == "groq"
     assert target_for(model("gpt-4o", "http://127.0.0.1:8000/v1")).profile == "openai"
