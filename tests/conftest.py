@@ -11,6 +11,10 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, settings
 
+# LiteLLM fetches its model cost map over the network when imported; the suite has loopback only,
+# so every test process reads the copy LiteLLM ships (set before any test module imports it).
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
 settings.register_profile(
     "default", max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
