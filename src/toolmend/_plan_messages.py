@@ -15,7 +15,7 @@ its call, in steps, each a small function over the shared :class:`~toolmend._pla
 3. :func:`fix_shapes` mends what the reader saw malformed, where the profile rejects it.
 4. Profile steps: :func:`add_reasoning`, :func:`demote_system` and :func:`bridge_role_order`,
    :func:`open_with_user`, :func:`mark_prefix`, :func:`restore_alternation`, and the
-   cross-target steps of :mod:`toolmend._block_repair`.
+   cross-target steps of :mod:`toolmend._block_repair` (names, a user first, a user last).
 
 Change codes (``Change.code``): ``moved_result``, ``moved_message``, ``dropped_orphan_result``,
 ``orphan_result_to_text``, ``dropped_duplicate_result``, ``answered_missing_call``,
@@ -28,7 +28,7 @@ Change codes (``Change.code``): ``moved_result``, ``moved_message``, ``dropped_o
 
 from __future__ import annotations
 
-from ._block_repair import lead_with_user, name_results
+from ._block_repair import end_with_user, lead_with_user, name_results
 from ._edits import (
     AsText,
     Blocks,
@@ -48,6 +48,7 @@ from ._planstate import (
     PlanState,
     ResultRef,
     call_at,
+    newest_results,
     result_at,
 )
 from ._repair_items import mend_items, order_items
@@ -99,6 +100,8 @@ def plan_messages(state: PlanState, problem_codes: set[str]) -> None:
         name_results(state)
     if profile.first_user:
         lead_with_user(state)
+    if "prefill_unsupported" in profile.checks:
+        end_with_user(state)
 
 
 # --- 2. layout --------------------------------------------------------------------------------
@@ -114,6 +117,7 @@ def order_messages(state: PlanState) -> None:
     for call_ref, ref in state.answer.items():
         results_of.setdefault(call_ref[0], []).append(ref)
     frontier = _frontier(skeleton) if policy.frontier == "keep" and skeleton.whole else -1
+    newest = newest_results(skeleton)
     moved_aside: set[int] = set()
     looked_at = 0  # the messages before it were already looked at for moved_aside
     for index in range(len(kinds)):
@@ -128,7 +132,7 @@ def order_messages(state: PlanState) -> None:
                 )
                 continue
             if ref in orphans:
-                state.orphan_message(index, carried[0].id)
+                state.orphan_message(index, carried[0].id, newest=index >= newest)
                 continue
         items.append(Keep(index))
         found = calls.get(index) if kinds[index] == ASSISTANT else None

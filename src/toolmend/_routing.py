@@ -14,6 +14,7 @@ import fnmatch
 from collections.abc import Mapping
 from urllib.parse import urlsplit
 
+from .profiles._anthropic import NO_PREFILL_MODELS
 from .profiles._templates import template_profile
 
 __all__ = [
@@ -102,13 +103,17 @@ def request_profile(provider: str, *, model: str | None = None, thinking: object
 
     A Gemini 3 model (``gemini-3*``, the ``gemini-*-latest`` aliases; not ``gemini-3-pro-image*``,
     documented as not enforcing signatures) meets ``gemini-3``; an Anthropic request with
-    thinking ``enabled`` or ``adaptive`` meets ``anthropic-thinking``; DeepSeek's reasoner model
-    meets ``deepseek-reasoner``. Anything else meets ``provider`` itself.
+    thinking ``enabled`` or ``adaptive`` meets ``anthropic-thinking``, one to a Claude model
+    without prefill (:data:`~toolmend.profiles._anthropic.NO_PREFILL_MODELS`) otherwise
+    ``anthropic-no-prefill``; DeepSeek's reasoner model meets ``deepseek-reasoner``. Anything
+    else meets ``provider`` itself.
 
     >>> request_profile("gemini", model="models/gemini-3.7-flash")
     'gemini-3'
     >>> request_profile("anthropic", thinking={"type": "enabled", "budget_tokens": 2048})
     'anthropic-thinking'
+    >>> request_profile("anthropic", model="claude-sonnet-4-6")
+    'anthropic-no-prefill'
     >>> request_profile("deepseek", model="deepseek-chat")
     'deepseek'
     """
@@ -123,6 +128,10 @@ def request_profile(provider: str, *, model: str | None = None, thinking: object
     if provider == "anthropic":
         if isinstance(thinking, Mapping) and thinking.get("type") in ("enabled", "adaptive"):
             return "anthropic-thinking"
+        # Bedrock's and Vertex's ids wrap the name (``us.anthropic.claude-opus-4-6-v1``)
+        at = name.find("claude-")
+        if at >= 0 and name.startswith(NO_PREFILL_MODELS, at):
+            return "anthropic-no-prefill"
     elif provider == "deepseek" and name.startswith("deepseek-reasoner"):
         return "deepseek-reasoner"
     return provider
@@ -133,7 +142,7 @@ def converted_profile(provider: str, model: str | None = None) -> str:
     ``provider``'s API, given the deployment's ``model``.
 
     A Claude model on Gemini's platform (Vertex AI's partner models) is sent in Anthropic's
-    format and meets ``anthropic``; DeepSeek's reasoner meets ``deepseek-reasoner``, whose rule
+    format and meets ``anthropic`` (``anthropic-no-prefill`` for a model without prefill); DeepSeek's reasoner meets ``deepseek-reasoner``, whose rule
     about ``reasoning_content`` holds for OpenAI-shaped messages. A Gemini 3 model meets
     ``gemini``: its thought signatures are the gateway's to carry, in fields an OpenAI-shaped
     history does not show. Anything else meets ``provider`` itself.
@@ -145,5 +154,5 @@ def converted_profile(provider: str, model: str | None = None) -> str:
     """
     if provider == "gemini":
         claude = isinstance(model, str) and model.lower().startswith("claude")
-        return "anthropic" if claude else provider
+        return request_profile("anthropic", model=model) if claude else provider
     return request_profile(provider, model=model)

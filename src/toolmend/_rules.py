@@ -53,7 +53,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection
 
-from ._block_rules import check_blocks, check_cross_target, pair_contents, pair_converse, pair_turns
+from ._block_rules import (
+    check_blocks,
+    check_cross_target,
+    check_prefill,
+    pair_contents,
+    pair_converse,
+    pair_turns,
+)
 from ._findings import Report
 from ._report import InvalidHistoryError, Problem, shown_name
 from ._skeleton import ASSISTANT, BLOCKS, OTHER, SYSTEM, TOOL, USER, Skeleton
@@ -103,6 +110,8 @@ def judge(skeleton: Skeleton, profile: Profile) -> list[Problem]:
         _check_last_role(skeleton, profile, report)
     if profile.alternation is not None:
         _check_alternation(skeleton, profile.alternation, report)
+    if report.wants("prefill_unsupported"):
+        check_prefill(skeleton, report)
     report.problems.sort(key=lambda problem: problem.index)
     return report.problems
 

@@ -188,6 +188,10 @@ def _scan(
         or not messages
     ):
         return None
+    if "prefill_unsupported" in profile.checks:
+        final = messages[-1]
+        if type(final) is not dict or final.get("role") != "user":
+            return None  # a rule on where the whole request ends: the full path decides
     id_pattern = compiled(profile.call_id_pattern)
     name_pattern = compiled(profile.function_name_pattern)
     name_ok = name_pattern.fullmatch if name_pattern is not None else None
@@ -204,6 +208,8 @@ def _scan(
     in_user = False
     leading = False  # still in the leading run of results of a user turn that answers calls
     last = len(messages) - 1
+    last_stray = -1  # the last message with a result that answers no waiting call
+    turn_start = 0  # where the current turn began
     for index, message in enumerate(messages):
         if type(message) is not dict:
             return None
@@ -211,6 +217,7 @@ def _scan(
         content = message["content"]
         if role == "user":
             if not in_user:
+                turn_start = index
                 in_user, results = True, False
                 expect, pending = pending, None
                 if expect is None:  # (a pending set is never empty)
@@ -244,6 +251,7 @@ def _scan(
                             spans.dirty = True
                     else:
                         spans.stray(result_id)
+                        last_stray = index
                     continue
                 leading = False
                 if kind == "text":
@@ -327,6 +335,14 @@ def _scan(
                 spans.dirty = True
     if in_user and (expect or (thinking and answers and results and not thinks)):
         spans.dirty = True  # calls left unanswered, or thinking required and missing
+    if in_user and last_stray >= turn_start and not first_only:
+        return None  # a stray result in the newest input, kept whatever the policy (whole)
+    if not in_user and pending:
+        # the request ends on calls (issue 32, case 7): a rule on the whole history's end,
+        # which a range judged alone cannot tell, so the full path decides
+        if first_only:
+            spans.dirty = True
+        return None
     if (
         not in_user
         and "thinking_final_assistant_disabled" in profile.checks

@@ -332,6 +332,7 @@ def _scan(
     repeats: list[tuple[int, str]] = []  # (range start, id) of a second result for a call
     pending: set[str] | None = None
     turn_calls = turn_unreasoned = dirty = False
+    last_stray = -1
     for index, message in enumerate(messages):
         if type(message) is not dict:
             return None
@@ -365,6 +366,7 @@ def _scan(
                 if type(call_id) is not str:
                     return None  # no id: the whole history's planner may give it to any call
                 strays.append((starts[-1], call_id))
+                last_stray = index
             if first_only:
                 return None
             dirty = True
@@ -444,10 +446,24 @@ def _scan(
         dirty = True
     if dirty:
         spans.append((starts[-1], len(messages)))
+    if last_stray >= 0 and _in_newest_results(messages, last_stray):
+        return None  # the newest input, kept whatever the policy: only the whole knows it
     if strays or (repeats and spans):
         callers = _callers(called, called_from, [*strays, *repeats])
         spans = _widen_for_strays(spans, starts, callers, strays, repeats, len(messages))
     return spans
+
+
+def _in_newest_results(messages: Sequence[Any], index: int) -> bool:
+    """Whether message ``index`` is in the trailing run of tool messages (system messages
+    aside) that :func:`toolmend._planstate.newest_results` treats as the newest input."""
+    for message in messages[index + 1 :]:
+        if type(message) is not dict or message.get("role") not in _RESULT_OR_SYSTEM:
+            return False
+    return True  # (conservative: the run may follow a calling message, the full path tells)
+
+
+_RESULT_OR_SYSTEM = frozenset({"tool", "system", "developer"})
 
 
 def _callers(
