@@ -142,8 +142,9 @@ def converted_profile(provider: str, model: str | None = None) -> str:
     ``provider``'s API, given the deployment's ``model``.
 
     A Claude model on Gemini's platform (Vertex AI's partner models) is sent in Anthropic's
-    format and meets ``anthropic`` (``anthropic-no-prefill`` for a model without prefill); DeepSeek's reasoner meets ``deepseek-reasoner``, whose rule
-    about ``reasoning_content`` holds for OpenAI-shaped messages. A Gemini 3 model meets
+    format and meets ``anthropic`` (``anthropic-no-prefill`` for a model without prefill);
+    DeepSeek's reasoner meets ``deepseek-reasoner``, whose rule about ``reasoning_content``
+    holds for OpenAI-shaped messages. A Gemini 3 model meets
     ``gemini``: its thought signatures are the gateway's to carry, in fields an OpenAI-shaped
     history does not show. Anything else meets ``provider`` itself.
 
