@@ -137,6 +137,7 @@ def _read_range(module: Format, messages: Sequence[Any], low: int, high: int) ->
         raise error.shifted(low) from None
     skeleton.base = low
     skeleton.whole = False
+    skeleton.ends = high == len(messages)
     return skeleton
 
 

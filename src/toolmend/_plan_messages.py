@@ -58,6 +58,7 @@ from ._skeleton import ASSISTANT, OTHER, SYSTEM, TOOL, USER, Call, Skeleton
 __all__ = [
     "add_reasoning",
     "bridge_role_order",
+    "fill_blank_text",
     "fix_shapes",
     "mark_prefix",
     "order_messages",
@@ -83,6 +84,8 @@ def plan_messages(state: PlanState, problem_codes: set[str]) -> None:
         keep_orphans_as_text(state)
     rewrite_ids(state)
     fix_shapes(state, problem_codes)
+    if {"text_empty", "text_whitespace"} & problem_codes:
+        fill_blank_text(state)
     if profile.pairing == "ordered":
         mend_items(state, problem_codes)
     if profile.reasoning_in_tool_turns:
@@ -268,6 +271,29 @@ def fix_shapes(state: PlanState, problem_codes: set[str]) -> None:
         "role_order" in problem_codes and OTHER in skeleton.kinds
     ):
         _rename_roles(state, kept)
+
+
+def fill_blank_text(state: PlanState) -> None:
+    """Blank user text bound for Anthropic (issue 32, case 8): blank text parts beside other
+    content are dropped (``dropped_empty_block``); a user message with nothing but blank text
+    gets the fixed user bridge text (``filled_content``), as LiteLLM's sanitizer puts its own
+    placeholder there. Nothing real is lost: only empty or whitespace text goes."""
+    skeleton, plan = state.skeleton, state.plan
+    kept = {item.index for item in plan.items if isinstance(item, Keep)}
+    for defect in skeleton.defects:
+        index = defect.at
+        if index not in kept or skeleton.kinds[index] != USER:
+            continue
+        if defect.code not in ("blank_text", "content_empty"):
+            continue
+        edit = plan.edit(index)
+        if defect.slot < 0 or defect.code == "content_empty":
+            if edit.set_fields.get("content") != USER_BRIDGE_TEXT:
+                edit.set_fields["content"] = USER_BRIDGE_TEXT
+                state.change("filled_content", index, "blank user text given the bridge text")
+        else:
+            edit.drop_blocks.add(defect.slot)
+            state.change("dropped_empty_block", index, "blank text part removed")
 
 
 def _fill_content(state: PlanState, index: int, code: str) -> None:

@@ -137,11 +137,12 @@ def newest_results(skeleton: Skeleton) -> int:
     among and after them aside), the input the model is asked to answer, when it does not
     follow a calling message (then they are that turn's results, and an orphan among them is
     a stray, not a new input); ``len(skeleton)`` when there is none, or when the skeleton is a
-    range (only the whole history knows its end). An app that sends the user's follow-up as
-    a tool result for a call that is not in the history (issue 32, case 2) must not have it
-    dropped: an orphan there is kept as user text under every policy."""
+    range before the history's end (a range starts where no result is waiting, so the last
+    range holds the whole trailing run and the message before it). An app that sends the
+    user's follow-up as a tool result for a call that is not in the history (issue 32, case 2)
+    must not have it dropped: an orphan there is kept as user text under every policy."""
     kinds = skeleton.kinds
-    if not skeleton.whole:
+    if not skeleton.ends:
         return len(kinds)
     start = len(kinds)
     while start > 0 and kinds[start - 1] in (TOOL, SYSTEM):

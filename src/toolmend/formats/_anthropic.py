@@ -208,8 +208,6 @@ def _scan(
     in_user = False
     leading = False  # still in the leading run of results of a user turn that answers calls
     last = len(messages) - 1
-    last_stray = -1  # the last message with a result that answers no waiting call
-    turn_start = 0  # where the current turn began
     for index, message in enumerate(messages):
         if type(message) is not dict:
             return None
@@ -217,7 +215,6 @@ def _scan(
         content = message["content"]
         if role == "user":
             if not in_user:
-                turn_start = index
                 in_user, results = True, False
                 expect, pending = pending, None
                 if expect is None:  # (a pending set is never empty)
@@ -251,7 +248,6 @@ def _scan(
                             spans.dirty = True
                     else:
                         spans.stray(result_id)
-                        last_stray = index
                     continue
                 leading = False
                 if kind == "text":
@@ -335,8 +331,6 @@ def _scan(
                 spans.dirty = True
     if in_user and (expect or (thinking and answers and results and not thinks)):
         spans.dirty = True  # calls left unanswered, or thinking required and missing
-    if in_user and last_stray >= turn_start and not first_only:
-        return None  # a stray result in the newest input, kept whatever the policy (whole)
     if not in_user and pending:
         # the request ends on calls (issue 32, case 7): a rule on the whole history's end,
         # which a range judged alone cannot tell, so the full path decides
@@ -649,6 +643,22 @@ class _Writer(BlockWriter):
 
     def bridge(self, role: str, text: str) -> dict[str, Any]:
         return {"role": role, "content": text}
+
+    def gathered(self, new: Any, sources: list[Any]) -> Any:
+        """A message's other keys (``name``, a message-level ``cache_control``, unknown extra
+        keys) survive when its ``tool_result`` blocks are moved out and the message is gone
+        (issue 32, case 10): the new message takes them, the first source's first, in their
+        order; its own ``role`` and ``content`` win. Only for the same role (a user message
+        gathering results)."""
+        carried: dict[str, Any] = {}
+        for source in sources:
+            if isinstance(source, Mapping) and source.get("role") == new["role"]:
+                for key, value in source.items():
+                    carried.setdefault(key, value)
+        if not carried:
+            return new
+        carried.update(new)
+        return carried
 
     def line(self, block: Any) -> str | None:
         """A thinking block's text is kept (marked as such): written out, the exchange must

@@ -332,7 +332,7 @@ def _scan(
     repeats: list[tuple[int, str]] = []  # (range start, id) of a second result for a call
     pending: set[str] | None = None
     turn_calls = turn_unreasoned = dirty = False
-    last_stray = -1
+    unanswered: set[str] = set()  # ids of calls left without a result (placeholders to come)
     for index, message in enumerate(messages):
         if type(message) is not dict:
             return None
@@ -366,7 +366,6 @@ def _scan(
                 if type(call_id) is not str:
                     return None  # no id: the whole history's planner may give it to any call
                 strays.append((starts[-1], call_id))
-                last_stray = index
             if first_only:
                 return None
             dirty = True
@@ -381,7 +380,16 @@ def _scan(
             if first_only:
                 return None
             dirty = True
-        elif not first_only and index and (not reasoning_rule or role == "user"):
+            unanswered.update(pending)
+        elif (
+            not first_only
+            and index
+            and (not reasoning_rule or role == "user")
+            # not at a system message: the last range then holds the history's trailing
+            # run of results with any system messages after it (the newest input)
+            and role != "system"
+            and role != "developer"
+        ):
             if dirty:
                 spans.append((starts[-1], index))
                 dirty = False
@@ -444,26 +452,24 @@ def _scan(
         if first_only:
             return None
         dirty = True
+        unanswered.update(pending or ())
     if dirty:
         spans.append((starts[-1], len(messages)))
-    if last_stray >= 0 and _in_newest_results(messages, last_stray):
-        return None  # the newest input, kept whatever the policy: only the whole knows it
+    if unanswered and len(called) != len(set(called)) and _reused(called, unanswered):
+        return None  # a placeholder's id another call has: the whole history renames it
     if strays or (repeats and spans):
         callers = _callers(called, called_from, [*strays, *repeats])
         spans = _widen_for_strays(spans, starts, callers, strays, repeats, len(messages))
     return spans
 
 
-def _in_newest_results(messages: Sequence[Any], index: int) -> bool:
-    """Whether message ``index`` is in the trailing run of tool messages (system messages
-    aside) that :func:`toolmend._planstate.newest_results` treats as the newest input."""
-    for message in messages[index + 1 :]:
-        if type(message) is not dict or message.get("role") not in _RESULT_OR_SYSTEM:
-            return False
-    return True  # (conservative: the run may follow a calling message, the full path tells)
-
-
-_RESULT_OR_SYSTEM = frozenset({"tool", "system", "developer"})
+def _reused(called: list[str], unanswered: set[str]) -> bool:
+    """Whether an unanswered call's id is also another call's (the planner then gives the call
+    its placeholder answers a fresh id, which only the whole history can choose)."""
+    counts: dict[str, int] = {}
+    for call_id in called:
+        counts[call_id] = counts.get(call_id, 0) + 1
+    return any(counts.get(call_id, 0) > 1 for call_id in unanswered)
 
 
 def _callers(
@@ -572,7 +578,33 @@ def read(messages: Sequence[Any]) -> Skeleton:
                 content = get("content")
                 if not content:
                     _empty_content(defects, index, content)
+                elif kind == USER:
+                    _blank_text(defects, index, content)
     return skeleton
+
+
+def _blank_text(defects: list[Defect], index: int, content: Any) -> None:
+    """A user message's text that is only whitespace, or text parts that are empty or only
+    whitespace: ``blank_text`` (slot -1 when the whole content is such text, else the part's
+    position; detail ``"empty"`` or ``"whitespace"``). No profile has the code; the rules of
+    the providers that refuse blank text blocks (Anthropic) report it under their own."""
+    if type(content) is str:
+        if content.isspace():
+            defects.append(Defect(index, "blank_text", -1, "whitespace"))
+        return
+    if type(content) is not list:
+        return
+    blank: list[Defect] = []
+    for slot, part in enumerate(content):
+        if type(part) is dict and part.get("type") == "text":
+            text = part.get("text")
+            if type(text) is str and (not text or text.isspace()):
+                blank.append(Defect(index, "blank_text", slot, "whitespace" if text else "empty"))
+    if blank and len(blank) == len(content):  # nothing else in it: the whole content is blank
+        empty = all(defect.detail == "empty" for defect in blank)
+        defects.append(Defect(index, "blank_text", -1, "empty" if empty else "whitespace"))
+    else:
+        defects.extend(blank)
 
 
 def _empty_content(defects: list[Defect], index: int, content: Any) -> None:
@@ -815,6 +847,10 @@ def _edited(message: Any, edit: MessageEdit) -> dict[str, Any]:
                 copy["content"] = ""
     for key in edit.drop_fields:
         copy.pop(key, None)
+    if edit.drop_blocks and isinstance(copy.get("content"), list):  # blank text parts
+        copy["content"] = [
+            part for slot, part in enumerate(copy["content"]) if slot not in edit.drop_blocks
+        ]
     copy.update(edit.set_fields)
     if edit.stringify_content:
         copy["content"] = _text_of(copy.get("content")) or ""
