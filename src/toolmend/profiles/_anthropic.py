@@ -135,8 +135,10 @@ _AN_STRICT = {
         "anthropic.prefill_unsupported",
         "This model does not support assistant message prefill. The conversation must end with "
         "a user message.",
-        "https://platform.claude.com/docs/en/api/errors (Claude >= 4.6 only: model-dependent)",
-        status="documented",
+        "https://platform.claude.com/docs/en/about-claude/models/migration-guide (\"Prefilling "
+        "assistant messages returns a 400 error on Claude 4.6 models\": model-dependent, see "
+        "NO_PREFILL_MODELS) ; https://github.com/strands-agents/sdk-python/issues/1694 ; "
+        "https://github.com/agno-agi/agno/issues/7015",
     ),
     "thinking_final_assistant_disabled": Check(
         "anthropic.thinking_final_assistant_disabled",
