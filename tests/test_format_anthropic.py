@@ -144,12 +144,8 @@ CASES: list[tuple[str, list[Any], list[tuple[str, int, str]], set[str], list[Any
         "orphan-result",
         [user("Hi"), assistant("Hello"), user([result("toolu_9"), text("thanks")])],
         [("orphan_result", 2, UNEXPECTED.format(i=2, j=0, id="toolu_9"))],
-        {"orphan_result_to_text"},  # the newest input is kept (issue 32, case 2)
-        [
-            user("Hi"),
-            assistant("Hello"),
-            user([text("[tool result toolu_9]\n21 C"), text("thanks")]),
-        ],
+        {"dropped_orphan_result"},
+        [user("Hi"), assistant("Hello"), user([text("thanks")])],
     ),
     (
         "result-for-an-unknown-id",

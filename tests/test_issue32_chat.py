@@ -219,13 +219,24 @@ def test_an_anthropic_orphan_in_the_newest_message_is_kept_as_text() -> None:
     history = [
         user("Hi"),
         assistant("Hello!"),
-        user([result("toolu_gone", "What is the weather in Paris?"), text("thanks")]),
+        user([result("toolu_gone", "What is the weather in Paris?")]),
     ]
     repaired = toolmend.repair(history, provider="anthropic", format="anthropic")
     assert repaired.messages[2] == user(
-        [text("[tool result toolu_gone]\nWhat is the weather in Paris?"), text("thanks")]
+        [text("[tool result toolu_gone]\nWhat is the weather in Paris?")]
     )
     assert_stable(repaired, "anthropic", "anthropic")
+
+
+def test_a_stale_result_beside_the_users_text_is_no_new_input() -> None:
+    """Claude Code's compacted leftovers (the demo's case): the user's input is the text."""
+    history = [
+        user("Hi"),
+        assistant("Hello!"),
+        user([result("toolu_old", "stale"), text("Just fix the expectation.")]),
+    ]
+    out = toolmend.sanitize(history, provider="anthropic", format="anthropic")
+    assert out[2] == user([text("Just fix the expectation.")])
 
 
 def test_a_langchain_orphan_that_is_the_newest_input_is_kept_as_text() -> None:

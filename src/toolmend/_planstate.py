@@ -136,7 +136,9 @@ def newest_results(skeleton: Skeleton) -> int:
     """Where the newest input begins: the trailing run of result messages (system messages
     among and after them aside), the input the model is asked to answer, when it does not
     follow a calling message (then they are that turn's results, and an orphan among them is
-    a stray, not a new input); ``len(skeleton)`` when there is none, or when the skeleton is a
+    a stray, not a new input) and holds nothing but results (a user message of the block
+    layouts with text beside a stale result has its input in the text: Claude Code's compacted
+    leftovers, the demo's case); ``len(skeleton)`` when there is none, or when the skeleton is a
     range before the history's end (a range starts where no result is waiting, so the last
     range holds the whole trailing run and the message before it). An app that sends the
     user's follow-up as a tool result for a call that is not in the history (issue 32, case 2)
@@ -149,6 +151,8 @@ def newest_results(skeleton: Skeleton) -> int:
         start -= 1
     if start > 0 and start - 1 in skeleton.calls:
         return len(kinds)  # the results of the last call turn: an extra one is no new input
+    if any(skeleton.extras.get(index) for index in range(start, len(kinds))):
+        return len(kinds)  # the user wrote beside the results: that text is the input
     while start < len(kinds) and kinds[start] == SYSTEM:
         start += 1
     return start
