@@ -332,7 +332,7 @@ def _scan(
     repeats: list[tuple[int, str]] = []  # (range start, id) of a second result for a call
     pending: set[str] | None = None
     turn_calls = turn_unreasoned = dirty = False
-    unanswered: set[str] = set()  # ids of calls left without a result (placeholders to come)
+    unanswered: list[tuple[int, str]] = []  # (range start, id) of calls left without a result
     for index, message in enumerate(messages):
         if type(message) is not dict:
             return None
@@ -380,7 +380,8 @@ def _scan(
             if first_only:
                 return None
             dirty = True
-            unanswered.update(pending)
+            if not first_only:
+                unanswered.extend((starts[-1], call_id) for call_id in pending)
         elif (
             not first_only
             and index
@@ -452,24 +453,27 @@ def _scan(
         if first_only:
             return None
         dirty = True
-        unanswered.update(pending or ())
+        if not first_only:
+            unanswered.extend((starts[-1], call_id) for call_id in pending or ())
     if dirty:
         spans.append((starts[-1], len(messages)))
-    if unanswered and len(called) != len(set(called)) and _reused(called, unanswered):
-        return None  # a placeholder's id another call has: the whole history renames it
+    if unanswered and len(called) != len(set(called)):
+        # a call the placeholder will answer, whose id another call has: its range reaches
+        # over every range calling that id, where the planner sees both and renames it
+        strays.extend(_reused(called, unanswered))
     if strays or (repeats and spans):
         callers = _callers(called, called_from, [*strays, *repeats])
         spans = _widen_for_strays(spans, starts, callers, strays, repeats, len(messages))
     return spans
 
 
-def _reused(called: list[str], unanswered: set[str]) -> bool:
-    """Whether an unanswered call's id is also another call's (the planner then gives the call
-    its placeholder answers a fresh id, which only the whole history can choose)."""
+def _reused(called: list[str], unanswered: list[tuple[int, str]]) -> list[tuple[int, str]]:
+    """The unanswered calls whose id another call also has (the planner gives the call its
+    placeholder answers a fresh id, and must see the other call to know)."""
     counts: dict[str, int] = {}
     for call_id in called:
         counts[call_id] = counts.get(call_id, 0) + 1
-    return any(counts.get(call_id, 0) > 1 for call_id in unanswered)
+    return [entry for entry in unanswered if counts.get(entry[1], 0) > 1]
 
 
 def _callers(

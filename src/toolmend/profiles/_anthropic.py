@@ -135,8 +135,8 @@ _AN_STRICT = {
         "anthropic.prefill_unsupported",
         "This model does not support assistant message prefill. The conversation must end with "
         "a user message.",
-        "https://platform.claude.com/docs/en/about-claude/models/migration-guide (\"Prefilling "
-        "assistant messages returns a 400 error on Claude 4.6 models\": model-dependent, see "
+        'https://platform.claude.com/docs/en/about-claude/models/migration-guide ("Prefilling '
+        'assistant messages returns a 400 error on Claude 4.6 models": model-dependent, see '
         "NO_PREFILL_MODELS) ; https://github.com/strands-agents/sdk-python/issues/1694 ; "
         "https://github.com/agno-agi/agno/issues/7015",
     ),
