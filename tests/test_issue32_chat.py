@@ -15,18 +15,25 @@ through the strict test server and the patched anthropic SDK where the provider'
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Iterator
 from typing import Any
 
 import anthropic
 import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
 import toolmend
 import toolmend.integrations.patch as tm
 from toolmend._routing import converted_profile, request_profile
+from toolmend.formats import get as get_format
 from toolmend.profiles import get_profile
 from toolmend.testing import StrictProviderServer
+
+from support.histories import damaged_conversations
+from support.whole_path import whole_repair
 
 PLACEHOLDER = toolmend.PLACEHOLDER_TEXT
 BRIDGE = "Continue."
@@ -460,3 +467,43 @@ def test_the_server_refuses_the_history_and_takes_the_patched_requests(
     sent = server.last_request
     assert sent.accepted and sent.provider == request_profile("anthropic", model=model)
     assert "Paris?" in str(sent.history) or "Paris?" not in str(history)  # nothing dropped
+
+
+# --- properties --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("provider", ["openai", "deepseek", "anthropic"])
+@given(case=damaged_conversations(id_style="any"))
+def test_a_placeholder_never_shares_its_id_and_ranges_agree_with_the_whole(
+    provider: str, case: Any
+) -> None:
+    """Whatever the damage and the id style (ids reused every turn among them): no placeholder
+    result carries an id another call of the repaired history has (case 1), and the damaged
+    ranges are repaired as the whole history is."""
+    _, damaged, _ = case
+    repaired = toolmend.repair(damaged, provider=provider)
+    out = repaired.messages
+    call_ids = [
+        c["id"] for m in out if m.get("role") == "assistant" for c in m.get("tool_calls") or []
+    ]
+    for message in out:
+        if message.get("role") == "tool" and message.get("content") == PLACEHOLDER:
+            assert call_ids.count(message["tool_call_id"]) == 1, message["tool_call_id"]
+    if provider != "deepseek":  # (count pairing: its ranges and the whole differ on main too)
+        module = get_format("openai")
+        whole, _ = whole_repair(module, damaged, get_profile(provider), toolmend.Policy())
+        assert out == whole
+
+
+@given(case=damaged_conversations(id_style="any"), question=st.text(min_size=1, max_size=20))
+def test_the_newest_input_is_never_dropped(case: Any, question: str) -> None:
+    """An orphan result appended after a turn that ends on text (case 2): its content is in the
+    repaired history under every policy."""
+    _, damaged, _ = case
+    assume(damaged and damaged[-1].get("role") in ("user", "assistant"))
+    assume(not damaged[-1].get("tool_calls"))
+    marker = f"<<{question}>>"
+    history = [*damaged, tool("call_not_there", marker)]
+    for policy in (toolmend.Policy(), toolmend.Policy(orphan_result="drop")):
+        out = toolmend.sanitize(history, provider="openai", policy=policy)
+        assert json.dumps(out[-1]).count(json.dumps(marker)[1:-1]) == 1
