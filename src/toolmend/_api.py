@@ -193,10 +193,11 @@ def repair(
 
     >>> import toolmend
     >>> history = [{"role": "user", "content": "Weather in Paris?"},
-    ...            {"role": "tool", "tool_call_id": "call_1", "content": "21 C"}]
+    ...            {"role": "tool", "tool_call_id": "call_1", "content": "21 C"},
+    ...            {"role": "user", "content": "And in Rome?"}]
     >>> fixed = toolmend.repair(history, provider="deepseek")
     >>> [change.code for change in fixed.changes], len(fixed.messages)
-    (['dropped_orphan_result'], 1)
+    (['dropped_orphan_result'], 2)
     """
     chosen = as_policy(policy)
     module = format_of(messages, format)
