@@ -1,6 +1,7 @@
 """Render the generated tables of docs/providers.md from toolmend's own data.
 
-The providers page shows four tables that must never disagree with the code: the profiles
+The providers page shows five tables that must never disagree with the code: the vendors and
+servers (``provider=`` names and the profile of each API they serve), the profiles
 (``provider=`` names, aliases, the histories each judges, how it pairs results, its call-id
 rules), every provider rule with its evidence, the base-URL host table and the model-family
 table the hooks route by. They are rendered here from the profile registry and the routing
@@ -86,10 +87,11 @@ def _table(header: Iterable[str], rows: Iterable[Iterable[str]]) -> str:
 
 
 def _judges(name: str) -> list[str]:
+    profile = _module("profiles").PROFILES[name]  # the profile itself: a vendor name would derive
     judged = []
     for fmt, label, sample in _SAMPLES:
         try:
-            toolmend.check(sample, provider=name, format=fmt)
+            toolmend.check(sample, provider=profile, format=fmt)
         except toolmend.InvalidHistoryError:
             continue
         judged.append(label)
@@ -165,6 +167,26 @@ def rules_table() -> str:
     return _table(header, rows)
 
 
+def vendors_table() -> str:
+    """One row per vendor or server: its names, the profile of its chat API and of its
+    Responses API, whether the model's chat template picks the rules, and why."""
+    vendors: Iterable[Any] = importlib.import_module("toolmend.profiles._vendors").VENDORS
+    rows = []
+    for vendor in vendors:
+        chat = f"`{vendor.chat}`" + (" or the model's template" if vendor.server else "")
+        rows.append(
+            [
+                f"`{vendor.name}`",
+                ", ".join(f"`{alias}`" for alias in vendor.aliases) or "—",
+                chat,
+                f"`{vendor.responses}`" if vendor.responses else "— (an error)",
+                _cell(vendor.why),
+            ]
+        )
+    header = ["`provider=`", "aliases", "chat messages", "Responses items", "why"]
+    return _table(header, rows)
+
+
 def hosts_table() -> str:
     """The ``base_url`` host -> provider table the hooks use for OpenAI-compatible clients."""
     hosts: Iterable[tuple[str, str]] = _module("routing").HOSTS
@@ -178,6 +200,7 @@ def models_table() -> str:
 
 
 TABLES: dict[str, Callable[[], str]] = {
+    "vendors": vendors_table,
     "profiles": profiles_table,
     "rules": rules_table,
     "hosts": hosts_table,

@@ -15,7 +15,7 @@ import pytest
 
 import toolmend
 from toolmend._cli import main
-from toolmend.profiles import PROFILES
+from toolmend.profiles._vendors import VENDORS
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "histories" / "interleaved_user_message.json"
@@ -169,10 +169,11 @@ def test_the_provider_list_is_short(
     monkeypatch.setenv("COLUMNS", "2000")  # argparse would wrap inside a hyphenated name
     _, out, _ = _run(capsys, "check", "--help")
     flat = " ".join(out.split())
-    listed = flat.split("openai for chat): ")[1].split(" (aliases")[0].split(", ")
-    assert listed == list(PROFILES)  # vendors and servers, no alias
-    for alias in ("claude", "vllm", "vertex_ai", "azure"):
-        assert alias not in flat
+    listed = flat.split("openai for chat): ")[1].split(" (profiles")[0].split(", ")
+    assert listed == [vendor.name for vendor in VENDORS]  # vendors and servers, no alias
+    assert "vllm" in listed and "ollama" in listed and "azure" in listed
+    for name in ("claude", "vertex_ai", "openai-responses", "deepseek-reasoner", "gemini-3"):
+        assert name not in flat  # profiles and aliases are accepted, not listed
 
 
 def test_an_unknown_provider_lists_the_names_without_aliases(
@@ -181,9 +182,9 @@ def test_an_unknown_provider_lists_the_names_without_aliases(
     code, _, err = _run(capsys, "check", str(EXAMPLE), "-p", "claud")
     assert code == 2
     assert "Did you mean 'claude'?" in err  # an alias is still suggested and accepted
-    known = err.split("Known: ")[1]
-    assert "claude," not in known and "vllm" not in known
-    assert known.startswith(", ".join(PROFILES))
+    known = err.split("Vendors and servers: ")[1]
+    assert "claude," not in known and "openai-responses" not in known
+    assert known.startswith(", ".join(vendor.name for vendor in VENDORS))
     assert len(err.strip().splitlines()) == 1
 
 

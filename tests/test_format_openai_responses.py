@@ -201,6 +201,24 @@ ROWS: list[tuple[str, list[Any], str, list[Any], set[str]]] = [
         {"dropped_duplicate_item"},
     ),
     (
+        "missing_tool_output",
+        [msg(), {"type": "custom_tool_call", "call_id": "call_7", "name": "x", "input": "a"}],
+        "No tool output found for custom tool call call_7.",
+        [
+            msg(),
+            {"type": "custom_tool_call", "call_id": "call_7", "name": "x", "input": "a"},
+            {"type": "custom_tool_call_output", "call_id": "call_7", "output": "done"},
+        ],
+        {"answered_missing_call"},
+    ),
+    (
+        "orphan_tool_output",
+        [msg(), {"type": "shell_call_output", "call_id": "call_8", "output": []}],
+        "No tool call found for shell call output with call_id call_8.",
+        [msg()],
+        {"dropped_orphan_result"},
+    ),
+    (
         "null_content",
         [msg(), item_msg("assistant", None)],
         "Invalid type for 'input[1].content': expected one of an array of objects or string, but "

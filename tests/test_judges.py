@@ -1,8 +1,9 @@
 """Repairs judged by components nobody here wrote (see ``tests/support/judges.py``).
 
 Every repair toolmend makes for ``mistral`` must pass mistral-common's request validator; every
-``hf-template`` / ``hf-template-strict`` repair (and ``mistral`` for Mistral's templates) must
-render in the real chat templates; every ``anthropic`` / ``bedrock`` / ``gemini`` repair of an
+real chat template (``tests/data/chat_templates``) must render the repairs made under the profile
+``toolmend.request_profile(server, model=...)`` picks for its model behind a self-hosted server;
+every ``anthropic`` / ``bedrock`` / ``gemini`` repair of an
 OpenAI-shaped history must convert through LiteLLM's own converters and then pass toolmend's
 native profile. Run on the property generators (``tests/support/histories.py``; more examples with
 ``TOOLMEND_FUZZ=1``) and on the examples of issue 20.
@@ -15,18 +16,17 @@ from __future__ import annotations
 
 import copy
 import os
-import random
 from collections import Counter
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import toolmend
 
 from support import judges
-from support.histories import OP_NAMES, apply_damage, damaged_conversations, valid_conversations
+from support.histories import damaged_conversations, valid_conversations
 
 EXAMPLES = 40 if not os.environ.get("TOOLMEND_FUZZ") else None
 """Examples per judge test in the normal suite (the fuzz profile's count under
@@ -52,31 +52,10 @@ def _with_damage(history: list[dict[str, Any]], rnd: st.DrawFn) -> list[dict[str
     return out
 
 
-def _one_call_each(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """``history`` with only the first call of each message (and its result): what the Llama
-    3.x templates, which take one call per message, can be judged on."""
-    out: list[dict[str, Any]] = []
-    dropped: set[str] = set()
-    for message in history:
-        if message.get("tool_calls"):
-            first, *rest = message["tool_calls"]
-            dropped.update(call["id"] for call in rest)
-            message = {**message, "tool_calls": [first]}
-        elif message["role"] == "tool" and message.get("tool_call_id") in dropped:
-            continue
-        out.append(message)
-    return out
-
-
 @st.composite
 def _histories(draw: st.DrawFn) -> list[dict[str, Any]]:
     if draw(st.integers(0, 4)) == 0:
         return draw(valid_conversations(id_style="any"))
-    if draw(st.integers(0, 2)) == 0:  # one call per message, then damaged
-        valid = _one_call_each(draw(valid_conversations(id_style="any")))
-        names = draw(st.lists(st.sampled_from(OP_NAMES), min_size=1, max_size=3))
-        damaged, _ = apply_damage(valid, names, random.Random(draw(st.integers(0, 2**32 - 1))))
-        return _with_damage(damaged, draw)
     _, damaged, _ = draw(damaged_conversations(id_style="any"))
     return _with_damage(damaged, draw)
 
@@ -99,33 +78,69 @@ def _judge_mistral(history: list[Any]) -> None:
     JUDGED["mistral-common"] += 1
 
 
-def _alternates(messages: list[Any]) -> bool:
-    """Whether the user and assistant text messages alternate (tool traffic aside)."""
-    previous = None
-    for message in messages:
-        if message["role"] == "system" or message["role"] == "tool" or message.get("tool_calls"):
-            continue
-        if message["role"] == previous:
-            return False
-        previous = message["role"]
-    return True
-
-
-def _judge_templates(history: list[Any]) -> None:
-    for name, provider in judges.TEMPLATES.items():
-        fixed = _repaired(history, provider)
+def _judge_templates(history: list[Any], server: str = "vllm") -> None:
+    """Every template judges the repair made under the profile its model picks behind
+    ``server``: nothing left reported, and the template renders it."""
+    for name in judges.TEMPLATES:
+        fixed = _repaired(history, judges.template_provider(name, server))
         if fixed is None:
-            continue
-        if name in judges.SINGLE_CALL_TEMPLATES and judges.parallel_calls(fixed):
-            continue  # the model's limit (see judges.SINGLE_CALL_TEMPLATES)
-        if provider == "mistral" and not _alternates(fixed):
-            # Mistral's API (mistral-common) takes consecutive user or assistant messages and
-            # the mistral profile keeps them; Mistral's templates want strict alternation,
-            # which only a template-side profile could ask for
             continue
         error = judges.template_error(name, fixed)
         assert error is None, (name, error, fixed)
         JUDGED[f"template {name}"] += 1
+
+
+CORPUS_SIZE = 326
+"""Histories in the fixed corpus of :func:`test_no_template_rejects_a_repair_of_the_fixed_corpus`
+(x 28 templates = the 9,128 repaired histories issue 32 counted)."""
+
+
+def _corpus(size: int) -> list[list[Any]]:
+    """The first ``size`` histories :func:`_histories` draws with a fixed seed."""
+    corpus: list[list[Any]] = []
+
+    @settings(
+        max_examples=size,
+        derandomize=True,
+        database=None,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(_histories())
+    def collect(history: list[Any]) -> None:
+        corpus.append(history)
+
+    collect()
+    return corpus[:size]
+
+
+def template_rejections(corpus: list[list[Any]]) -> tuple[int, int]:
+    """(rejected, judged): the repairs of ``corpus`` (each under the profile its template's
+    model picks, behind the servers in turn) that a template refuses or that keep a problem."""
+    servers = judges.known_servers()
+    rejected = judged = 0
+    for name in judges.TEMPLATES:
+        for number, history in enumerate(corpus):
+            provider = judges.template_provider(name, servers[number % len(servers)])
+            result = toolmend.repair(history, provider=provider)
+            if any(problem.code == "empty_history" for problem in result.problems_left):
+                continue
+            judged += 1
+            fixed = list(result.messages)
+            if result.problems_left or judges.template_error(name, fixed) is not None:
+                rejected += 1
+    return rejected, judged
+
+
+@pytest.mark.skipif(
+    not os.environ.get("TOOLMEND_FUZZ"), reason="the fixed corpus runs with TOOLMEND_FUZZ=1"
+)
+def test_no_template_rejects_a_repair_of_the_fixed_corpus() -> None:
+    """Issue 32's count, on a fixed corpus: before the template profiles, 1,278 of the 9,128
+    repairs were refused (every server request met ``hf-template``); now none."""
+    rejected, judged = template_rejections(_corpus(CORPUS_SIZE))
+    assert judged > CORPUS_SIZE * len(judges.TEMPLATES) * 0.9
+    assert rejected == 0, f"{rejected} of {judged} repaired histories refused"
 
 
 def _judge_litellm(history: list[Any], provider: str) -> None:
@@ -146,9 +161,11 @@ def test_mistral_common_accepts_every_mistral_repair(history: list[Any]) -> None
 
 
 @_examples
-@given(_histories())
-def test_real_chat_templates_render_every_template_repair(history: list[Any]) -> None:
-    _judge_templates(history)
+@given(_histories(), st.sampled_from(judges.known_servers()))
+def test_real_chat_templates_render_every_repair_under_the_profile_their_model_picks(
+    history: list[Any], server: str
+) -> None:
+    _judge_templates(history, server)
 
 
 @pytest.mark.parametrize("provider", judges.LITELLM_TARGETS)

@@ -62,6 +62,9 @@ OTHER_OPENAI_PROVIDERS = (
     "groq",
     "hf-template",
     "hf-template-strict",
+    "hf-gemma-3",
+    "hf-llama-3",
+    "hf-mistral",
     "anthropic-thinking",
     "gemini-3",
     "gemini-no-ids",
@@ -193,7 +196,7 @@ def final_id(changes: list[toolmend.Change], call_id: str) -> str:
 DROP_CODES = {"dropped_orphan_result", "dropped_duplicate_result", "orphan_result_to_text"}
 
 
-FLATTENING = {"hf-template-strict", "anthropic-thinking"}
+FLATTENING = {"hf-template-strict", "hf-gemma-3", "anthropic-thinking"}
 """Profiles that may write tool traffic out as text (a template with no tool role; Anthropic's
 final exchange without a thinking block): there a result is kept as text, not as a result."""
 ID_FREE = {"gemini-no-ids"}

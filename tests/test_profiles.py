@@ -36,3 +36,30 @@ def test_names_aliases_and_case() -> None:
     assert get_profile("Azure") is PROFILES["openai"]
     assert get_profile("DEEPSEEK") is PROFILES["deepseek"]
     assert get_profile(PROFILES["groq"]) is PROFILES["groq"]
+
+
+def test_every_vendor_leads_to_profiles_that_judge_its_apis() -> None:
+    from toolmend.formats import get as get_format
+    from toolmend.profiles._vendors import VENDORS
+
+    responses = get_format("openai-responses").required_pairing
+    names = [name for vendor in VENDORS for name in (vendor.name, *vendor.aliases)]
+    assert len(names) == len(set(names))
+    for vendor in VENDORS:
+        assert vendor.why.strip(), vendor.name
+        assert PROFILES[vendor.chat].pairing != responses or vendor.chat == "openai-responses"
+        if vendor.responses is not None:  # a Responses profile judges Responses items
+            assert PROFILES[vendor.responses].pairing == responses, vendor.name
+        # a vendor's alias is no other profile's name: the two would disagree
+        for alias in vendor.aliases:
+            assert alias not in PROFILES or get_profile(alias).name == vendor.chat
+
+
+def test_deepseek_responses_quotes_deepseeks_texts() -> None:
+    profile = PROFILES["deepseek-responses"]
+    assert profile.batched_outputs and profile.pairing == "ordered"
+    assert profile.checks["missing_result"].error == "No tool output found for tool call {id}."
+    assert profile.checks["orphan_result"].error == (
+        "No tool call found for tool output with call_id {id}."
+    )
+    assert "deepseek-ai" in profile.checks["missing_result"].source

@@ -7,6 +7,7 @@ and comes back as the very same object.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 import os
@@ -28,6 +29,7 @@ from ._report import (
     ToolChainError,
     logger,
 )
+from ._routing import derived_profile
 from ._rules import judge
 from ._skeleton import Skeleton
 from .formats import Format, detect, get
@@ -74,16 +76,25 @@ def format_of(messages: Any, format: str | None = None) -> Format:
     return get(format) if format is not None else detect(messages)
 
 
-def profile_for(provider: str | Profile | None, module: Format) -> Profile:
-    """The profile that judges a history of ``module``'s format for ``provider``.
+def profile_for(
+    provider: str | Profile | None, module: Format, model: str | None = None
+) -> Profile:
+    """The profile that judges a history of ``module``'s format for ``provider`` and ``model``.
 
-    Left out, the provider is the format's own (a Responses ``input`` goes to
-    ``openai-responses``): Chat Completions rules would pair a Responses history's parallel
-    calls and outputs by adjacency and reorder a valid history. For the same reason a profile
-    with chat pairing given a Responses history is an error, not a silent reorder."""
-    if provider is None:
-        return get_profile(module.native_provider)
-    profile = get_profile(provider)
+    A vendor or server name (``"deepseek"``, ``"vllm"``) is derived
+    (:func:`toolmend._routing.derived_profile`): the format picks the vendor's API (Responses
+    items go to its ``/v1/responses``), the model the variant. Left out, the provider is the
+    format's own (a Responses ``input`` goes to ``openai-responses``): Chat Completions rules
+    would pair a Responses history's parallel calls and outputs by adjacency and reorder a valid
+    history. For the same reason a profile with chat pairing named outright for a Responses
+    history is an error, not a silent reorder."""
+    if isinstance(provider, Profile):
+        profile = provider
+    elif isinstance(provider, str) or provider is None:
+        chosen = module.native_provider if provider is None else provider
+        profile = _derived(chosen, module.native_provider, model if type(model) is str else None)
+    else:
+        profile = get_profile(provider)  # not a name: its error says so
     required = module.required_pairing
     if required is not None and profile.pairing != required:
         raise InvalidHistoryError(
@@ -91,6 +102,12 @@ def profile_for(provider: str | Profile | None, module: Format) -> Profile:
             f"{module.name!r} input: pick provider={module.native_provider!r} (or leave it out)"
         )
     return profile
+
+
+@functools.lru_cache(maxsize=2048)
+def _derived(provider: str, native: str, model: str | None) -> Profile:
+    """The derived profile itself, cached: a hook pays one look-up per request."""
+    return get_profile(derived_profile(provider, native, model=model))
 
 
 def sequence_of(module: Format, messages: Any) -> Sequence[Any]:
@@ -142,16 +159,24 @@ def _read_range(module: Format, messages: Sequence[Any], low: int, high: int) ->
 
 
 def check(
-    messages: Sequence[Any], *, provider: str | Profile | None = None, format: str | None = None
+    messages: Sequence[Any],
+    *,
+    provider: str | Profile | None = None,
+    format: str | None = None,
+    model: str | None = None,
 ) -> list[Problem]:
     """Every way ``messages`` breaks ``provider``'s tool-call rules, in message order.
 
     **Parameters:**
 
     * **messages** - the history, in any supported format.
-    * **provider** - *(optional)* a provider name such as ``"deepseek"`` (default: the
-      history format's own provider, ``"openai"`` for chat messages).
+    * **provider** - *(optional)* who serves the request: a vendor or server such as
+      ``"deepseek"`` or ``"vllm"``, or a profile name (default: the history format's own
+      provider, ``"openai"`` for chat messages). A vendor's profile follows the format (its
+      Responses API for Responses items) and the model.
     * **format** - *(optional)* the format name; detected when left out.
+    * **model** - *(optional)* the model the request goes to; it picks model-family rules
+      (``deepseek-reasoner``, Gemini 3, a self-hosted model's chat template).
 
     **Returns:** a list of :class:`toolmend.Problem`, empty when the provider accepts it.
 
@@ -162,7 +187,7 @@ def check(
     ['orphan_result']
     """
     module = format_of(messages, format)
-    profile = profile_for(provider, module)
+    profile = profile_for(provider, module, model)
     messages = sequence_of(module, messages)
     problems: list[Problem] = []
     for low, high in _ranges(module, messages, profile):
@@ -176,17 +201,20 @@ def repair(
     provider: str | Profile | None = None,
     format: str | None = None,
     policy: Policy | Mode | str | None = None,
+    model: str | None = None,
 ) -> Repair:
     """Repair ``messages`` for ``provider`` and report every change.
 
     **Parameters:**
 
     * **messages** - the history, in any supported format. Never mutated.
-    * **provider** - *(optional)* a provider name (default: the history format's own
-      provider, ``"openai"`` for chat messages).
+    * **provider** - *(optional)* who serves the request: a vendor or server, or a profile
+      name (default: the history format's own provider, ``"openai"`` for chat messages); see
+      :func:`toolmend.check`.
     * **format** - *(optional)* the format name; detected when left out.
     * **policy** - *(optional)* a :class:`toolmend.Policy` or ``"repair"`` (default),
       ``"strict"`` (raise :class:`toolmend.ToolChainError`) or ``"report"`` (change nothing).
+    * **model** - *(optional)* the model the request goes to (model-family rules).
 
     **Returns:** a :class:`toolmend.Repair`; ``.messages`` is ``messages`` itself when nothing
     needed changing.
@@ -201,7 +229,7 @@ def repair(
     """
     chosen = as_policy(policy)
     module = format_of(messages, format)
-    profile = profile_for(provider, module)
+    profile = profile_for(provider, module, model)
     original, messages = messages, sequence_of(module, messages)
     damaged = damage_in(module, messages, profile, chosen)
     if damaged is None:
@@ -413,6 +441,7 @@ def sanitize(
     provider: str | Profile | None = None,
     format: str | None = None,
     policy: Policy | Mode | str | None = None,
+    model: str | None = None,
 ) -> Any:
     """``repair(...).messages``: the history ``provider`` accepts, or the input itself if valid.
 
@@ -421,7 +450,7 @@ def sanitize(
     >>> toolmend.sanitize(history, provider="openai") is history
     True
     """
-    return repair(messages, provider=provider, format=format, policy=policy).messages
+    return repair(messages, provider=provider, format=format, policy=policy, model=model).messages
 
 
 _DEBUG = os.environ.get("TOOLMEND_DEBUG", "") not in ("", "0", "false", "no")

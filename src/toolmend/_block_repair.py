@@ -51,6 +51,7 @@ from .formats import get
 
 __all__ = [
     "alternate",
+    "calls_apart",
     "end_with_user",
     "fix_blocks",
     "flatten_unthought",
@@ -97,6 +98,8 @@ def plan_blocks(state: PlanState, problem_codes: set[str]) -> None:
         place_call_turns(state)
         if profile.thought_signatures:
             sign_calls(state)
+    if profile.block_pairing == "converse" and "call_with_text" in profile.checks:
+        calls_apart(state)
     if profile.block_pairing == "converse" and _ORDER_CODES & profile.checks.keys():
         alternate(state)
     if profile.thinking:
@@ -155,6 +158,10 @@ def order_blocks(state: PlanState) -> None:
     n = len(kinds)
     turns = profile.block_pairing == "turns"
     gemini = profile.block_pairing == "contents"
+    # Bedrock: a toolUse in a user message moves into an assistant message of its own
+    misplaced = gemini or (
+        profile.block_pairing == "converse" and "misplaced_part" in profile.checks
+    )
     texted = set(state.orphans) if policy.orphan_result == "text" else set()
     if turns:  # Anthropic: the newest input is never dropped (issue 32, case 2)
         newest = newest_results(skeleton)
@@ -182,7 +189,7 @@ def order_blocks(state: PlanState) -> None:
     answer_last = turns and skeleton.whole and policy.frontier != "keep"
     before: dict[int, list[Item]] = {}
     split: dict[int, Blocks] = {}
-    for group in _call_groups(skeleton, turns, gemini):
+    for group in _call_groups(skeleton, turns, misplaced):
         group_calls = [(index, call) for index in group for call in calls[index]]
         refs = [
             state.answer[(index, call.slot)]
@@ -190,8 +197,9 @@ def order_blocks(state: PlanState) -> None:
             if (index, call.slot) in state.answer
         ]
         flush = group[-1] + 1
-        if flush >= n and not refs and not answer_last:
-            continue  # the live frontier: nothing answers these calls yet
+        if flush >= n and not refs and not answer_last and (gemini or kinds[group[0]] == ASSISTANT):
+            continue  # the live frontier: nothing answers these calls yet (a call a user
+            # message held is no live call of the model: it moves, and is answered)
         for index in group:
             if kinds[index] != ASSISTANT:
                 found = calls[index]
@@ -249,8 +257,13 @@ def order_blocks(state: PlanState) -> None:
         if index in split:
             items.append(split[index])
     if split:
+        detail = (
+            "function calls moved into a model content"
+            if gemini
+            else "tool uses moved out of the user message into an assistant message"
+        )
         for index in sorted(split):
-            state.change("moved_message", index, "function calls moved into a model content")
+            state.change("moved_message", index, detail)
 
 
 def _answer_missing(state: PlanState, missing: list[tuple[int, Call]]) -> list[Placeholder]:
@@ -356,7 +369,7 @@ def fix_blocks(state: PlanState, problem_codes: set[str]) -> None:
     emptied: set[int] = set()
     for defect in skeleton.defects:
         index, code = defect.at, defect.code
-        if index not in kept:
+        if index not in kept and code != "result_text_blank":  # a result moves with its edit
             continue
         if code == "final_whitespace" and "trailing_whitespace" in problem_codes:
             code = "trailing_whitespace"
@@ -376,6 +389,10 @@ def fix_blocks(state: PlanState, problem_codes: set[str]) -> None:
             else:
                 edit.drop_blocks.add(defect.slot)
                 state.change("dropped_empty_block", index, f"{code} block removed")
+        elif code == "result_text_blank":
+            if not edit.normalize_results:
+                edit.normalize_results = True
+                state.change("dropped_empty_block", index, "blank text inside a tool result")
         elif code == "thinking_fields":
             edit.drop_blocks.add(defect.slot)
             state.change(
@@ -615,6 +632,7 @@ def alternate(state: PlanState) -> None:
     """Bedrock: start with the user, then strictly alternate. Same-role neighbours are merged;
     where merging would put text beside tool results, the fixed bridge goes between."""
     out: list[Item] = []
+    apart = "call_with_text" in state.profile.checks  # Llama, Mistral: toolUse turns alone
     for item in state.plan.items:
         side = _side(state, item)
         if not out:
@@ -633,7 +651,11 @@ def alternate(state: PlanState) -> None:
                 "inserted_message", source_index(item), "assistant message after tool results"
             )
             out.append(item)
-        elif isinstance(previous, (Keep, Merge, Bridge)) and isinstance(item, (Keep, Bridge)):
+        elif (
+            isinstance(previous, (Keep, Merge, Bridge))
+            and isinstance(item, (Keep, Bridge))
+            and not (apart and (_calls_left(state, previous) or _calls_left(state, item)))
+        ):
             parts = (*previous.parts, item) if isinstance(previous, Merge) else (previous, item)
             out[-1] = Merge(side, parts)
             state.change(
@@ -646,6 +668,32 @@ def alternate(state: PlanState) -> None:
             state.change("inserted_message", source_index(item), f"{bridge} message inserted")
             out.append(item)
     state.plan.items = out
+
+
+def calls_apart(state: PlanState) -> None:
+    """Bedrock for Llama and Mistral models: an assistant message keeps its other blocks (text,
+    media) and its ``toolUse`` blocks move into an assistant message of their own right after
+    it (``moved_message``); :func:`alternate` then puts the fixed user bridge between the two.
+    Nothing is dropped, and the calls stay right before their results."""
+    skeleton, plan = state.skeleton, state.plan
+    out: list[Item] = []
+    for item in plan.items:
+        out.append(item)
+        if not isinstance(item, Keep) or skeleton.kinds[item.index] != ASSISTANT:
+            continue
+        index = item.index
+        edit = plan.edits.get(index)
+        gone = edit.drop_blocks if edit is not None else set()
+        found = [call for call in skeleton.calls.get(index, ()) if call.slot not in gone]
+        others = [slot for slot in skeleton.extras.get(index, ()) if slot not in gone]
+        if not found or not others:
+            continue
+        plan.edit(index).drop_blocks.update(call.slot for call in found)
+        out.append(Blocks(ASSISTANT, tuple((index, call.slot) for call in found)))
+        state.change(
+            "moved_message", index, "tool uses moved into an assistant message of their own"
+        )
+    plan.items = out
 
 
 def end_with_user(state: PlanState) -> None:

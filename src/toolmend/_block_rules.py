@@ -19,7 +19,8 @@ the pairings below by the profile's ``block_pairing`` when the skeleton's layout
     of names); a response turn comes right after a call turn.
 ``converse`` (:func:`pair_converse`, Bedrock)
     The message after an assistant ``toolUse`` message holds a ``toolResult`` for each call, no
-    more, and no other blocks.
+    more, and no other blocks; a ``toolUse`` sits in an assistant message (``misplaced_part``),
+    alone there for the models that demand it (``call_with_text``).
 
 For an OpenAI-shaped history checked against these providers (message layout), the OpenAI
 pairing runs and :func:`check_cross_target` adds what a gateway's conversion needs: the tool
@@ -43,7 +44,8 @@ Problem codes added here (see :mod:`toolmend._rules` for the shared ones):
 ``result_name_empty``      a ``functionResponse`` without a name
 ``response_is_list``       a ``functionResponse.response`` given as a list
 ``mixed_call_and_response``  one Gemini Content with calls and responses
-``misplaced_part``         a response in a model Content, or a call in a user Content
+``misplaced_part``         a response in a model Content, or a call in a user Content (Gemini);
+                           a ``toolUse`` in a user message (Bedrock)
 ``call_turn_position``     a function-call turn not right after a user turn
 ``response_extra_parts``   other parts beside the responses of a function-response turn
 ``result_name_mismatch``   a response named differently from the call it answers
@@ -52,6 +54,9 @@ Problem codes added here (see :mod:`toolmend._rules` for the shared ones):
 ``first_not_user``         a conversation that does not start with the user (Bedrock)
 ``prefill_unsupported``    a request ending on an assistant message, for a model without prefill
 ``result_with_text``       other blocks beside tool results in one message (Bedrock)
+``call_with_text``         other blocks beside tool uses in one message (Bedrock, Llama/Mistral)
+``text_blank``             an empty or whitespace-only text block (Bedrock)
+``result_text_blank``      an empty or whitespace-only text inside a toolResult (Bedrock)
 =========================  ==================================================================
 """
 
@@ -341,6 +346,15 @@ def pair_converse(skeleton: Skeleton, report: Report) -> None:
         skeleton.results,
         skeleton.extras,
     )
+    if report.wants("misplaced_part") or report.wants("call_with_text"):
+        for index, found in calls.items():
+            if kinds[index] != ASSISTANT:
+                report.add(
+                    "misplaced_part", index, "toolUse in a user message",
+                    ids=tuple(call.id for call in found if call.id),
+                )  # fmt: skip
+            elif extras.get(index):
+                report.add("call_with_text", index, "other blocks beside toolUse")
     for index in sorted(results.keys() | {i + 1 for i in calls if i + 1 < len(kinds)}):
         if kinds[index] == ASSISTANT:
             if (

@@ -1,10 +1,10 @@
 """The ``toolmend`` command: ``check``, ``repair`` and ``show`` a history saved as JSON, and
 count what the hooks did from their log lines (``stats``).
 
-``toolmend check FILE [--provider P] [--format F]``
+``toolmend check FILE [--provider P] [--format F] [--model M]``
     Lists the problems, one per line with the provider's error text. Exit 0 when the provider
     accepts the history, 1 when it has problems, 2 when the file cannot be read.
-``toolmend repair FILE [--provider P] [--format F] [-o OUT]``
+``toolmend repair FILE [--provider P] [--format F] [--model M] [-o OUT]``
     Writes the repaired history as JSON to OUT (or standard output) and the changes to standard
     error. Exit 0, 1 when problems are left after the repair, or 2 when the file cannot be read.
 ``toolmend show FILE [--provider P] [--format F] [--fix] [--html OUT.html]``
@@ -45,7 +45,10 @@ FILE holds a JSON list of messages, or a logged request body with a ``messages``
 or ``input`` key (the repaired output keeps the body around the history). ``-`` reads standard
 input. Errors are one line naming the file and, where it applies, the message index. Without
 ``--provider`` the history is judged by its own format's provider (``openai`` for chat
-messages, ``openai-responses``, ``anthropic``, ``gemini``, ``bedrock``).
+messages, ``openai-responses``, ``anthropic``, ``gemini``, ``bedrock``). ``--provider`` names
+who serves the request (a vendor or a self-hosted server, or a profile); the history's format
+picks that vendor's API and ``--model`` the model-family rules (docs/providers.md, "How a
+profile is picked"); the output names the profile that judged it.
 """
 
 from __future__ import annotations
@@ -62,6 +65,7 @@ from typing import Any, NoReturn
 from ._api import check, format_of, repair
 from ._escape import TERMINAL_ESCAPES, terminal
 from ._report import Change, Problem, Repair, ToolmendError
+from ._routing import request_profile
 from ._version import VERSION
 from .profiles import primary_names
 
@@ -146,8 +150,11 @@ def _history(args: argparse.Namespace) -> tuple[Any, Any, str | None]:
     rules, a Gemini body by Gemini's, rather than all by OpenAI chat's)."""
     document = _load(args.file)
     history, key = _split(document)
+    module = format_of(history, args.format)
     if args.provider is None:
-        args.provider = format_of(history, args.format).native_provider
+        args.provider = module.native_provider
+    # the profile the vendor's API for this format and the model lead to, named in the output
+    args.provider = request_profile(args.provider, format=module.name, model=args.model)
     return document, history, key
 
 
@@ -448,11 +455,14 @@ def _parser() -> argparse.ArgumentParser:
             "--provider",
             "-p",
             default=None,
-            help="provider profile (default: the history format's own, openai for chat): "
+            help="who serves the request (default: the history format's own, openai for chat): "
             + ", ".join(primary_names())
-            + " (aliases: docs/providers.md)",
+            + " (profiles and aliases: docs/providers.md)",
         )
         command.add_argument("--format", "-f", default=None, help="history format (detected)")
+        command.add_argument(
+            "--model", "-m", default=None, help="the model it goes to (model-family rules)"
+        )
         if name in ("check", "repair"):
             command.add_argument(
                 "--json", action="store_true", help=_JSON_HELP[name] + " (see docs/cli.md)"

@@ -13,9 +13,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
+    "EMPTY_RESULT_TEXT",
     "AsText",
     "Blocks",
     "Bridge",
+    "CallPart",
     "Item",
     "Keep",
     "Merge",
@@ -25,6 +27,12 @@ __all__ = [
     "remove_last",
     "source_index",
 ]
+
+
+EMPTY_RESULT_TEXT = "(empty)"
+"""A tool result's text when the tool's output was empty and the provider refuses a blank text
+(Bedrock Converse): says only that nothing came back (the wording hermes-agent settled on).
+One of the fixed texts of :mod:`toolmend._planstate`, kept here so that formats can write it."""
 
 
 @dataclass(slots=True)
@@ -129,7 +137,20 @@ class Blocks:
     parts: tuple[tuple[int, int] | Placeholder, ...]
 
 
-Item = Keep | Placeholder | Bridge | AsText | Merge | Blocks
+@dataclass(frozen=True, slots=True)
+class CallPart:
+    """Call ``slot`` of the assistant message at ``index``, alone in an assistant message of
+    its own, with no text: a message split for a model that takes one call per message (the
+    message itself stays a :class:`Keep` with its text, its other fields and its first call).
+    The message's :class:`MessageEdit` applies to the call (ids, names, shape)."""
+
+    index: int
+    slot: int
+    role: str = "assistant"
+    """Always an assistant message (what the planners ask of every invented item)."""
+
+
+Item = Keep | Placeholder | Bridge | AsText | Merge | Blocks | CallPart
 
 
 @dataclass(slots=True)
@@ -161,7 +182,7 @@ def source_index(item: Item) -> int:
     """The index of the input message an item stands for: a kept message's own, the call's
     for a placeholder, the first part's for a merge or a gathered block message; -1 for an
     invented item (a bridge)."""
-    if isinstance(item, Keep):
+    if isinstance(item, (Keep, CallPart)):
         return item.index
     if isinstance(item, Placeholder):
         return item.call_index

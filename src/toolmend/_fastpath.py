@@ -19,8 +19,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ._api import format_of
-from .profiles import Profile, get_profile
+from ._api import format_of, profile_for
+from ._routing import derived_profile
+from .formats import get
+from .profiles import Profile
 
 __all__ = ["LiveRun", "vouch"]
 
@@ -37,11 +39,15 @@ LiveRun = tuple[int, list[tuple[str, Any]]]
 
 
 def vouch(
-    messages: Sequence[Any], *, provider: str | Profile, format: str | None = None
+    messages: Sequence[Any],
+    *,
+    provider: str | Profile,
+    format: str | None = None,
+    model: str | None = None,
 ) -> LiveRun | None:
     """The live run of ``messages`` when ``toolmend.repair(messages, provider=provider,
-    format=format)`` would return ``messages`` itself and find no problem; None when the one
-    pass cannot tell (take the full path).
+    format=format, model=model)`` would return ``messages`` itself and find no problem; None
+    when the one pass cannot tell (take the full path).
 
     The loop guard takes the live run from here: :func:`toolmend._loops.quiet_live_run` tells
     when ``detect_loops(messages, format=format, live_only=True)`` would find nothing, and
@@ -51,11 +57,13 @@ def vouch(
     Raises what :func:`toolmend.repair` raises for an unknown provider or format name."""
     resolved = None
     if type(provider) is str and type(format) is str:
+        if model is not None:  # the model's variant, by name: the table stays bounded
+            provider = derived_profile(provider, get(format).native_provider, model=model)
         resolved = _RESOLVED.get((provider, format))
         if resolved is None:
             resolved = _RESOLVED[(provider, format)] = _resolve(provider, format, [])
     elif type(messages) is list:
-        resolved = _resolve(provider, format, messages)
+        resolved = _resolve(provider, format, messages, model)
     if resolved is None or type(messages) is not list:
         return None  # not a list: the full path says what it is
     profile, quick_live = resolved
@@ -63,12 +71,12 @@ def vouch(
 
 
 def _resolve(
-    provider: str | Profile, format: str | None, messages: Sequence[Any]
+    provider: str | Profile, format: str | None, messages: Sequence[Any], model: str | None = None
 ) -> tuple[Profile, QuickLive | None]:
     """The profile and the format's ``quick_live`` (None for a format without one, or one that
     reads other shapes than the list it is given: ``normalize``)."""
-    profile = get_profile(provider)
     module = format_of(messages, format)
+    profile = profile_for(provider, module, model)  # a vendor's follows the format, as repair's
     if module.other_shapes:
         return profile, None
     return profile, module.quick_live

@@ -75,10 +75,15 @@ class _Engine:
         self.positional = get(skeleton.format).positional_results
         """Native Gemini contents: a Content of any role may call, and responses answer the
         open calls in order."""
+        profile = state.profile
+        any_role = self.positional or (
+            # Bedrock: a toolUse a user message holds is moved, and keeps its result
+            profile.block_pairing == "converse" and "misplaced_part" in profile.checks
+        )
         self.callers = [
             index
             for index in sorted(skeleton.calls)
-            if index not in skip and (kinds[index] == ASSISTANT or self.positional)
+            if index not in skip and (kinds[index] == ASSISTANT or any_role)
         ]
         self.result_messages = [
             index

@@ -14,8 +14,11 @@ its call, in steps, each a small function over the shared :class:`~toolmend._pla
    new one, on the call and its results alike.
 3. :func:`fix_shapes` mends what the reader saw malformed, where the profile rejects it.
 4. Profile steps: :func:`add_reasoning`, :func:`demote_system` and :func:`bridge_role_order`,
-   :func:`open_with_user`, :func:`mark_prefix`, :func:`restore_alternation`, and the
-   cross-target steps of :mod:`toolmend._block_repair` (names, a user first, a user last).
+   :func:`open_with_user`, :func:`restore_alternation` (after the user message
+   :func:`~toolmend._block_repair.lead_with_user` adds, where a profile wants both),
+   :func:`mark_prefix` (after the merges), the cross-target steps of
+   :mod:`toolmend._block_repair` (names, a user first, a user last), and last
+   :func:`split_calls`.
 
 Change codes (``Change.code``): ``moved_result``, ``moved_message``, ``dropped_orphan_result``,
 ``orphan_result_to_text``, ``dropped_duplicate_result``, ``answered_missing_call``,
@@ -23,7 +26,7 @@ Change codes (``Change.code``): ``moved_result``, ``moved_message``, ``dropped_o
 ``restored_call_id``, ``renamed_function``, ``normalized_tool_call``, ``removed_field``,
 ``filled_content``, ``stringified_content``, ``added_reasoning_content``,
 ``inserted_message``, ``marked_prefix``, ``flattened_tool_traffic``, ``merged_messages``,
-``system_to_user``, ``renamed_role``.
+``system_to_user``, ``renamed_role``, ``split_calls``.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from ._edits import (
     AsText,
     Blocks,
     Bridge,
+    CallPart,
     Item,
     Keep,
     Merge,
@@ -44,6 +48,7 @@ from ._pairing import NEAREST, match
 from ._plan_ids import rename_functions, rewrite_ids
 from ._planstate import (
     ASSISTANT_BRIDGE_TEXT,
+    EMPTY_RESULT_TEXT,
     USER_BRIDGE_TEXT,
     PlanState,
     ResultRef,
@@ -64,6 +69,7 @@ __all__ = [
     "order_messages",
     "plan_messages",
     "restore_alternation",
+    "split_calls",
 ]
 
 
@@ -95,16 +101,22 @@ def plan_messages(state: PlanState, problem_codes: set[str]) -> None:
         bridge_role_order(state)
     if profile.call_after_user and skeleton.whole:
         open_with_user(state)
-    if profile.last_kinds is not None:
-        mark_prefix(state)
     if profile.alternation is not None:
+        if profile.first_user:  # the user message it adds takes part in the alternation
+            lead_with_user(state)
         restore_alternation(state)
+    if profile.last_kinds is not None:
+        # after the merges: a final assistant message merged with the one before it is no
+        # longer the message a prefix mark could go on
+        mark_prefix(state)
     if profile.results_need_name:
         name_results(state)
-    if profile.first_user:
+    if profile.first_user and profile.alternation is None:
         lead_with_user(state)
     if "prefill_unsupported" in profile.checks:
         end_with_user(state)
+    if profile.single_call and "parallel_calls" in problem_codes:
+        split_calls(state)
 
 
 # --- 2. layout --------------------------------------------------------------------------------
@@ -231,6 +243,15 @@ def fix_shapes(state: PlanState, problem_codes: set[str]) -> None:
     dropped: set[int] = set()  # taken out of the plan in one pass at the end
     for defect in skeleton.defects:
         index, code = defect.at, defect.code
+        if (
+            code == "content_empty"
+            and "result_text_blank" in problem_codes
+            and skeleton.kinds[index] == TOOL
+            and index in kept
+        ):  # Bedrock through a gateway: the empty output is said in words
+            plan.edit(index).set_fields["content"] = EMPTY_RESULT_TEXT
+            state.change("filled_content", index, "empty tool result given a text")
+            continue
         if code not in problem_codes or index not in kept:
             continue
         if code in ("call_shape", "arguments_not_string", "empty_tool_calls"):
@@ -457,7 +478,7 @@ def mark_prefix(state: PlanState) -> None:
         if last.index not in state.skeleton.marked("prefix"):
             state.plan.edit(last.index).set_fields["prefix"] = True
             state.change("marked_prefix", last.index, "final assistant message sent as a prefix")
-    elif kind != ASSISTANT:
+    elif kind != ASSISTANT or isinstance(last, Merge):  # a merge has no field to mark
         items.append(Bridge(USER, USER_BRIDGE_TEXT))
         state.change("inserted_message", source_index(last), "user message inserted at the end")
 
@@ -500,12 +521,18 @@ def _alternate(state: PlanState, items: list[Item], strict: bool) -> list[Item]:
     def counts(item: Item) -> bool:
         return strict or not (_kind(state, item) == TOOL or _is_caller(state, item))
 
+    successors = state.profile.role_successors
+    # Mistral's validator takes no user message right after tool results: a user bridge goes
+    # before the tool traffic instead, right after the assistant text it follows
+    user_before_traffic = successors is not None and USER not in successors.get(TOOL, {USER})
     out: list[Item] = []
     expected = USER
+    after_counted = 0  # where the items after the last one that counts begin
     for position, item in enumerate(items):
         kind = _kind(state, item)
         if position == 0 and kind == SYSTEM:
             out.append(item)
+            after_counted = len(out)
             continue
         if not counts(item):
             out.append(item)
@@ -514,13 +541,18 @@ def _alternate(state: PlanState, items: list[Item], strict: bool) -> list[Item]:
             previous = out[-1] if out else None
             if previous is not None and counts(previous) and _kind(state, previous) == kind:
                 out[-1] = _join(state, previous, item, kind)
+                after_counted = len(out)
                 continue
             bridge = Bridge(
                 expected, USER_BRIDGE_TEXT if expected == USER else ASSISTANT_BRIDGE_TEXT
             )
-            out.append(bridge)
+            if expected == USER and user_before_traffic and after_counted < len(out):
+                out.insert(after_counted, bridge)
+            else:
+                out.append(bridge)
             state.change("inserted_message", source_index(item), f"{expected} message inserted")
         out.append(item)
+        after_counted = len(out)
         expected = USER if kind == ASSISTANT else ASSISTANT
     return out
 
@@ -534,8 +566,66 @@ def _join(state: PlanState, first: Item, second: Item, role: str) -> Merge:
             parts.append(AsText(item, role))
         else:
             assert not isinstance(item, Blocks), "Blocks items are planned for block layouts only"
+            assert not isinstance(item, CallPart), "calls are split after every merge"
             parts.append(item)
     state.change(
         "merged_messages", source_index(second), f"joined with the {role} message before it"
     )
     return Merge(role, tuple(parts))
+
+
+def split_calls(state: PlanState) -> None:
+    """A model that takes one call per message (Llama 3.x): each message with several calls
+    left becomes consecutive single-call messages, each followed by its result, in call order.
+    The message keeps its text, its other fields and its first call; nothing is dropped.
+
+    Runs last: the other steps see the message whole (a caller, then its results).
+    """
+    skeleton, plan = state.skeleton, state.plan
+    items = plan.items
+    out: list[Item] = []
+    position = 0
+    while position < len(items):
+        item = items[position]
+        position += 1
+        found = skeleton.calls.get(item.index) if isinstance(item, Keep) else None
+        if not isinstance(item, Keep) or not found or skeleton.kinds[item.index] != ASSISTANT:
+            out.append(item)
+            continue
+        edit = plan.edits.get(item.index)
+        slots = [call.slot for call in found if edit is None or call.slot not in edit.drop_calls]
+        if len(slots) < 2:
+            out.append(item)
+            continue
+        # the results right after it: kept result messages and placeholders, by call slot
+        by_slot: dict[int, list[Item]] = {}
+        rest: list[Item] = []
+        while position < len(items) and _kind(state, items[position]) == TOOL:
+            result = items[position]
+            slot = _answered_slot(state, item.index, result)
+            (by_slot.setdefault(slot, []) if slot is not None else rest).append(result)
+            position += 1
+        plan.edit(item.index).drop_calls.update(slots[1:])
+        for number, slot in enumerate(slots):
+            out.append(item if number == 0 else CallPart(item.index, slot))
+            out.extend(by_slot.pop(slot, ()))
+        for results in by_slot.values():
+            out.extend(results)
+        out.extend(rest)
+        state.change(
+            "split_calls",
+            item.index,
+            f"{len(slots)} calls sent as {len(slots)} messages, each with its result",
+        )
+    plan.items = out
+
+
+def _answered_slot(state: PlanState, index: int, item: Item) -> int | None:
+    """The call slot of message ``index`` that result item ``item`` answers, if it is one."""
+    if isinstance(item, Placeholder):
+        return item.call_slot if item.call_index == index and item.call_slot >= 0 else None
+    if isinstance(item, Keep):
+        call = state.answered_by.get((item.index, 0))
+        if call is not None and call[0] == index:
+            return call[1]
+    return None

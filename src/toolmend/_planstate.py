@@ -14,7 +14,7 @@ from bisect import bisect_left
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ._edits import AsText, Keep, Plan
+from ._edits import EMPTY_RESULT_TEXT, AsText, Keep, Plan
 from ._policy import Policy
 from ._report import Change
 from ._skeleton import SYSTEM, TOOL, USER, Call, Result, Skeleton
@@ -23,6 +23,7 @@ from .profiles import Profile
 __all__ = [
     "ASSISTANT_BRIDGE_TEXT",
     "EMPTY",
+    "EMPTY_RESULT_TEXT",
     "REAL",
     "STUB",
     "USER_BRIDGE_TEXT",
@@ -41,6 +42,7 @@ repair is stable; it claims nothing beyond what the history shows."""
 
 USER_BRIDGE_TEXT = "Continue."
 """The user message inserted where a chat template needs a user turn before an assistant one."""
+
 
 ResultRef = tuple[int, int]
 """(message index, result slot): one result in the history."""

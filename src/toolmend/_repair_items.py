@@ -50,13 +50,17 @@ import re
 from ._edits import AsText, Bridge, Item, Keep, Merge, Placeholder
 from ._pairing import ORDERED, match
 from ._planstate import CallRef, PlanState, ResultRef, call_at
-from ._skeleton import ASSISTANT, TOOL, USER, Call, Defect
+from ._skeleton import ASSISTANT, SYSTEM, TOOL, USER, Call, Defect
 from .profiles import compiled
 
-__all__ = ["mend_items", "order_items"]
+__all__ = ["gather_outputs", "mend_items", "order_items", "settle_tool_items", "unlink_calls"]
 
 
 _ID_CODES = frozenset({"item_id_prefix", "item_id_charset", "duplicate_item_id"})
+_TOOL_ITEM_CODES = frozenset({"missing_tool_output", "orphan_tool_output"})
+_ANSWERABLE = frozenset({"custom_tool_call", "apply_patch_call"})
+"""Call item types whose output can say "no result was recorded" without inventing one: a
+text output (``custom_tool_call_output``), a failed one (``apply_patch_call_output``)."""
 _MENDED_CODES = _ID_CODES | {"reasoning_without_summary", "result_without_output"}
 
 
@@ -67,7 +71,10 @@ def order_items(state: PlanState, problem_codes: set[str]) -> None:
     """Pair results with calls by order and lay the items out, moving as little as possible."""
     gone = _drop_unusable_items(state, problem_codes)
     moved_after = _pair_in_order(state, gone)
-    _lay_out(state, gone, moved_after, _answered_later(state))
+    batched = state.profile.batched_outputs
+    _lay_out(state, gone, moved_after, set() if batched else _answered_later(state))
+    if batched:
+        gather_outputs(state)
 
 
 def _drop_unusable_items(state: PlanState, problem_codes: set[str]) -> set[int]:
@@ -198,6 +205,83 @@ def _lay_out(
                 _answer_missing(state, index, found, answered_later)
 
 
+def gather_outputs(state: PlanState) -> None:
+    """``Profile.batched_outputs``: each run of consecutive calls of the input stays one run,
+    and the outputs of its calls (and their placeholders) come right after it, in their order;
+    an item that sat between a run and its outputs moves after them (``moved_message``), an
+    output that was not in the block right after its run is ``moved_result``. A run is never
+    split into call, output, call, output: its later calls would become assistant turns of
+    their own (see ``toolmend.profiles._deepseek.DEEPSEEK_RESPONSES``)."""
+    skeleton, items = state.skeleton, state.plan.items
+    kinds, calls, results = skeleton.kinds, skeleton.calls, skeleton.results
+    run_of: dict[int, int] = {}  # calling item -> the first calling item of its input run
+    run_end: dict[int, int] = {}  # run -> its last calling item
+    for index in sorted(calls):
+        if kinds[index] == ASSISTANT:
+            first = run_of[index] = run_of.get(index - 1, index)
+            run_end[first] = index
+    members: dict[int, list[int]] = {}  # run -> positions of its calls in the plan
+    outputs: dict[int, list[int]] = {}  # run -> positions of its outputs in the plan
+    answers: dict[int, set[int]] = {}  # run -> its outputs' input indexes
+    planned: set[int] = set()  # input items the plan keeps
+    for position, item in enumerate(items):
+        owner = _owner(state, item)
+        if owner is not None and owner in run_of:
+            outputs.setdefault(run_of[owner], []).append(position)
+            if isinstance(item, Keep):
+                answers.setdefault(run_of[owner], set()).add(item.index)
+        elif isinstance(item, Keep) and item.index in run_of:
+            members.setdefault(run_of[item.index], []).append(position)
+        if isinstance(item, Keep):
+            planned.add(item.index)
+    moved = {c.index - skeleton.base for c in state.changes if c.code == "moved_result"}
+    laid: list[Item] = []
+    taken: set[int] = set()
+    looked_at = 0  # the input items before it were already looked at for moved_message
+    for position, item in enumerate(items):
+        if position in taken:
+            continue
+        run = run_of.get(item.index) if isinstance(item, Keep) else None
+        if run is None:
+            laid.append(item)
+            continue
+        ours = members[run] + outputs.get(run, [])
+        laid.extend(items[mine] for mine in ours)
+        taken.update(ours)
+        answered = answers.get(run, set())
+        if not answered:
+            continue
+        block_end = run_end[run] + 1
+        while block_end in answered:
+            block_end += 1
+        for index in sorted(answered):
+            if index >= block_end and index not in moved:
+                state.change(
+                    "moved_result",
+                    index,
+                    f"moved right after its run of calls (item {run_end[run] + skeleton.base})",
+                    results[index][0].id,
+                )
+        last = max(answered)
+        for index in range(max(looked_at, block_end), last):
+            if index not in answered and index in planned:
+                state.change("moved_message", index, "moved after the outputs it interrupted")
+        looked_at = max(looked_at, last)
+    state.plan.items = laid
+
+
+def _owner(state: PlanState, item: Item) -> int | None:
+    """The calling item an output (or a placeholder) in the plan answers."""
+    if isinstance(item, Placeholder):
+        return item.call_index
+    if isinstance(item, Keep):
+        carried = state.skeleton.results.get(item.index)
+        if carried and state.skeleton.kinds[item.index] == TOOL:
+            call = state.answered_by.get((item.index, carried[0].slot))
+            return call[0] if call is not None else None
+    return None
+
+
 def _frontier_start(state: PlanState) -> int:
     """Where the trailing run of calls, outputs and reasoning items starts, if it holds a call
     (tools may still be running for those calls); the length of the history otherwise."""
@@ -250,9 +334,14 @@ def _answer_missing(
 
 
 def mend_items(state: PlanState, problem_codes: set[str]) -> None:
-    """Stranded reasoning items, missing summaries and refused item ids (module docstring)."""
+    """Other tool calls and their outputs, stranded reasoning items, missing summaries, refused
+    item ids and calls parted from their reasoning (module docstring)."""
+    if _TOOL_ITEM_CODES & problem_codes:
+        settle_tool_items(state, problem_codes)
     if "reasoning_without_follower" in state.profile.checks:
         drop_stranded_reasoning(state)
+    if "call_without_reasoning" in state.profile.checks:
+        unlink_calls(state)
     wanted = problem_codes & _MENDED_CODES
     if not wanted:
         return
@@ -341,3 +430,110 @@ def _can_follow_reasoning(state: PlanState, item: Item) -> bool:
     if isinstance(item, (Bridge, Merge, AsText)):
         return item.role != USER
     return False
+
+
+def settle_tool_items(state: PlanState, problem_codes: set[str]) -> None:
+    """Calls other than ``function_call`` left without their output, and outputs whose call is
+    gone (the reader pairs them by type and ``call_id``: ``missing_tool_output``,
+    ``orphan_tool_output``).
+
+    A ``custom_tool_call`` or ``apply_patch_call`` is answered right after it by an output of
+    its type holding the placeholder (``answered_missing_call``; the patch output
+    ``"failed"``), as a ``function_call`` is. A ``shell_call``, ``local_shell_call`` or
+    ``computer_call`` is removed (``removed_call``): their outputs are exit codes, shell
+    streams and screenshots, which toolmend cannot write without inventing them (the Agents
+    SDK drops such calls too). An output with no call is an orphan, dropped or kept as text
+    per policy. Under ``Policy(frontier="keep")`` the calls of the trailing run of the whole
+    input stay (their tools may be running)."""
+    skeleton, policy = state.skeleton, state.policy
+    live = len(skeleton.kinds)
+    if policy.frontier == "keep" and skeleton.whole:
+        while live and skeleton.kinds[live - 1] not in (USER, SYSTEM):
+            live -= 1
+    dropped: set[int] = set()
+    texted: set[int] = set()
+    answers: dict[int, Placeholder] = {}
+    for defect in skeleton.defects:
+        index = defect.at
+        if defect.code == "orphan_tool_output" and defect.code in problem_codes:
+            if policy.orphan_result == "text":
+                texted.add(index)
+                state.change(
+                    "orphan_result_to_text", index, "output of a vanished call kept as text",
+                    defect.id,
+                )  # fmt: skip
+            else:
+                dropped.add(index)
+                state.change(
+                    "dropped_orphan_result", index, "output of a call not in the history",
+                    defect.id,
+                )  # fmt: skip
+        elif defect.code == "missing_tool_output" and defect.code in problem_codes:
+            if index >= live:
+                continue
+            if skeleton.roles[index] in _ANSWERABLE and policy.missing_result != "remove_call":
+                answers[index] = Placeholder(index, defect.id, None, policy.placeholder)
+                state.change(
+                    "answered_missing_call", index, "call answered with the placeholder",
+                    defect.id,
+                )  # fmt: skip
+            else:
+                dropped.add(index)
+                state.change(
+                    "removed_call", index, f"{defect.detail} without its output removed",
+                    defect.id,
+                )  # fmt: skip
+    if not (dropped or texted or answers):
+        return
+    items: list[Item] = []
+    for item in state.plan.items:
+        if isinstance(item, Keep):
+            if item.index in dropped:
+                continue
+            if item.index in texted:
+                items.append(AsText(item, USER))
+                continue
+        items.append(item)
+        if isinstance(item, Keep) and item.index in answers:
+            items.append(answers[item.index])
+    state.plan.items = items
+
+
+def unlink_calls(state: PlanState) -> None:
+    """Reasoning models: a ``function_call`` sent by its server ``fc_`` id must follow the
+    reasoning item that opens its output run. Where none does in the planned items (the
+    input lost it, or a step dropped it), the item id is removed (``removed_item_id``): the
+    call goes as a new item with its ``call_id``, name and arguments, which its output still
+    answers, and nothing ties it to the missing reasoning (the fix laravel/ai, continue and
+    TanStack AI shipped). Walks the plan, so it also sees what earlier steps removed."""
+    skeleton = state.skeleton
+    server_ids = skeleton.marked("server_id")
+    if not server_ids:
+        return
+    reasoning = skeleton.marked("reasoning_item")
+    outputs = skeleton.marked("output_item")
+    kinds = skeleton.kinds
+    ids = {d.at: d.id for d in skeleton.defects if d.code == "call_without_reasoning"}
+    reasoned = False
+    for item in state.plan.items:
+        if not isinstance(item, Keep):
+            # an invented output or a user text ends the run; an assistant bridge continues it
+            reasoned = (
+                reasoned and isinstance(item, (Bridge, Merge, AsText)) and (item.role == ASSISTANT)
+            )
+            continue
+        index = item.index
+        if index in reasoning:
+            reasoned = True
+        elif kinds[index] in (USER, SYSTEM, TOOL) or index in outputs:
+            reasoned = False
+        elif index in server_ids and not reasoned:
+            edit = state.plan.edit(index)
+            if "id" not in edit.drop_fields and "id" not in edit.set_fields:
+                edit.drop_fields.add("id")
+                state.change(
+                    "removed_item_id",
+                    index,
+                    "function_call id whose reasoning item is missing",
+                    ids.get(index),
+                )

@@ -14,6 +14,7 @@ Problem codes (the ``code`` of :class:`toolmend.Problem`, the same for every pro
 ``missing_result``         a call left without a result
 ``duplicate_result``       a call answered twice
 ``duplicate_call_id``      two calls with one id in one message
+``parallel_calls``         more than one call in one message, for a model that takes one
 ``result_without_id``      a tool message without ``tool_call_id``
 ``call_without_id``        a tool call without an id
 ``call_id_too_long``       an id longer than the provider accepts
@@ -89,11 +90,13 @@ def judge(skeleton: Skeleton, profile: Profile) -> list[Problem]:
         _block_pairing(skeleton, profile)(skeleton, report)
         check_blocks(skeleton, profile, report)
     else:
-        _PAIRINGS[profile.pairing](skeleton, report)
+        _pairing(profile)(skeleton, report)
         if profile.results_need_name or profile.first_user:
             check_cross_target(skeleton, profile, report)
     if skeleton.calls:
         _check_calls(skeleton, profile, report)
+        if profile.single_call and not blocks:
+            _check_single_call(skeleton, report)
     if skeleton.defects:
         _check_defects(skeleton, profile, report)
         if not blocks and report.wants("text_whitespace"):
@@ -272,6 +275,46 @@ def _pair_latest(skeleton: Skeleton, report: Report) -> None:
         _missing(report, owner, expected, answered)
 
 
+def _pair_batched(skeleton: Skeleton, report: Report) -> None:
+    """DeepSeek's Responses endpoint (``Profile.batched_outputs``): a run of consecutive calling
+    items is one assistant turn, and the outputs of all its calls form the block right after
+    the run, as tool messages follow their assistant message in chat."""
+    calls, results = skeleton.calls, skeleton.results
+    owner = -1  # the first calling item of the open run
+    expected: set[str] = set()
+    answered: dict[str, int] = {}
+    in_run = False  # the item before was a calling item
+    for index, kind in enumerate(skeleton.kinds):
+        if kind == TOOL:
+            in_run = False
+            for result in results.get(index, ()):
+                if result.id is None:
+                    continue
+                if owner < 0:
+                    report.add(
+                        "orphan_result",
+                        index,
+                        "output without its call's run right before it",
+                        id=result.id,
+                        ids=(result.id,),
+                    )
+                else:
+                    _answer(report, index, result.id, expected, answered)
+            continue
+        found = calls.get(index) if kind == ASSISTANT else None
+        if found and in_run:
+            expected.update(call.id for call in found if call.id is not None)
+            continue
+        if owner >= 0 and len(answered) < len(expected):
+            _missing(report, owner, expected, answered)
+        in_run = bool(found)
+        owner = index if found else -1
+        expected = {call.id for call in found if call.id is not None} if found else set()
+        answered = {}
+    if owner >= 0 and len(answered) < len(expected):
+        _missing(report, owner, expected, answered)
+
+
 def _pair_none(skeleton: Skeleton, report: Report) -> None:
     """Providers whose pairing is not known to be checked."""
 
@@ -325,6 +368,11 @@ _PAIRINGS: dict[str, Callable[[Skeleton, Report], None]] = {
     "contents": pair_contents,
     "converse": pair_converse,
 }
+
+
+def _pairing(profile: Profile) -> Callable[[Skeleton, Report], None]:
+    """The pairing of a messages- or items-layout history under ``profile``."""
+    return _pair_batched if profile.batched_outputs else _PAIRINGS[profile.pairing]
 
 
 def _block_pairing(skeleton: Skeleton, profile: Profile) -> Callable[[Skeleton, Report], None]:
@@ -425,6 +473,18 @@ def _check_calls(skeleton: Skeleton, profile: Profile, report: Report) -> None:
                     )
 
 
+def _check_single_call(skeleton: Skeleton, report: Report) -> None:
+    """A model that takes one call per assistant message (the Llama 3.x JSON templates)."""
+    for index, found in skeleton.calls.items():
+        if len(found) > 1 and skeleton.kinds[index] == ASSISTANT:
+            report.add(
+                "parallel_calls",
+                index,
+                f"{len(found)} calls in one message",
+                ids=tuple(call.id for call in found if call.id),
+            )
+
+
 def _check_defects(skeleton: Skeleton, profile: Profile, report: Report) -> None:
     """Shape problems the format reader saw, reported where the provider rejects them (a
     null or empty ``content`` where the profile wants text of that message's kind)."""
@@ -436,6 +496,14 @@ def _check_defects(skeleton: Skeleton, profile: Profile, report: Report) -> None
             # null text beside calls is no text part at all
             or (kinds[defect.at] in profile.content_text_kinds and kinds[defect.at] != ASSISTANT)
         ):
+            continue
+        if (
+            code == "content_empty"
+            and kinds[defect.at] == TOOL
+            and report.wants("result_text_blank")
+        ):
+            # Bedrock through a gateway: an empty tool message becomes a blank toolResult text
+            report.add("result_text_blank", defect.at, "empty tool result", property="be non-empty")
             continue
         if code == "content_empty" and kinds[defect.at] not in profile.content_text_kinds:
             continue

@@ -108,6 +108,7 @@ _STEP_FIELDS = frozenset(
         "thinking",
         "thought_signatures",
         "reject_function_ids",
+        "single_call",
     }
 )
 """Profile fields that switch on repairs beyond pairing; :func:`trim` sets them back to

@@ -33,29 +33,140 @@ import toolmend
 
 TEMPLATE_DIR = Path(__file__).resolve().parents[1] / "data" / "chat_templates"
 
-TEMPLATES: dict[str, str] = {
-    "vllm__tool_chat_template_llama3.1_json.jinja": "hf-template",
-    "llamacpp__meta-llama-Llama-3.1-8B-Instruct.jinja": "hf-template",
-    "llamacpp__meta-llama-Llama-3.2-3B-Instruct.jinja": "hf-template",
-    "llamacpp__openai-gpt-oss-120b.jinja": "hf-template",
-    "llamacpp__google-gemma-2-2b-it.jinja": "hf-template-strict",
-    "hf__google-gemma-3-it.jinja": "hf-template-strict",
-    # Mistral's templates want 9-character alphanumeric call ids: the ``mistral`` profile
-    "vllm__tool_chat_template_mistral.jinja": "mistral",
-    "llamacpp__mistralai-Mistral-Nemo-Instruct-2407.jinja": "mistral",
+TEMPLATES: dict[str, tuple[str, ...]] = {
+    "hf__google-gemma-3-it.jinja": (
+        "google/gemma-3-4b-it",
+        "google/gemma-3-27b-it",
+        "gemma3",
+        "gemma3:4b",
+    ),
+    "llamacpp__ByteDance-Seed-OSS.jinja": ("ByteDance-Seed/Seed-OSS-36B-Instruct",),
+    "llamacpp__CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja": (
+        "CohereForAI/c4ai-command-r7b-12-2024",
+        "command-r7b",
+    ),
+    "llamacpp__Mistral-Small-3.2-24B-Instruct-2506.jinja": (
+        "mistralai/Mistral-Small-3.2-24B-Instruct-2506",
+        "mistral-small3.2",
+        "mistral-small3.2:24b",
+    ),
+    "llamacpp__NVIDIA-Nemotron-Nano-v2.jinja": (
+        "nvidia/NVIDIA-Nemotron-Nano-9B-v2",
+        "nemotron-nano-9b-v2",
+    ),
+    "llamacpp__NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use.jinja": (
+        "NousResearch/Hermes-2-Pro-Llama-3-8B",
+    ),
+    "llamacpp__NousResearch-Hermes-3-Llama-3.1-8B-tool_use.jinja": (
+        "NousResearch/Hermes-3-Llama-3.1-8B",
+        "hermes3",
+        "hermes3:8b",
+    ),
+    "llamacpp__Qwen-Qwen2.5-7B-Instruct.jinja": (
+        "Qwen/Qwen2.5-7B-Instruct",
+        "qwen2.5",
+        "qwen2.5:7b",
+    ),
+    "llamacpp__Qwen-Qwen3-0.6B.jinja": ("Qwen/Qwen3-0.6B", "Qwen/Qwen3-8B", "qwen3", "qwen3:0.6b"),
+    "llamacpp__deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja": (
+        "deepseek-ai/DeepSeek-R1-Distill-Qwen-32B",
+        "deepseek-r1:32b",
+    ),
+    "llamacpp__deepseek-ai-DeepSeek-V3.1.jinja": ("deepseek-ai/DeepSeek-V3.1", "deepseek-v3.1"),
+    "llamacpp__google-gemma-2-2b-it.jinja": (
+        "google/gemma-2-2b-it",
+        "google/gemma-2-9b-it",
+        "gemma2",
+        "gemma2:2b",
+    ),
+    "llamacpp__ibm-granite-granite-3.3-2B-Instruct.jinja": (
+        "ibm-granite/granite-3.3-2b-instruct",
+        "granite3.3",
+        "granite3.3:2b",
+    ),
+    "llamacpp__meetkai-functionary-medium-v3.2.jinja": ("meetkai/functionary-medium-v3.2",),
+    "llamacpp__meta-llama-Llama-3.1-8B-Instruct.jinja": (
+        "meta-llama/Llama-3.1-8B-Instruct",
+        "meta-llama/Meta-Llama-3.1-8B-Instruct",
+        "llama3.1",
+        "llama3.1:8b",
+    ),
+    "llamacpp__meta-llama-Llama-3.2-3B-Instruct.jinja": (
+        "meta-llama/Llama-3.2-3B-Instruct",
+        "llama3.2",
+        "llama3.2:3b",
+    ),
+    "llamacpp__microsoft-Phi-3.5-mini-instruct.jinja": (
+        "microsoft/Phi-3.5-mini-instruct",
+        "phi3.5",
+    ),
+    "llamacpp__mistralai-Mistral-Nemo-Instruct-2407.jinja": (
+        "mistralai/Mistral-Nemo-Instruct-2407",
+        "mistral-nemo",
+        "mistral-nemo:12b",
+    ),
+    "llamacpp__moonshotai-Kimi-K2.jinja": ("moonshotai/Kimi-K2-Instruct", "kimi-k2"),
+    "llamacpp__openai-gpt-oss-120b.jinja": (
+        "openai/gpt-oss-120b",
+        "openai/gpt-oss-20b",
+        "gpt-oss",
+        "gpt-oss:20b",
+    ),
+    "llamacpp__unsloth-mistral-Devstral-Small-2507.jinja": (
+        "mistralai/Devstral-Small-2507",
+        "unsloth/Devstral-Small-2507",
+        "devstral",
+        "devstral:24b",
+    ),
+    "vllm__tool_chat_template_deepseekv3.jinja": ("deepseek-ai/DeepSeek-V3", "deepseek-v3"),
+    "vllm__tool_chat_template_gemma3_pythonic.jinja": ("google/gemma-3-27b-it", "gemma3:27b"),
+    "vllm__tool_chat_template_granite.jinja": (
+        "ibm-granite/granite-3.0-8b-instruct",
+        "granite3-dense:8b",
+    ),
+    "vllm__tool_chat_template_hermes.jinja": ("NousResearch/Hermes-2-Pro-Mistral-7B",),
+    "vllm__tool_chat_template_llama3.1_json.jinja": (
+        "meta-llama/Llama-3.3-70B-Instruct",
+        "llama3.3",
+    ),
+    "vllm__tool_chat_template_llama3.2_pythonic.jinja": (
+        "meta-llama/Llama-3.2-1B-Instruct",
+        "llama3.2:1b",
+    ),
+    "vllm__tool_chat_template_mistral.jinja": (
+        "mistralai/Mistral-7B-Instruct-v0.3",
+        "mistral",
+        "mistral:7b",
+    ),
 }
-"""Each template shipped as test data -> the profile whose repairs it must render."""
+"""Each template shipped as test data -> the names a user passes for the models it serves
+(Hugging Face repo ids, Ollama tags; for vLLM's example templates, the models of the family
+it was written for), the first the one it is judged with. The profile its repairs must render
+is the one :func:`toolmend.request_profile` picks for a server and that model."""
 
-SINGLE_CALL_TEMPLATES = frozenset(
-    {
-        "vllm__tool_chat_template_llama3.1_json.jinja",
-        "llamacpp__meta-llama-Llama-3.1-8B-Instruct.jinja",
-        "llamacpp__meta-llama-Llama-3.2-3B-Instruct.jinja",
-    }
-)
-"""Templates that refuse parallel calls ("This model only supports single tool-calls at
-once!"): a limit of the model, which no history repair can lift without splitting the
-model's own turn; their judge sees histories with at most one call per message."""
+ARGUMENT_OBJECTS = frozenset({"llamacpp__ByteDance-Seed-OSS.jinja"})
+"""Templates that read a call's ``arguments`` as a mapping: vLLM (``chat_utils``) and
+llama.cpp parse the JSON text into an object before rendering, and the judge does the same for
+these (transformers itself passes the text on)."""
+
+SERVERS = ("vllm", "llama.cpp", "ollama", "tgi")
+"""The self-hosted servers a template is judged behind (those toolmend knows as names)."""
+
+
+def known_servers() -> tuple[str, ...]:
+    """The :data:`SERVERS` toolmend knows as provider names."""
+    from toolmend.profiles import profile_names
+
+    names = set(profile_names())
+    return tuple(server for server in SERVERS if server in names)
+
+
+def template_provider(name: str, server: str = "vllm") -> str:
+    """The profile a request for template ``name``'s model meets behind ``server``."""
+    from toolmend._routing import request_profile
+
+    return request_profile(server, model=TEMPLATES[name][0])
+
 
 _SPECIAL_TOKENS = {"bos_token": "<s>", "eos_token": "</s>", "pad_token": "<pad>"}
 
@@ -113,14 +224,28 @@ def render(name: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]
         template = _compiled[name] = _jinja().from_string(
             (TEMPLATE_DIR / name).read_text(encoding="utf-8")
         )
+    messages = copy.deepcopy(messages)
+    if name in ARGUMENT_OBJECTS:
+        _parse_arguments(messages)
     text: str = template.render(
-        messages=copy.deepcopy(messages),
+        messages=messages,
         tools=tools,
         documents=None,
         add_generation_prompt=True,
         **_SPECIAL_TOKENS,
     )
     return text
+
+
+def _parse_arguments(messages: list[dict[str, Any]]) -> None:
+    """Each call's JSON ``arguments`` text parsed into an object, in place, as the servers do
+    (text that is not JSON stays text)."""
+    for message in messages:
+        for call in message.get("tool_calls") or () if isinstance(message, dict) else ():
+            function = call.get("function") if isinstance(call, dict) else None
+            if isinstance(function, dict) and isinstance(function.get("arguments"), str):
+                with contextlib.suppress(ValueError):
+                    function["arguments"] = json.loads(function["arguments"])
 
 
 def tools_for(messages: list[Any]) -> list[dict[str, Any]]:
@@ -158,18 +283,15 @@ def template_error(name: str, messages: list[dict[str, Any]]) -> str | None:
     return None
 
 
-def parallel_calls(messages: list[Any]) -> bool:
-    """Whether any message of ``messages`` makes more than one call."""
-    return any(
-        isinstance(message, dict) and len(message.get("tool_calls") or ()) > 1
-        for message in messages
-    )
+def mistral_error(messages: list[Any], *, checks_ids: bool = False) -> str | None:
+    """None when mistral-common's validator (serving mode) accepts ``messages``.
 
-
-def mistral_error(messages: list[Any]) -> str | None:
-    """None when mistral-common's validator (serving mode) accepts ``messages``."""
+    ``checks_ids`` picks the validator of the tokenizers before v13 (Mistral Small 3.2,
+    Devstral Small 2507, Magistral), which wants 9-character alphanumeric call ids (issue 32,
+    case 5); the v13 one takes any id."""
     from mistral_common.protocol.instruct.request import ChatCompletionRequest
     from mistral_common.protocol.instruct.validator import (
+        MistralRequestValidatorV11,
         MistralRequestValidatorV13,
         ValidationMode,
     )
@@ -178,7 +300,8 @@ def mistral_error(messages: list[Any]) -> str | None:
         request = ChatCompletionRequest(
             messages=copy.deepcopy(messages), tools=tools_for(messages), model="mistral-large"
         )
-        MistralRequestValidatorV13(ValidationMode.serving).validate_request(request)
+        validator = MistralRequestValidatorV11 if checks_ids else MistralRequestValidatorV13
+        validator(ValidationMode.serving).validate_request(request)
     except Exception as error:  # the judge's verdict, whatever it raised
         return f"{type(error).__name__}: {error}"
     return None

@@ -23,14 +23,21 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from .._api import check, find_damage, format_of, mend_damage, repair, result_reader
-from .._edits import AsText, Blocks, Bridge, Item, Keep, Merge, MessageEdit, Placeholder
+from .._api import (
+    check,
+    find_damage,
+    format_of,
+    mend_damage,
+    profile_for,
+    repair,
+    result_reader,
+)
+from .._edits import AsText, Blocks, Bridge, CallPart, Item, Keep, Merge, MessageEdit, Placeholder
 from .._policy import Policy, as_policy
 from .._repair import pair_results
 from .._report import Change, Problem
 from .._skeleton import Result
 from ..formats import Format
-from ..profiles import get_profile
 from .content import one_line, text_of
 
 __all__ = [
@@ -446,7 +453,7 @@ def _origins(
 ) -> list[_Origin] | None:
     """Per repaired message, the input messages it came from, read from the repair plan;
     None when the plan and the output do not line up (then no row claims a source)."""
-    profile = get_profile(provider)
+    profile = profile_for(provider, module)  # as repair derives it
     chosen = as_policy(policy)
     damaged = find_damage(module, items, profile, chosen)
     mended = mend_damage(module, items, profile, chosen, damaged)
@@ -473,6 +480,8 @@ def _origin(item: Item, edits: dict[int, MessageEdit], low: int) -> _Origin:
         return _Origin("placeholder", (low + item.call_index,), (item.call_id,))
     if isinstance(item, Bridge):
         return _Origin("inserted", ())
+    if isinstance(item, CallPart):  # a call split out of its message
+        return _Origin("edited", (low + item.index,))
     if isinstance(item, AsText):
         inner = _origin(item.item, edits, low)
         return _Origin("as text", inner.source, inner.answers)

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .. import _jsontext as jsontext
-from .._edits import MessageEdit, Placeholder, Plan
+from .._edits import EMPTY_RESULT_TEXT, MessageEdit, Placeholder, Plan
 from .._report import InvalidMessageError
 from .._skeleton import (
     ASSISTANT,
@@ -114,6 +114,10 @@ _SCANNED_CODES = frozenset(
         "call_id_format",
         "result_id_format",
         "result_without_id",
+        "text_blank",
+        "result_text_blank",
+        "call_with_text",
+        "misplaced_part",  # a toolUse in a user message: the scan hands it to the full path
     }
 )
 """The problem codes the scan rules on: a profile may enable these or some of them (trim's
@@ -191,6 +195,11 @@ def _scan(
     first_rule = "first_not_user" in codes
     order_rule = "roles_not_alternating" in codes
     text_rule = "result_with_text" in codes
+    blank_rule = "text_blank" in codes
+    result_blank_rule = "result_text_blank" in codes
+    alone_rule = "call_with_text" in codes  # Llama, Mistral: nothing beside toolUse blocks
+    texts: list[Any] = []  # the texts the blank-text rules look at, judged together at the end
+    keep_text = texts.append
     spans = FirstOnly() if first_only else Spans()
     callers = spans.callers  # every call id -> its first range (dirty_spans)
     ids: list[str] = []  # every call id (quick_valid: only the pattern needs them)
@@ -209,12 +218,16 @@ def _scan(
                 # first of them then go unanswered, under any profile)
                 spans.dirty = True
             calls: set[str] | None = None
+            conversation = False  # a block other than toolUse
             for block in content:
                 if type(block) is not dict or len(block) != 1:
                     return None
                 if "toolUse" not in block:
                     if "toolResult" in block:
                         return None  # a result in an assistant message: unusual
+                    conversation = True
+                    if blank_rule and "text" in block:
+                        keep_text(block["text"])
                     continue
                 use = block["toolUse"]
                 if type(use) is not dict or type(use["name"]) is not str:
@@ -232,6 +245,8 @@ def _scan(
                     ids.append(call_id)
                 elif call_id not in callers:
                     callers[call_id] = spans.start
+            if alone_rule and calls and conversation:
+                spans.dirty = True
             waiting = calls
             after_model = True
             continue
@@ -247,10 +262,18 @@ def _scan(
                 if "toolUse" in block:
                     return None  # a call in a user message: unusual
                 other = True
+                if blank_rule and "text" in block:
+                    keep_text(block["text"])
                 continue
             result = block["toolResult"]
             if type(result) is not dict:
                 return None
+            if result_blank_rule:
+                parts = result.get("content")
+                if type(parts) is list:
+                    for part in parts:
+                        if type(part) is dict and "text" in part:
+                            keep_text(part["text"])
             result_id = result["toolUseId"]
             if type(result_id) is not str:
                 return None
@@ -271,6 +294,14 @@ def _scan(
         elif results and settled and not first_only:
             spans.end_point(index + 1)  # the results answer the calls before them, exactly
         after_model = False
+    if texts:
+        # two C-level passes: a blank text is rare, and its message may go (and the roles
+        # with it), so the full path decides; a text that is no string fails ``str.isspace``
+        try:
+            if not all(texts) or any(map(str.isspace, texts)):
+                return None
+        except TypeError:
+            return None
     id_pattern = compiled(profile.call_id_pattern)
     if not all_match(id_pattern, ids if first_only else callers) or spans.answered_later():
         return None  # a rare bad id (the full path finds which), or a result before its call
@@ -341,6 +372,9 @@ def _read_blocks(skeleton: Skeleton, index: int, role: str, content: Sequence[An
                     index, f"content[{slot}].toolResult.toolUseId", "a string", result_id
                 )
             results.append(Result(result_id, None, slot))
+            blank = _blank_inside(result.get("content"))
+            if blank:
+                skeleton.defects.append(Defect(index, "result_text_blank", slot, blank))
             continue
         extras.append(slot)
         if "text" in block:
@@ -355,6 +389,21 @@ def _read_blocks(skeleton: Skeleton, index: int, role: str, content: Sequence[An
         skeleton.results[index] = tuple(results)
     if calls or results or flawed:
         skeleton.extras[index] = tuple(extras)
+
+
+def _blank_inside(payload: Any) -> str:
+    """How a toolResult's content breaks the rule on blank text, in the words of the error
+    (``"be non-empty"``, ``"contain non-whitespace text"``), or ``""`` when it does not."""
+    if not isinstance(payload, list):
+        return ""
+    for part in payload:
+        if isinstance(part, Mapping) and "text" in part:
+            text = part["text"]
+            if not isinstance(text, str) or not text:
+                return "be non-empty"
+            if text.isspace():
+                return "contain non-whitespace text"
+    return ""
 
 
 def call_arguments(message: Any, slot: int) -> Any:
@@ -466,11 +515,25 @@ def _edit_block(block: Mapping[str, Any], slot: int, edit: MessageEdit) -> Any:
             inner["name"] = edit.call_names[slot]
         return {**block, "toolUse": {**use, **inner}} if inner else block
     result = block.get("toolResult")
-    if result is not None and slot in edit.result_ids:
-        return {**block, "toolResult": {**result, "toolUseId": edit.result_ids[slot]}}
+    if result is not None:
+        inner = {}
+        if slot in edit.result_ids:
+            inner["toolUseId"] = edit.result_ids[slot]
+        if edit.normalize_results and _blank_inside(result.get("content")):
+            kept = [
+                part
+                for part in result["content"]
+                if not (isinstance(part, Mapping) and "text" in part and _blank_text(part["text"]))
+            ]
+            inner["content"] = kept or [{"text": EMPTY_RESULT_TEXT}]
+        return {**block, "toolResult": {**result, **inner}} if inner else block
     if slot in edit.rstrip_text and isinstance(block.get("text"), str):
         return {**block, "text": block["text"].rstrip()}
     return block
+
+
+def _blank_text(text: Any) -> bool:
+    return not isinstance(text, str) or not text or text.isspace()
 
 
 def _result_as_text(block: Mapping[str, Any]) -> str:

@@ -99,6 +99,7 @@ class BlockWriter:
                 text = self._render(edits, item.item)
                 out.append(self.message(roles[item.role], [self.text(text)]))
             else:
+                assert isinstance(item, Merge), "calls are split for message layouts only"
                 out.append(self._merged(edits, item))
         return out
 

@@ -38,7 +38,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from .. import _jsontext as jsontext
-from .._edits import AsText, Bridge, Item, Keep, Merge, MessageEdit, Placeholder, Plan
+from .._edits import AsText, Bridge, CallPart, Item, Keep, Merge, MessageEdit, Placeholder, Plan
 from .._report import InvalidHistoryError, InvalidMessageError
 from .._skeleton import ASSISTANT, OTHER, SYSTEM, TOOL, USER, Call, Defect, Result, Skeleton
 from . import register
@@ -433,6 +433,8 @@ def _build(
         return maker.new(item.role, content=item.text)
     if isinstance(item, AsText):
         return maker.new(item.role, content=_render(messages, item.item, edits, maker))
+    if isinstance(item, CallPart):
+        return _call_part(messages[item.index], item.slot, edits.get(item.index), maker)
     assert isinstance(item, Merge), "Blocks items are planned for block layouts only"
     return _merged(messages, item, edits, maker)
 
@@ -511,6 +513,20 @@ def _edited(message: Any, edit: MessageEdit, maker: _Maker) -> Any:
     if role is not None:
         return _with_role(message, role, update, maker)
     return message.model_copy(update=update) if update else message
+
+
+def _call_part(message: Any, slot: int, edit: MessageEdit | None, maker: _Maker) -> Any:
+    """An AI message of its own holding call ``slot`` of ``message`` (edited as the message's
+    own edit says), with empty text and no message id: a split parallel-call message."""
+    count = len(_call_entries(0, message))
+    alone = MessageEdit(
+        call_ids=dict(edit.call_ids) if edit is not None else {},
+        call_names=dict(edit.call_names) if edit is not None else {},
+        drop_calls={other for other in range(count) if other != slot},
+        set_fields={"content": ""},
+    )
+    part = _edited(message, alone, maker)
+    return part.model_copy(update={"id": None, "response_metadata": {}, "usage_metadata": None})
 
 
 def _with_role(message: Any, role: str, update: dict[str, Any], maker: _Maker) -> Any:

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .. import _jsontext as jsontext
-from .._edits import AsText, Bridge, Item, Keep, Merge, MessageEdit, Placeholder, Plan
+from .._edits import AsText, Bridge, CallPart, Item, Keep, Merge, MessageEdit, Placeholder, Plan
 from .._report import InvalidMessageError
 from .._skeleton import ASSISTANT, OTHER, SYSTEM, TOOL, USER, Call, Defect, Result, Skeleton
 from . import register
@@ -830,8 +830,25 @@ def _build(messages: Sequence[Any], item: Item, edits: dict[int, MessageEdit]) -
         return {"role": item.role, "content": item.text}
     if isinstance(item, AsText):
         return {"role": item.role, "content": _render(messages, item.item, edits)}
+    if isinstance(item, CallPart):
+        return _call_part(messages[item.index], item.slot, edits.get(item.index))
     assert isinstance(item, Merge), "Blocks items are planned for block layouts only"
     return _merged(messages, item, edits)
+
+
+def _call_part(message: Any, slot: int, edit: MessageEdit | None) -> dict[str, Any]:
+    """An assistant message of its own holding call ``slot`` of ``message`` (edited as the
+    message's own edit says), with empty text: a split parallel-call message."""
+    tool_calls = message_dict(message).get("tool_calls") or []
+    call = tool_calls[slot]
+    if edit is not None:
+        alone = MessageEdit(
+            call_ids={0: edit.call_ids[slot]} if slot in edit.call_ids else {},
+            call_names={0: edit.call_names[slot]} if slot in edit.call_names else {},
+            normalize_calls=edit.normalize_calls,
+        )
+        call = _edited_calls([call], alone)[0]
+    return {"role": "assistant", "content": "", "tool_calls": [call]}
 
 
 def _edited(message: Any, edit: MessageEdit) -> dict[str, Any]:

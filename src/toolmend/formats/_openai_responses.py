@@ -122,6 +122,19 @@ _REQUIRED_ID_TYPES = frozenset(
 """Item types whose ``id`` the API requires (openai SDK ``ResponseInputItemParam``); on every
 other item, messages included, the id is optional and can be left out."""
 
+_TOOL_CALLS = {
+    "custom_tool_call": ("custom_tool_call_output", "custom tool call"),
+    "apply_patch_call": ("apply_patch_call_output", "apply patch call"),
+    "shell_call": ("shell_call_output", "shell call"),
+    "local_shell_call": ("local_shell_call_output", "local shell call"),
+    "computer_call": ("computer_call_output", "computer call"),
+}
+"""Call item types other than ``function_call`` that the caller answers with an output item of
+its own type: the call type -> (its output type, the API's name for it in error texts)."""
+
+_TOOL_OUTPUTS = {output: (call, phrase) for call, (output, phrase) in _TOOL_CALLS.items()}
+"""The output item types of :data:`_TOOL_CALLS` -> (their call type, the API's name)."""
+
 _ID_CHARSET = re.compile(r"[A-Za-z0-9_-]+")
 _ID_LIST = re.compile(r"(?:[A-Za-z0-9_-]+ )*")
 
@@ -168,6 +181,10 @@ _QUICK_CODES = frozenset(
         "duplicate_item",
         "null_content",
         "arguments_not_string",
+        "call_without_reasoning",
+        # only items of other types have these, and the scans hand those to the full path
+        "missing_tool_output",
+        "orphan_tool_output",
     }
 )
 """The problem codes :func:`quick_valid` rules out; a profile checking any other code gets the
@@ -195,11 +212,15 @@ def quick_valid(messages: Sequence[Any] | str, profile: Profile) -> bool:
     ids: list[Any] = []
     keep_id = ids.append
     after_reasoning = False
+    # reasoning models: a call with a server id needs a reasoning item opening its output run
+    reasoned = "call_without_reasoning" not in profile.checks
+    needs_reasoning = not reasoned
     for item in messages:
         if type(item) is not dict:
             return False
         item_type = item.get("type")
         if item_type == "function_call_output":  # the commonest item, with no id of its own
+            reasoned = not needs_reasoning
             call_id = item.get("call_id")
             if (
                 after_reasoning
@@ -224,7 +245,7 @@ def quick_valid(messages: Sequence[Any] | str, profile: Profile) -> bool:
                 or type(item.get("arguments")) is not str
                 or (
                     item_id is not None
-                    and (type(item_id) is not str or not item_id.startswith("fc"))
+                    and (type(item_id) is not str or not item_id.startswith("fc") or not reasoned)
                 )
             ):
                 return False
@@ -241,7 +262,7 @@ def quick_valid(messages: Sequence[Any] | str, profile: Profile) -> bool:
                 )
             ):
                 return False
-            after_reasoning = True
+            after_reasoning = reasoned = True
         elif item_type is None or item_type == "message":
             role = item.get("role")
             if type(role) is not str or role not in _MESSAGE_KINDS or item.get("content") is None:
@@ -249,6 +270,8 @@ def quick_valid(messages: Sequence[Any] | str, profile: Profile) -> bool:
             if after_reasoning and role == "user":
                 return False
             after_reasoning = False
+            if role != "assistant":
+                reasoned = not needs_reasoning
         else:
             return False
         if item_id is not None:
@@ -354,6 +377,7 @@ def _scannable(profile: Profile) -> bool:
     """Whether the one-pass scans know every rule ``profile`` runs."""
     return (
         profile.pairing == "ordered"
+        and not profile.batched_outputs
         and profile.known_roles is None
         and profile.call_id_pattern is None
         and profile.function_name_pattern is None
@@ -380,7 +404,13 @@ def dirty_spans(messages: Sequence[Any] | str, profile: Profile) -> list[tuple[i
     """
     if quick_valid(messages, profile):
         return []
-    if type(messages) is not list or not messages or not _scannable(profile):
+    if (
+        type(messages) is not list
+        or not messages
+        or not _scannable(profile)
+        # the rule looks back across the output run: a range cut inside one would misjudge it
+        or "call_without_reasoning" in profile.checks
+    ):
         return None
     return _damaged_spans(messages, profile)
 
@@ -612,6 +642,9 @@ def read(messages: Sequence[Any] | str) -> Skeleton:
     first_with_id: dict[str, int] = {}
     id_ok = _ID_CHARSET.fullmatch
     waiting = -1  # a reasoning item whose follower is not read yet
+    reasoned = False  # a reasoning item opens the model output run this item belongs to
+    server_ids: set[int] = set()
+    tool_items: list[tuple[int, str, Any]] = []  # (index, type, call id): other calls, outputs
     for index, item in enumerate(messages):
         get = item.get if type(item) is dict else _getter(item, index)
         item_type = get("type")
@@ -636,6 +669,7 @@ def read(messages: Sequence[Any] | str) -> Skeleton:
                 waiting = -1
             kinds.append(kind)
             roles.append(role)
+            reasoned = reasoned and kind == ASSISTANT
             if get("content") is None:
                 defects.append(Defect(index, "null_content", -1, "content"))
         elif item_type == "function_call":
@@ -652,6 +686,7 @@ def read(messages: Sequence[Any] | str) -> Skeleton:
             if waiting >= 0:
                 _stranded(skeleton, messages, waiting)
                 waiting = -1
+            reasoned = False
             kinds.append(TOOL)
             roles.append(item_type)
             results[index] = (Result(_str_field(get, "call_id", index), None, 0),)
@@ -661,6 +696,7 @@ def read(messages: Sequence[Any] | str) -> Skeleton:
             if waiting >= 0:
                 _stranded(skeleton, messages, waiting)
             waiting = index
+            reasoned = True
             kinds.append(ASSISTANT)
             roles.append(item_type)
             reasoning.add(index)
@@ -676,8 +712,14 @@ def read(messages: Sequence[Any] | str) -> Skeleton:
             roles.append(item_type)
             if output:
                 outputs.add(index)
+                reasoned = False
             if item_type == "item_reference":
                 references.add(index)
+            elif item_type in _TOOL_CALLS or item_type in _TOOL_OUTPUTS:
+                call_id = get("call_id")
+                if call_id is None and item_type == "local_shell_call_output":
+                    call_id = get("id")  # the SDK's type names the call by ``id``
+                tool_items.append((index, item_type, call_id))
         item_id = get("id")
         if item_id is None:
             continue
@@ -689,6 +731,10 @@ def read(messages: Sequence[Any] | str) -> Skeleton:
             prefix = _ID_PREFIXES.get(item_type) if item_type else None
             if prefix is not None and not item_id.startswith(prefix):
                 defects.append(Defect(index, "item_id_prefix", -1, prefix, item_id))
+            elif item_type == "function_call":
+                server_ids.add(index)  # a server-issued ``fc_`` id: it names stored state
+                if not reasoned:
+                    defects.append(Defect(index, "call_without_reasoning", -1, "id", item_id))
         first = first_with_id.setdefault(item_id, index)
         if first != index:
             code = "duplicate_item" if messages[first] == item else "duplicate_item_id"
@@ -697,16 +743,48 @@ def read(messages: Sequence[Any] | str) -> Skeleton:
             required.add(index)
     if waiting >= 0:
         _stranded(skeleton, messages, waiting)
+    if tool_items:
+        _pair_tool_items(skeleton, tool_items)
     for flag, found in (
         ("no_text", calling),
         ("reasoning_item", reasoning),
         ("output_item", outputs),
         ("id_required", required),
         ("reference", references),
+        ("server_id", server_ids),
     ):
         if found:
             skeleton.marks[flag] = found
     return skeleton
+
+
+def _pair_tool_items(skeleton: Skeleton, found: list[tuple[int, str, Any]]) -> None:
+    """Pair the calls of :data:`_TOOL_CALLS` with their outputs, as the API does for
+    ``function_call``: an output answers a call of its own type with its ``call_id`` before it.
+    A call with no output after it gets ``missing_tool_output`` (marked ``tool_call``), an
+    output with no call before it ``orphan_tool_output``; the detail is the API's name of the
+    call type, for the error text. Items without a string ``call_id`` are not judged."""
+    called: dict[tuple[str, str], list[int]] = {}  # (call type, call id) -> calls, in order
+    answered: set[int] = set()
+    for index, item_type, call_id in found:
+        if type(call_id) is not str:
+            continue
+        if item_type in _TOOL_CALLS:
+            called.setdefault((item_type, call_id), []).append(index)
+            skeleton.mark("tool_call", index)
+            continue
+        call_type, phrase = _TOOL_OUTPUTS[item_type]
+        calls = called.get((call_type, call_id))
+        if calls:
+            answered.update(calls)
+        else:
+            skeleton.defects.append(Defect(index, "orphan_tool_output", -1, phrase, call_id))
+    for (call_type, call_id), calls in called.items():
+        for index in calls:
+            if index not in answered:
+                phrase = _TOOL_CALLS[call_type][1]
+                skeleton.defects.append(Defect(index, "missing_tool_output", -1, phrase, call_id))
+    skeleton.defects.sort(key=lambda defect: defect.at)
 
 
 def _stranded(skeleton: Skeleton, messages: Sequence[Any], at: int) -> None:
@@ -753,7 +831,7 @@ def _build(messages: Sequence[Any], item: Item, edits: dict[int, MessageEdit]) -
         message = messages[item.index]
         return message if edit is None else _edited(message, edit)
     if isinstance(item, Placeholder):
-        return {"type": "function_call_output", "call_id": item.call_id, "output": item.text}
+        return _placeholder(messages, item)
     if isinstance(item, Bridge):
         return {"role": item.role, "content": item.text}
     if isinstance(item, AsText):
@@ -761,6 +839,26 @@ def _build(messages: Sequence[Any], item: Item, edits: dict[int, MessageEdit]) -
     if isinstance(item, Merge):
         return _merged(messages, item, edits)
     raise TypeError(f"{type(item).__name__} items do not apply to a Responses input")
+
+
+def _placeholder(messages: Sequence[Any], item: Placeholder) -> dict[str, Any]:
+    """The output answering a call that had none, of the type its call takes: a
+    ``function_call_output`` or ``custom_tool_call_output`` holding the placeholder text, an
+    ``apply_patch_call_output`` with ``status: "failed"`` (the patch is not known to be
+    applied) and the text as its ``output``."""
+    source = messages[item.call_index]
+    kind = source.get("type") if isinstance(source, Mapping) else getattr(source, "type", None)
+    if kind == "apply_patch_call":
+        return {
+            "type": "apply_patch_call_output",
+            "call_id": item.call_id,
+            "status": "failed",
+            "output": item.text,
+        }
+    output_type = (
+        "custom_tool_call_output" if kind == "custom_tool_call" else "function_call_output"
+    )
+    return {"type": output_type, "call_id": item.call_id, "output": item.text}
 
 
 def _as_dict(item: Any) -> dict[str, Any]:
@@ -823,6 +921,13 @@ def _render(messages: Sequence[Any], item: AsText, edits: dict[int, MessageEdit]
         return f"{head}\n{text}" if text else head
     if kind == "function_call":
         return f"[tool call {data.get('call_id')}: {data.get('name')}({data.get('arguments')})]"
+    if kind in _TOOL_OUTPUTS:  # an output whose call is gone, kept as text
+        head = f"[{kind} {data.get('call_id') or data.get('id')}]"
+        output = data.get("output")
+        text = output if isinstance(output, str) else _text_of(output)
+        if not text and output is not None:
+            text = jsontext.dumps(output, ensure_ascii=False, default=str)
+        return f"{head}\n{text}" if text else head
     if kind in (None, "message"):
         return _text_of(data.get("content")) or ""
     return f"[{kind} item]"

@@ -21,13 +21,15 @@ from types import MappingProxyType
 from .._report import UnknownNameError
 from ._anthropic import ANTHROPIC, ANTHROPIC_NO_PREFILL, ANTHROPIC_THINKING
 from ._base import Check, Profile, compiled
-from ._bedrock import BEDROCK
-from ._deepseek import DEEPSEEK, DEEPSEEK_REASONER
+from ._bedrock import BEDROCK, BEDROCK_TOOLS_ALONE
+from ._deepseek import DEEPSEEK, DEEPSEEK_REASONER, DEEPSEEK_RESPONSES
 from ._gemini import GEMINI, GEMINI_3, GEMINI_NO_IDS
 from ._groq import GROQ
 from ._mistral import MISTRAL
-from ._openai import OPENAI, OPENAI_RESPONSES
-from ._templates import HF_TEMPLATE, HF_TEMPLATE_STRICT
+from ._openai import OPENAI, OPENAI_RESPONSES, OPENAI_RESPONSES_REASONING
+from ._servers import HF_TEMPLATE_RESPONSES
+from ._templates import HF_GEMMA_3, HF_LLAMA_3, HF_MISTRAL, HF_TEMPLATE, HF_TEMPLATE_STRICT
+from ._vendors import VENDORS, vendor_named
 
 __all__ = [
     "PROFILES",
@@ -45,12 +47,18 @@ PROFILES: Mapping[str, Profile] = MappingProxyType(
         for p in (
             OPENAI,
             OPENAI_RESPONSES,
+            OPENAI_RESPONSES_REASONING,
             DEEPSEEK,
             DEEPSEEK_REASONER,
+            DEEPSEEK_RESPONSES,
             MISTRAL,
             GROQ,
             HF_TEMPLATE,
             HF_TEMPLATE_STRICT,
+            HF_TEMPLATE_RESPONSES,
+            HF_GEMMA_3,
+            HF_LLAMA_3,
+            HF_MISTRAL,
             ANTHROPIC,
             ANTHROPIC_THINKING,
             ANTHROPIC_NO_PREFILL,
@@ -58,6 +66,7 @@ PROFILES: Mapping[str, Profile] = MappingProxyType(
             GEMINI_3,
             GEMINI_NO_IDS,
             BEDROCK,
+            BEDROCK_TOOLS_ALONE,
         )
     }
 )
@@ -69,15 +78,17 @@ _BY_ALIAS: Mapping[str, Profile] = MappingProxyType(
 
 
 def profile_names() -> list[str]:
-    """Every provider name and alias toolmend accepts, sorted."""
-    return sorted([*PROFILES, *_BY_ALIAS])
+    """Every provider name and alias toolmend accepts, sorted: the vendors and servers, the
+    profiles (vendor-and-API pairs, variants) and their aliases."""
+    vendors = {name for vendor in VENDORS for name in (vendor.name, *vendor.aliases)}
+    return sorted({*PROFILES, *_BY_ALIAS, *vendors})
 
 
 def primary_names() -> list[str]:
-    """The provider names without their aliases (the vendors' APIs and the chat template
-    servers), in the table's order: what help texts and errors list; the aliases (``claude``,
-    ``vllm``, ``vertex``, ...) are in docs/providers.md."""
-    return list(PROFILES)
+    """The vendors and self-hosted servers, in the table's order: what help texts and errors
+    list. The profiles they lead to (``openai-responses``, ``deepseek-reasoner``, ...) and the
+    aliases are accepted too, and listed in docs/providers.md."""
+    return [vendor.name for vendor in VENDORS]
 
 
 def get_profile(provider: str | Profile) -> Profile:
@@ -90,9 +101,12 @@ def get_profile(provider: str | Profile) -> Profile:
     found = PROFILES.get(key) or _BY_ALIAS.get(key)
     if found is not None:
         return found
+    vendor = vendor_named(key)
+    if vendor is not None:  # a vendor or server named alone: its chat API's profile
+        return PROFILES[vendor.chat]
     close = difflib.get_close_matches(key, profile_names(), n=1)
     hint = f" Did you mean {close[0]!r}?" if close else ""
     raise UnknownNameError(
-        f"Unknown provider {provider!r}.{hint} Known: {', '.join(primary_names())} "
-        "(and their aliases: docs/providers.md)"
+        f"Unknown provider {provider!r}.{hint} Vendors and servers: "
+        f"{', '.join(primary_names())} (profiles and aliases: docs/providers.md)"
     )

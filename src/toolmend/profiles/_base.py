@@ -51,6 +51,11 @@ class Profile:
     assistant message's ids, counted at the next assistant message. ``"ordered"``: OpenAI
     Responses, no adjacency: a result needs a call with its id somewhere before it, a call a
     result somewhere after it. ``"none"``: not checked."""
+    batched_outputs: bool = False
+    """Responses items (``pairing="ordered"``): a run of consecutive calls is one assistant turn,
+    and the outputs of all its calls come right after that run, with nothing between them
+    (DeepSeek's ``/v1/responses``; self-hosted servers, which turn the items into chat messages
+    for the model's chat template)."""
     call_id_max_length: int | None = None
     """Longest tool call id the provider accepts (OpenAI: 40 on some deployments)."""
     call_id_pattern: str | None = None
@@ -110,6 +115,10 @@ class Profile:
     carry a thought signature."""
     reject_function_ids: bool = False
     """The Gemini endpoint does not know ``functionCall.id`` / ``functionResponse.id``."""
+    single_call: bool = False
+    """OpenAI-shaped histories: an assistant message may make one call only (the Llama 3.1 /
+    3.2 chat templates). Reported as ``parallel_calls``; repaired by splitting the message into
+    consecutive single-call messages, each followed by its result (``split_calls``)."""
     content_string_kinds: frozenset[str] = frozenset()
     """Kinds of OpenAI-shaped messages whose ``content`` must be a string, not null (checked on
     user, system and tool messages and on assistant messages with calls; an assistant message

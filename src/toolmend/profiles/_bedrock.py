@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from types import MappingProxyType
 
 from ._base import ISSUE_20, LITELLM_FACTORY, Check, Profile, checks, shape_checks
@@ -57,6 +58,35 @@ _BR_NOT_ALTERNATING = Check(
     "message without text is dropped by LiteLLM's converter (" + ISSUE_20 + ")",
 )
 
+_BR_BLANK_TEXT = Check(
+    "BR-BLANK-TEXT",
+    "The text field in the ContentBlock object at messages.{index}.content.{slot} is "
+    "blank. Add text to the text field, and try again.",
+    "public code quoting the error; https://github.com/agentjido/jido_ai/pull/215 (Bedrock "
+    "refuses an empty text block; Claude models answer 'text content blocks must be "
+    "non-empty', BR-RESULT-BLANK-TEXT)",
+)
+_BR_RESULT_BLANK_TEXT = Check(
+    "BR-RESULT-BLANK-TEXT",
+    "messages: text content blocks must {property}",
+    "https://github.com/NousResearch/hermes-agent/issues/55092 (an empty text inside a "
+    "toolResult: 'be non-empty'); https://github.com/NousResearch/hermes-agent/pull/61318 "
+    "(whitespace only: 'contain non-whitespace text')",
+)
+_BR_USER_TOOL_USE = Check(
+    "BR-USER-TOOL-USE",
+    "User messages cannot contain tool uses. Please remove the tool uses and try again.",
+    "https://github.com/strands-agents/sdk-python/issues/1160 ; "
+    "https://github.com/strands-agents/sdk-python/issues/2214",
+)
+_BR_TOOL_USE_WITH_TEXT = Check(
+    "BR-TOOL-USE-WITH-TEXT",
+    "messages.{index}.content: Conversation blocks and tool use blocks cannot be "
+    "provided in the same turn.",
+    "https://github.com/quarkiverse/quarkus-langchain4j/issues/1983 (model-dependent: Llama "
+    "and Mistral models, not Claude or Nova)",
+)
+
 BEDROCK = Profile(
     name="bedrock",
     aliases=("bedrock-converse", "converse", "aws-bedrock"),
@@ -90,6 +120,11 @@ BEDROCK = Profile(
                 LITELLM_FACTORY + " (_convert_to_bedrock_tool_call_invoke); " + ISSUE_20,
             )
         ),
+        # Converse blocks: a blank text block, a blank text inside a toolResult, a toolUse
+        # in a user message (a summary or a repair put it there)
+        text_blank=_BR_BLANK_TEXT,
+        result_text_blank=_BR_RESULT_BLANK_TEXT,
+        misplaced_part=_BR_USER_TOOL_USE,
         content_null=_BR_FIRST_NOT_USER,
         content_empty=_BR_FIRST_NOT_USER,
         null_content=_BR_NOT_ALTERNATING,
@@ -103,18 +138,7 @@ BEDROCK = Profile(
     first_user=True,
     role_successors=MappingProxyType({"tool": frozenset({"assistant", "tool"})}),
     strict_checks=checks(
-        text_blank=Check(
-            "BR-BLANK-TEXT",
-            "The text field in the ContentBlock object at messages.{index}.content.{slot} is "
-            "blank. Add text to the text field, and try again.",
-            "public code quoting the error (model-dependent: Llama, Nova, DeepSeek, Cohere)",
-        ),
-        call_with_text=Check(
-            "BR-TOOL-USE-WITH-TEXT",
-            "messages.{index}.content: Conversation blocks and tool use blocks cannot be "
-            "provided in the same turn.",
-            "https://github.com/quarkiverse/quarkus-langchain4j/issues/1983 (model-dependent)",
-        ),
+        call_with_text=_BR_TOOL_USE_WITH_TEXT,
         trailing_call=Check(
             "BR-TRAILING-TOOL-USE",
             "Expected toolResult blocks at messages.{index}.content for the following Ids: {ids}",
@@ -136,3 +160,23 @@ open with the fixed user bridge ("Continue.") where the history starts with the 
 An OpenAI-shaped history checked against this profile (what LiteLLM converts) uses OpenAI's
 adjacency pairing and the first-user rule; LiteLLM itself merges consecutive same-role messages.
 """
+
+TOOLS_ALONE_MODELS: tuple[str, ...] = ("meta.", "mistral.")
+"""Bedrock model id prefixes (after any cross-region prefix such as ``us.``) of the families
+that refuse text beside ``toolUse`` in one assistant turn (Llama, Mistral): a request naming
+one meets ``bedrock-tools-alone`` (see :func:`toolmend.request_profile`)."""
+
+BEDROCK_TOOLS_ALONE = replace(
+    BEDROCK,
+    name="bedrock-tools-alone",
+    aliases=(),
+    checks=checks(**BEDROCK.checks, call_with_text=_BR_TOOL_USE_WITH_TEXT),
+    strict_checks=checks(
+        **{code: check for code, check in BEDROCK.strict_checks.items() if code != "call_with_text"}
+    ),
+)
+"""Bedrock Converse for Llama and Mistral models (``meta.llama3-1-70b-instruct-v1:0``,
+``us.meta.llama...``, ``mistral.mistral-large-2407-v1:0``): the rules of ``bedrock``, and an
+assistant turn with ``toolUse`` blocks holds nothing else. The repair keeps the text: it goes
+in an assistant message of its own before the calls, behind the fixed user bridge
+("Continue.") that the strict alternation then needs."""

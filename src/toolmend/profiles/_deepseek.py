@@ -92,3 +92,40 @@ DEEPSEEK_REASONER = Profile(
         ),
     ),
 )
+
+# --- DeepSeek's Responses API (``/v1/responses``) -------------------------------------------------
+
+_DS_RESPONSES_ADJACENT = (
+    "https://github.com/deepseek-ai/awesome-deepseek-integration/issues/740 (any item between a "
+    "call and its output, a developer message or a reasoning item, fails); "
+    "https://github.com/deepseek-ai/DeepSeek-V3/issues/1588"
+)
+_DS_RESPONSES_ORPHAN = Check(
+    "DSR-RESPONSES-NO-TOOL-CALL",
+    "No tool call found for tool output with call_id {id}.",
+    "https://github.com/deepseek-ai/DeepSeek-V3/issues/1611 ; "
+    "https://github.com/CherryHQ/cherry-studio/issues/17936",
+)
+
+DEEPSEEK_RESPONSES = Profile(
+    name="deepseek-responses",
+    pairing="ordered",
+    batched_outputs=True,
+    checks=checks(
+        orphan_result=_DS_RESPONSES_ORPHAN,
+        unknown_result_id=_DS_RESPONSES_ORPHAN,
+        missing_result=Check(
+            "DSR-RESPONSES-NO-TOOL-OUTPUT",
+            "No tool output found for tool call {id}.",
+            _DS_RESPONSES_ADJACENT,
+        ),
+    ),
+)
+"""DeepSeek's ``/v1/responses`` (https://api-docs.deepseek.com/guides/responses_api): Responses
+items, but paired as its chat API pairs messages. A run of consecutive ``function_call`` items
+is one assistant turn, and the outputs of all its calls must come right after the run: an item
+between a call and its output fails with "No tool output found", although OpenAI's API takes it
+(the reports above, 2026). Splitting a run of parallel calls into call, output, call, output is
+no fix: the second call becomes an assistant turn of its own, without the reasoning its model
+wants (https://github.com/Kohaku-Lab/KohakuTerrarium/pull/323), so a repair keeps the run and
+gathers its outputs after it."""

@@ -125,6 +125,21 @@ _RESPONSES_DUPLICATE = Check(
     "https://github.com/earendil-works/pi/issues/5149",
 )
 
+_NO_TOOL_OUTPUT = Check(
+    "OR-NO-TOOL-OUTPUT-ITEM",
+    "No tool output found for {property} {id}.",
+    "https://github.com/openai/openai-agents-python/pull/1855 (local shell call); "
+    "https://github.com/microsoft/agent-framework/issues/8663 (shell call); public code quoting "
+    "the API for custom tool, apply patch and computer calls. {property} is the API's name of "
+    "the call type",
+)
+_NO_TOOL_CALL = Check(
+    "OR-NO-TOOL-CALL-ITEM",
+    "No tool call found for {property} output with call_id {id}.",
+    "public code quoting the Codex backend for custom tool call outputs; the wording of "
+    "OR-NO-TOOL-CALL, whose type it names",
+)
+
 OPENAI_RESPONSES = Profile(
     name="openai-responses",
     aliases=("responses",),
@@ -177,6 +192,8 @@ OPENAI_RESPONSES = Profile(
         ),
         duplicate_item_id=_RESPONSES_DUPLICATE,
         duplicate_item=_RESPONSES_DUPLICATE,
+        missing_tool_output=_NO_TOOL_OUTPUT,
+        orphan_tool_output=_NO_TOOL_CALL,
         null_content=Check(
             "OR-MESSAGE-NULL-CONTENT",
             "Invalid type for 'input[{index}].content': expected one of an array of objects or "
@@ -203,3 +220,39 @@ OPENAI_RESPONSES = Profile(
         ),
     ),
 )
+
+# --- OpenAI Responses API, other tool calls and reasoning models ----------------------------------
+
+RESPONSES_REASONING_MODELS: tuple[str, ...] = ("o1", "o3", "o4", "gpt-5", "codex-")
+"""Model name prefixes of OpenAI's reasoning models on the Responses API (``gpt-5*`` includes
+``gpt-5-codex`` and the ``gpt-5.x`` releases): a request naming one meets
+``openai-responses-reasoning`` (see :func:`toolmend.request_profile`)."""
+
+OPENAI_RESPONSES_REASONING = Profile(
+    name="openai-responses-reasoning",
+    pairing="ordered",
+    checks=checks(
+        **OPENAI_RESPONSES.checks,
+        # A reasoning model's output run starts with its reasoning item, and the server ties
+        # every ``fc_`` item id of that run to it. Sent by id without it (a store or trimmer
+        # kept the call and lost the reasoning item), the call is refused. The repair removes
+        # the item id: the call goes as a new item the API does not tie to anything, with its
+        # ``call_id``, name and arguments, so its output still answers it; the reasoning text
+        # was already gone (laravel/ai#1052, continuedev/continue#11785, TanStack/ai#1365).
+        call_without_reasoning=Check(
+            "OR-CALL-WITHOUT-REASONING",
+            "Item '{id}' of type 'function_call' was provided without its required 'reasoning' "
+            "item: 'rs_...'.",
+            "https://github.com/cline/cline/issues/12242 ; "
+            "https://github.com/mastra-ai/mastra/issues/8738 ; "
+            "https://github.com/continuedev/continue/issues/10018 (o3, gpt-5, gpt-5.2, gpt-5.5; "
+            "'rs_...' stands for the reasoning item's id, which only the server knows)",
+        ),
+    ),
+    call_id_max_length=64,
+    strict_checks=OPENAI_RESPONSES.strict_checks,
+)
+"""OpenAI Responses for a reasoning model (o-series, gpt-5*, codex): the rules of
+``openai-responses``, and a ``function_call`` with a server ``fc_`` id must follow the reasoning
+item of its output run (an assistant message or other calls of the run may come between).
+Not enforced for other models, whose calls carry ``fc_`` ids with no reasoning item at all."""

@@ -43,7 +43,11 @@ Which provider's rules: the first of
 The provider's variant then follows the request, as the service's own checks do: a Gemini 3
 model (``gemini-3*``, ``gemini-*-latest``; not ``gemini-3-pro-image*``) is judged with
 ``gemini-3`` (thought signatures), an Anthropic request with ``thinking`` on with
-``anthropic-thinking``, and ``deepseek-reasoner`` with ``deepseek-reasoner``.
+``anthropic-thinking``, ``deepseek-reasoner`` with ``deepseek-reasoner``, a Responses request
+for an OpenAI reasoning model (``o3``, ``gpt-5*``, ...) with ``openai-responses-reasoning`` (a
+``function_call`` sent by its ``fc_`` id needs its reasoning item) and a Converse request for a
+Llama or Mistral model (``meta.*``, ``us.meta.*``, ``mistral.*``) with ``bedrock-tools-alone``
+(no text beside ``toolUse``).
 
 A route whose toolmend format is not available answers 200 without judging and records
 ``judged=False``.
@@ -617,8 +621,8 @@ class StrictProviderServer:
         record["stream"] = stream
         try:
             provider = self._provider_for(route, headers, prefix, record["model"])
-            provider = _variant(provider, record["model"], body)
-        except UnknownNameError as error:
+            provider = _variant(provider, record["model"], body, route.format)
+        except (UnknownNameError, InvalidHistoryError) as error:
             return self._reject(record, route, fallback, str(error))
         record["provider"] = provider
         record["format"] = route.format
@@ -793,9 +797,11 @@ def _first_known(names: Iterable[str]) -> str | None:
     return None
 
 
-def _variant(provider: str, model: str | None, body: Mapping[str, Any]) -> str:
-    """The variant of ``provider`` this request meets (see :func:`toolmend.request_profile`)."""
-    return request_profile(provider, model=model, thinking=body.get("thinking"))
+def _variant(provider: str, model: str | None, body: Mapping[str, Any], format: str) -> str:
+    """The profile of ``provider``'s API for the route's ``format`` that this request meets (see
+    :func:`toolmend.request_profile`): DeepSeek's Responses route judges by
+    ``deepseek-responses``."""
+    return request_profile(provider, format=format, model=model, thinking=body.get("thinking"))
 
 
 def _family_of(model: str | None) -> str | None:

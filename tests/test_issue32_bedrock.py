@@ -1,0 +1,373 @@
+"""Issue 32, case 4: Bedrock Converse rules from public reports, judged and repaired, and
+enforced by the strict server through boto3's ``bedrock-runtime`` client.
+
+(a) a blank text inside a ``toolResult`` (``messages: text content blocks must be non-empty``,
+a tool that printed nothing) and a blank text block anywhere; (b) a ``toolUse`` block in a user
+message (``User messages cannot contain tool uses. Please remove the tool uses and try
+again.``, a summarizer or a repair put it there), relocated into an assistant message with its
+result still answering it; (c) text beside ``toolUse`` in one assistant turn, refused by Llama
+and Mistral models only (``Conversation blocks and tool use blocks cannot be provided in the
+same turn.``): the variant ``bedrock-tools-alone`` the model id picks.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import toolmend
+from toolmend.formats import _bedrock as bedrock_format
+from toolmend.profiles import get_profile
+from toolmend.testing import StrictProviderServer
+
+from support import judges
+
+ALONE = "bedrock-tools-alone"
+LLAMA = "us.meta.llama3-1-70b-instruct-v1:0"
+CLAUDE = "anthropic.claude-3-5-sonnet-20240620-v1:0"
+
+
+def user(*blocks: Any) -> dict[str, Any]:
+    return {"role": "user", "content": list(blocks)}
+
+
+def assistant(*blocks: Any) -> dict[str, Any]:
+    return {"role": "assistant", "content": list(blocks)}
+
+
+def text(value: str) -> dict[str, Any]:
+    return {"text": value}
+
+
+def use(call_id: str) -> dict[str, Any]:
+    return {"toolUse": {"toolUseId": call_id, "name": "get_weather", "input": {"city": "Paris"}}}
+
+
+def result(call_id: str, *parts: Any) -> dict[str, Any]:
+    return {"toolResult": {"toolUseId": call_id, "content": list(parts or [text("21 C")])}}
+
+
+# --- (a) blank texts ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("blank", "error"),
+    [
+        ("", "messages: text content blocks must be non-empty"),
+        ("  \n", "messages: text content blocks must contain non-whitespace text"),
+    ],
+)
+def test_a_blank_text_inside_a_tool_result(blank: str, error: str) -> None:
+    # hermes-agent#55092: a tool returned "" and every later request of the session failed
+    history = [user(text("Run it")), assistant(use("t1")), user(result("t1", text(blank)))]
+    problems = toolmend.check(history, provider="bedrock")
+    assert [(p.code, p.index, p.provider_error) for p in problems] == [
+        ("result_text_blank", 2, error)
+    ]
+    before = copy.deepcopy(history)
+    fixed = toolmend.repair(history, provider="bedrock")
+    assert history == before
+    assert [c.code for c in fixed.changes] == ["dropped_empty_block"]
+    assert fixed.messages[2] == user(result("t1", text("(empty)")))
+    assert fixed.messages[:2] == history[:2] and fixed.messages[0] is history[0]
+    assert fixed.problems_left == ()
+    assert toolmend.sanitize(fixed.messages, provider="bedrock") is fixed.messages
+
+
+def test_other_parts_of_a_tool_result_stay_and_only_the_blank_text_goes() -> None:
+    data = {"json": {"rows": 0}}
+    history = [user(text("Run it")), assistant(use("t1")), user(result("t1", text(""), data))]
+    fixed = toolmend.repair(history, provider="bedrock")
+    assert fixed.messages[2] == user(result("t1", data))
+    assert fixed.problems_left == ()
+
+
+def test_a_blank_text_block_is_dropped() -> None:
+    history = [
+        user(text("Weather?")),
+        assistant(text(" "), use("t1")),
+        user(result("t1")),
+        assistant(text("")),
+    ]
+    problems = toolmend.check(history, provider="bedrock")
+    assert [(p.code, p.index) for p in problems] == [("text_blank", 1), ("text_blank", 3)]
+    assert problems[0].provider_error == (
+        "The text field in the ContentBlock object at messages.1.content.0 is blank. Add text to "
+        "the text field, and try again."
+    )
+    fixed = toolmend.repair(history, provider="bedrock")
+    assert fixed.messages == [user(text("Weather?")), assistant(use("t1")), user(result("t1"))]
+    assert fixed.problems_left == ()
+
+
+# --- (b) a toolUse in a user message ------------------------------------------------------------
+
+# strands-agents/sdk-python#1160: the summarizer turned an assistant reply with a toolUse into
+# the user message that opens the history
+SUMMARIZED = [
+    user(text("Summary of the conversation so far."), use("tooluse_a")),
+    user(result("tooluse_a", text("page loaded"))),
+    assistant(text("The page is open.")),
+    user(text("Now click login.")),
+]
+
+
+def test_a_tool_use_in_a_user_message_moves_and_keeps_its_result() -> None:
+    problems = toolmend.check(SUMMARIZED, provider="bedrock")
+    assert problems[0].code == "misplaced_part" and problems[0].index == 0
+    assert problems[0].provider_error == (
+        "User messages cannot contain tool uses. Please remove the tool uses and try again."
+    )
+    before = copy.deepcopy(SUMMARIZED)
+    fixed = toolmend.repair(SUMMARIZED, provider="bedrock")
+    assert before == SUMMARIZED
+    assert fixed.messages == [
+        user(text("Summary of the conversation so far.")),
+        assistant(use("tooluse_a")),
+        user(result("tooluse_a", text("page loaded"))),  # the real result, still answering it
+        assistant(text("The page is open.")),
+        user(text("Now click login.")),
+    ]
+    assert fixed.messages[2] is SUMMARIZED[1]
+    assert [c.code for c in fixed.changes] == ["moved_message"]
+    assert fixed.problems_left == ()
+    assert toolmend.sanitize(fixed.messages, provider="bedrock") is fixed.messages
+
+
+def test_a_tool_use_and_its_result_in_one_user_message() -> None:
+    # strands-agents/sdk-python#2214: a repair put the call and its synthetic result together
+    history = [
+        user(text("Check the weather")),
+        assistant(text("On it.")),
+        user(use("t1"), result("t1", text("Tool was interrupted.")), text("Any news?")),
+    ]
+    fixed = toolmend.repair(history, provider="bedrock")
+    # the user's text stays in the user message; the call follows it in an assistant message
+    # of its own, answered by its own result right after
+    assert fixed.messages[2:] == [
+        user(text("Any news?")),
+        assistant(use("t1")),
+        user(result("t1", text("Tool was interrupted."))),
+    ]
+    assert fixed.problems_left == ()
+
+
+def test_an_unanswered_tool_use_in_the_last_user_message_is_moved_and_answered() -> None:
+    history = [user(text("q")), assistant(text("ok")), user(text("Summary."), use("t1"))]
+    fixed = toolmend.repair(history, provider="bedrock")
+    assert fixed.messages[2:4] == [user(text("Summary.")), assistant(use("t1"))]
+    assert fixed.messages[4]["content"][0]["toolResult"]["status"] == "error"
+    assert fixed.problems_left == ()
+
+
+# --- (c) text beside toolUse, Llama and Mistral -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("model", "profile"),
+    [
+        ("meta.llama3-1-70b-instruct-v1:0", ALONE),
+        ("us.meta.llama3-2-90b-instruct-v1:0", ALONE),
+        ("eu.meta.llama3-2-3b-instruct-v1:0", ALONE),
+        ("mistral.mistral-large-2407-v1:0", ALONE),
+        ("bedrock/converse/us.meta.llama4-maverick-17b-instruct-v1:0", ALONE),
+        (CLAUDE, "bedrock"),
+        ("us.amazon.nova-pro-v1:0", "bedrock"),
+        (None, "bedrock"),
+    ],
+)
+def test_the_model_id_picks_the_variant(model: str | None, profile: str) -> None:
+    assert toolmend.request_profile("bedrock", model=model) == profile
+
+
+MIXED = [
+    user(text("Weather in Paris?")),
+    assistant(text("Let me check."), use("t1")),
+    user(result("t1")),
+    assistant(text("21 C in Paris.")),
+]
+
+
+def test_text_beside_tool_use_is_refused_by_llama_only_and_kept_apart() -> None:
+    assert toolmend.check(MIXED, provider="bedrock") == []
+    problems = toolmend.check(MIXED, provider=ALONE)
+    assert [(p.code, p.index, p.provider_error) for p in problems] == [
+        (
+            "call_with_text",
+            1,
+            "messages.1.content: Conversation blocks and tool use blocks cannot be provided in "
+            "the same turn.",
+        )
+    ]
+    fixed = toolmend.repair(MIXED, provider=ALONE)
+    assert fixed.messages == [
+        user(text("Weather in Paris?")),
+        assistant(text("Let me check.")),  # the text stays, in a turn of its own
+        user(text("Continue.")),
+        assistant(use("t1")),
+        user(result("t1")),
+        assistant(text("21 C in Paris.")),
+    ]
+    assert fixed.messages[4] is MIXED[2]
+    assert sorted(c.code for c in fixed.changes) == ["inserted_message", "moved_message"]
+    assert fixed.problems_left == ()
+    assert toolmend.sanitize(fixed.messages, provider=ALONE) is fixed.messages
+
+
+# --- OpenAI-shaped histories bound for Bedrock through LiteLLM -----------------------------------
+
+
+def test_an_empty_tool_message_is_given_a_text_before_litellm_converts_it() -> None:
+    # LiteLLM writes a tool message's "" as a blank toolResult text, which Bedrock refuses
+    history = [
+        {"role": "user", "content": "Run it"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "run", "arguments": "{}"},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "call_1", "content": ""},
+    ]
+    assert judges.litellm_error("bedrock", history) == (
+        "2: result_text_blank: messages: text content blocks must be non-empty"
+    )
+    problems = toolmend.check(history, provider="bedrock")
+    assert [(p.code, p.index, p.provider_error) for p in problems] == [
+        ("result_text_blank", 2, "messages: text content blocks must be non-empty")
+    ]
+    fixed = toolmend.repair(history, provider="bedrock")
+    assert fixed.messages[2] == {"role": "tool", "tool_call_id": "call_1", "content": "(empty)"}
+    assert [c.code for c in fixed.changes] == ["filled_content"]
+    assert fixed.problems_left == ()
+    assert judges.litellm_error("bedrock", fixed.messages) is None
+
+
+# --- properties ---------------------------------------------------------------------------------
+
+_BLOCK = st.sampled_from(["text", "blank", "use", "result", "blank-result"])
+_MESSAGE = st.tuples(st.sampled_from(["user", "assistant"]), st.lists(_BLOCK, max_size=3))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_MESSAGE, min_size=1, max_size=7), st.sampled_from(["bedrock", ALONE]))
+def test_repairs_settle_and_keep_every_real_result(
+    shapes: list[tuple[str, list[str]]], provider: str
+) -> None:
+    history: list[dict[str, Any]] = [user(text("Hello"))]
+    last_call = "t0"
+    for n, (role, blocks) in enumerate(shapes):
+        content: list[Any] = []
+        for m, block in enumerate(blocks):
+            if block == "text":
+                content.append(text(f"text {n}.{m}"))
+            elif block == "blank":
+                content.append(text(""))
+            elif block == "use":
+                last_call = f"t{n}_{m}"
+                content.append(use(last_call))
+            elif block == "result":
+                content.append(result(last_call, text(f"result {n}.{m}")))
+            else:
+                content.append(result(last_call, text(" ")))
+        history.append({"role": role, "content": content})
+    if bedrock_format.quick_valid(history, get_profile(provider)):  # it vouches only rightly
+        assert toolmend.check(history, provider=provider) == []
+    fixed = toolmend.repair(history, provider=provider)
+    assert fixed.problems_left == ()
+    assert toolmend.sanitize(fixed.messages, provider=provider) is fixed.messages
+    # every call stays, and every real text, as a block or inside a result or its text form
+    written = str(fixed.messages)
+    for n, (_, blocks) in enumerate(shapes):
+        for m, block in enumerate(blocks):
+            if block == "text":
+                assert f"text {n}.{m}" in written
+            if block == "use":
+                assert f"'toolUseId': 't{n}_{m}'" in written
+
+
+# --- the strict server, through boto3 -----------------------------------------------------------
+
+boto3 = pytest.importorskip("boto3")
+botocore_exceptions = pytest.importorskip("botocore.exceptions")
+
+TOOLS = {
+    "tools": [
+        {
+            "toolSpec": {
+                "name": "get_weather",
+                "inputSchema": {"json": {"type": "object", "properties": {}}},
+            }
+        }
+    ]
+}
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[StrictProviderServer]:
+    with StrictProviderServer() as running:
+        yield running
+
+
+@pytest.fixture
+def client(server: StrictProviderServer) -> Any:
+    server.clear()
+    return boto3.client(
+        "bedrock-runtime",
+        region_name="us-east-1",
+        endpoint_url=server.base_url,
+        aws_access_key_id="AKIDTOOLMEND",
+        aws_secret_access_key="toolmend-secret",
+    )
+
+
+def _refused(client: Any, model: str, messages: list[Any]) -> str:
+    with pytest.raises(botocore_exceptions.ClientError) as raised:
+        client.converse(modelId=model, messages=messages, toolConfig=TOOLS)
+    assert raised.value.response["Error"]["Code"] == "ValidationException"
+    return str(raised.value.response["Error"]["Message"])
+
+
+def test_the_server_refuses_text_beside_tool_use_for_llama_only(
+    server: StrictProviderServer, client: Any
+) -> None:
+    assert _refused(client, LLAMA, MIXED) == (
+        "messages.1.content: Conversation blocks and tool use blocks cannot be provided in the "
+        "same turn."
+    )
+    assert server.last_request.provider == ALONE
+    profile = toolmend.request_profile("bedrock", model=LLAMA)
+    client.converse(
+        modelId=LLAMA, messages=toolmend.sanitize(MIXED, provider=profile), toolConfig=TOOLS
+    )
+    assert server.last_request.accepted
+    client.converse(modelId=CLAUDE, messages=MIXED, toolConfig=TOOLS)
+    assert server.last_request.accepted and server.last_request.provider == "bedrock"
+
+
+def test_the_server_refuses_a_tool_use_in_a_user_message_and_a_blank_result(
+    server: StrictProviderServer, client: Any
+) -> None:
+    assert _refused(client, CLAUDE, SUMMARIZED) == (
+        "User messages cannot contain tool uses. Please remove the tool uses and try again."
+    )
+    client.converse(
+        modelId=CLAUDE, messages=toolmend.sanitize(SUMMARIZED, provider="bedrock"), toolConfig=TOOLS
+    )
+    assert server.last_request.accepted
+    empty = [user(text("Run it")), assistant(use("t1")), user(result("t1", text("")))]
+    assert _refused(client, CLAUDE, empty) == "messages: text content blocks must be non-empty"
+    client.converse(
+        modelId=CLAUDE, messages=toolmend.sanitize(empty, provider="bedrock"), toolConfig=TOOLS
+    )
+    assert server.last_request.accepted
