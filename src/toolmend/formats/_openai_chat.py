@@ -457,7 +457,7 @@ def _scan(
             unanswered.extend((starts[-1], call_id) for call_id in pending or ())
     if dirty:
         spans.append((starts[-1], len(messages)))
-    if unanswered and len(called) != len(set(called)):
+    if unanswered:
         # a call the placeholder will answer, whose id another call has: its range reaches
         # over every range calling that id, where the planner sees both and renames it
         strays.extend(_reused(called, unanswered))
@@ -470,10 +470,11 @@ def _scan(
 def _reused(called: list[str], unanswered: list[tuple[int, str]]) -> list[tuple[int, str]]:
     """The unanswered calls whose id another call also has (the planner gives the call its
     placeholder answers a fresh id, and must see the other call to know)."""
-    counts: dict[str, int] = {}
+    counts = dict.fromkeys([call_id for _, call_id in unanswered], 0)
     for call_id in called:
-        counts[call_id] = counts.get(call_id, 0) + 1
-    return [entry for entry in unanswered if counts.get(entry[1], 0) > 1]
+        if call_id in counts:
+            counts[call_id] += 1
+    return [entry for entry in unanswered if counts[entry[1]] > 1]
 
 
 def _callers(
