@@ -244,7 +244,11 @@ def test_attribute_objects_are_read() -> None:
     ]
     problems = toolmend.check(history, provider="deepseek")
     assert [p.code for p in problems] == ["orphan_result"]
-    assert toolmend.sanitize(history, provider="deepseek") == [history[0]]
+    # the orphan is the newest input: kept as user text (issue 32, case 2)
+    assert toolmend.sanitize(history, provider="deepseek") == [
+        history[0],
+        {"role": "user", "content": "[tool result call_1 (tool)]\nr"},
+    ]
 
 
 @pytest.mark.parametrize(

@@ -445,7 +445,8 @@ def test_arepair_thread_repairs_a_long_thread_off_the_loop(monkeypatch: pytest.M
 
     done = asyncio.run(main())
     assert probe.off_the_loop(), (probe.answered, probe.threads)
-    assert done.written and [c.code for c in done.changes] == ["dropped_orphan_result"]
+    # the late result is the newest input: kept as text (issue 32, case 2)
+    assert done.written and [c.code for c in done.changes] == ["orphan_result_to_text"]
 
 
 def _run_in_child(job: Any) -> str:

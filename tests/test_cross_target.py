@@ -198,7 +198,8 @@ def test_gemini_counts_and_orphans_in_openai_shape() -> None:
         ("orphan_result", "gemini.function_response_turn_position"),
     ]
     fixed = toolmend.repair(broken, provider="gemini")
-    assert {c.code for c in fixed.changes} == {"answered_missing_call", "dropped_orphan_result"}
+    # the orphan is the newest input: kept as user text (issue 32, case 2)
+    assert {c.code for c in fixed.changes} == {"answered_missing_call", "orphan_result_to_text"}
     assert fixed.messages[3] == {
         "role": "tool",
         "tool_call_id": "call_2",

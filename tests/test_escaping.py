@@ -138,7 +138,7 @@ def test_an_id_cannot_forge_what_stats_counts(call_id: str, tmp_path: Path) -> N
     """The issue's two forgeries, through the real hook function and logging: stats counts the
     one real change and nothing else."""
     with logged() as lines:
-        mended = hooks.mend([_user(), _result(call_id)], provider="openai", source="a.b")
+        mended = hooks.mend([_user(), _result(call_id), _user()], provider="openai", source="a.b")
     assert [c.code for c in mended.changes] == ["dropped_orphan_result"]
     assert len(lines) == 1 and "\n" not in lines[0]
     stats = _read(lines, tmp_path)
@@ -164,7 +164,7 @@ def test_the_forged_lines_written_raw_count_as_nothing_forged() -> None:
 def test_any_id_and_model_parse_back_to_the_codes_written(ids: list[str], model: str) -> None:
     """For any ids and model text, the log line a hook writes holds no control character and
     parses back (the stats reader) to exactly the codes of the changes made."""
-    history = [_user(), *(_result(call_id) for call_id in ids)]
+    history = [_user(), *(_result(call_id) for call_id in ids), _user()]  # (not the newest)
     with logged() as lines:
         mended = hooks.mend(history, provider="openai", source=f"litellm.acompletion({model})")
     assert mended.changes and len(lines) == 1
@@ -407,7 +407,7 @@ def test_the_proxy_answers_with_a_valid_header(
     """Ids that broke the response before (connection dropped, 500, a 64 KB header): the
     proxy answers normally and ``x-toolmend-changes`` is printable ASCII within 4 KiB."""
     server.clear()
-    messages = [_user(), *(_result(call_id) for call_id in ids)]
+    messages = [_user(), *(_result(call_id) for call_id in ids), _user()]  # (not the newest)
     status, headers, body = _post(proxy, {"model": "my-deepseek", "messages": messages})
     assert status == 200, body
     lowered = {name.lower(): value for name, value in headers.items()}

@@ -419,9 +419,12 @@ def test_consecutive_messages_form_one_turn() -> None:
     assert toolmend.sanitize(history, provider=PROVIDER) is history
 
 
-def test_a_trailing_call_turn_is_a_prefill_and_left_alone() -> None:
+def test_a_trailing_call_turn_is_answered_unless_the_frontier_is_kept() -> None:
+    """Issue 32, case 7 (was: left alone as a prefill): a request never ends on calls."""
     history = [user("Weather?"), assistant([use("toolu_1")])]
-    assert toolmend.check(history, provider=PROVIDER) == []
+    assert [p.code for p in toolmend.check(history, provider=PROVIDER)] == ["missing_result"]
+    kept = toolmend.repair(history, provider=PROVIDER, policy=toolmend.Policy(frontier="keep"))
+    assert kept.messages is history
 
 
 def test_the_final_assistant_message_may_be_empty() -> None:
@@ -604,11 +607,16 @@ def test_a_message_the_repair_leaves_last_keeps_no_thinking_block(blocks: list[A
     """With thinking off, Anthropic refuses a thinking block anywhere in the final assistant
     message; when the repair drops what followed a message, that message is final and loses
     its thinking blocks too, wherever they sit (hypothesis found the empty-text case)."""
-    orphan = {"type": "tool_result", "tool_use_id": "toolu_gone", "content": "x"}
+    # a copy of an answered call's result, dropped (an orphan there would be the newest
+    # input, which issue 32 keeps as text)
+    call = {"type": "tool_use", "id": "toolu_1", "name": "f", "input": {}}
+    answer = {"type": "tool_result", "tool_use_id": "toolu_1", "content": "x"}
     history = [
         {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": [call]},
+        {"role": "user", "content": [answer]},
         {"role": "assistant", "content": blocks},
-        {"role": "user", "content": [orphan]},
+        {"role": "user", "content": [dict(answer)]},
     ]
     result = toolmend.repair(history, provider="anthropic", format="anthropic")
     assert toolmend.check(result.messages, provider="anthropic", format="anthropic") == []

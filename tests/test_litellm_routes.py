@@ -864,6 +864,7 @@ def test_proxy_logging_gets_toolmends_guardrail_entry_and_otel_makes_it_a_span(
         broken = [
             {"role": "user", "content": "List the project."},
             {"role": "tool", "tool_call_id": "call_gone", "content": "stale"},
+            {"role": "user", "content": "Go on."},  # (an orphan last is kept: the newest input)
         ]
         return chat.chat.completions.create(model="gpt", messages=broken)  # type: ignore[arg-type]
 

@@ -414,7 +414,8 @@ def test_a_result_naming_another_function_is_not_moved_onto_an_open_call() -> No
     repaired = toolmend.repair(history, provider="gemini")
     tools = [m for m in repaired.messages if m.get("role") == "tool"]
     assert all(m["content"] != "3 rows" for m in tools)
-    assert "dropped_orphan_result" in {c.code for c in repaired.changes}
+    # the newest input: kept as user text, never dropped (issue 32, case 2)
+    assert "orphan_result_to_text" in {c.code for c in repaired.changes}
 
 
 # --- Gemini native (class 6 and class 1's Gemini forms) -----------------------------------

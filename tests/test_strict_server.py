@@ -415,7 +415,7 @@ def test_anthropic_broken_history_gets_anthropics_400(
     assert isinstance(body, dict)
     assert body["type"] == "error"
     assert body["error"] == {"type": "invalid_request_error", "message": ANTHROPIC_ERROR}
-    assert server.last_request.provider == "anthropic"
+    assert server.last_request.provider == "anthropic-no-prefill"  # a Claude 4.6 model
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
@@ -576,7 +576,7 @@ def test_anthropic_thinking_requests_are_judged_with_thinking_rules(
         str(raised.value)
     )
     client.messages.create(model="claude-sonnet-4-6", max_tokens=256, messages=ANTHROPIC_VALID)
-    assert server.last_request.provider == "anthropic"
+    assert server.last_request.provider == "anthropic-no-prefill"  # a Claude 4.6 model
 
 
 # --- LiteLLM ------------------------------------------------------------------------------------

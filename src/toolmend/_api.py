@@ -154,6 +154,7 @@ def _read_range(module: Format, messages: Sequence[Any], low: int, high: int) ->
         raise error.shifted(low) from None
     skeleton.base = low
     skeleton.whole = False
+    skeleton.ends = high == len(messages)
     return skeleton
 
 
@@ -220,10 +221,11 @@ def repair(
 
     >>> import toolmend
     >>> history = [{"role": "user", "content": "Weather in Paris?"},
-    ...            {"role": "tool", "tool_call_id": "call_1", "content": "21 C"}]
+    ...            {"role": "tool", "tool_call_id": "call_1", "content": "21 C"},
+    ...            {"role": "user", "content": "And in Rome?"}]
     >>> fixed = toolmend.repair(history, provider="deepseek")
     >>> [change.code for change in fixed.changes], len(fixed.messages)
-    (['dropped_orphan_result'], 1)
+    (['dropped_orphan_result'], 2)
     """
     chosen = as_policy(policy)
     module = format_of(messages, format)

@@ -11,14 +11,17 @@ runs these steps, each a small function over the shared planner state:
    for a call without one; results already in place stay where they are. A message emptied by
    moving its blocks out disappears (its blocks were moved, not lost); text that sat before
    the results ends up after them. Orphans and duplicates are dropped or kept as text, per
-   policy. A trailing call turn with no result anywhere is left alone (the providers accept it).
+   policy. A trailing call turn with no result anywhere is answered with placeholders under
+   Anthropic's rules (issue 32, case 7), unless the policy keeps the live frontier waiting;
+   Gemini and Bedrock leave it alone (their rules do not report it).
 3. :func:`toolmend._plan_ids.rewrite_ids` where the provider constrains ids.
 4. :func:`fix_blocks`: the shape defects the reader saw (empty text, empty messages, incomplete
    thinking blocks, non-object inputs, roles).
 5. :func:`name_results`: a result names the function of its call (Gemini), and a call gets back
    the id its response kept.
 6. Per provider: :func:`strip_function_ids`, :func:`place_call_turns`, :func:`sign_calls`
-   (Gemini), :func:`alternate` (Bedrock), :func:`flatten_unthought` (Anthropic with thinking).
+   (Gemini), :func:`alternate` (Bedrock), :func:`flatten_unthought` (Anthropic with thinking),
+   :func:`end_with_user` (the Claude models without prefill).
 
 Change codes added here: ``reordered_blocks``, ``dropped_empty_block``,
 ``dropped_thinking_block``, ``trimmed_whitespace``, ``normalized_tool_result``,
@@ -40,6 +43,7 @@ from ._planstate import (
     PlanState,
     ResultRef,
     call_at,
+    newest_results,
     result_at,
 )
 from ._skeleton import ASSISTANT, MESSAGES, SYSTEM, TOOL, USER, Call, Skeleton
@@ -48,6 +52,7 @@ from .formats import get
 __all__ = [
     "alternate",
     "calls_apart",
+    "end_with_user",
     "fix_blocks",
     "flatten_unthought",
     "lead_with_user",
@@ -101,6 +106,8 @@ def plan_blocks(state: PlanState, problem_codes: set[str]) -> None:
         flatten_unthought(state)
     if "thinking_final_assistant_disabled" in profile.checks and state.skeleton.whole:
         unthink_new_final(state)
+    if "prefill_unsupported" in profile.checks:
+        end_with_user(state)
 
 
 def _lay_out(state: PlanState, problem_codes: set[str]) -> None:
@@ -156,7 +163,10 @@ def order_blocks(state: PlanState) -> None:
         profile.block_pairing == "converse" and "misplaced_part" in profile.checks
     )
     texted = set(state.orphans) if policy.orphan_result == "text" else set()
-    dropped = state.duplicates | (set() if texted else set(state.orphans))
+    if turns:  # Anthropic: the newest input is never dropped (issue 32, case 2)
+        newest = newest_results(skeleton)
+        texted.update(ref for ref in state.orphans if ref[0] >= newest)
+    dropped = state.duplicates | (set(state.orphans) - texted)
     for ref in sorted(dropped):
         plan.edit(ref[0]).drop_blocks.add(ref[1])
         result_id = result_at(skeleton, ref).id
@@ -174,6 +184,9 @@ def order_blocks(state: PlanState) -> None:
         state.change(
             "orphan_result_to_text", ref[0], "result of a vanished call kept as text", result_id
         )
+    # Anthropic: a request never ends on unanswered calls (issue 32, case 7; the rules report
+    # them on the whole history); a history kept while tools run keeps them waiting
+    answer_last = turns and skeleton.whole and policy.frontier != "keep"
     before: dict[int, list[Item]] = {}
     split: dict[int, Blocks] = {}
     for group in _call_groups(skeleton, turns, misplaced):
@@ -184,7 +197,7 @@ def order_blocks(state: PlanState) -> None:
             if (index, call.slot) in state.answer
         ]
         flush = group[-1] + 1
-        if flush >= n and not refs and (gemini or kinds[group[0]] == ASSISTANT):
+        if flush >= n and not refs and not answer_last and (gemini or kinds[group[0]] == ASSISTANT):
             continue  # the live frontier: nothing answers these calls yet (a call a user
             # message held is no live call of the model: it moves, and is answered)
         for index in group:
@@ -681,6 +694,38 @@ def calls_apart(state: PlanState) -> None:
             "moved_message", index, "tool uses moved into an assistant message of their own"
         )
     plan.items = out
+
+
+def end_with_user(state: PlanState) -> None:
+    """The Claude models without prefill (``prefill_unsupported``): the request ends with a
+    user message. An empty final assistant message carries nothing and is dropped; a final
+    assistant message with content is kept, and the fixed user bridge goes after it (see
+    ``ANTHROPIC_NO_PREFILL`` for why). Trailing system messages are sent apart and skipped.
+    Only on the whole history: a range does not know where the request ends."""
+    skeleton, items = state.skeleton, state.plan.items
+    if not skeleton.whole:
+        return
+    empty_final = {d.at for d in skeleton.defects if d.code == "final_empty"}
+    position = len(items) - 1
+    while position >= 0:
+        item = items[position]
+        if isinstance(item, Keep) and skeleton.kinds[item.index] == SYSTEM:
+            position -= 1
+            continue
+        if isinstance(item, Keep) and item.index in empty_final:
+            del items[position]
+            state.change("dropped_empty_message", item.index, "empty final assistant message")
+            position -= 1
+            continue
+        break
+    if position < 0 or _side(state, items[position]) != ASSISTANT:
+        return
+    items.append(Bridge(USER, USER_BRIDGE_TEXT))
+    state.change(
+        "inserted_message",
+        source_index(items[position]),
+        "user message after the final assistant message (the model takes no prefill)",
+    )
 
 
 def lead_with_user(state: PlanState) -> None:

@@ -9,8 +9,9 @@ the pairings below by the profile's ``block_pairing`` when the skeleton's layout
     Consecutive same-role messages form one turn, as the API merges them. Every ``tool_use`` of
     an assistant turn must be answered by a ``tool_result`` in the leading run of the next
     turn, the ``tool_use`` blocks must close their turn, a result must answer a call of the
-    turn just before, and only once. A request ending on an assistant turn is a prefill and
-    is not paired.
+    turn just before, and only once. A request ending on an assistant turn with calls leaves
+    them unanswered (``missing_result``; issue 32, case 7); one ending on assistant text is a
+    prefill, which only the models without prefill refuse (``prefill_unsupported``).
 ``contents`` (:func:`pair_contents`, Gemini)
     Each Content is a turn. A function-call turn comes right after a user Content; the next
     Content holds exactly as many ``functionResponse`` parts as the turn has calls, nothing
@@ -51,6 +52,7 @@ Problem codes added here (see :mod:`toolmend._rules` for the shared ones):
 ``thought_signature_missing``  Gemini 3: the first call of a model turn without a signature
 ``unknown_field``          an ``id`` on a Gemini endpoint that does not know it
 ``first_not_user``         a conversation that does not start with the user (Bedrock)
+``prefill_unsupported``    a request ending on an assistant message, for a model without prefill
 ``result_with_text``       other blocks beside tool results in one message (Bedrock)
 ``call_with_text``         other blocks beside tool uses in one message (Bedrock, Llama/Mistral)
 ``text_blank``             an empty or whitespace-only text block (Bedrock)
@@ -74,6 +76,7 @@ if TYPE_CHECKING:
 __all__ = [
     "check_blocks",
     "check_cross_target",
+    "check_prefill",
     "flat_order",
     "pair_contents",
     "pair_converse",
@@ -147,6 +150,8 @@ def pair_turns(skeleton: Skeleton, report: Report) -> None:
         turn = range(start, end)
         if assistant:
             previous, closing = _closing_calls(skeleton, turn)
+            if end == n and previous and skeleton.whole:
+                _trailing_calls(report, previous)
             start = end
             continue
         expected = {call.id for _, call in previous if call.id is not None}
@@ -172,6 +177,20 @@ def pair_turns(skeleton: Skeleton, report: Report) -> None:
             )
         previous, closing = [], set()
         start = end
+
+
+def _trailing_calls(report: Report, calls: Sequence[tuple[int, Call]]) -> None:
+    """A request that ends on an assistant turn with calls (issue 32, case 7): the calls are
+    never answered, which the API refuses (its rule on ``tool_use`` without results; the
+    models without prefill refuse any final assistant message too). Reported at the last
+    calling message, once the skeleton is the whole history (a range cannot tell its end)."""
+    ids = tuple(call.id for _, call in calls if call.id is not None)
+    report.add(
+        "missing_result",
+        calls[-1][0],
+        f"{len(calls)} call(s) at the end of the request without a result",
+        ids=ids,
+    )
 
 
 def _judge_turn_result(
@@ -510,6 +529,21 @@ def _check_function_ids(skeleton: Skeleton, report: Report) -> None:
                         slot=entry.slot,
                         property=field,
                     )
+
+
+def check_prefill(skeleton: Skeleton, report: Report) -> None:
+    """The Claude models without prefill (``prefill_unsupported``): the request must end with
+    a user message. The last message that is not a system message (sent apart) is judged,
+    only on the whole history; a final assistant message with calls is left to
+    ``missing_result`` (its placeholder results end the request)."""
+    if not skeleton.whole:
+        return
+    kinds = skeleton.kinds
+    index = len(kinds) - 1
+    while index >= 0 and kinds[index] == SYSTEM:
+        index -= 1
+    if index >= 0 and kinds[index] == ASSISTANT and index not in skeleton.calls:
+        report.add("prefill_unsupported", index, "the request ends on an assistant message")
 
 
 def check_cross_target(skeleton: Skeleton, profile: Profile, report: Report) -> None:

@@ -12,7 +12,7 @@ import hashlib
 import re
 
 from ._edits import Blocks, Item, Placeholder
-from ._planstate import PlanState, call_at, result_at
+from ._planstate import CallRef, PlanState, call_at, result_at
 from .profiles import Profile, compiled
 
 __all__ = ["rename_functions", "rewrite_ids"]
@@ -65,10 +65,14 @@ def _acceptable(call_id: str | None, profile: Profile) -> bool:
 
 
 def rewrite_ids(state: PlanState) -> None:
-    """New ids for calls the provider would refuse, carried over to their results."""
+    """New ids for calls the provider would refuse, carried over to their results; and for a
+    call answered by a placeholder whose id another call of the request has (issue 32, case 1:
+    a model reused an answered call's id in a later turn), so that the placeholder does not
+    make a second result under one id. The call with the real result keeps its id."""
     skeleton, profile, plan = state.skeleton, state.profile, state.plan
     taken = {call.id for found in skeleton.calls.values() for call in found if call.id}
     request_wide = profile.call_id_scope == "request"
+    shared = _placeheld_shared(state)
     seen: set[str] = set()
     next_try: dict[str, int] = {}
     for index in sorted(skeleton.calls):
@@ -77,7 +81,7 @@ def rewrite_ids(state: PlanState) -> None:
             seen = set()
         for call in found:
             call_ref = (index, call.slot)
-            if _acceptable(call.id, profile) and call.id not in seen:
+            if _acceptable(call.id, profile) and call.id not in seen and call_ref not in shared:
                 seen.add(call.id or "")
                 continue
             adopted = state.adopted_ids.get(call_ref) if call.id is None else None
@@ -92,6 +96,8 @@ def rewrite_ids(state: PlanState) -> None:
                 seed = call.id or f"{position}:{call.slot}:{call.name}"
                 new_id = _fresh_id(seed, profile, taken, next_try)
                 code, detail = "rewrote_call_id", "call id the provider would refuse"
+                if call_ref in shared and _acceptable(call.id, profile):
+                    detail = "call id another call has, for the call the placeholder answers"
             seen.add(new_id)
             state.final_ids[call_ref] = new_id
             plan.edit(index).call_ids[call.slot] = new_id
@@ -103,6 +109,34 @@ def rewrite_ids(state: PlanState) -> None:
             plan.edit(ref[0]).result_ids[ref[1]] = wanted
     if state.final_ids:
         plan.items = [_renumbered(state, item) for item in plan.items]
+
+
+def _placeheld_shared(state: PlanState) -> set[CallRef]:
+    """The calls the plan answers with a placeholder whose id another call of the history
+    also has: the placeholder would be a second result under that id ("Duplicate value for
+    'tool_call_id'"; Anthropic: ``tool_use`` ids must be unique), so the call gets a fresh id
+    and the real pair keeps its own."""
+    placeheld: list[CallRef] = []
+    for item in state.plan.items:
+        if isinstance(item, Placeholder) and item.call_id:
+            placeheld.append((item.call_index, item.call_slot))
+        elif isinstance(item, Blocks):
+            placeheld.extend(
+                (part.call_index, part.call_slot)
+                for part in item.parts
+                if isinstance(part, Placeholder) and part.call_id
+            )
+    if not placeheld:
+        return set()
+    uses: dict[str, int] = {}
+    for found in state.skeleton.calls.values():
+        for call in found:
+            if call.id:
+                uses[call.id] = uses.get(call.id, 0) + 1
+    skeleton = state.skeleton
+    return {
+        ref for ref in placeheld if ref[1] >= 0 and uses.get(call_at(skeleton, ref).id or "", 0) > 1
+    }
 
 
 def _renumbered(state: PlanState, item: Item) -> Item:

@@ -17,7 +17,8 @@ its call, in steps, each a small function over the shared :class:`~toolmend._pla
    :func:`open_with_user`, :func:`restore_alternation` (after the user message
    :func:`~toolmend._block_repair.lead_with_user` adds, where a profile wants both),
    :func:`mark_prefix` (after the merges), the cross-target steps of
-   :mod:`toolmend._block_repair`, and last :func:`split_calls`.
+   :mod:`toolmend._block_repair` (names, a user first, a user last), and last
+   :func:`split_calls`.
 
 Change codes (``Change.code``): ``moved_result``, ``moved_message``, ``dropped_orphan_result``,
 ``orphan_result_to_text``, ``dropped_duplicate_result``, ``answered_missing_call``,
@@ -30,7 +31,7 @@ Change codes (``Change.code``): ``moved_result``, ``moved_message``, ``dropped_o
 
 from __future__ import annotations
 
-from ._block_repair import lead_with_user, name_results
+from ._block_repair import end_with_user, lead_with_user, name_results
 from ._edits import (
     AsText,
     Blocks,
@@ -52,6 +53,7 @@ from ._planstate import (
     PlanState,
     ResultRef,
     call_at,
+    newest_results,
     result_at,
 )
 from ._repair_items import mend_items, order_items
@@ -61,6 +63,7 @@ from ._skeleton import ASSISTANT, OTHER, SYSTEM, TOOL, USER, Call, Skeleton
 __all__ = [
     "add_reasoning",
     "bridge_role_order",
+    "fill_blank_text",
     "fix_shapes",
     "mark_prefix",
     "order_messages",
@@ -87,6 +90,8 @@ def plan_messages(state: PlanState, problem_codes: set[str]) -> None:
         keep_orphans_as_text(state)
     rewrite_ids(state)
     fix_shapes(state, problem_codes)
+    if {"text_empty", "text_whitespace"} & problem_codes:
+        fill_blank_text(state)
     if profile.pairing == "ordered":
         mend_items(state, problem_codes)
     if profile.reasoning_in_tool_turns:
@@ -108,6 +113,8 @@ def plan_messages(state: PlanState, problem_codes: set[str]) -> None:
         name_results(state)
     if profile.first_user and profile.alternation is None:
         lead_with_user(state)
+    if "prefill_unsupported" in profile.checks:
+        end_with_user(state)
     if profile.single_call and "parallel_calls" in problem_codes:
         split_calls(state)
 
@@ -125,6 +132,7 @@ def order_messages(state: PlanState) -> None:
     for call_ref, ref in state.answer.items():
         results_of.setdefault(call_ref[0], []).append(ref)
     frontier = _frontier(skeleton) if policy.frontier == "keep" and skeleton.whole else -1
+    newest = newest_results(skeleton)
     moved_aside: set[int] = set()
     looked_at = 0  # the messages before it were already looked at for moved_aside
     for index in range(len(kinds)):
@@ -139,7 +147,7 @@ def order_messages(state: PlanState) -> None:
                 )
                 continue
             if ref in orphans:
-                state.orphan_message(index, carried[0].id)
+                state.orphan_message(index, carried[0].id, newest=index >= newest)
                 continue
         items.append(Keep(index))
         found = calls.get(index) if kinds[index] == ASSISTANT else None
@@ -284,6 +292,29 @@ def fix_shapes(state: PlanState, problem_codes: set[str]) -> None:
         "role_order" in problem_codes and OTHER in skeleton.kinds
     ):
         _rename_roles(state, kept)
+
+
+def fill_blank_text(state: PlanState) -> None:
+    """Blank user text bound for Anthropic (issue 32, case 8): blank text parts beside other
+    content are dropped (``dropped_empty_block``); a user message with nothing but blank text
+    gets the fixed user bridge text (``filled_content``), as LiteLLM's sanitizer puts its own
+    placeholder there. Nothing real is lost: only empty or whitespace text goes."""
+    skeleton, plan = state.skeleton, state.plan
+    kept = {item.index for item in plan.items if isinstance(item, Keep)}
+    for defect in skeleton.defects:
+        index = defect.at
+        if index not in kept or skeleton.kinds[index] != USER:
+            continue
+        if defect.code not in ("blank_text", "content_empty"):
+            continue
+        edit = plan.edit(index)
+        if defect.slot < 0 or defect.code == "content_empty":
+            if edit.set_fields.get("content") != USER_BRIDGE_TEXT:
+                edit.set_fields["content"] = USER_BRIDGE_TEXT
+                state.change("filled_content", index, "blank user text given the bridge text")
+        else:
+            edit.drop_blocks.add(defect.slot)
+            state.change("dropped_empty_block", index, "blank text part removed")
 
 
 def _fill_content(state: PlanState, index: int, code: str) -> None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from ._edits import EMPTY_RESULT_TEXT, AsText, Keep, Plan
 from ._policy import Policy
 from ._report import Change
-from ._skeleton import USER, Call, Result, Skeleton
+from ._skeleton import SYSTEM, TOOL, USER, Call, Result, Skeleton
 from .profiles import Profile
 
 __all__ = [
@@ -31,6 +31,7 @@ __all__ = [
     "PlanState",
     "ResultRef",
     "call_at",
+    "newest_results",
     "result_at",
 ]
 
@@ -100,9 +101,18 @@ class PlanState:
         index += self.skeleton.base
         self.changes.append(Change(code, index, detail, tuple(i for i in ids if i)))
 
-    def orphan_message(self, index: int, result_id: str | None) -> None:
-        """A result message no call owns: dropped, or kept as user text, per policy."""
-        if self.policy.orphan_result == "text":
+    def orphan_message(self, index: int, result_id: str | None, *, newest: bool = False) -> None:
+        """A result message no call owns: dropped, or kept as user text, per policy. The
+        ``newest`` input (:func:`newest_results`) is never dropped (issue 32, case 2)."""
+        if newest:
+            self.plan.items.append(AsText(Keep(index), USER))
+            self.change(
+                "orphan_result_to_text",
+                index,
+                "newest input: a result whose call is missing, kept as text",
+                result_id,
+            )
+        elif self.policy.orphan_result == "text":
             self.plan.items.append(AsText(Keep(index), USER))
             self.change(
                 "orphan_result_to_text", index, "result of a vanished call kept as text", result_id
@@ -122,6 +132,32 @@ class PlanState:
         ):
             return STUB
         return REAL
+
+
+def newest_results(skeleton: Skeleton) -> int:
+    """Where the newest input begins: the trailing run of result messages (system messages
+    among and after them aside), the input the model is asked to answer, when it does not
+    follow a calling message (then they are that turn's results, and an orphan among them is
+    a stray, not a new input) and holds nothing but results (a user message of the block
+    layouts with text beside a stale result has its input in the text: Claude Code's compacted
+    leftovers, the demo's case); ``len(skeleton)`` when there is none, or when the skeleton is a
+    range before the history's end (a range starts where no result is waiting, so the last
+    range holds the whole trailing run and the message before it). An app that sends the
+    user's follow-up as a tool result for a call that is not in the history (issue 32, case 2)
+    must not have it dropped: an orphan there is kept as user text under every policy."""
+    kinds = skeleton.kinds
+    if not skeleton.ends:
+        return len(kinds)
+    start = len(kinds)
+    while start > 0 and kinds[start - 1] in (TOOL, SYSTEM):
+        start -= 1
+    if start > 0 and start - 1 in skeleton.calls:
+        return len(kinds)  # the results of the last call turn: an extra one is no new input
+    if any(skeleton.extras.get(index) for index in range(start, len(kinds))):
+        return len(kinds)  # the user wrote beside the results: that text is the input
+    while start < len(kinds) and kinds[start] == SYSTEM:
+        start += 1
+    return start
 
 
 def result_at(skeleton: Skeleton, ref: ResultRef) -> Result:

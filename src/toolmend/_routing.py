@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 from ._report import InvalidHistoryError, UnknownNameError
 from .formats import get as get_format
 from .profiles import get_profile
+from .profiles._anthropic import NO_PREFILL_MODELS
 from .profiles._bedrock import TOOLS_ALONE_MODELS
 from .profiles._openai import RESPONSES_REASONING_MODELS
 from .profiles._templates import template_profile
@@ -123,16 +124,18 @@ def request_profile(
     (:data:`toolmend.profiles._vendors.VENDORS`: ``openai``, ``deepseek``, ``vllm``, ...), or a
     profile named outright (``openai-responses``, ``deepseek-reasoner``, an alias), which is
     taken as it is. For a vendor, the format picks the API (Responses items go to its
-    ``/v1/responses``; ``None`` means chat messages) and the model the variant: a Gemini 3
-    model (``gemini-3*``, the ``gemini-*-latest`` aliases; not ``gemini-3-pro-image*``,
-    documented as not enforcing signatures) meets ``gemini-3``; an Anthropic request with
-    thinking ``enabled`` or ``adaptive`` meets ``anthropic-thinking``; DeepSeek's reasoner model
-    meets ``deepseek-reasoner``; an OpenAI reasoning model on the Responses API (o-series,
-    ``gpt-5*``, codex) meets ``openai-responses-reasoning`` (also when ``openai-responses`` is
-    named outright); a Llama or Mistral model on Bedrock (``meta.llama3-1-70b-instruct-v1:0``,
-    ``us.meta.llama...``, ``mistral.*``) meets ``bedrock-tools-alone``; on a self-hosted server
-    the model's chat template picks the chat rules. Anything else meets ``provider`` itself (the
-    name given, when it already means that profile).
+    ``/v1/responses``; ``None`` means chat messages) and the model the variant: a Gemini 3 model
+    (``gemini-3*``, the ``gemini-*-latest`` aliases; not ``gemini-3-pro-image*``, documented as
+    not enforcing signatures) meets ``gemini-3``; an Anthropic request with thinking ``enabled``
+    or ``adaptive`` meets ``anthropic-thinking``, one to a Claude model without prefill
+    (:data:`~toolmend.profiles._anthropic.NO_PREFILL_MODELS`) otherwise
+    ``anthropic-no-prefill``; DeepSeek's reasoner model meets ``deepseek-reasoner``; an OpenAI
+    reasoning model on the Responses API (o-series, ``gpt-5*``, codex) meets
+    ``openai-responses-reasoning`` (also when ``openai-responses`` is named outright); a Llama
+    or Mistral model on Bedrock (``meta.llama3-1-70b-instruct-v1:0``, ``us.meta.llama...``,
+    ``mistral.*``) meets ``bedrock-tools-alone``; on a self-hosted server the model's chat
+    template picks the chat rules. Anything else meets ``provider`` itself (the name given, when
+    it already means that profile).
 
     Raises :class:`toolmend.InvalidHistoryError` when the vendor serves no API for that format
     that toolmend has rules for, and :class:`toolmend.UnknownNameError` for an unknown format.
@@ -141,6 +144,8 @@ def request_profile(
     'gemini-3'
     >>> request_profile("anthropic", thinking={"type": "enabled", "budget_tokens": 2048})
     'anthropic-thinking'
+    >>> request_profile("anthropic", model="claude-sonnet-4-6")
+    'anthropic-no-prefill'
     >>> request_profile("deepseek", model="deepseek-chat")
     'deepseek'
     >>> request_profile("deepseek", format="openai-responses")
@@ -187,6 +192,10 @@ def _derived(provider: str, native: str, model: str | None, thinking: bool) -> s
     if profile == "anthropic":
         if thinking:
             return "anthropic-thinking"
+        # Bedrock's and Vertex's ids wrap the name (``us.anthropic.claude-opus-4-6-v1``)
+        at = name.find("claude-")
+        if at >= 0 and name.startswith(NO_PREFILL_MODELS, at):
+            return "anthropic-no-prefill"
     elif profile == "deepseek" and name.startswith("deepseek-reasoner"):
         return "deepseek-reasoner"
     elif profile == "openai-responses" and name.startswith(RESPONSES_REASONING_MODELS):
@@ -218,8 +227,9 @@ def converted_profile(provider: str, model: str | None = None) -> str:
     ``provider``'s API, given the deployment's ``model``.
 
     A Claude model on Gemini's platform (Vertex AI's partner models) is sent in Anthropic's
-    format and meets ``anthropic``; DeepSeek's reasoner meets ``deepseek-reasoner``, whose rule
-    about ``reasoning_content`` holds for OpenAI-shaped messages. A Gemini 3 model meets
+    format and meets ``anthropic`` (``anthropic-no-prefill`` for a model without prefill);
+    DeepSeek's reasoner meets ``deepseek-reasoner``, whose rule about ``reasoning_content``
+    holds for OpenAI-shaped messages. A Gemini 3 model meets
     ``gemini``: its thought signatures are the gateway's to carry, in fields an OpenAI-shaped
     history does not show. Anything else meets ``provider`` itself.
 
@@ -230,5 +240,5 @@ def converted_profile(provider: str, model: str | None = None) -> str:
     """
     if provider == "gemini":
         claude = isinstance(model, str) and model.lower().startswith("claude")
-        return "anthropic" if claude else provider
+        return request_profile("anthropic", model=model) if claude else provider
     return request_profile(provider, model=model)

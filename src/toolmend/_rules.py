@@ -30,6 +30,8 @@ Problem codes (the ``code`` of :class:`toolmend.Problem`, the same for every pro
 ``call_turn_position``     a conversation that opens with an assistant call
 ``system_unsupported``     a system message for a chat template with no system role
 ``empty_assistant``        an assistant message with neither content nor calls
+``text_empty``             empty user text bound for Anthropic (also a block rule)
+``text_whitespace``        whitespace-only user text bound for Anthropic (also a block rule)
 ``missing_reasoning``      DeepSeek thinking mode: ``reasoning_content`` missing in a tool turn
 ``role_order``             a role the provider does not accept after the previous one
 ``last_role``              a request that does not end on a role the provider serves
@@ -54,7 +56,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection
 
-from ._block_rules import check_blocks, check_cross_target, pair_contents, pair_converse, pair_turns
+from ._block_rules import (
+    check_blocks,
+    check_cross_target,
+    check_prefill,
+    pair_contents,
+    pair_converse,
+    pair_turns,
+)
 from ._findings import Report
 from ._report import InvalidHistoryError, Problem, shown_name
 from ._skeleton import ASSISTANT, BLOCKS, OTHER, SYSTEM, TOOL, USER, Skeleton
@@ -90,6 +99,8 @@ def judge(skeleton: Skeleton, profile: Profile) -> list[Problem]:
             _check_single_call(skeleton, report)
     if skeleton.defects:
         _check_defects(skeleton, profile, report)
+        if not blocks and report.wants("text_whitespace"):
+            _check_blank_user_text(skeleton, report)
     if profile.call_after_user and not blocks:
         _check_leading_call(skeleton, report)
     if report.wants("system_unsupported"):
@@ -106,6 +117,8 @@ def judge(skeleton: Skeleton, profile: Profile) -> list[Problem]:
         _check_last_role(skeleton, profile, report)
     if profile.alternation is not None:
         _check_alternation(skeleton, profile.alternation, report)
+    if report.wants("prefill_unsupported"):
+        check_prefill(skeleton, report)
     report.problems.sort(key=lambda problem: problem.index)
     return report.problems
 
@@ -504,6 +517,26 @@ def _check_defects(skeleton: Skeleton, profile: Profile, report: Report) -> None
             id=defect.id,
             ids=(defect.id,) if defect.id else (),
         )
+
+
+def _check_blank_user_text(skeleton: Skeleton, report: Report) -> None:
+    """An OpenAI-shaped history bound for Anthropic (issue 32, case 8): a user message whose
+    text is empty or only whitespace becomes a text block Anthropic refuses ("text content
+    blocks must be non-empty" / "must contain non-whitespace text"), as LiteLLM's sanitizer
+    tests show (an empty content, whitespace only, blank text parts)."""
+    kinds = skeleton.kinds
+    for defect in skeleton.defects:
+        if kinds[defect.at] != USER:
+            continue
+        if defect.code == "content_empty" or (
+            defect.code == "blank_text" and defect.detail == "empty"
+        ):
+            code = "text_empty"
+        elif defect.code == "blank_text":
+            code = "text_whitespace"
+        else:
+            continue
+        report.add(code, defect.at, f"user message with blank text ({code})", slot=defect.slot)
 
 
 def _check_leading_call(skeleton: Skeleton, report: Report) -> None:

@@ -130,6 +130,9 @@ class Skeleton:
     whole: bool = True
     """Whether the skeleton covers the whole history. Decisions about the history's end (the
     live frontier, never returning an empty request) are made only on a whole skeleton."""
+    ends: bool = True
+    """Whether the skeleton reaches the history's end (a whole one, or the last damaged range):
+    the newest input is at its end (see ``toolmend._planstate.newest_results``)."""
 
     def __len__(self) -> int:
         return len(self.kinds)

@@ -75,12 +75,12 @@ def render(view: View, *, source: str, color: bool = False, width: int = 100) ->
               !! orphan_result [OA-TOOL-ORPHAN] call_1: tool result without a calling ...
                  provider error: Invalid parameter: messages with role 'tool' must be a ...
     <BLANKLINE>
-    after repair for openai: 1 message, 1 change, no problems left
+    after repair for openai: 2 messages, 1 change, no problems left
     <BLANKLINE>
      #  was  role  content
      0    0  user  Weather?
-     -    1  tool  (dropped)
-                   ** dropped: dropped_orphan_result (call_1): result of a call not in the history
+     1    1  user  [tool result call_1 (tool)]\\n21 C
+                   ** as text: orphan_result_to_text (call_1): newest input: a result whose call ...
     """
     paint = _Paint(color)
     before = view.before

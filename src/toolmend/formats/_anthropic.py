@@ -188,6 +188,10 @@ def _scan(
         or not messages
     ):
         return None
+    if "prefill_unsupported" in profile.checks:
+        final = messages[-1]
+        if type(final) is not dict or final.get("role") != "user":
+            return None  # a rule on where the whole request ends: the full path decides
     id_pattern = compiled(profile.call_id_pattern)
     name_pattern = compiled(profile.function_name_pattern)
     name_ok = name_pattern.fullmatch if name_pattern is not None else None
@@ -327,6 +331,12 @@ def _scan(
                 spans.dirty = True
     if in_user and (expect or (thinking and answers and results and not thinks)):
         spans.dirty = True  # calls left unanswered, or thinking required and missing
+    if not in_user and pending:
+        # the request ends on calls (issue 32, case 7): a rule on the whole history's end,
+        # which a range judged alone cannot tell, so the full path decides
+        if first_only:
+            spans.dirty = True
+        return None
     if (
         not in_user
         and "thinking_final_assistant_disabled" in profile.checks
@@ -633,6 +643,22 @@ class _Writer(BlockWriter):
 
     def bridge(self, role: str, text: str) -> dict[str, Any]:
         return {"role": role, "content": text}
+
+    def gathered(self, new: Any, sources: list[Any]) -> Any:
+        """A message's other keys (``name``, a message-level ``cache_control``, unknown extra
+        keys) survive when its ``tool_result`` blocks are moved out and the message is gone
+        (issue 32, case 10): the new message takes them, the first source's first, in their
+        order; its own ``role`` and ``content`` win. Only for the same role (a user message
+        gathering results)."""
+        carried: dict[str, Any] = {}
+        for source in sources:
+            if isinstance(source, Mapping) and source.get("role") == new["role"]:
+                for key, value in source.items():
+                    carried.setdefault(key, value)
+        if not carried:
+            return new
+        carried.update(new)
+        return carried
 
     def line(self, block: Any) -> str | None:
         """A thinking block's text is kept (marked as such): written out, the exchange must

@@ -64,12 +64,19 @@ class BlockWriter:
         """A short message the plan adds to keep the turns in order."""
         return self.message(role, [self.text(text)])
 
+    def gathered(self, new: Any, sources: list[Any]) -> Any:
+        """The message a :class:`Blocks` item builds (``new``), given the input messages its
+        blocks were all taken out of (``sources``, in order): a format that keeps a message's
+        other keys (Anthropic) carries them over. By default ``new`` as it is."""
+        return new
+
     # --- the shared writer --------------------------------------------------------------------
 
     def apply(self, plan: Plan) -> list[Any]:
         """Build the repaired list (see :class:`toolmend.formats.Format.apply`)."""
         messages, edits, roles = self.messages, plan.edits, self.roles
         out: list[Any] = []
+        kept: set[int] | None = None
         for item in plan.items:
             if isinstance(item, Keep):
                 edit = edits.get(item.index)
@@ -77,7 +84,13 @@ class BlockWriter:
                 out.append(message if edit is None else self.edited(message, edit))
             elif isinstance(item, Blocks):
                 blocks = [self._taken(edits, part) for part in item.parts]
-                out.append(self.message(roles[item.role], blocks))
+                new = self.message(roles[item.role], blocks)
+                if kept is None:
+                    kept = {other.index for other in plan.items if isinstance(other, Keep)}
+                emptied = sorted({part[0] for part in item.parts if isinstance(part, tuple)} - kept)
+                if emptied:  # the messages its blocks left behind are gone: keep their keys
+                    new = self.gathered(new, [messages[index] for index in emptied])
+                out.append(new)
             elif isinstance(item, Placeholder):
                 out.append(self.message("user", [self.placeholder(item)]))
             elif isinstance(item, Bridge):

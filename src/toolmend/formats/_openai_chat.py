@@ -332,6 +332,7 @@ def _scan(
     repeats: list[tuple[int, str]] = []  # (range start, id) of a second result for a call
     pending: set[str] | None = None
     turn_calls = turn_unreasoned = dirty = False
+    unanswered: list[tuple[int, str]] = []  # (range start, id) of calls left without a result
     for index, message in enumerate(messages):
         if type(message) is not dict:
             return None
@@ -379,7 +380,17 @@ def _scan(
             if first_only:
                 return None
             dirty = True
-        elif not first_only and index and (not reasoning_rule or role == "user"):
+            if not first_only:
+                unanswered.extend((starts[-1], call_id) for call_id in pending)
+        elif (
+            not first_only
+            and index
+            and (not reasoning_rule or role == "user")
+            # not at a system message: the last range then holds the history's trailing
+            # run of results with any system messages after it (the newest input)
+            and role != "system"
+            and role != "developer"
+        ):
             if dirty:
                 spans.append((starts[-1], index))
                 dirty = False
@@ -442,12 +453,28 @@ def _scan(
         if first_only:
             return None
         dirty = True
+        if not first_only:
+            unanswered.extend((starts[-1], call_id) for call_id in pending or ())
     if dirty:
         spans.append((starts[-1], len(messages)))
+    if unanswered:
+        # a call the placeholder will answer, whose id another call has: its range reaches
+        # over every range calling that id, where the planner sees both and renames it
+        strays.extend(_reused(called, unanswered))
     if strays or (repeats and spans):
         callers = _callers(called, called_from, [*strays, *repeats])
         spans = _widen_for_strays(spans, starts, callers, strays, repeats, len(messages))
     return spans
+
+
+def _reused(called: list[str], unanswered: list[tuple[int, str]]) -> list[tuple[int, str]]:
+    """The unanswered calls whose id another call also has (the planner gives the call its
+    placeholder answers a fresh id, and must see the other call to know)."""
+    counts = dict.fromkeys([call_id for _, call_id in unanswered], 0)
+    for call_id in called:
+        if call_id in counts:
+            counts[call_id] += 1
+    return [entry for entry in unanswered if counts[entry[1]] > 1]
 
 
 def _callers(
@@ -556,7 +583,33 @@ def read(messages: Sequence[Any]) -> Skeleton:
                 content = get("content")
                 if not content:
                     _empty_content(defects, index, content)
+                elif kind == USER:
+                    _blank_text(defects, index, content)
     return skeleton
+
+
+def _blank_text(defects: list[Defect], index: int, content: Any) -> None:
+    """A user message's text that is only whitespace, or text parts that are empty or only
+    whitespace: ``blank_text`` (slot -1 when the whole content is such text, else the part's
+    position; detail ``"empty"`` or ``"whitespace"``). No profile has the code; the rules of
+    the providers that refuse blank text blocks (Anthropic) report it under their own."""
+    if type(content) is str:
+        if content.isspace():
+            defects.append(Defect(index, "blank_text", -1, "whitespace"))
+        return
+    if type(content) is not list:
+        return
+    blank: list[Defect] = []
+    for slot, part in enumerate(content):
+        if type(part) is dict and part.get("type") == "text":
+            text = part.get("text")
+            if type(text) is str and (not text or text.isspace()):
+                blank.append(Defect(index, "blank_text", slot, "whitespace" if text else "empty"))
+    if blank and len(blank) == len(content):  # nothing else in it: the whole content is blank
+        empty = all(defect.detail == "empty" for defect in blank)
+        defects.append(Defect(index, "blank_text", -1, "empty" if empty else "whitespace"))
+    else:
+        defects.extend(blank)
 
 
 def _empty_content(defects: list[Defect], index: int, content: Any) -> None:
@@ -816,6 +869,10 @@ def _edited(message: Any, edit: MessageEdit) -> dict[str, Any]:
                 copy["content"] = ""
     for key in edit.drop_fields:
         copy.pop(key, None)
+    if edit.drop_blocks and isinstance(copy.get("content"), list):  # blank text parts
+        copy["content"] = [
+            part for slot, part in enumerate(copy["content"]) if slot not in edit.drop_blocks
+        ]
     copy.update(edit.set_fields)
     if edit.stringify_content:
         copy["content"] = _text_of(copy.get("content")) or ""

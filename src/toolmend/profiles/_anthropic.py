@@ -135,8 +135,10 @@ _AN_STRICT = {
         "anthropic.prefill_unsupported",
         "This model does not support assistant message prefill. The conversation must end with "
         "a user message.",
-        "https://platform.claude.com/docs/en/api/errors (Claude >= 4.6 only: model-dependent)",
-        status="documented",
+        'https://platform.claude.com/docs/en/about-claude/models/migration-guide ("Prefilling '
+        'assistant messages returns a 400 error on Claude 4.6 models": model-dependent, see '
+        "NO_PREFILL_MODELS) ; https://github.com/strands-agents/sdk-python/issues/1694 ; "
+        "https://github.com/agno-agi/agno/issues/7015",
     ),
     "thinking_final_assistant_disabled": Check(
         "anthropic.thinking_final_assistant_disabled",
@@ -219,14 +221,51 @@ Native ``messages`` (Messages API dicts and the anthropic SDK's block objects) a
 merged turns, as the API merges consecutive same-role messages: every ``tool_use`` of an
 assistant turn needs its ``tool_result`` in the leading run of the next turn, with nothing
 after the ``tool_use`` blocks and nothing before the results. A request ending on an assistant
-turn with calls is a prefill and is left alone (``prefill_unsupported`` is model-dependent and
-recorded in ``strict_checks``). Thinking blocks are never rewritten; an incomplete one (without
+turn with calls gets placeholder results (issue 32, case 7); one ending on assistant text is a
+prefill and is left alone (``prefill_unsupported`` is model-dependent and
+recorded in ``strict_checks``; the models without prefill meet :data:`ANTHROPIC_NO_PREFILL`).
+Thinking blocks are never rewritten; an incomplete one (without
 ``signature``, say) is dropped, since the API refuses it whole.
 
 An OpenAI-shaped history checked against this profile (what LiteLLM and gateways convert) uses
 OpenAI's adjacency pairing (``pairing="adjacent"``) with the Anthropic error texts; ids reused
 across turns are rewritten, since Anthropic wants them unique in the whole request.
 """
+
+NO_PREFILL_MODELS: tuple[str, ...] = ("claude-opus-4-6", "claude-opus-4-7", "claude-sonnet-4-6")
+"""Model-name prefixes of the Claude models that refuse any final assistant message (no
+prefill): Anthropic's migration guide ("Prefilling assistant messages returns a 400 error on
+Claude 4.6 models", naming Opus 4.6/4.7 and Sonnet 4.6) and the public reports quoted with
+``prefill_unsupported`` (strands-agents/sdk-python#1694 on Bedrock's
+``us.anthropic.claude-opus-4-6-v1``, agno-agi/agno#7015, langchain-ai/deepagents#1585).
+:func:`toolmend._routing.request_profile` picks :data:`ANTHROPIC_NO_PREFILL` for them."""
+
+ANTHROPIC_NO_PREFILL = replace(
+    ANTHROPIC,
+    name="anthropic-no-prefill",
+    aliases=(),
+    checks=checks(
+        **_AN_CHECKS,
+        **_AN_OPENAI_SHAPED,
+        **_AN_THINKING_OFF,
+        prefill_unsupported=_AN_STRICT["prefill_unsupported"],
+    ),
+    strict_checks=checks(
+        **{
+            k: v
+            for k, v in _AN_STRICT.items()
+            if k not in _AN_THINKING_OFF and k != "prefill_unsupported"
+        },
+        thinking_required=_AN_THINKING_REQUIRED,
+    ),
+)
+"""Anthropic for the models without prefill (:data:`NO_PREFILL_MODELS`): the request must end
+with a user message. A final assistant message with calls gets its placeholder results, as
+everywhere; a final assistant *text* message is kept and the fixed user bridge ``"Continue."``
+is sent after it (``inserted_message``): its content is real and stays where the model wrote it
+(dropping it would lose it, sending it as user text would put the model's words in the user's
+mouth), and the bridge claims nothing. An empty final assistant message, which carries
+nothing, is dropped instead (once not last it would break the non-empty rule)."""
 
 ANTHROPIC_THINKING = replace(
     ANTHROPIC,
