@@ -21,15 +21,16 @@ from hypothesis import strategies as st
 import toolmend
 from toolmend._fastpath import vouch
 from toolmend._loops import quiet_live_run
+from toolmend.profiles import PROFILES
 from toolmend.integrations.hooks import HookOptions, mend
 
 from support.agent_runs import agent_runs
 from support.cases import assistant, result, user
 from support.faults import patch_everywhere
-from support.histories import OPENAI_FAMILY, damaged_conversations, valid_conversations
+from support.histories import damaged_conversations, valid_conversations
 
-# and the OpenAI-shaped histories bound for anthropic, gemini and bedrock through LiteLLM
-PROVIDERS = [*OPENAI_FAMILY, "anthropic", "gemini", "bedrock"]
+# and the OpenAI-shaped histories bound for every other family through LiteLLM or a gateway
+CHAT_PROVIDERS = [name for name, profile in PROFILES.items() if profile.pairing != "ordered"]
 
 
 def _repair_agrees(history: list[Any], provider: str) -> bool:
@@ -47,7 +48,7 @@ def _repair_agrees(history: list[Any], provider: str) -> bool:
         agent_runs(),
         agent_runs(odd=False),
     ),
-    provider=st.sampled_from(PROVIDERS),
+    provider=st.sampled_from(CHAT_PROVIDERS),
 )
 def test_vouch_only_where_the_full_path_changes_and_finds_nothing(
     history: list[Any], provider: str

@@ -19,6 +19,7 @@ from .._report import InvalidMessageError
 from .._skeleton import ASSISTANT, OTHER, SYSTEM, TOOL, USER, Call, Defect, Result, Skeleton
 from . import register
 from ._base import Format, message_dict
+from ._openai_cross import CrossRules, cross_rules, cross_valid
 
 if TYPE_CHECKING:
     from ..profiles import Profile
@@ -132,11 +133,14 @@ def quick_live(
     return len(live), calls
 
 
-def _live_run(messages: Sequence[Any], params: _PlainParams) -> list[Any] | None:
-    """:func:`_plain_valid` with ``params``; None also where a field is missing or of the wrong
-    kind (the full path decides, and names it)."""
+def _live_run(messages: Sequence[Any], params: _PlainParams | CrossRules) -> list[Any] | None:
+    """:func:`_plain_valid` with ``params`` (:func:`toolmend.formats._openai_cross.cross_valid`
+    for a profile of another family); None also where a field is missing or of the wrong kind
+    (the full path decides, and names it)."""
     try:
-        return _plain_valid(messages, *params)
+        if type(params) is CrossRules:
+            return cross_valid(messages, params)
+        return _plain_valid(messages, *params)  # type: ignore[misc]
     except (KeyError, TypeError):
         return None
 
@@ -145,20 +149,21 @@ _PlainParams = tuple[int, bool, bool, bool]
 _SCAN_TURNS: _PlainParams = (0, False, False, False)
 """The stand-in for "the profile has per-turn rules": :func:`_scan` decides, not the plain pass."""
 
-_PARAMS_BY_PROFILE: dict[int, tuple[Profile, _PlainParams | None]] = {}
+_PARAMS_BY_PROFILE: dict[int, tuple[Profile, _PlainParams | CrossRules | None]] = {}
 """``id(profile)`` -> (the profile, its :func:`_plain_valid` arguments); the profile is kept so
 its id cannot be reused while the entry lives. Profiles are frozen: one whose ``checks`` mapping
 is changed in place after use keeps the arguments worked out before."""
 
 
-def _plain_params(profile: Profile) -> _PlainParams | None:
-    """:func:`_plain_valid`'s arguments for ``profile`` (None when the one-pass scans do not
-    model its rules), worked out once per profile: on a hook's path every function the check
-    runs is one more thing to load into a cold cache."""
+def _plain_params(profile: Profile) -> _PlainParams | CrossRules | None:
+    """:func:`_plain_valid`'s arguments for ``profile`` (the rules of
+    :func:`toolmend.formats._openai_cross.cross_valid` for a profile of another family; None
+    when no one-pass check models its rules), worked out once per profile: on a hook's path
+    every function the check runs is one more thing to load into a cold cache."""
     entry = _PARAMS_BY_PROFILE.get(id(profile))
     if entry is not None and entry[0] is profile:
         return entry[1]
-    params: _PlainParams | None = None
+    params: _PlainParams | CrossRules | None = cross_rules(profile)
     if _scannable_profile(profile):
         params = _SCAN_TURNS
         if not profile.reasoning_in_tool_turns:
