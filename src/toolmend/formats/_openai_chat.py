@@ -19,7 +19,7 @@ from .._report import InvalidMessageError
 from .._skeleton import ASSISTANT, OTHER, SYSTEM, TOOL, USER, Call, Defect, Result, Skeleton
 from . import register
 from ._base import Format, message_dict
-from ._openai_cross import CrossRules, cross_rules, cross_valid
+from ._openai_cross import CrossRules, Fixes, cross_fixes, cross_rules, cross_valid
 
 if TYPE_CHECKING:
     from ..profiles import Profile
@@ -34,6 +34,7 @@ __all__ = [
     "dirty_spans",
     "kind_of",
     "live_rounds",
+    "quick_fixes",
     "quick_live",
     "quick_valid",
     "read",
@@ -131,6 +132,15 @@ def quick_live(
             function = call["function"]
             calls.append((function["name"], function["arguments"]))
     return len(live), calls
+
+
+def quick_fixes(messages: Sequence[Any], profile: Profile) -> Fixes | None:
+    """The result names or call ids a cross-family profile wants, when nothing else is wrong
+    (see :func:`toolmend.formats._openai_cross.cross_fixes`); None otherwise."""
+    params = _plain_params(profile) if messages else None
+    if type(params) is not CrossRules:
+        return None
+    return cross_fixes(messages, params, profile.call_id_length)
 
 
 def _live_run(messages: Sequence[Any], params: _PlainParams | CrossRules) -> list[Any] | None:
@@ -948,6 +958,7 @@ class OpenAIChat(Format):
     live_rounds = staticmethod(live_rounds)
     quick_valid = staticmethod(quick_valid)
     quick_live = staticmethod(quick_live)
+    quick_fixes = staticmethod(quick_fixes)
     dirty_spans = staticmethod(dirty_spans)
 
     def keeps_apart(self, role: Any) -> bool:

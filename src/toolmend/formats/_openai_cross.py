@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from .._skeleton import ASSISTANT, SYSTEM, TOOL, USER
@@ -29,7 +29,7 @@ from .._skeleton import ASSISTANT, SYSTEM, TOOL, USER
 if TYPE_CHECKING:
     from ..profiles import Profile
 
-__all__ = ["CrossRules", "cross_rules", "cross_valid"]
+__all__ = ["CrossRules", "Fixes", "cross_fixes", "cross_rules", "cross_valid"]
 
 MODELLED = frozenset(
     {
@@ -386,3 +386,92 @@ def _ids_and_names_ok(ids: list[str], function_names: set[str], rules: CrossRule
     if rules.id_match is not None and not all(map(rules.id_match, ids)):
         return False
     return rules.name_match is None or all(map(rules.name_match, function_names))
+
+
+Fixes = tuple[list[tuple[int, str, str]], list[tuple[int, int, str]], list[tuple[int, int, int]]]
+"""What :func:`cross_fixes` found to change: result names (tool message index, call id, the
+call's function name), call ids outside the profile's pattern (assistant message index, slot,
+id), and the tool messages answering those calls (index, the calling message's index, slot)."""
+
+_RELAXED: dict[int, tuple[CrossRules, CrossRules]] = {}
+"""``id(rules)`` -> (the rules, the same without the result-name and id-pattern rules)."""
+
+
+def cross_fixes(
+    messages: Sequence[Any], rules: CrossRules, id_length: int | None = None
+) -> Fixes | None:
+    """The only changes the full path would make to ``messages``, when the history passes
+    every rule of ``rules`` except that tool messages lack their call's function name
+    (Gemini) or call ids are outside the provider's pattern (Mistral): one of the two, never
+    both (the full path decides then). None when anything else is wrong, or nothing is.
+    ``id_length`` is the profile's ``call_id_length``: an id in the pattern but of another
+    length passes the rules, yet the full path's id rewrite would change it too (None then).
+
+    What a cross-family target changes on nearly every message of a valid history: the full
+    path would read, judge and plan all of it to find the same edits (issue 32)."""
+    entry = _RELAXED.get(id(rules))
+    if entry is None or entry[0] is not rules:
+        relaxed = replace(rules, names=False, id_match=None)
+        if len(_RELAXED) >= 64:
+            _RELAXED.clear()
+        entry = _RELAXED[id(rules)] = (rules, relaxed)
+    if (not rules.names and rules.id_match is None) or (rules.names and rules.id_match):
+        return None
+    try:
+        if cross_valid(messages, entry[1]) is None:
+            return None
+    except (KeyError, TypeError):
+        return None
+    if rules.names:
+        names = _name_fixes(messages)
+        return (names, [], []) if names else None
+    assert rules.id_match is not None
+    fixes = _id_fixes(messages, rules.id_match, id_length)
+    return ([], *fixes) if fixes is not None and fixes[0] else None
+
+
+def _name_fixes(messages: Sequence[Any]) -> list[tuple[int, str, str]]:
+    """The tool messages whose ``name`` is not their call's function name (the history is
+    known to pass every other rule: plain dicts, each result right after its call)."""
+    found: list[tuple[int, str, str]] = []
+    names: dict[str, str] = {}
+    for index, message in enumerate(messages):
+        role = message["role"]
+        if role == "tool":
+            call_id = message["tool_call_id"]
+            name = names[call_id]
+            if message.get("name") != name:
+                found.append((index, call_id, name))
+        elif role == "assistant":
+            tool_calls = message.get("tool_calls")
+            if tool_calls:
+                names = {call["id"]: call["function"]["name"] for call in tool_calls}
+    return found
+
+
+def _id_fixes(
+    messages: Sequence[Any], id_match: Callable[[str], Any], id_length: int | None
+) -> tuple[list[tuple[int, int, str]], list[tuple[int, int, int]]] | None:
+    """The calls whose id is outside the pattern, and the tool messages answering them; None
+    for an id in the pattern but not ``id_length`` long."""
+    calls: list[tuple[int, int, str]] = []
+    results: list[tuple[int, int, int]] = []
+    refused: dict[str, tuple[int, int]] = {}  # the turn's refused ids -> (index, slot)
+    for index, message in enumerate(messages):
+        role = message["role"]
+        if role == "tool":
+            ref = refused.get(message["tool_call_id"])
+            if ref is not None:
+                results.append((index, *ref))
+        elif role == "assistant":
+            tool_calls = message.get("tool_calls")
+            if tool_calls:
+                refused = {}
+                for slot, call in enumerate(tool_calls):
+                    call_id = call["id"]
+                    if id_match(call_id) is None:
+                        refused[call_id] = (index, slot)
+                        calls.append((index, slot, call_id))
+                    elif id_length is not None and len(call_id) != id_length:
+                        return None
+    return calls, results
