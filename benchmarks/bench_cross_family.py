@@ -94,8 +94,10 @@ def tool_heavy_history(size: int, seed: int = 7, *, named: bool = False) -> list
                     result["name"] = call["function"]["name"]
                 history.append(result)
         history.append({"role": "assistant", "content": filler_text(rnd, 100, 1200)})
-    cut = max(i for i in range(1, min(size, len(history) - 1) + 1) if history[i]["role"] == "user")
-    return history[:cut]  # end on a whole turn, so the history stays valid
+    cut = max(i for i in range(1, min(size, len(history) - 1)) if history[i]["role"] == "user")
+    # a request: whole turns, then the user's newest message (Mistral refuses a request that
+    # ends on assistant text, and newer Claude models refuse one that ends on the assistant)
+    return history[: cut + 1]
 
 
 TARGETS: dict[str, tuple[str, bool]] = {

@@ -30,17 +30,27 @@ def fresh_id(seed: str, profile: Profile, taken: set[str], next_try: dict[str, i
     it are all taken already (``taken`` only grows), so many calls with one seed (n calls
     sharing a refused id) hash each candidate once instead of restarting at 0 for each call,
     and get the same ids."""
+    pairs: list[str]
     counter = next_try.get(seed, 0)
     length = profile.call_id_length
+    smallest = _SMALLEST.get(length, 1 << 128) if length is not None else 1 << 128
     while True:
         digest = int.from_bytes(hashlib.sha256(f"{seed}#{counter}".encode()).digest()[:16], "big")
-        if length is not None and digest >= _SMALLEST.get(length, 1 << 128):
+        if digest >= smallest:
             # the lowest ``length`` digits are all the id keeps (Mistral's nine): only those
-            candidate = _lowest_digits(digest, length)
+            assert length is not None
+            value = digest % _SPAN[length]
+            pairs = []
+            for _ in range(length >> 1):
+                value, rest = divmod(value, 3844)
+                pairs.append(_PAIRS[rest])
+            if length & 1:
+                pairs.append(_ALNUM[value])
+            candidate = "".join(pairs)
         else:
             # the digest in base 62, lowest digit first, two digits a step (128 bits are at
             # most 22 digits; an odd count leaves a high "0" the one-digit loop would not write)
-            pairs: list[str] = []
+            pairs = []
             while digest:
                 digest, rest = divmod(digest, 3844)
                 pairs.append(_PAIRS[rest])
@@ -58,20 +68,9 @@ def fresh_id(seed: str, profile: Profile, taken: set[str], next_try: dict[str, i
 _fresh_id = fresh_id  # (the planner's name for it)
 
 _SMALLEST = {length: 62 ** (length - 1) for length in range(1, 22)}
-"""Id length -> the smallest digest with at least that many base-62 digits."""
-
-
-def _lowest_digits(digest: int, length: int) -> str:
-    """The lowest ``length`` base-62 digits of ``digest``, lowest first: the start of the
-    digest's whole base-62 text when it has at least that many digits."""
-    value = digest % 62**length
-    pairs: list[str] = []
-    for _ in range(length // 2):
-        value, rest = divmod(value, 3844)
-        pairs.append(_PAIRS[rest])
-    if length % 2:
-        pairs.append(_ALNUM[value])
-    return "".join(pairs)
+"""Id length -> the smallest digest with at least that many base-62 digits: from there on, an
+id of that length is the digest's lowest digits (the start of its whole base-62 text)."""
+_SPAN = {length: 62**length for length in range(1, 22)}
 
 
 def _acceptable(call_id: str | None, profile: Profile) -> bool:

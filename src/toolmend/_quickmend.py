@@ -63,7 +63,7 @@ def _fill_names(
         copy["name"] = name
         repaired[index] = copy
         changes.append(
-            Change(
+            _change(
                 "filled_result_name",
                 index,
                 f"function name {name!r} taken from the call",
@@ -109,7 +109,7 @@ def _rewrite_ids(
         new = fresh_id(old, profile, taken, next_try)
         new_ids[(index, slot)] = new
         changes.append(
-            Change("rewrote_call_id", index, "call id the provider would refuse", (old, new))
+            _change("rewrote_call_id", index, "call id the provider would refuse", (old, new))
         )
         problems.append(call_problem(index, old, slot))
         copy = edited.get(index)
@@ -132,6 +132,29 @@ def _rewrite_ids(
 
 def _index(problem: Problem) -> int:
     return problem.index
+
+
+def _problem(
+    code: str, index: int, message: str, provider_error: str, rule: str, ids: tuple[str, ...]
+) -> Problem:
+    """``Problem(code, index, message, provider_error, rule, ids)``, without the frozen
+    dataclass's ``__init__`` (one ``object.__setattr__`` a field): the same object, for the
+    thousands a history of rewritten ids reports."""
+    made = _new(Problem)
+    made.__dict__.update(
+        code=code, index=index, message=message, provider_error=provider_error, rule=rule, ids=ids
+    )
+    return made
+
+
+def _change(code: str, index: int, detail: str, ids: tuple[str, ...]) -> Change:
+    """``Change(code, index, detail, ids)``, as :func:`_problem` builds a problem."""
+    made = _new(Change)
+    made.__dict__.update(code=code, index=index, detail=detail, ids=ids)
+    return made
+
+
+_new = object.__new__
 
 
 _FIELDS: dict[str, frozenset[str] | None] = {}
@@ -175,9 +198,19 @@ def _maker(profile: Profile, check: Check, code: str, message: str) -> Any:
     if not fields:
 
         def fixed(index: int, found: str, slot: int) -> Problem:
-            return Problem(code, index, message, template, rule, (found,))
+            return _problem(code, index, message, template, rule, (found,))
 
         return fixed
+    if fields <= {"id", "ids"} and template.count("{") == 1 and template.count("}") == 1:
+        # one field, the id (Mistral's "Tool call id was {id} but must be ..."): the text
+        # around it, joined
+        head, _, rest = template.partition("{")
+        tail = rest.partition("}")[2]
+
+        def joined(index: int, found: str, slot: int) -> Problem:
+            return _problem(code, index, message, head + found + tail, rule, (found,))
+
+        return joined
     wants_index, wants_id = "index" in fields, "id" in fields or "ids" in fields
     wants_slot = "slot" in fields
 
@@ -189,6 +222,6 @@ def _maker(profile: Profile, check: Check, code: str, message: str) -> Any:
             values["id"] = values["ids"] = found
         if wants_slot:
             values["slot"] = slot
-        return Problem(code, index, message, template.format(**values), rule, (found,))
+        return _problem(code, index, message, template.format(**values), rule, (found,))
 
     return formatted

@@ -249,7 +249,8 @@ def cross_valid(messages: Sequence[Any], rules: CrossRules) -> list[Any] | None:
     after_tool = rules.after_tool
     null_ok, empty_ok = rules.call_content_null_ok, rules.call_content_empty_ok
     call_content = not (null_ok and empty_ok)
-    gather = rules.id_match is not None or rules.name_match is not None or rules.request_ids
+    id_match = rules.id_match
+    gather = id_match is not None or rules.name_match is not None or rules.request_ids
     ids: list[str] = []
     function_names: set[str] = set()
     pending: set[str] | None = None  # the turn's calls still waiting for their results
@@ -331,6 +332,8 @@ def cross_valid(messages: Sequence[Any], rules: CrossRules) -> list[Any] | None:
                     return None
                 pending.add(call_id)
                 if gather:
+                    if not ids and id_match is not None and id_match(call_id) is None:
+                        return None  # the first id tells a history of refused ids at once
                     ids.append(call_id)
                     function_names.add(name)
                 if named:
