@@ -25,6 +25,8 @@ from toolmend._api import damage_in, mend_damage
 from toolmend._fastpath import vouch
 from toolmend._loops import quiet_live_run
 from toolmend._policy import Policy
+from toolmend._rules import judge
+from toolmend.formats import _openai_chat as openai_chat
 from toolmend.integrations.hooks import HookOptions, mend
 from toolmend.profiles import PROFILES, get_profile
 
@@ -32,6 +34,7 @@ from support.agent_runs import agent_runs
 from support.cases import assistant, result, user
 from support.faults import patch_everywhere
 from support.histories import damaged_conversations, valid_conversations
+from support.whole_path import whole_repair
 
 # and the OpenAI-shaped histories bound for every other family through LiteLLM or a gateway
 CHAT_PROVIDERS = [name for name, profile in PROFILES.items() if profile.pairing != "ordered"]
@@ -286,14 +289,24 @@ def test_a_long_responses_run_is_followed_by_its_names(names: list[str]) -> None
 
 
 def _full_path(history: list[Any], provider: str) -> tuple[Any, list[Any], list[Any]]:
-    """What the full read, judge and plan give (the one-pass shortcuts left out)."""
+    """What the full path gives: for a profile of another family, the history read, judged
+    and planned whole (no one-pass scan, no ranges); for the OpenAI family, whose damaged
+    ranges are held to the whole history elsewhere (``tests/test_properties.py``), those ranges
+    without the one-pass vouch."""
     module, profile, policy = formats.get("openai"), get_profile(provider), Policy()
-    damaged = list(damage_in(module, history, profile, policy, True) or ())
-    if not damaged:
-        return history, [], []
-    mended = mend_damage(module, history, profile, policy, damaged)
-    repaired = mended.messages if mended.changes else history
-    return repaired, list(mended.changes), list(mended.problems)
+    if openai_chat._scannable_profile(profile):
+        damaged = list(damage_in(module, history, profile, policy, True) or ())
+        if not damaged:
+            return history, [], []
+        mended = mend_damage(module, history, profile, policy, damaged)
+        return (
+            (mended.messages if mended.changes else history),
+            list(mended.changes),
+            list(mended.problems),
+        )
+    problems = judge(module.read(history), profile)
+    repaired, changes = whole_repair(module, history, profile, policy)
+    return (repaired if changes else history), changes, problems
 
 
 @st.composite
@@ -319,6 +332,13 @@ def _cross_family_histories(draw: st.DrawFn) -> list[Any]:
             message["tool_call_id"] = new_ids.get(message["tool_call_id"], message["tool_call_id"])
         for call in message.get("tool_calls") or ():
             call["id"] = new_ids.get(call["id"], call["id"])
+    for _ in range(draw(st.integers(0, 2))):  # and now and then a message lost or repeated
+        if len(history) > 2:
+            position = draw(st.integers(1, len(history) - 1))
+            if draw(st.booleans()):
+                del history[position]
+            else:
+                history.insert(position, history[position - 1])
     return history
 
 

@@ -19,7 +19,7 @@ from .._report import InvalidMessageError
 from .._skeleton import ASSISTANT, OTHER, SYSTEM, TOOL, USER, Call, Defect, Result, Skeleton
 from . import register
 from ._base import Format, message_dict
-from ._openai_cross import CrossRules, Fixes, cross_fixes, cross_rules, cross_valid
+from ._openai_cross import CrossRules, Fixes, cross_fixes, cross_rules, cross_valid, opening_ok
 
 if TYPE_CHECKING:
     from ..profiles import Profile
@@ -330,10 +330,19 @@ def _scannable_profile(profile: Profile) -> bool:
 def _scan(
     messages: Sequence[Any], profile: Profile, *, first_only: bool
 ) -> list[tuple[int, int]] | None:
+    cross = None
     if not _scannable(messages, profile):
-        return None
+        # a cross-family profile: its ranges, from its rules (the vouch is cross_valid's)
+        cross = None if first_only or not messages else _range_rules(messages, profile)
+        if cross is None:
+            return None
     max_length = profile.call_id_max_length or 1 << 30
     reasoning_rule = profile.reasoning_in_tool_turns
+    user_starts = reasoning_rule or cross is not None  # ranges start at user messages only
+    after_tool = cross.after_tool if cross is not None else None
+    follows_tool = False  # whether the message before was a tool message
+    follows_text = False  # whether it was assistant text without calls, sound
+    turn_names: dict[Any, Any] = {}  # the turn's call id -> function name (``cross.names``)
     reasoning_field_ok = "unsupported_property" not in profile.checks
     repeats_pass = _repeats_pass(profile)
     content_rule = "tool_content_not_string" in profile.checks
@@ -374,7 +383,10 @@ def _scan(
                     pending.discard(call_id)
                 elif not first_only:  # a repeat, which the provider takes; but see below
                     repeats.append((starts[-1], call_id))
-                if not content_rule or type(message.get("content")) is str:
+                follows_tool, follows_text = True, False
+                if (not content_rule or type(message.get("content")) is str) and (
+                    cross is None or _cross_result_ok(message, call_id, cross, turn_names)
+                ):
                     continue
             elif not first_only:
                 if type(call_id) is not str:
@@ -383,7 +395,10 @@ def _scan(
             if first_only:
                 return None
             dirty = True
+            follows_tool, follows_text = True, False
             continue
+        if follows_tool and after_tool is not None and role not in after_tool:
+            dirty = True  # (in the tool messages' range: no range starts here)
         if role == "user" and reasoning_rule:
             if turn_calls and turn_unreasoned:  # the turn this user message closes is bad
                 if first_only:
@@ -394,15 +409,25 @@ def _scan(
             if first_only:
                 return None
             dirty = True
-        elif not first_only and index and (not reasoning_rule or role == "user"):
+        elif (
+            not first_only
+            and index
+            and (not user_starts or role == "user")
+            # after tool messages only some roles may come (Bedrock): a range starts after
+            # sound assistant text only, which no repair of the range before takes away
+            and (after_tool is None or follows_text)
+        ):
             if dirty:
                 spans.append((starts[-1], index))
                 dirty = False
             starts.append(index)
+        follows_tool = False
         ok = True
         if role == "assistant":
             tool_calls = message.get("tool_calls")
             turn_ids = None
+            if cross is not None and not _cross_calls_ok(message, tool_calls, cross, turn_names):
+                ok = False
             if tool_calls is not None:
                 pending = set()
                 if type(tool_calls) is not list or not tool_calls:
@@ -447,8 +472,12 @@ def _scan(
             pending = None
             if role == "user" or role == "system" or role == "developer":
                 ok = "tool_calls" not in message
+                if cross is not None:
+                    level = cross.user_content if role == "user" else cross.system_content
+                    ok = ok and _level_ok(message.get("content"), level)
             else:
                 ok = False
+        follows_text = ok and role == "assistant" and pending is None
         if not ok:
             if first_only:
                 return None
@@ -463,6 +492,87 @@ def _scan(
         callers = _callers(called, called_from, [*strays, *repeats])
         spans = _widen_for_strays(spans, starts, callers, strays, repeats, len(messages))
     return spans
+
+
+def _range_rules(messages: Sequence[Any], profile: Profile) -> CrossRules | None:
+    """The rules of a cross-family profile whose damaged ranges :func:`_scan` can tell; None
+    when only the whole history can: rules between any two messages (Mistral's role order), on
+    the last message, on the opening (a history that breaks it is judged whole: a range is not
+    the whole conversation), or ids unique in the request and repeated in this one (two ranges
+    would not see each other's)."""
+    rules = _plain_params(profile)
+    if (
+        type(rules) is not CrossRules
+        or rules.successors is not None
+        or rules.last_roles is not None
+        or not opening_ok(messages, rules)
+        or not _opens_with_user(messages)
+    ):
+        return None
+    if rules.request_ids:
+        ids = [
+            call.get("id")
+            for message in messages
+            if type(message) is dict and message.get("role") == "assistant"
+            for call in message.get("tool_calls") or ()
+            if type(call) is dict
+        ]
+        if len(set(ids)) != len(ids):
+            return None
+    return rules
+
+
+def _opens_with_user(messages: Sequence[Any]) -> bool:
+    """Whether the first message after the system messages comes from the user: the repair
+    of a whole history that opens otherwise may put a message before it (Gemini, Bedrock),
+    which the repair of its first range alone would not."""
+    for message in messages:
+        role = message.get("role") if type(message) is dict else None
+        if role != "system" and role != "developer":
+            return role == "user"
+    return False
+
+
+def _level_ok(content: Any, level: int) -> bool:
+    """Content under a rule of :class:`CrossRules` (0: any; 1: not null; 2: text)."""
+    return level == 0 or (bool(content) if level == 2 else content is not None)
+
+
+def _cross_calls_ok(
+    message: dict[str, Any], tool_calls: Any, rules: CrossRules, names: dict[Any, Any]
+) -> bool:
+    """An assistant message's calls under a cross-family profile's id and name patterns, and
+    its text beside them; fills ``names`` with the turn's function names."""
+    names.clear()
+    if type(tool_calls) is not list:
+        return True  # (the plain checks judge it)
+    content = message.get("content")
+    ok = bool(content) or (
+        rules.call_content_null_ok if content is None else rules.call_content_empty_ok
+    )
+    for call in tool_calls:
+        if type(call) is not dict or type(call.get("function")) is not dict:
+            continue
+        call_id, name = call.get("id"), call["function"].get("name")
+        names[call_id] = name
+        if type(call_id) is str and rules.id_match is not None and rules.id_match(call_id) is None:
+            ok = False
+        if type(name) is str and rules.name_match is not None and rules.name_match(name) is None:
+            ok = False
+    return ok
+
+
+def _cross_result_ok(
+    message: dict[str, Any], call_id: str, rules: CrossRules, names: dict[Any, Any]
+) -> bool:
+    """A tool message answering a waiting call, under a cross-family profile: its content and
+    (Gemini) the called function's name."""
+    content = message.get("content")
+    if rules.tool_text and type(content) is not str:
+        return False
+    if not _level_ok(content, rules.tool_content):
+        return False
+    return not rules.names or message.get("name") == names.get(call_id)
 
 
 def _callers(

@@ -29,7 +29,7 @@ from .._skeleton import ASSISTANT, SYSTEM, TOOL, USER
 if TYPE_CHECKING:
     from ..profiles import Profile
 
-__all__ = ["CrossRules", "Fixes", "cross_fixes", "cross_rules", "cross_valid"]
+__all__ = ["CrossRules", "Fixes", "cross_fixes", "cross_rules", "cross_valid", "opening_ok"]
 
 MODELLED = frozenset(
     {
@@ -233,7 +233,7 @@ def cross_valid(messages: Sequence[Any], rules: CrossRules) -> list[Any] | None:
     the profiles without it; the id and name patterns and the request-wide uniqueness of ids
     are checked after it, over the ids and names it gathered (``map`` over a compiled pattern
     costs a fraction of a pattern call per call in the loop)."""
-    if not messages or not _opening_ok(messages, rules):
+    if not messages or not opening_ok(messages, rules):
         return None
     last_roles = rules.last_roles
     if last_roles is not None:
@@ -358,7 +358,7 @@ def cross_valid(messages: Sequence[Any], rules: CrossRules) -> list[Any] | None:
     return live
 
 
-def _opening_ok(messages: Sequence[Any], rules: CrossRules) -> bool:
+def opening_ok(messages: Sequence[Any], rules: CrossRules) -> bool:
     """The first message after the system messages: there is one where a history of system
     messages has nothing to send; it comes from the user, or is no assistant call, where the
     profile says so."""
