@@ -488,6 +488,10 @@ def _scan(
         dirty = True
     if dirty:
         spans.append((starts[-1], len(messages)))
+    if cross is not None and cross.request_ids and len(set(called)) != len(called):
+        # ids unique in the request (Anthropic): the ranges calling one id are judged as one
+        # (each range alone would not see the other's call), as a stray result's are
+        strays.extend((start, call_id) for call_id, start in _repeated_ids(called, called_from))
     if strays or (repeats and spans):
         callers = _callers(called, called_from, [*strays, *repeats])
         spans = _widen_for_strays(spans, starts, callers, strays, repeats, len(messages))
@@ -497,9 +501,9 @@ def _scan(
 def _range_rules(messages: Sequence[Any], profile: Profile) -> CrossRules | None:
     """The rules of a cross-family profile whose damaged ranges :func:`_scan` can tell; None
     when only the whole history can: rules between any two messages (Mistral's role order), on
-    the last message, on the opening (a history that breaks it is judged whole: a range is not
-    the whole conversation), or ids unique in the request and repeated in this one (two ranges
-    would not see each other's)."""
+    the last message, or on the opening (a history that breaks it is judged whole: a range is
+    not the whole conversation). Ids unique in the whole request (Anthropic) are kept so by
+    :func:`_scan`, which judges the ranges calling one id as one."""
     rules = _plain_params(profile)
     if (
         type(rules) is not CrossRules
@@ -509,16 +513,6 @@ def _range_rules(messages: Sequence[Any], profile: Profile) -> CrossRules | None
         or not _opens_with_user(messages)
     ):
         return None
-    if rules.request_ids:
-        ids = [
-            call.get("id")
-            for message in messages
-            if type(message) is dict and message.get("role") == "assistant"
-            for call in message.get("tool_calls") or ()
-            if type(call) is dict
-        ]
-        if len(set(ids)) != len(ids):
-            return None
     return rules
 
 
@@ -531,6 +525,18 @@ def _opens_with_user(messages: Sequence[Any]) -> bool:
         if role != "system" and role != "developer":
             return role == "user"
     return False
+
+
+def _repeated_ids(called: list[str], called_from: list[int]) -> list[tuple[str, int]]:
+    """Each call id used more than once, with the start of the first range calling it."""
+    first: dict[str, int] = {}
+    repeated: dict[str, int] = {}
+    for call_id, start in zip(called, called_from, strict=True):
+        if call_id in first:
+            repeated.setdefault(call_id, first[call_id])
+        else:
+            first[call_id] = start
+    return list(repeated.items())
 
 
 def _level_ok(content: Any, level: int) -> bool:
