@@ -258,14 +258,14 @@ def cross_valid(messages: Sequence[Any], rules: CrossRules) -> list[Any] | None:
     called: set[Any] | None = None  # their ids, gathered at the turn's first repeated result
     names: dict[str, str] = {}  # call id -> function name, for the turn (``names``)
     live: list[Any] = []
-    previous = None  # the kind of the message before (``successors`` only)
+    previous = ""  # the kind of the message before (``successors`` only; none at first)
     for message in messages:
         if type(message) is not dict:
             return None
         role = message["role"]
         if successors is not None:
             kind = _KIND_OF_ROLE.get(role)
-            allowed = successors.get(previous)  # type: ignore[arg-type]
+            allowed = successors.get(previous)
             if kind is None or (allowed is not None and kind not in allowed):
                 return None
             previous = kind
