@@ -338,7 +338,11 @@ def _scan(
             return None
     max_length = profile.call_id_max_length or 1 << 30
     reasoning_rule = profile.reasoning_in_tool_turns
-    user_starts = reasoning_rule or cross is not None  # ranges start at user messages only
+    # ranges start at user messages only where a rule is per turn, or where a range must open
+    # as a conversation does (Bedrock: with the user); elsewhere at any clean point
+    user_starts = reasoning_rule or (
+        cross is not None and (cross.first_user or cross.after_tool is not None)
+    )
     after_tool = cross.after_tool if cross is not None else None
     follows_tool = False  # whether the message before was a tool message
     follows_text = False  # whether it was assistant text without calls, sound
