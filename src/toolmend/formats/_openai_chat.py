@@ -347,6 +347,13 @@ def _scan(
     follows_tool = False  # whether the message before was a tool message
     follows_text = False  # whether it was assistant text without calls, sound
     turn_names: dict[Any, Any] = {}  # the turn's call id -> function name (``cross.names``)
+    result_rules = cross is not None and (cross.tool_text or cross.tool_content or cross.names)
+    call_rules = cross is not None and (
+        cross.id_match is not None
+        or cross.name_match is not None
+        or cross.names
+        or not (cross.call_content_null_ok and cross.call_content_empty_ok)
+    )
     reasoning_field_ok = "unsupported_property" not in profile.checks
     repeats_pass = _repeats_pass(profile)
     content_rule = "tool_content_not_string" in profile.checks
@@ -389,7 +396,7 @@ def _scan(
                     repeats.append((starts[-1], call_id))
                 follows_tool, follows_text = True, False
                 if (not content_rule or type(message.get("content")) is str) and (
-                    cross is None or _cross_result_ok(message, call_id, cross, turn_names)
+                    not result_rules or _cross_result_ok(message, call_id, cross, turn_names)
                 ):
                     continue
             elif not first_only:
@@ -430,7 +437,7 @@ def _scan(
         if role == "assistant":
             tool_calls = message.get("tool_calls")
             turn_ids = None
-            if cross is not None and not _cross_calls_ok(message, tool_calls, cross, turn_names):
+            if call_rules and not _cross_calls_ok(message, tool_calls, cross, turn_names):
                 ok = False
             if tool_calls is not None:
                 pending = set()
@@ -549,10 +556,11 @@ def _level_ok(content: Any, level: int) -> bool:
 
 
 def _cross_calls_ok(
-    message: dict[str, Any], tool_calls: Any, rules: CrossRules, names: dict[Any, Any]
+    message: dict[str, Any], tool_calls: Any, rules: CrossRules | None, names: dict[Any, Any]
 ) -> bool:
     """An assistant message's calls under a cross-family profile's id and name patterns, and
     its text beside them; fills ``names`` with the turn's function names."""
+    assert rules is not None
     names.clear()
     if type(tool_calls) is not list:
         return True  # (the plain checks judge it)
@@ -573,10 +581,11 @@ def _cross_calls_ok(
 
 
 def _cross_result_ok(
-    message: dict[str, Any], call_id: str, rules: CrossRules, names: dict[Any, Any]
+    message: dict[str, Any], call_id: str, rules: CrossRules | None, names: dict[Any, Any]
 ) -> bool:
     """A tool message answering a waiting call, under a cross-family profile: its content and
     (Gemini) the called function's name."""
+    assert rules is not None
     content = message.get("content")
     if rules.tool_text and type(content) is not str:
         return False
