@@ -7,7 +7,8 @@ both are timed in the same rounds, see ``bench_core.ratios_to_dumps``); then the
 overhead on a real call (LiteLLM callback, openai patch, LangChain SQLite history) and an agent
 loop's cost per turn, each run in its own process by its own script; then the adversarial
 shapes of ``bench_adversarial.py`` (ids shared, missing, reused; shared references; ...) at n
-and 4n with their growth, in a process of their own.
+and 4n with their growth, in a process of their own; and OpenAI-shaped histories repaired for
+every family (``bench_cross_family.py``, ``--no-cross-family`` leaves them out).
 
 Columns: the ratio at each size (formats differ a little in how many messages or items the
 same conversation takes); ``growth``, the largest size's ratio over the smallest's (about 1 when
@@ -200,6 +201,32 @@ def adversarial_rows(quick: bool) -> dict[str, Any]:
     return result
 
 
+def cross_family_rows(quick: bool) -> dict[str, Any]:
+    """OpenAI-shaped histories repaired for every family (bench_cross_family.py), in their own
+    process (it imports LiteLLM's hook module)."""
+    done = subprocess.run(
+        [sys.executable, str(HERE / "bench_cross_family.py"), "--json",
+         *(["--quick"] if quick else [])],
+        capture_output=True,
+        text=True,
+        check=False,
+    )  # fmt: skip
+    if done.returncode != 0:
+        return {"error": done.stderr.strip().splitlines()[-1:]}
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def print_cross_family(result: dict[str, Any]) -> bool:
+    if "error" in result:
+        print(f"bench_cross_family.py failed: {' '.join(result['error'])}")
+        return False
+    for row in result["rows"]:
+        cells = " ".join(f"{cell} {ratio:.3f}x" for cell, ratio in row["cells"].items())
+        print(f"{row['target']:<17} {row['path']:<7} {cells}")
+    return bool(result["met"])
+
+
 def print_adversarial(result: dict[str, Any]) -> bool:
     if "error" in result:
         print(f"bench_adversarial.py failed: {' '.join(result['error'])}")
@@ -267,10 +294,19 @@ def main() -> int:
     parser.add_argument(
         "--no-adversarial", action="store_true", help="no adversarial shapes (bench_adversarial)"
     )
+    parser.add_argument(
+        "--no-cross-family", action="store_true", help="no cross-family rows (bench_cross_family)"
+    )
     args = parser.parse_args()
     sizes = (1_000, 10_000) if args.quick else (1_000, 10_000, 100_000)
     print("core operations: time / json.dumps time of the same history (medians of rounds)")
     met = print_core(core_rows(sizes, args.quick))
+    if not args.no_cross_family:
+        print(
+            "\nOpenAI-shaped histories for every family (repair and the hooks' mend): accepted "
+            "<= 0.15x, changed or damaged <= 0.5x"
+        )
+        met &= print_cross_family(cross_family_rows(args.quick))
     if not args.no_adversarial:
         print(
             "\nadversarial shapes: CPU time at n and 4n, growth (target: <= "

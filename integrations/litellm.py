@@ -35,7 +35,9 @@ reasons):
 
 * ``completion`` / ``acompletion``: OpenAI-shaped ``messages`` (``format="openai"``), for the
   profile of the provider it is going to: the anthropic, gemini and bedrock profiles know what
-  an OpenAI-shaped history must look like to survive LiteLLM's conversion.
+  an OpenAI-shaped history must look like to survive LiteLLM's conversion (to Gemini, the
+  ``gemini-litellm`` variant: LiteLLM's converter names each function response after its call,
+  so a tool message needs no ``name``).
 * ``anthropic_messages`` (``/v1/messages``, Claude Code): Anthropic-shaped ``messages``
   (``format="anthropic"``; the ``system`` argument is left as it is). To Anthropic, Anthropic's
   profile for the request's ``thinking``; to any other provider ``anthropic`` with thinking off,
@@ -52,7 +54,7 @@ reasons):
 ``acompletion``; ``/v1/responses`` to a provider without a Responses API fires ``acompletion``.
 That second pass judges the history LiteLLM built for the deployment's own profile: it finds
 nothing when the first pass did its work, and repairs what the translation broke or what only
-that provider forbids (Gemini wants each result to name its function); it never undoes the
+that provider forbids (Gemini wants user text that is not empty); it never undoes the
 first pass, whose history it starts from. It writes no line of its own when the first pass
 wrote one, its changes join the first pass's record (each with ``"route"``: its index is into
 the translated history), and no loop guard runs twice: one line and one record per client
@@ -226,6 +228,12 @@ provider gets ``openai``."""
 _COMPATIBLE = frozenset({"openai", "openai_like", "custom_openai"})
 """LiteLLM providers that send OpenAI's API to whatever ``api_base`` names."""
 
+_CONVERTED_BY_LITELLM = {"gemini": "gemini-litellm"}
+"""Profile -> the variant for a history LiteLLM's own converter carries to that API: which
+converter carries the request is part of who serves it. LiteLLM's Gemini converter derives each
+``functionResponse.name`` from the call, so a tool message needs none (see the
+``gemini-litellm`` profile)."""
+
 _DEFAULT_PROFILE = "openai"
 _CHANGES_HEADER = "x-toolmend-changes"
 _PROVIDER_HEADER = "x-toolmend-provider"
@@ -300,15 +308,17 @@ def profile_for(
     >>> profile_for("anthropic/claude-sonnet-4-5")
     'anthropic'
     >>> profile_for("vertex_ai/gemini-2.5-flash")
-    'gemini'
+    'gemini-litellm'
     """
     try:
         name, provider, _, _ = litellm.get_llm_provider(
             model, custom_llm_provider=custom_llm_provider, api_base=api_base
         )
     except Exception:  # LiteLLM does not know the model: it will fail the call itself
-        return PROFILE_BY_PROVIDER.get(custom_llm_provider or "", _DEFAULT_PROFILE)
-    return routing.converted_profile(_deployment(provider, name, api_base), name)
+        profile = PROFILE_BY_PROVIDER.get(custom_llm_provider or "", _DEFAULT_PROFILE)
+    else:
+        profile = routing.converted_profile(_deployment(provider, name, api_base), name)
+    return _CONVERTED_BY_LITELLM.get(profile, profile)
 
 
 def _deployment(provider: str, model: str, api_base: str | None) -> str:

@@ -20,6 +20,8 @@ from hypothesis import strategies as st
 
 import toolmend
 
+from support import judges
+
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "histories"
 SEED003 = EXAMPLES / "seed003_gemini_opaque_function_response_name.json"
 SEED003_CONTENTS = EXAMPLES / "gemini_contents_opaque_names.json"
@@ -85,6 +87,24 @@ def test_seed003_openai_shaped_history_continued_on_gemini() -> None:
     )
     assert toolmend.check(fixed.messages, provider="gemini") == []
     assert toolmend.check(fixed.messages, provider="openai") == []
+
+
+def test_litellm_gemini_converter_needs_no_result_names() -> None:
+    """LiteLLM's Gemini converter derives each ``functionResponse.name`` from the call the
+    ``tool_call_id`` points to, so the profile the LiteLLM callback uses for a Gemini deployment
+    (``gemini-litellm``) leaves seed 003's history as it is, which LiteLLM converts and the
+    native Gemini profile accepts; Gemini's own OpenAI-compatible endpoint still gets names."""
+    history = openai_history()
+    kept = toolmend.repair(history, provider="gemini-litellm")
+    assert kept.messages is history and not kept.problems
+    assert judges.litellm_error("gemini", history) is None
+    assert [c.code for c in toolmend.repair(history, provider="gemini").changes] == [
+        "filled_result_name"
+    ]
+    # a name that is really the opaque id: LiteLLM names the response after the call anyway
+    opaque = [*history[:3], tool("call_1073557", "{}", name="call_1073557"), *history[4:]]
+    assert toolmend.repair(opaque, provider="gemini-litellm").messages is opaque
+    assert judges.litellm_error("gemini", opaque) is None
 
 
 def test_seed003_a_name_that_is_really_the_opaque_id_is_replaced() -> None:

@@ -10,6 +10,7 @@ takes.
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 from typing import Any
@@ -19,17 +20,24 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import toolmend
+from toolmend import formats
+from toolmend._api import damage_in, mend_damage
 from toolmend._fastpath import vouch
 from toolmend._loops import quiet_live_run
+from toolmend._policy import Policy
+from toolmend._rules import judge
+from toolmend.formats import _openai_chat as openai_chat
 from toolmend.integrations.hooks import HookOptions, mend
+from toolmend.profiles import PROFILES, get_profile
 
 from support.agent_runs import agent_runs
 from support.cases import assistant, result, user
 from support.faults import patch_everywhere
-from support.histories import OPENAI_FAMILY, damaged_conversations, valid_conversations
+from support.histories import damaged_conversations, valid_conversations
+from support.whole_path import whole_repair
 
-# and the OpenAI-shaped histories bound for anthropic, gemini and bedrock through LiteLLM
-PROVIDERS = [*OPENAI_FAMILY, "anthropic", "gemini", "bedrock"]
+# and the OpenAI-shaped histories bound for every other family through LiteLLM or a gateway
+CHAT_PROVIDERS = [name for name, profile in PROFILES.items() if profile.pairing != "ordered"]
 
 
 def _repair_agrees(history: list[Any], provider: str) -> bool:
@@ -47,7 +55,7 @@ def _repair_agrees(history: list[Any], provider: str) -> bool:
         agent_runs(),
         agent_runs(odd=False),
     ),
-    provider=st.sampled_from(PROVIDERS),
+    provider=st.sampled_from(CHAT_PROVIDERS),
 )
 def test_vouch_only_where_the_full_path_changes_and_finds_nothing(
     history: list[Any], provider: str
@@ -275,3 +283,118 @@ def test_a_long_responses_run_is_followed_by_its_names(names: list[str]) -> None
         assert found == []
     elif streaks:
         assert found, "the full path must report the streak"
+
+
+# --- the cross-family one-pass repair agrees with the full path ---------------------------------
+
+
+def _full_path(history: list[Any], provider: str) -> tuple[Any, list[Any], list[Any]]:
+    """What the full path gives: for a profile of another family, the history read, judged
+    and planned whole (no one-pass scan, no ranges); for the OpenAI family, whose damaged
+    ranges are held to the whole history elsewhere (``tests/test_properties.py``), those ranges
+    without the one-pass vouch."""
+    module, profile, policy = formats.get("openai"), get_profile(provider), Policy()
+    if openai_chat._scannable_profile(profile):
+        damaged = list(damage_in(module, history, profile, policy, True) or ())
+        if not damaged:
+            return history, [], []
+        mended = mend_damage(module, history, profile, policy, damaged)
+        return (
+            (mended.messages if mended.changes else history),
+            list(mended.changes),
+            list(mended.problems),
+        )
+    problems = judge(module.read(history), profile)
+    repaired, changes = whole_repair(module, history, profile, policy)
+    return (repaired if changes else history), changes, problems
+
+
+@st.composite
+def _cross_family_histories(draw: st.DrawFn) -> list[Any]:
+    """Valid chat histories whose tool messages may carry a name (their call's, or a wrong
+    one) and whose calls may have ids in Mistral's form or not: what a cross-family target
+    changes on nearly every message."""
+    history = copy.deepcopy(draw(valid_conversations(id_style="any")))
+    names: dict[str, str] = {}
+    new_ids: dict[str, str] = {}
+    for message in history:
+        for call in message.get("tool_calls") or ():
+            names[call["id"]] = call["function"]["name"]
+            if draw(st.integers(0, 3)) == 0:
+                new_ids[call["id"]] = draw(st.from_regex(r"[a-zA-Z0-9]{9}", fullmatch=True))
+    for message in history:
+        if message["role"] == "tool":
+            choice = draw(st.integers(0, 3))
+            if choice == 1:
+                message["name"] = names[message["tool_call_id"]]
+            elif choice == 2:
+                message["name"] = message["tool_call_id"]  # seed 003: the opaque id as name
+            message["tool_call_id"] = new_ids.get(message["tool_call_id"], message["tool_call_id"])
+        for call in message.get("tool_calls") or ():
+            call["id"] = new_ids.get(call["id"], call["id"])
+    for _ in range(draw(st.integers(0, 2))):  # and now and then a message lost or repeated
+        if len(history) > 2:
+            position = draw(st.integers(1, len(history) - 1))
+            if draw(st.booleans()):
+                del history[position]
+            else:
+                history.insert(position, history[position - 1])
+    return history
+
+
+def _snapshot(history: list[Any]) -> str:
+    """The history written out, objects by their fields (to tell it was not changed)."""
+    return repr([m if isinstance(m, dict) else vars(m) for m in history])
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    history=st.one_of(
+        _cross_family_histories(),
+        damaged_conversations(id_style="any").map(lambda case: case[1]),
+        agent_runs(),
+    ),
+    provider=st.sampled_from(CHAT_PROVIDERS),
+)
+def test_the_one_pass_repair_agrees_with_the_full_path(history: list[Any], provider: str) -> None:
+    """``toolmend.repair`` (with the fast path, the cross-family check and the one-pass
+    names and ids) and the full read, judge and plan give the same messages, the same changes
+    and the same problems, for every chat profile."""
+    before = _snapshot(history)
+    repaired = toolmend.repair(history, provider=provider)
+    full, changes, problems = _full_path(history, provider)
+    assert _snapshot(history) == before
+    assert repaired.messages == full
+    assert (repaired.messages is history) == (full is history)
+    assert list(repaired.changes) == changes
+    assert list(repaired.problems) == problems
+    if repaired.changes:
+        assert repaired.problems_left == ()
+
+
+@pytest.mark.parametrize(
+    ("provider", "code"), [("gemini", "filled_result_name"), ("mistral", "rewrote_call_id")]
+)
+def test_a_cross_family_repair_of_every_message_takes_one_pass(
+    monkeypatch: pytest.MonkeyPatch, provider: str, code: str
+) -> None:
+    """Gemini's names and Mistral's ids on an otherwise valid history: the one pass lists the
+    edits, and the history is never judged in full (nor planned)."""
+
+    def full_path(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the full path was taken")
+
+    history = [user("go"), *_round("call_aaaaaaaaaaaaaaaaaaaaaaaa", "search", "{}")]
+    history += [
+        assistant("found"),
+        user("more"),
+        *_round("call_bbbbbbbbbbbbbbbbbbbbbbbb", "read", "{}"),
+    ]
+    history += [assistant("read"), user("thanks")]
+    expected = toolmend.repair(history, provider=provider)
+    monkeypatch.setattr(toolmend._api, "judge", full_path)
+    monkeypatch.setattr(toolmend._api, "plan_repair", full_path)
+    fixed = toolmend.repair(history, provider=provider)
+    assert [change.code for change in fixed.changes] == [code, code]
+    assert fixed.messages == expected.messages and fixed.changes == expected.changes
+    assert fixed.problems == expected.problems

@@ -143,15 +143,17 @@ def test_no_template_rejects_a_repair_of_the_fixed_corpus() -> None:
     assert rejected == 0, f"{rejected} of {judged} repaired histories refused"
 
 
-def _judge_litellm(history: list[Any], provider: str) -> None:
-    fixed = _repaired(history, provider)
+def _judge_litellm(history: list[Any], provider: str, profile: str | None = None) -> None:
+    """LiteLLM converts the repair for ``profile`` (default: ``provider``) to ``provider``'s
+    API, and ``provider``'s native profile finds nothing in what it built."""
+    fixed = _repaired(history, profile or provider)
     if fixed is None:
         return
     if provider == "gemini" and judges.identical_calls(fixed):
         return  # LiteLLM's own deduplication (see judges.identical_calls)
     error = judges.litellm_error(provider, fixed)
-    assert error is None, (provider, error, fixed)
-    JUDGED[f"litellm {provider}"] += 1
+    assert error is None, (provider, profile, error, fixed)
+    JUDGED[f"litellm {provider}" + (f" ({profile})" if profile else "")] += 1
 
 
 @_examples
@@ -175,6 +177,17 @@ def test_litellm_converts_every_repair_and_the_native_profile_agrees(
     provider: str, history: list[Any]
 ) -> None:
     _judge_litellm(history, provider)
+
+
+@_examples
+@given(history=_histories())
+def test_litellm_gemini_converter_converts_every_gemini_litellm_repair(
+    history: list[Any],
+) -> None:
+    """The profile toolmend's LiteLLM callback holds a Gemini deployment's history to fills no
+    result names (LiteLLM's converter derives them from the calls): what it leaves, LiteLLM
+    converts and the native Gemini profile accepts."""
+    _judge_litellm(history, "gemini", profile="gemini-litellm")
 
 
 # --- the examples of issue 20 -------------------------------------------------------------
@@ -255,6 +268,7 @@ def test_issue_examples_pass_every_judge(name: str) -> None:
     _judge_templates(history)
     for provider in judges.LITELLM_TARGETS:
         _judge_litellm(history, provider)
+    _judge_litellm(history, "gemini", profile="gemini-litellm")
 
 
 def test_the_judges_refuse_the_issue_examples_unrepaired() -> None:

@@ -126,6 +126,13 @@ class Target:
     settings: Callable[[StrictProviderServer, Kwargs], Kwargs]
     call_id: str = "call_1"
 
+    @property
+    def hook_profile(self) -> str:
+        """The profile the callback holds the OpenAI-shaped history to: LiteLLM's own
+        converter carries it to Gemini (``gemini-litellm``); the server judges what it sent
+        with ``profile``."""
+        return "gemini-litellm" if self.profile == "gemini" else self.profile
+
 
 _AWS = {
     "aws_access_key_id": "AKIDTOOLMEND",
@@ -357,7 +364,7 @@ def test_broken_history_fails_without_and_passes_with_the_callback(
     accepted_and_valid(server, target.profile)
     assert len(server.requests) == 2  # one rejected, one accepted: the repair is not a retry
     record = record_of(response)
-    assert record["provider"] == target.profile
+    assert record["provider"] == target.hook_profile
     assert record["changes"]
     assert messages == untouched
 
@@ -739,8 +746,8 @@ def test_positional_messages_are_logged_once(
         ("mistral/mistral-large-latest", "mistral"),
         ("groq/llama-3.3-70b-versatile", "groq"),
         ("anthropic/claude-sonnet-4-5", "anthropic"),
-        ("gemini/gemini-2.5-flash", "gemini"),
-        ("vertex_ai/gemini-2.5-flash", "gemini"),
+        ("gemini/gemini-2.5-flash", "gemini-litellm"),
+        ("vertex_ai/gemini-2.5-flash", "gemini-litellm"),
         ("vertex_ai/claude-sonnet-4-5@20250929", "anthropic"),
         ("bedrock/converse/anthropic.claude-3-5-sonnet-20240620-v1:0", "bedrock"),
         ("together_ai/meta-llama/Llama-3-70b-chat-hf", "openai"),

@@ -253,7 +253,8 @@ def test_a_translated_request_has_one_entry_with_both_passes(
 ) -> None:
     """``/v1/messages`` to OpenAI (translated to Responses) and to Gemini (to a chat
     completion): the hook fires twice; the second pass replaces the entry with the request's
-    whole record (for Gemini, the function names it adds), never a second entry."""
+    whole record, never a second entry (for Gemini it adds nothing: LiteLLM's converter names
+    each function response after its call, ``gemini-litellm``)."""
     params = deployments(server)[name]
     if name == "gpt":
         with pytest.raises(litellm.BadRequestError):
@@ -276,7 +277,7 @@ def test_a_translated_request_has_one_entry_with_both_passes(
         Counter(c["code"] for c in record["changes"])
     )
     second = {c["code"] for c in record["changes"] if "route" in c}
-    assert second == ({"filled_result_name"} if name == "gemini" else set())
+    assert second == set()
     assert second <= set(found["violation_categories"])
     assert_no_ids_or_content(found)
 
@@ -373,12 +374,12 @@ def _sum(memory: otel.OtelSdk, metric: str, **labels: str) -> int:
 def test_a_translated_request_counts_once_and_its_second_pass_adds_its_changes(
     server: StrictProviderServer, loop: asyncio.AbstractEventLoop
 ) -> None:
-    """Gemini through ``/v1/messages``: a history valid for Anthropic's rules passes the first
-    pass clean, and the second pass (the chat history LiteLLM built) adds the function names
-    Gemini wants. One request is counted, by its first pass; the second pass's change reaches
-    ``toolmend.changes`` and the span, with no second request and no second duration."""
+    """Gemini through ``/v1/messages``: a history valid for Anthropic's rules (it opens with a
+    call) passes the first pass clean, and the second pass (the chat history LiteLLM built)
+    puts the user message Gemini wants before the call. One request is counted, by its first
+    pass; the second pass's change reaches ``toolmend.changes`` and the span, with no second
+    request and no second duration."""
     history = [
-        {"role": "user", "content": "Read the test."},
         {
             "role": "assistant",
             "content": [{"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {}}],
@@ -401,15 +402,20 @@ def test_a_translated_request_counts_once_and_its_second_pass_adds_its_changes(
             ("litellm.anthropic_messages", "repaired", 1),
         ]
         assert sum(v for _, v in memory.pairs("toolmend.hook.duration")) == 2
-        assert _sum(memory, "toolmend.changes", code="filled_result_name", provider="gemini") == 4
+        inserted = _sum(
+            memory, "toolmend.changes", code="inserted_message", provider="gemini-litellm"
+        )
+        assert inserted == 1
+        assert _sum(memory, "toolmend.changes", code="filled_result_name") == 0
         assert _sum(memory, "toolmend.changes", code="dropped_orphan_result") == 1
         spans = {span.name: dict(span.attributes or {}) for span in memory.spans()}
     first = spans["clean first, repaired second"]
     assert first["toolmend.outcome"] == "repaired"
     assert first["toolmend.changes.count"] == 1
-    assert list(first["toolmend.change_codes"]) == ["filled_result_name"]
+    assert list(first["toolmend.change_codes"]) == ["inserted_message"]
     second = spans["repaired twice"]
-    assert {"filled_result_name", "dropped_orphan_result"} <= set(second["toolmend.change_codes"])
+    assert "dropped_orphan_result" in second["toolmend.change_codes"]
+    assert "filled_result_name" not in second["toolmend.change_codes"]
     assert second["toolmend.provider"] == "anthropic"
 
 

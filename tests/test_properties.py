@@ -243,6 +243,10 @@ def test_quick_valid_answers_as_the_range_scan_does(provider: str, case: Any) ->
     for history in (case[0], case[1]):
         profile = get_profile(provider)
         scan = openai_chat._scan(history, profile, first_only=True)
+        if scan is None:  # a profile the scan does not model: the cross-family pass answers
+            if openai_chat.quick_valid(history, profile):
+                assert judge(openai_chat.read(history), profile) == []
+            continue
         assert openai_chat.quick_valid(history, profile) is (scan == [])
 
 

@@ -19,6 +19,7 @@ from ._edits import Plan
 from ._escape import log as _log_text
 from ._jsontext import NonFiniteNumberError, UnwritableValueError, locate
 from ._policy import Mode, Policy, as_policy
+from ._quickmend import quick_mend
 from ._repair import plan_repair
 from ._report import (
     Change,
@@ -129,12 +130,17 @@ def read_history(messages: Any, format: str | None = None) -> tuple[Format, Skel
 
 
 def _ranges(
-    module: Format, messages: Sequence[Any], profile: Profile, policy: Policy | None = None
+    module: Format,
+    messages: Sequence[Any],
+    profile: Profile,
+    policy: Policy | None = None,
+    vouched_against: bool = False,
 ) -> list[tuple[int, int]]:
     """The ranges of ``messages`` to read and judge: none when the format's one-pass test
-    vouches for the whole history, the damaged ranges when it can tell them (see
-    ``Format.dirty_spans``), else the whole history."""
-    if module.quick_valid(messages, profile):
+    vouches for the whole history (unless ``vouched_against``: it was asked and could not),
+    the damaged ranges when it can tell them (see ``Format.dirty_spans``), else the whole
+    history."""
+    if not vouched_against and module.quick_valid(messages, profile):
         return []  # the common case: one tight pass that builds nothing
     if policy is None or policy.frontier != "keep":
         spans = module.dirty_spans(messages, profile)
@@ -231,15 +237,27 @@ def repair(
     module = format_of(messages, format)
     profile = profile_for(provider, module, model)
     original, messages = messages, sequence_of(module, messages)
-    damaged = damage_in(module, messages, profile, chosen)
-    if damaged is None:
+    if module.quick_valid(messages, profile):
+        return Repair(original)  # the common case: one tight pass that builds nothing
+    # a cross-family target's names or ids on every message, nothing else: one pass lists them
+    quick = quick_mend(module, messages, profile)
+    damaged = None if quick is not None else damage_in(module, messages, profile, chosen, True)
+    if quick is None and damaged is None:
         return Repair(original)
     if chosen.mode is not Mode.REPAIR:
-        problems = tuple(problem for damage in damaged for problem in damage.problems)
+        problems = (
+            tuple(quick[2])
+            if quick is not None
+            else tuple(problem for damage in damaged or () for problem in damage.problems)
+        )
         if chosen.mode is Mode.STRICT:
             raise ToolChainError(problems=problems)
         return Repair(original, (), problems, problems)
-    mended = mend_damage(module, messages, profile, chosen, damaged, parts_before=0)
+    if quick is not None:
+        mended = Mended(quick[0], quick[1], problems=quick[2])
+    else:
+        assert damaged is not None
+        mended = mend_damage(module, messages, profile, chosen, damaged, parts_before=0)
     problems = tuple(mended.problems)
     # no change made (nothing can mend an empty history): the input itself, as for a valid one
     repaired = mended.messages if mended.changes else messages
@@ -298,7 +316,11 @@ def find_damage(
 
 
 def damage_in(
-    module: Format, messages: Sequence[Any], profile: Profile, policy: Policy | None = None
+    module: Format,
+    messages: Sequence[Any],
+    profile: Profile,
+    policy: Policy | None = None,
+    vouched_against: bool = False,
 ) -> Iterator[Damage] | None:
     """:func:`find_damage` one range at a time, for :func:`mend_damage`; None when ``messages``
     is valid.
@@ -306,16 +328,23 @@ def damage_in(
     A caller that mends each range as it comes and keeps no range's plan (``parts_before``)
     frees each range's skeleton and plan before the next: held to the end of a long damaged
     history, they would be most of what the garbage collector's young generations promote, and
-    full collections of the caller's whole heap would follow."""
-    damaged = _damage_in(module, messages, profile, policy)
+    full collections of the caller's whole heap would follow.
+
+    ``vouched_against``: the caller has run ``Format.quick_valid`` already and it could not
+    vouch (so it is not run a second time)."""
+    damaged = _damage_in(module, messages, profile, policy, vouched_against)
     first = next(damaged, None)
     return None if first is None else itertools.chain((first,), damaged)
 
 
 def _damage_in(
-    module: Format, messages: Sequence[Any], profile: Profile, policy: Policy | None
+    module: Format,
+    messages: Sequence[Any],
+    profile: Profile,
+    policy: Policy | None,
+    vouched_against: bool,
 ) -> Iterator[Damage]:
-    for low, high in _ranges(module, messages, profile, policy):
+    for low, high in _ranges(module, messages, profile, policy, vouched_against):
         skeleton = _read_range(module, messages, low, high)
         found = judge(skeleton, profile)
         if found:

@@ -15,14 +15,14 @@ from ._edits import Blocks, Item, Placeholder
 from ._planstate import CallRef, PlanState, call_at, result_at
 from .profiles import Profile, compiled
 
-__all__ = ["rename_functions", "rewrite_ids"]
+__all__ = ["fresh_id", "rename_functions", "rewrite_ids"]
 
 _ALNUM = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 _PAIRS = [low + high for high in _ALNUM for low in _ALNUM]
 """Two base-62 digits, lowest first, for each value below 62 ** 2."""
 
 
-def _fresh_id(seed: str, profile: Profile, taken: set[str], next_try: dict[str, int]) -> str:
+def fresh_id(seed: str, profile: Profile, taken: set[str], next_try: dict[str, int]) -> str:
     """A deterministic id for ``seed`` in the provider's form, unused in the history: the
     first of ``seed#0``, ``seed#1``, ... whose digest is not ``taken``.
 
@@ -30,27 +30,47 @@ def _fresh_id(seed: str, profile: Profile, taken: set[str], next_try: dict[str, 
     it are all taken already (``taken`` only grows), so many calls with one seed (n calls
     sharing a refused id) hash each candidate once instead of restarting at 0 for each call,
     and get the same ids."""
+    pairs: list[str]
     counter = next_try.get(seed, 0)
+    length = profile.call_id_length
+    smallest = _SMALLEST.get(length, 1 << 128) if length is not None else 1 << 128
     while True:
         digest = int.from_bytes(hashlib.sha256(f"{seed}#{counter}".encode()).digest()[:16], "big")
-        # the digest in base 62, lowest digit first, two digits a step (128 bits are at most
-        # 22 digits; an odd count leaves a high "0" the one-digit loop would not write)
-        pairs: list[str] = []
-        while digest:
-            digest, rest = divmod(digest, 3844)
-            pairs.append(_PAIRS[rest])
-        text = "".join(pairs)
-        if text.endswith("0"):
-            text = text[:-1]
-        if profile.call_id_length is not None:
-            candidate = text[: profile.call_id_length]
+        if digest >= smallest:
+            # the lowest ``length`` digits are all the id keeps (Mistral's nine): only those
+            assert length is not None
+            value = digest % _SPAN[length]
+            pairs = []
+            for _ in range(length >> 1):
+                value, rest = divmod(value, 3844)
+                pairs.append(_PAIRS[rest])
+            if length & 1:
+                pairs.append(_ALNUM[value])
+            candidate = "".join(pairs)
         else:
-            candidate = "call_" + text[:24]
+            # the digest in base 62, lowest digit first, two digits a step (128 bits are at
+            # most 22 digits; an odd count leaves a high "0" the one-digit loop would not write)
+            pairs = []
+            while digest:
+                digest, rest = divmod(digest, 3844)
+                pairs.append(_PAIRS[rest])
+            text = "".join(pairs)
+            if text.endswith("0"):
+                text = text[:-1]
+            candidate = text[:length] if length is not None else "call_" + text[:24]
         if candidate not in taken:
             taken.add(candidate)
             next_try[seed] = counter + 1
             return candidate
         counter += 1
+
+
+_fresh_id = fresh_id  # (the planner's name for it)
+
+_SMALLEST = {length: 62 ** (length - 1) for length in range(1, 22)}
+"""Id length -> the smallest digest with at least that many base-62 digits: from there on, an
+id of that length is the digest's lowest digits (the start of its whole base-62 text)."""
+_SPAN = {length: 62**length for length in range(1, 22)}
 
 
 def _acceptable(call_id: str | None, profile: Profile) -> bool:

@@ -167,6 +167,19 @@ class Format:
         with the result it would get inside the whole history; None when it cannot tell."""
         return None
 
+    def quick_fixes(
+        self, messages: Sequence[Any], profile: Profile, /
+    ) -> (
+        tuple[list[tuple[int, str, str]], list[tuple[int, int, str]], list[tuple[int, int, int]]]
+        | None
+    ):
+        """The only edits the full path would make, when they are result names or call ids a
+        cross-family target wants on a history that passes its other rules: (tool message
+        index, call id, function name) to name, (message index, slot, id) of calls whose id to
+        rewrite, (tool message index, calling message index, slot) of their results. None
+        when it cannot tell (see :mod:`toolmend._quickmend`)."""
+        return None
+
     def __repr__(self) -> str:
         return f"<toolmend format {self.name!r}>"
 

@@ -19,6 +19,7 @@ from .._report import InvalidMessageError
 from .._skeleton import ASSISTANT, OTHER, SYSTEM, TOOL, USER, Call, Defect, Result, Skeleton
 from . import register
 from ._base import Format, message_dict
+from ._openai_cross import CrossRules, Fixes, cross_fixes, cross_rules, cross_valid, opening_ok
 
 if TYPE_CHECKING:
     from ..profiles import Profile
@@ -33,6 +34,7 @@ __all__ = [
     "dirty_spans",
     "kind_of",
     "live_rounds",
+    "quick_fixes",
     "quick_live",
     "quick_valid",
     "read",
@@ -132,11 +134,23 @@ def quick_live(
     return len(live), calls
 
 
-def _live_run(messages: Sequence[Any], params: _PlainParams) -> list[Any] | None:
-    """:func:`_plain_valid` with ``params``; None also where a field is missing or of the wrong
-    kind (the full path decides, and names it)."""
+def quick_fixes(messages: Sequence[Any], profile: Profile) -> Fixes | None:
+    """The result names or call ids a cross-family profile wants, when nothing else is wrong
+    (see :func:`toolmend.formats._openai_cross.cross_fixes`); None otherwise."""
+    params = _plain_params(profile) if messages else None
+    if type(params) is not CrossRules:
+        return None
+    return cross_fixes(messages, params, profile.call_id_length)
+
+
+def _live_run(messages: Sequence[Any], params: _PlainParams | CrossRules) -> list[Any] | None:
+    """:func:`_plain_valid` with ``params`` (:func:`toolmend.formats._openai_cross.cross_valid`
+    for a profile of another family); None also where a field is missing or of the wrong kind
+    (the full path decides, and names it)."""
     try:
-        return _plain_valid(messages, *params)
+        if type(params) is CrossRules:
+            return cross_valid(messages, params)
+        return _plain_valid(messages, *params)  # type: ignore[misc]
     except (KeyError, TypeError):
         return None
 
@@ -145,20 +159,21 @@ _PlainParams = tuple[int, bool, bool, bool]
 _SCAN_TURNS: _PlainParams = (0, False, False, False)
 """The stand-in for "the profile has per-turn rules": :func:`_scan` decides, not the plain pass."""
 
-_PARAMS_BY_PROFILE: dict[int, tuple[Profile, _PlainParams | None]] = {}
+_PARAMS_BY_PROFILE: dict[int, tuple[Profile, _PlainParams | CrossRules | None]] = {}
 """``id(profile)`` -> (the profile, its :func:`_plain_valid` arguments); the profile is kept so
 its id cannot be reused while the entry lives. Profiles are frozen: one whose ``checks`` mapping
 is changed in place after use keeps the arguments worked out before."""
 
 
-def _plain_params(profile: Profile) -> _PlainParams | None:
-    """:func:`_plain_valid`'s arguments for ``profile`` (None when the one-pass scans do not
-    model its rules), worked out once per profile: on a hook's path every function the check
-    runs is one more thing to load into a cold cache."""
+def _plain_params(profile: Profile) -> _PlainParams | CrossRules | None:
+    """:func:`_plain_valid`'s arguments for ``profile`` (the rules of
+    :func:`toolmend.formats._openai_cross.cross_valid` for a profile of another family; None
+    when no one-pass check models its rules), worked out once per profile: on a hook's path
+    every function the check runs is one more thing to load into a cold cache."""
     entry = _PARAMS_BY_PROFILE.get(id(profile))
     if entry is not None and entry[0] is profile:
         return entry[1]
-    params: _PlainParams | None = None
+    params: _PlainParams | CrossRules | None = cross_rules(profile)
     if _scannable_profile(profile):
         params = _SCAN_TURNS
         if not profile.reasoning_in_tool_turns:
@@ -315,10 +330,30 @@ def _scannable_profile(profile: Profile) -> bool:
 def _scan(
     messages: Sequence[Any], profile: Profile, *, first_only: bool
 ) -> list[tuple[int, int]] | None:
+    cross = None
     if not _scannable(messages, profile):
-        return None
+        # a cross-family profile: its ranges, from its rules (the vouch is cross_valid's)
+        cross = None if first_only or not messages else _range_rules(messages, profile)
+        if cross is None:
+            return None
     max_length = profile.call_id_max_length or 1 << 30
     reasoning_rule = profile.reasoning_in_tool_turns
+    # ranges start at user messages only where a rule is per turn, or where a range must open
+    # as a conversation does (Bedrock: with the user); elsewhere at any clean point
+    user_starts = reasoning_rule or (
+        cross is not None and (cross.first_user or cross.after_tool is not None)
+    )
+    after_tool = cross.after_tool if cross is not None else None
+    follows_tool = False  # whether the message before was a tool message
+    follows_text = False  # whether it was assistant text without calls, sound
+    turn_names: dict[Any, Any] = {}  # the turn's call id -> function name (``cross.names``)
+    result_rules = cross is not None and (cross.tool_text or cross.tool_content or cross.names)
+    call_rules = cross is not None and (
+        cross.id_match is not None
+        or cross.name_match is not None
+        or cross.names
+        or not (cross.call_content_null_ok and cross.call_content_empty_ok)
+    )
     reasoning_field_ok = "unsupported_property" not in profile.checks
     repeats_pass = _repeats_pass(profile)
     content_rule = "tool_content_not_string" in profile.checks
@@ -360,7 +395,10 @@ def _scan(
                     pending.discard(call_id)
                 elif not first_only:  # a repeat, which the provider takes; but see below
                     repeats.append((starts[-1], call_id))
-                if not content_rule or type(message.get("content")) is str:
+                follows_tool, follows_text = True, False
+                if (not content_rule or type(message.get("content")) is str) and (
+                    not result_rules or _cross_result_ok(message, call_id, cross, turn_names)
+                ):
                     continue
             elif not first_only:
                 if type(call_id) is not str:
@@ -369,7 +407,10 @@ def _scan(
             if first_only:
                 return None
             dirty = True
+            follows_tool, follows_text = True, False
             continue
+        if follows_tool and after_tool is not None and role not in after_tool:
+            dirty = True  # (in the tool messages' range: no range starts here)
         if role == "user" and reasoning_rule:
             if turn_calls and turn_unreasoned:  # the turn this user message closes is bad
                 if first_only:
@@ -385,20 +426,26 @@ def _scan(
         elif (
             not first_only
             and index
-            and (not reasoning_rule or role == "user")
+            and (not user_starts or role == "user")
             # not at a system message: the last range then holds the history's trailing
             # run of results with any system messages after it (the newest input)
             and role != "system"
             and role != "developer"
+            # after tool messages only some roles may come (Bedrock): a range starts after
+            # sound assistant text only, which no repair of the range before takes away
+            and (after_tool is None or follows_text)
         ):
             if dirty:
                 spans.append((starts[-1], index))
                 dirty = False
             starts.append(index)
+        follows_tool = False
         ok = True
         if role == "assistant":
             tool_calls = message.get("tool_calls")
             turn_ids = None
+            if call_rules and not _cross_calls_ok(message, tool_calls, cross, turn_names):
+                ok = False
             if tool_calls is not None:
                 pending = set()
                 if type(tool_calls) is not list or not tool_calls:
@@ -443,8 +490,12 @@ def _scan(
             pending = None
             if role == "user" or role == "system" or role == "developer":
                 ok = "tool_calls" not in message
+                if cross is not None:
+                    level = cross.user_content if role == "user" else cross.system_content
+                    ok = ok and _level_ok(message.get("content"), level)
             else:
                 ok = False
+        follows_text = ok and role == "assistant" and pending is None
         if not ok:
             if first_only:
                 return None
@@ -461,6 +512,10 @@ def _scan(
         # a call the placeholder will answer, whose id another call has: its range reaches
         # over every range calling that id, where the planner sees both and renames it
         strays.extend(_reused(called, unanswered))
+    if cross is not None and cross.request_ids and len(set(called)) != len(called):
+        # ids unique in the request (Anthropic): the ranges calling one id are judged as one
+        # (each range alone would not see the other's call), as a stray result's are
+        strays.extend((start, call_id) for call_id, start in _repeated_ids(called, called_from))
     if strays or (repeats and spans):
         callers = _callers(called, called_from, [*strays, *repeats])
         spans = _widen_for_strays(spans, starts, callers, strays, repeats, len(messages))
@@ -475,6 +530,91 @@ def _reused(called: list[str], unanswered: list[tuple[int, str]]) -> list[tuple[
         if call_id in counts:
             counts[call_id] += 1
     return [entry for entry in unanswered if counts[entry[1]] > 1]
+
+
+def _range_rules(messages: Sequence[Any], profile: Profile) -> CrossRules | None:
+    """The rules of a cross-family profile whose damaged ranges :func:`_scan` can tell; None
+    when only the whole history can: rules between any two messages (Mistral's role order), on
+    the last message, or on the opening (a history that breaks it is judged whole: a range is
+    not the whole conversation). Ids unique in the whole request (Anthropic) are kept so by
+    :func:`_scan`, which judges the ranges calling one id as one."""
+    rules = _plain_params(profile)
+    if (
+        type(rules) is not CrossRules
+        or rules.successors is not None
+        or rules.last_roles is not None
+        or not opening_ok(messages, rules)
+        or not _opens_with_user(messages)
+    ):
+        return None
+    return rules
+
+
+def _opens_with_user(messages: Sequence[Any]) -> bool:
+    """Whether the first message after the system messages comes from the user: the repair
+    of a whole history that opens otherwise may put a message before it (Gemini, Bedrock),
+    which the repair of its first range alone would not."""
+    for message in messages:
+        role = message.get("role") if type(message) is dict else None
+        if role != "system" and role != "developer":
+            return role == "user"
+    return False
+
+
+def _repeated_ids(called: list[str], called_from: list[int]) -> list[tuple[str, int]]:
+    """Each call id used more than once, with the start of the first range calling it."""
+    first: dict[str, int] = {}
+    repeated: dict[str, int] = {}
+    for call_id, start in zip(called, called_from, strict=True):
+        if call_id in first:
+            repeated.setdefault(call_id, first[call_id])
+        else:
+            first[call_id] = start
+    return list(repeated.items())
+
+
+def _level_ok(content: Any, level: int) -> bool:
+    """Content under a rule of :class:`CrossRules` (0: any; 1: not null; 2: text)."""
+    return level == 0 or (bool(content) if level == 2 else content is not None)
+
+
+def _cross_calls_ok(
+    message: dict[str, Any], tool_calls: Any, rules: CrossRules | None, names: dict[Any, Any]
+) -> bool:
+    """An assistant message's calls under a cross-family profile's id and name patterns, and
+    its text beside them; fills ``names`` with the turn's function names."""
+    assert rules is not None
+    names.clear()
+    if type(tool_calls) is not list:
+        return True  # (the plain checks judge it)
+    content = message.get("content")
+    ok = bool(content) or (
+        rules.call_content_null_ok if content is None else rules.call_content_empty_ok
+    )
+    for call in tool_calls:
+        if type(call) is not dict or type(call.get("function")) is not dict:
+            continue
+        call_id, name = call.get("id"), call["function"].get("name")
+        names[call_id] = name
+        if type(call_id) is str and rules.id_match is not None and rules.id_match(call_id) is None:
+            ok = False
+        if type(name) is str and rules.name_match is not None and rules.name_match(name) is None:
+            ok = False
+    return ok
+
+
+def _cross_result_ok(
+    message: dict[str, Any], call_id: str, rules: CrossRules | None, names: dict[Any, Any]
+) -> bool:
+    """A tool message answering a waiting call, under a cross-family profile: its content and
+    (Gemini) the called function's name."""
+    assert rules is not None
+    content = message.get("content")
+    if rules.tool_text and type(content) is not str:
+        return False
+    if not _level_ok(content, rules.tool_content):
+        return False
+    return not rules.names or message.get("name") == names.get(call_id)
 
 
 def _callers(
@@ -1017,6 +1157,7 @@ class OpenAIChat(Format):
     live_rounds = staticmethod(live_rounds)
     quick_valid = staticmethod(quick_valid)
     quick_live = staticmethod(quick_live)
+    quick_fixes = staticmethod(quick_fixes)
     dirty_spans = staticmethod(dirty_spans)
 
     def keeps_apart(self, role: Any) -> bool:

@@ -23,7 +23,7 @@ from ._anthropic import ANTHROPIC, ANTHROPIC_NO_PREFILL, ANTHROPIC_THINKING
 from ._base import Check, Profile, compiled
 from ._bedrock import BEDROCK, BEDROCK_TOOLS_ALONE
 from ._deepseek import DEEPSEEK, DEEPSEEK_REASONER, DEEPSEEK_RESPONSES
-from ._gemini import GEMINI, GEMINI_3, GEMINI_NO_IDS
+from ._gemini import GEMINI, GEMINI_3, GEMINI_LITELLM, GEMINI_NO_IDS
 from ._groq import GROQ
 from ._mistral import MISTRAL
 from ._openai import OPENAI, OPENAI_RESPONSES, OPENAI_RESPONSES_REASONING
@@ -65,6 +65,7 @@ PROFILES: Mapping[str, Profile] = MappingProxyType(
             GEMINI,
             GEMINI_3,
             GEMINI_NO_IDS,
+            GEMINI_LITELLM,
             BEDROCK,
             BEDROCK_TOOLS_ALONE,
         )

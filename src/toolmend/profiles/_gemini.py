@@ -225,3 +225,24 @@ GEMINI_NO_IDS = replace(
 """Gemini endpoints that do not know ``functionCall.id`` / ``functionResponse.id`` (Google AI
 before v1beta defined it, Vertex before 2026-09): as ``gemini``, and every id is removed from
 calls and responses alike (pairing then rests on names and positions)."""
+
+GEMINI_LITELLM = replace(
+    GEMINI,
+    name="gemini-litellm",
+    aliases=("litellm-gemini",),
+    block_pairing=None,
+    results_need_name=False,
+)
+"""An OpenAI-shaped history that LiteLLM's converter carries to Gemini (``gemini/...`` and
+``vertex_ai/...`` deployments; the profile toolmend's LiteLLM callback picks for them): as
+``gemini``, except that a tool message need not carry the called function's ``name``.
+
+LiteLLM's converter derives each ``functionResponse.name`` from the call its ``tool_call_id``
+points to in the last assistant message with calls, and takes the message's own ``name`` only
+when it finds no such call (``convert_to_gemini_tool_call_result`` in
+``litellm/litellm_core_utils/prompt_templates/factory.py``, LiteLLM 1.110.2), which the pairing
+rules already rule out; filling ``name`` on every tool message would change a history that path
+already accepts (issue 32). Gemini's own OpenAI-compatible endpoint does want the ``name``
+(``Request contains an invalid argument`` without it: NousResearch/hermes-agent#19728,
+pydantic/pydantic-ai#1879), and so do native ``contents``: they keep ``gemini``. Native
+``contents`` are not judged by this profile (``block_pairing`` is None)."""

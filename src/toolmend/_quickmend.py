@@ -1,0 +1,227 @@
+"""The repairs a cross-family target makes on nearly every message of a valid history, without
+the full read, judge and plan: Gemini's function names on tool messages, Mistral's call ids.
+
+An OpenAI-shaped history bound for Gemini (outside LiteLLM, whose converter names the results
+itself) needs every tool message to carry its call's function name; one bound for Mistral needs
+every ``call_...`` id rewritten into nine alphanumerics, on the call and on its result. Nothing
+else is wrong in such a history, but the full path read, judged and planned all of it to find
+edits one pass can list, at five to nine times the cost of ``json.dumps`` (issue 32).
+
+:func:`quick_mend` asks the format for those edits (``Format.quick_fixes``: None unless the
+history passes every other rule of the profile) and makes exactly what the full path would:
+the same messages (a shallow copy of each changed message, the others the caller's own
+objects), the same changes and the same problems, in the same order; ids come from
+:func:`toolmend._plan_ids.fresh_id`, as the planner's do. Property tests hold it to the full path
+(``tests/test_fastpath.py``).
+"""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Sequence
+from typing import Any
+
+from ._findings import Report
+from ._plan_ids import fresh_id
+from ._report import Change, Problem
+from .formats import Format
+from .profiles import Check, Profile
+
+__all__ = ["quick_mend"]
+
+Mended = tuple[list[Any], list[Change], list[Problem]]
+
+
+def quick_mend(module: Format, messages: Sequence[Any], profile: Profile) -> Mended | None:
+    """The repaired list, the changes and the problems of ``toolmend.repair(messages,
+    provider=profile)`` when the only edits it makes are result names or call ids; None when
+    the full path must decide (anything else is wrong, or the history is valid)."""
+    fixes = module.quick_fixes(messages, profile)
+    if fixes is None:
+        return None
+    names, calls, results = fixes
+    if names:
+        return _fill_names(messages, profile, names)
+    return _rewrite_ids(messages, profile, calls, results)
+
+
+def _fill_names(
+    messages: Sequence[Any], profile: Profile, names: list[tuple[int, str, str]]
+) -> Mended | None:
+    """Each tool message of ``names`` gets its call's function name (``filled_result_name``,
+    reported as ``result_name_mismatch``), as ``name_results`` plans it."""
+    code = "result_name_mismatch"
+    check = profile.checks.get(code)
+    if check is None:  # not reported: the full path finds nothing and changes nothing
+        return None
+    problem = _maker(profile, check, code, "tool message without the called function's name")
+    repaired = list(messages)
+    changes: list[Change] = []
+    problems: list[Problem] = []
+    for index, call_id, name in names:
+        copy = dict(messages[index])
+        copy["name"] = name
+        repaired[index] = copy
+        changes.append(
+            _change(
+                "filled_result_name",
+                index,
+                f"function name {name!r} taken from the call",
+                (call_id,),
+            )
+        )
+        problems.append(problem(index, call_id, 0))
+    return repaired, changes, problems
+
+
+def _rewrite_ids(
+    messages: Sequence[Any],
+    profile: Profile,
+    calls: list[tuple[int, int, str]],
+    results: list[tuple[int, int, int]],
+) -> Mended | None:
+    """Each call of ``calls`` gets a new id in the profile's form and its results carry it
+    (``rewrote_call_id``, reported as ``call_id_format`` on the call and on each result), as
+    ``rewrite_ids`` plans it: the same seeds, the same ids taken, in the same order."""
+    code = "call_id_format"
+    check = profile.checks.get(code)
+    result_code = "result_id_format" if "result_id_format" in profile.checks else code
+    result_check = profile.checks.get(result_code)
+    if check is None or result_check is None:
+        return None
+    call_problem = _maker(profile, check, code, "call id outside the provider's pattern")
+    result_problem = _maker(
+        profile, result_check, result_code, "result id outside the provider's pattern"
+    )
+    taken = {
+        call["id"]
+        for message in messages
+        if message["role"] == "assistant"
+        for call in message.get("tool_calls") or ()
+    }
+    next_try: dict[str, int] = {}
+    new_ids: dict[tuple[int, int], str] = {}
+    repaired = list(messages)
+    changes: list[Change] = []
+    problems: list[Problem] = []
+    edited: dict[int, dict[str, Any]] = {}
+    for index, slot, old in calls:
+        new = fresh_id(old, profile, taken, next_try)
+        new_ids[(index, slot)] = new
+        changes.append(
+            _change("rewrote_call_id", index, "call id the provider would refuse", (old, new))
+        )
+        problems.append(call_problem(index, old, slot))
+        copy = edited.get(index)
+        if copy is None:
+            copy = edited[index] = dict(messages[index])
+            copy["tool_calls"] = list(copy["tool_calls"])
+            repaired[index] = copy
+        call = dict(copy["tool_calls"][slot])
+        call["id"] = new
+        copy["tool_calls"][slot] = call
+    for index, call_index, slot in results:
+        copy = dict(messages[index])
+        old = copy["tool_call_id"]
+        copy["tool_call_id"] = new_ids[(call_index, slot)]
+        repaired[index] = copy
+        problems.append(result_problem(index, old, 0))
+    problems.sort(key=_index)
+    return repaired, changes, problems
+
+
+def _index(problem: Problem) -> int:
+    return problem.index
+
+
+def _problem(
+    code: str, index: int, message: str, provider_error: str, rule: str, ids: tuple[str, ...]
+) -> Problem:
+    """``Problem(code, index, message, provider_error, rule, ids)``, without the frozen
+    dataclass's ``__init__`` (one ``object.__setattr__`` a field): the same object, for the
+    thousands a history of rewritten ids reports."""
+    made = _new(Problem)
+    made.__dict__.update(
+        code=code, index=index, message=message, provider_error=provider_error, rule=rule, ids=ids
+    )
+    return made
+
+
+def _change(code: str, index: int, detail: str, ids: tuple[str, ...]) -> Change:
+    """``Change(code, index, detail, ids)``, as :func:`_problem` builds a problem."""
+    made = _new(Change)
+    made.__dict__.update(code=code, index=index, detail=detail, ids=ids)
+    return made
+
+
+_new = object.__new__
+
+
+_FIELDS: dict[str, frozenset[str] | None] = {}
+"""Error template -> the fields it names (None when it uses a conversion or an index into a
+field, which :func:`_maker` leaves to :class:`toolmend._findings.Report`)."""
+
+_QUICK_FIELDS = frozenset({"index", "id", "ids", "slot"})
+
+
+def _fields(template: str) -> frozenset[str] | None:
+    found = _FIELDS.get(template)
+    if found is None and template not in _FIELDS:
+        names: set[str] = set()
+        plain = True
+        for _, name, spec, conversion in string.Formatter().parse(template):
+            if name is None:
+                continue
+            plain &= name.isidentifier() and not spec and conversion is None
+            names.add(name)
+        found = frozenset(names) if plain else None
+        if len(_FIELDS) >= 256:
+            _FIELDS.clear()
+        _FIELDS[template] = found
+    return found
+
+
+def _maker(profile: Profile, check: Check, code: str, message: str) -> Any:
+    """A function (index, id, slot) -> the problem :class:`toolmend._findings.Report` adds for
+    ``code`` with ``id``, ``ids=(id,)`` and ``slot``: the error text written only from the fields
+    its template names (a template naming another field goes through ``Report`` itself)."""
+    template, rule = check.error, check.rule
+    fields = _fields(template)
+    if fields is None or not fields <= _QUICK_FIELDS:
+        report = Report(profile)
+
+        def through_report(index: int, found: str, slot: int) -> Problem:
+            report.add(code, index, message, id=found, ids=(found,), slot=slot)
+            return report.problems.pop()
+
+        return through_report
+    if not fields:
+
+        def fixed(index: int, found: str, slot: int) -> Problem:
+            return _problem(code, index, message, template, rule, (found,))
+
+        return fixed
+    if fields <= {"id", "ids"} and template.count("{") == 1 and template.count("}") == 1:
+        # one field, the id (Mistral's "Tool call id was {id} but must be ..."): the text
+        # around it, joined
+        head, _, rest = template.partition("{")
+        tail = rest.partition("}")[2]
+
+        def joined(index: int, found: str, slot: int) -> Problem:
+            return _problem(code, index, message, head + found + tail, rule, (found,))
+
+        return joined
+    wants_index, wants_id = "index" in fields, "id" in fields or "ids" in fields
+    wants_slot = "slot" in fields
+
+    def formatted(index: int, found: str, slot: int) -> Problem:
+        values: dict[str, Any] = {}
+        if wants_index:
+            values["index"] = index
+        if wants_id:
+            values["id"] = values["ids"] = found
+        if wants_slot:
+            values["slot"] = slot
+        return _problem(code, index, message, template.format(**values), rule, (found,))
+
+    return formatted
