@@ -78,7 +78,8 @@ ROUTES: Mapping[str, Route] = {
 }
 """LiteLLM call type -> the history it carries. Any other call type is left alone."""
 
-_ANTHROPIC_PROFILES = frozenset({"anthropic", "anthropic-thinking"})
+_ANTHROPIC_PROFILES = frozenset({"anthropic", "anthropic-thinking", "anthropic-no-prefill"})
+"""The profiles of an Anthropic deployment (the model and ``thinking`` pick among them)."""
 
 
 def route_profile(

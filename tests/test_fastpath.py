@@ -31,7 +31,7 @@ from toolmend.integrations.hooks import HookOptions, mend
 from toolmend.profiles import PROFILES, get_profile
 
 from support.agent_runs import agent_runs
-from support.cases import assistant, result, user
+from support.cases import assistant, calls, result, user
 from support.faults import patch_everywhere
 from support.histories import damaged_conversations, valid_conversations
 from support.whole_path import whole_repair
@@ -398,3 +398,33 @@ def test_a_cross_family_repair_of_every_message_takes_one_pass(
     assert [change.code for change in fixed.changes] == [code, code]
     assert fixed.messages == expected.messages and fixed.changes == expected.changes
     assert fixed.problems == expected.problems
+
+
+@pytest.mark.parametrize(
+    "blank",
+    ["", "  \n", [{"type": "text", "text": " "}], [{"type": "text", "text": ""}, {"type": "x"}]],
+    ids=["empty", "whitespace", "whitespace part", "empty part"],
+)
+@pytest.mark.parametrize("where", ["first", "in a damaged history"])
+def test_blank_user_text_bound_for_anthropic_is_never_vouched_for(blank: Any, where: str) -> None:
+    """The cross-family pass models Anthropic's blank-text rule on OpenAI-shaped user messages
+    (issue 32, case 8): neither the one pass nor the damaged ranges let such a message through
+    (the one pass once took it for valid, and ``check`` said nothing)."""
+    history: list[Any] = [
+        {"role": "user", "content": blank},
+        assistant("Which city?"),
+        user("Paris"),
+        calls("c1"),
+        result("c1", "21 C"),
+        user("Thanks"),
+    ]
+    if where != "first":
+        history.append(result("stray", "orphan"))  # damage far from the blank text
+        history.append(user("And Rome?"))
+    profile = get_profile("anthropic")
+    assert vouch(history, provider=profile) is None
+    codes = [p.code for p in toolmend.check(history, provider="anthropic")]
+    assert codes[0] in ("text_empty", "text_whitespace")
+    fixed = toolmend.repair(history, provider="anthropic")
+    assert toolmend.check(list(fixed.messages), provider="anthropic") == []
+    assert fixed.messages[0]["content"] != blank

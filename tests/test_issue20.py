@@ -265,12 +265,31 @@ def test_finding_8_the_default_provider_follows_the_format() -> None:
     assert [p.code for p in toolmend.check([user(), calls("c1")])] == ["missing_result"]
 
 
-@pytest.mark.parametrize("provider", ["openai", "deepseek", "groq", "anthropic"])
+@pytest.mark.parametrize("provider", ["openai-chat", "deepseek-chat", "deepseek-reasoner"])
 def test_finding_8_a_chat_profile_refuses_a_responses_history(provider: str) -> None:
+    """A chat profile named outright judges no Responses items (issue 32: a vendor's name, by
+    contrast, follows the history's format to that vendor's Responses API)."""
     with pytest.raises(toolmend.InvalidHistoryError, match="openai-responses"):
         toolmend.repair(_responses_parallel(), provider=provider)
     with pytest.raises(toolmend.InvalidHistoryError, match="openai-responses"):
         toolmend.check(_responses_parallel(), provider=provider)
+
+
+@pytest.mark.parametrize("provider", ["groq", "anthropic"])
+def test_finding_8_a_vendor_without_a_responses_api_refuses_a_responses_history(
+    provider: str,
+) -> None:
+    with pytest.raises(toolmend.InvalidHistoryError, match="serves no Responses API"):
+        toolmend.repair(_responses_parallel(), provider=provider)
+    with pytest.raises(toolmend.InvalidHistoryError, match="serves no Responses API"):
+        toolmend.check(_responses_parallel(), provider=provider)
+
+
+@pytest.mark.parametrize("provider", ["openai", "azure", "deepseek"])
+def test_finding_8_a_vendor_name_follows_the_format_to_its_responses_api(provider: str) -> None:
+    items = _responses_parallel()
+    assert toolmend.check(items, provider=provider) == []
+    assert toolmend.repair(items, provider=provider).messages is items
 
 
 def _thinking(text: str = "Paris first.") -> dict[str, Any]:

@@ -388,10 +388,17 @@ def test_the_anthropic_and_responses_routes_pass_the_deployments_model(
 
     monkeypatch.setattr(toolmend._routing, "request_profile", spy)
     messages = ROUTES["anthropic_messages"]
-    assert route_profile(messages, "anthropic", model="claude-opus-4-6") == "anthropic"
-    assert route_profile(ROUTES["aresponses"], "openai", model="o3") == "openai-responses"
+    picked = route_profile(messages, "anthropic", model="claude-opus-4-6")
+    assert picked == "anthropic-no-prefill"  # a Claude model that takes no prefill
+    assert route_profile(messages, "anthropic-no-prefill", model="claude-opus-4-6") == picked
+    reasoning = route_profile(ROUTES["aresponses"], "openai", model="o3")
+    assert reasoning == "openai-responses-reasoning"  # a reasoning model
     assert route_profile(messages, "gemini", model="gemini-2.5-flash") == "anthropic"
-    assert calls == [("anthropic", "claude-opus-4-6", None), ("openai-responses", "o3", None)]
+    assert calls == [
+        ("anthropic", "claude-opus-4-6", None),
+        ("anthropic", "claude-opus-4-6", None),
+        ("openai-responses", "o3", None),
+    ]
 
 
 # --- /v1/responses in process: litellm.aresponses and sync litellm.responses ---------------------

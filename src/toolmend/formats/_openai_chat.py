@@ -19,7 +19,15 @@ from .._report import InvalidMessageError
 from .._skeleton import ASSISTANT, OTHER, SYSTEM, TOOL, USER, Call, Defect, Result, Skeleton
 from . import register
 from ._base import Format, message_dict
-from ._openai_cross import CrossRules, Fixes, cross_fixes, cross_rules, cross_valid, opening_ok
+from ._openai_cross import (
+    CrossRules,
+    Fixes,
+    blank_free,
+    cross_fixes,
+    cross_rules,
+    cross_valid,
+    opening_ok,
+)
 
 if TYPE_CHECKING:
     from ..profiles import Profile
@@ -574,7 +582,10 @@ def _repeated_ids(called: list[str], called_from: list[int]) -> list[tuple[str, 
 
 
 def _level_ok(content: Any, level: int) -> bool:
-    """Content under a rule of :class:`CrossRules` (0: any; 1: not null; 2: text)."""
+    """Content under a rule of :class:`CrossRules` (0: any; 1: not null; 2: text; 3: text
+    with no blank text)."""
+    if level == 3:
+        return bool(content) and blank_free(content)
     return level == 0 or (bool(content) if level == 2 else content is not None)
 
 

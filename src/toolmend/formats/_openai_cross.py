@@ -135,7 +135,8 @@ class CrossRules:
     needs_message: bool
     """A history of system messages only has nothing to send (LiteLLM to Anthropic)."""
     user_content: int
-    """0: any; 1: not null; 2: text (neither null nor empty)."""
+    """0: any; 1: not null; 2: text (neither null nor empty); 3: text with no blank text in it
+    (no whitespace-only string, no empty or whitespace-only text part: Anthropic)."""
     system_content: int
     """As ``user_content``, for system and developer messages."""
     tool_content: int
@@ -151,6 +152,8 @@ class CrossRules:
 
 
 def _content_level(kind: str, profile: Profile) -> int:
+    if kind == USER and not BLANK_USER_TEXT.isdisjoint(profile.checks):
+        return 3
     if kind in profile.content_text_kinds:
         return 2
     return 1 if kind in profile.content_string_kinds else 0
@@ -220,7 +223,29 @@ def cross_rules(profile: Profile) -> CrossRules | None:
 
 
 def _content_ok(content: Any, level: int) -> bool:
+    if level == 3:
+        return bool(content) and blank_free(content)
     return level == 0 or (bool(content) if level == 2 else content is not None)
+
+
+BLANK_USER_TEXT = frozenset({"text_empty", "text_whitespace"})
+"""The codes :func:`toolmend._rules` reports blank user text of an OpenAI-shaped history under
+(Anthropic, issue 32 case 8): a profile with either has user content of level 3."""
+
+
+def blank_free(content: Any) -> bool:
+    """Whether a user message's content has no blank text: not a whitespace-only string, no
+    text part whose text is empty or whitespace only (what the OpenAI reader records as
+    ``blank_text``)."""
+    if type(content) is str:
+        return not content.isspace()
+    if type(content) is list:
+        for part in content:
+            if type(part) is dict and part.get("type") == "text":
+                text = part.get("text")
+                if type(text) is str and (not text or text.isspace()):
+                    return False
+    return True
 
 
 def cross_valid(messages: Sequence[Any], rules: CrossRules) -> list[Any] | None:
@@ -343,7 +368,9 @@ def cross_valid(messages: Sequence[Any], rules: CrossRules) -> list[Any] | None:
                 return None
             if user_content:
                 content = message["content"]
-                if not content and (user_content == 2 or content is None):
+                if not content and (user_content >= 2 or content is None):
+                    return None
+                if user_content == 3 and not blank_free(content):
                     return None
             live = []
         elif role == "system" or role == "developer":
