@@ -93,7 +93,7 @@ class Payloads(CustomLogger):
     def wait(self, loop: asyncio.AbstractEventLoop, count: int = 1) -> list[dict[str, Any]]:
         """The payloads of the first ``count`` logged calls, once LiteLLM logged them (a task
         on the loop for async calls, a thread for sync ones)."""
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 120  # a bound for a hang, not a timing: it ends when logged
         while len(self.seen) < count and time.monotonic() < deadline:
             loop.run_until_complete(asyncio.sleep(0.05))
         assert len(self.seen) >= count, self.seen

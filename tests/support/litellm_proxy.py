@@ -40,7 +40,9 @@ MODULES = (
 )
 """What ``litellm --config`` imports at startup (``toolmend[litellm-proxy]`` installs them)."""
 
-STARTUP_SECONDS = 45
+STARTUP_SECONDS = 300
+"""How long a proxy may take to answer its liveliness check: generous, since a busy 2-core machine
+starts it slowly and a process that exits fails the wait at once."""
 
 
 def free_port() -> int:
