@@ -816,7 +816,7 @@ def test_proxy_v1_responses_with_the_openai_sdk(
 
 def logged_after(kind: str, seen: int) -> dict[str, Any]:
     """The next request the proxy ``kind`` logged after its first ``seen``, once it is logged."""
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + 120  # a bound for a hang: the loop ends when it is logged
     while True:
         logged = litellm_payloads.read(PROXY_FOLDERS[kind])
         if len(logged) > seen:
@@ -894,7 +894,7 @@ def test_proxy_logging_gets_toolmends_guardrail_entry_and_otel_makes_it_a_span(
     assert entry["guardrail_response"]["changes"]["dropped_orphan_result"] == 1
     assert "toolu_01Gone" not in json.dumps(entry) and "stale" not in json.dumps(entry)
 
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + 120  # a bound for a hang: the loop ends when it is logged
     while True:  # the console exporter prints a batch every 100 ms
         spans = [
             span

@@ -354,19 +354,19 @@ def test_requests_reported_while_the_instruments_are_built_are_all_counted(
             if first[0]:  # the first thread to build waits here, holding the build
                 first[0] = False
                 building.set()
-                go_on.wait(10)
+                go_on.wait(120)
             return real(*args, **kwargs)
 
         monkeypatch.setattr(provider, "get_meter", slow_get_meter)
         builder = threading.Thread(target=telemetry.record, args=(report,))
         builder.start()
-        assert building.wait(10)
+        assert building.wait(120)
         meanwhile = threading.Thread(target=telemetry.record, args=(report,))
         meanwhile.start()
         meanwhile.join(0.5)  # it waits for the build, or (the bug) drops its report at once
         go_on.set()
-        builder.join(10)
-        meanwhile.join(10)
+        builder.join(120)
+        meanwhile.join(120)
         assert sum(sdk.points("toolmend.requests").values()) == 2
 
 
