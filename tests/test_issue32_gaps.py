@@ -1,0 +1,166 @@
+"""Issue 32, the gaps the first round left: each class with a test that fails on the code before.
+
+1. The openai patch's Responses rows follow the client's host: DeepSeek's ``/v1/responses``,
+   a self-hosted server's, OpenAI's and Azure's (model-picked), through the real SDK against
+   the strict server.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+import toolmend
+import toolmend.integrations.patch as tm
+
+from support.patch_cases import wire
+
+# --- 1. the openai patch's Responses rows follow the host ----------------------------------------
+
+INTERRUPTED = [
+    {"role": "user", "content": "Weather in Paris?"},
+    {"type": "function_call", "call_id": "call_1", "name": "get_weather", "arguments": "{}"},
+    {"role": "developer", "content": "Answer briefly."},
+    {"type": "function_call_output", "call_id": "call_1", "output": "21 C"},
+]
+"""A developer message between a call and its output: OpenAI's Responses API takes it, DeepSeek's
+refuses it ("No tool output found for tool call call_1.")."""
+
+UNANSWERED = [
+    {"role": "user", "content": "Weather in Paris?"},
+    {"type": "function_call", "call_id": "call_1", "name": "get_weather", "arguments": "{}"},
+    {"role": "user", "content": "Never mind, tell me a joke."},
+]
+"""A call left without an output: OpenAI's rules answer it with a placeholder; a self-hosted
+server renders it as it is (its templates take an unanswered call)."""
+
+
+@pytest.fixture
+def _patch_clean() -> Iterator[None]:
+    tm.unpatch()
+    yield
+    tm.unpatch()
+
+
+@pytest.fixture
+def providers(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The provider each patched call hands to ``hooks.mend``, in order."""
+    seen: list[str] = []
+    real = tm.mend
+
+    def recording(messages: Any, **kwargs: Any) -> Any:
+        seen.append(kwargs["provider"])
+        return real(messages, **kwargs)
+
+    monkeypatch.setattr(tm, "mend", recording)
+    return seen
+
+
+def _openai() -> Any:
+    return pytest.importorskip("openai")
+
+
+def _to_server(port: int) -> Any:
+    """An http client for openai that sends every request to the strict server on 127.0.0.1,
+    whatever host the client was given (the path is kept)."""
+    openai = _openai()
+    http = next(
+        importlib.import_module(base.__module__.split(".")[0])
+        for base in openai.DefaultHttpxClient.__mro__
+        if base.__name__ == "Client" and base.__module__.startswith("httpx")
+    )
+
+    class ToServer(http.HTTPTransport):  # type: ignore[misc,name-defined]
+        def handle_request(self, request: Any) -> Any:
+            request.url = request.url.copy_with(scheme="http", host="127.0.0.1", port=port)
+            return super().handle_request(request)
+
+    return openai.DefaultHttpxClient(transport=ToServer())
+
+
+def _respond(base_url: str, model: str, history: Any, port: int | None = None) -> None:
+    openai = _openai()
+    client: dict[str, Any] = {} if port is None else {"http_client": _to_server(port)}
+    with openai.OpenAI(api_key="test", base_url=base_url, max_retries=0, **client) as c:
+        c.responses.create(model=model, input=history)
+
+
+@pytest.mark.usefixtures("_patch_clean")
+def test_responses_on_deepseek_host_meet_deepseek_responses(
+    strict_provider_factory: Callable[..., Any], providers: list[str]
+) -> None:
+    assert toolmend.check(INTERRUPTED, provider="openai", format="openai-responses") == []
+    server = strict_provider_factory("deepseek")  # its /v1/responses judges deepseek-responses
+    openai = _openai()
+    with pytest.raises(openai.BadRequestError, match="No tool output found for tool call call_1"):
+        _respond("https://api.deepseek.com/v1", "deepseek-chat", INTERRUPTED, server.port)
+    tm.patch()
+    _respond("https://api.deepseek.com/v1", "deepseek-chat", INTERRUPTED, server.port)
+    assert server.last_request.path == "/v1/responses"
+    assert server.last_request.accepted, server.last_request.error
+    assert providers == ["deepseek-responses"]
+    assert server.last_request.history == wire(
+        toolmend.sanitize(INTERRUPTED, provider="deepseek", format="openai-responses")
+    )
+
+
+@pytest.mark.usefixtures("_patch_clean")
+def test_responses_on_self_hosted_server_meet_its_rules(
+    strict_provider_factory: Callable[..., Any], providers: list[str]
+) -> None:
+    server = strict_provider_factory("vllm")
+    tm.patch()
+    # a model whose chat template toolmend knows, at a host no table names: a self-hosted server
+    _respond(server.openai_base_url, "mistralai/Devstral-Small-2505", UNANSWERED)
+    assert server.last_request.accepted, server.last_request.error
+    assert providers == ["hf-template-responses"]
+    assert server.last_request.history == wire(UNANSWERED)  # its templates take the call as it is
+
+
+@pytest.mark.parametrize(
+    ("base_url", "model", "profile"),
+    [
+        ("https://api.openai.com/v1", "gpt-4o", "openai-responses"),
+        ("https://api.openai.com/v1", "o3", "openai-responses-reasoning"),
+        ("https://myco.openai.azure.com/openai/v1", "gpt-5", "openai-responses-reasoning"),
+        ("https://gateway.example.com/v1", "gpt-4o", "openai-responses"),
+    ],
+)
+@pytest.mark.usefixtures("_patch_clean")
+def test_responses_on_openai_hosts_meet_model_picked_profile(
+    base_url: str,
+    model: str,
+    profile: str,
+    strict_provider_factory: Callable[..., Any],
+    providers: list[str],
+) -> None:
+    server = strict_provider_factory()
+    tm.patch()
+    _respond(base_url, model, UNANSWERED, server.port)
+    assert server.last_request.accepted, server.last_request.error
+    assert providers == [profile]
+
+
+@pytest.mark.parametrize(
+    ("provider", "profile"),
+    [
+        ("deepseek", "deepseek-responses"),  # named: wins over api.openai.com
+        ("mistral", "openai-responses"),  # no Responses API toolmend has rules for
+        ("deepseek-reasoner", "openai-responses"),  # a chat profile would refuse the input
+    ],
+)
+@pytest.mark.usefixtures("_patch_clean")
+def test_responses_named_provider(
+    provider: str,
+    profile: str,
+    strict_provider_factory: Callable[..., Any],
+    providers: list[str],
+) -> None:
+    server = strict_provider_factory()
+    tm.patch(provider=provider)
+    _respond("https://api.openai.com/v1", "gpt-4o", INTERRUPTED, server.port)
+    assert server.last_request.accepted, server.last_request.error
+    assert providers == [profile]
