@@ -3,11 +3,17 @@
 1. The openai patch's Responses rows follow the client's host: DeepSeek's ``/v1/responses``,
    a self-hosted server's, OpenAI's and Azure's (model-picked), through the real SDK against
    the strict server.
+2. A trailing call on Bedrock (Converse) and Gemini (``contents``) is reported and answered with
+   the format's placeholder, unless the policy keeps the frontier waiting; the one-pass checks
+   and range scans hand it to the full path; the strict server refuses it.
 """
 
 from __future__ import annotations
 
 import importlib
+import json
+import urllib.error
+import urllib.request
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -15,6 +21,8 @@ import pytest
 
 import toolmend
 import toolmend.integrations.patch as tm
+from toolmend.formats import get as get_format
+from toolmend.profiles import get_profile
 
 from support.patch_cases import wire
 
@@ -164,3 +172,130 @@ def test_responses_named_provider(
     _respond("https://api.openai.com/v1", "gpt-4o", INTERRUPTED, server.port)
     assert server.last_request.accepted, server.last_request.error
     assert providers == [profile]
+
+
+# --- 2. a trailing call on Bedrock and Gemini ----------------------------------------------------
+
+BEDROCK_TRAILING = [
+    {"role": "user", "content": [{"text": "Weather in Paris?"}]},
+    {
+        "role": "assistant",
+        "content": [
+            {"text": "Checking."},
+            {"toolUse": {"toolUseId": "tooluse_1", "name": "get_weather", "input": {}}},
+            {"toolUse": {"toolUseId": "tooluse_2", "name": "get_time", "input": {}}},
+        ],
+    },
+]
+GEMINI_TRAILING = [
+    {"role": "user", "parts": [{"text": "Weather in Paris?"}]},
+    {
+        "role": "model",
+        "parts": [
+            {"functionCall": {"name": "get_weather", "args": {"city": "Paris"}}},
+            {"functionCall": {"name": "get_time", "args": {}}},
+        ],
+    },
+]
+TRAILING = {"bedrock": BEDROCK_TRAILING, "gemini": GEMINI_TRAILING}
+
+
+@pytest.mark.parametrize("provider", ["bedrock", "bedrock-tools-alone", "gemini", "gemini-3"])
+def test_a_trailing_call_is_reported(provider: str) -> None:
+    history = TRAILING[provider.split("-")[0]]
+    problems = toolmend.check(history, provider=provider)
+    trailing = [p for p in problems if p.code == "missing_result"]
+    assert [p.index for p in trailing] == [1]
+    assert trailing[0].rule == get_profile(provider).checks["missing_result"].rule
+
+
+def test_a_trailing_bedrock_call_is_answered_with_an_error_result() -> None:
+    fixed = toolmend.repair(BEDROCK_TRAILING, provider="bedrock")
+    assert fixed.messages[:2] == BEDROCK_TRAILING
+    assert fixed.messages[2] == {
+        "role": "user",
+        "content": [
+            {
+                "toolResult": {
+                    "toolUseId": call_id,
+                    "content": [{"text": toolmend.PLACEHOLDER_TEXT}],
+                    "status": "error",
+                }
+            }
+            for call_id in ("tooluse_1", "tooluse_2")
+        ],
+    }
+    assert [c.code for c in fixed.changes] == ["answered_missing_call"] * 2
+    assert toolmend.check(fixed.messages, provider="bedrock") == []
+
+
+def test_a_trailing_gemini_call_is_answered_by_name() -> None:
+    fixed = toolmend.repair(GEMINI_TRAILING, provider="gemini")
+    assert fixed.messages[2] == {
+        "role": "user",
+        "parts": [
+            {"functionResponse": {"name": name, "response": {"error": toolmend.PLACEHOLDER_TEXT}}}
+            for name in ("get_weather", "get_time")
+        ],
+    }
+    assert toolmend.check(fixed.messages, provider="gemini") == []
+
+
+@pytest.mark.parametrize("provider", ["bedrock", "gemini"])
+def test_a_trailing_call_waits_where_the_frontier_is_kept(provider: str) -> None:
+    history = TRAILING[provider]
+    kept = toolmend.repair(history, provider=provider, policy=toolmend.Policy(frontier="keep"))
+    assert kept.messages is history
+    assert [p.code for p in kept.problems_left] == ["missing_result"]
+
+
+@pytest.mark.parametrize("provider", ["bedrock", "gemini"])
+def test_the_scans_hand_a_trailing_call_to_the_full_path(provider: str) -> None:
+    history = TRAILING[provider]
+    module = get_format(provider)
+    profile = get_profile(provider)
+    assert module.quick_valid(history, profile) is False
+    assert module.dirty_spans(history, profile) is None
+    # a long clean history before it: the whole is still repaired, the placeholder last
+    answered = toolmend.sanitize(history, provider=provider)
+    key, model = ("content", "assistant") if provider == "bedrock" else ("parts", "model")
+    chat = [{"role": "user", key: [{"text": "Hi"}]}, {"role": model, key: [{"text": "Hello"}]}]
+    long = [*chat * 50, *history]
+    assert module.quick_valid(long[:-1], profile) is True
+    fixed = toolmend.sanitize(long, provider=provider)
+    assert fixed[:-1] == long
+    assert fixed[-1] == answered[-1]
+
+
+def _post(url: str, body: Any) -> tuple[int, Any]:
+    request = urllib.request.Request(
+        url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
+    )
+    try:
+        with urllib.request.urlopen(request) as response:
+            return response.status, json.load(response)
+    except urllib.error.HTTPError as error:
+        return error.code, json.load(error)
+
+
+def test_the_strict_server_refuses_a_trailing_call(strict_provider: Any) -> None:
+    root = strict_provider.base_url
+    status, body = _post(
+        f"{root}/model/anthropic.claude-3-5-sonnet-20240620-v1:0/converse",
+        {"messages": BEDROCK_TRAILING},
+    )
+    assert status == 400
+    assert "Expected toolResult blocks" in body["message"]
+    status, body = _post(
+        f"{root}/v1beta/models/gemini-2.5-flash:generateContent", {"contents": GEMINI_TRAILING}
+    )
+    assert status == 400
+    assert "number of function response parts" in body["error"]["message"]
+    for path, key, provider in (
+        ("/model/anthropic.claude-3-5-sonnet-20240620-v1:0/converse", "messages", "bedrock"),
+        ("/v1beta/models/gemini-2.5-flash:generateContent", "contents", "gemini"),
+    ):
+        fixed = toolmend.sanitize(TRAILING[provider], provider=provider)
+        status, body = _post(root + path, {key: fixed})
+        assert status == 200, body
+
