@@ -6,6 +6,8 @@
 2. A trailing call on Bedrock (Converse) and Gemini (``contents``) is reported and answered with
    the format's placeholder, unless the policy keeps the frontier waiting; the one-pass checks
    and range scans hand it to the full path; the strict server refuses it.
+3. LangChain messages with blank user text bound for Anthropic are flagged and repaired as the
+   OpenAI-shaped ones are.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import pytest
 
 import toolmend
 import toolmend.integrations.patch as tm
+from toolmend._planstate import USER_BRIDGE_TEXT as BRIDGE
 from toolmend.formats import get as get_format
 from toolmend.profiles import get_profile
 
@@ -299,3 +302,47 @@ def test_the_strict_server_refuses_a_trailing_call(strict_provider: Any) -> None
         status, body = _post(root + path, {key: fixed})
         assert status == 200, body
 
+
+# --- 3. blank user text in LangChain messages bound for Anthropic ------------------------------
+
+BLANK_CONTENTS: list[tuple[Any, Any]] = [
+    # (the human message's content, what the repair leaves of it)
+    ("", BRIDGE),
+    ("  \n", BRIDGE),
+    ([], BRIDGE),
+    ([{"type": "text", "text": " "}], BRIDGE),
+    ([{"type": "text", "text": ""}, {"type": "text", "text": "\t"}], BRIDGE),
+    ([{"type": "text", "text": "Weather?"}, {"type": "text", "text": ""}], None),
+    (["Weather?", "   "], None),
+]
+
+
+@pytest.mark.parametrize(("content", "repaired"), BLANK_CONTENTS)
+def test_blank_langchain_user_text_bound_for_anthropic(content: Any, repaired: Any) -> None:
+    messages = pytest.importorskip("langchain_core.messages")
+    history = [
+        messages.HumanMessage(content="Hi"),
+        messages.AIMessage(content="Hello."),
+        messages.HumanMessage(content=content),
+    ]
+    problems = toolmend.check(history, provider="anthropic")
+    assert [p.index for p in problems] == [2]
+    assert problems[0].code in ("text_empty", "text_whitespace")
+    # the same message written OpenAI-shaped is judged the same way
+    shaped = [
+        {"role": "user", "content": "Hi"},
+        {"role": "assistant", "content": "Hello."},
+        {"role": "user", "content": content},
+    ]
+    if not any(isinstance(part, str) for part in content if isinstance(content, list)):
+        assert [(p.code, p.index) for p in toolmend.check(shaped, provider="anthropic")] == [
+            (p.code, p.index) for p in problems
+        ]
+    fixed = toolmend.repair(history, provider="anthropic")
+    assert fixed.messages[:2] == history[:2]
+    kept = [part for part in content if part not in ("   ", {"type": "text", "text": ""})]
+    assert fixed.messages[2].content == (repaired if repaired is not None else kept)
+    assert type(fixed.messages[2]) is messages.HumanMessage
+    assert history[2].content == content  # the caller's message is not changed
+    assert toolmend.check(fixed.messages, provider="anthropic") == []
+    assert toolmend.check(history, provider="openai") == []  # OpenAI takes blank user text
