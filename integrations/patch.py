@@ -118,9 +118,17 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
+from toolmend._api import read_history
 from toolmend._policy import Policy, as_policy
-from toolmend._report import InvalidHistoryError, ToolChainError, ToolLoopError, UnknownNameError
+from toolmend._report import (
+    InvalidHistoryError,
+    ToolChainError,
+    ToolLoopError,
+    ToolmendError,
+    UnknownNameError,
+)
 from toolmend._routing import HOSTS, provider_for_host, request_profile
+from toolmend._skeleton import ASSISTANT
 from toolmend.formats import get as get_format
 from toolmend.profiles import get_profile
 from toolmend.profiles._vendors import RESPONSES_API
@@ -655,18 +663,32 @@ def _heal_chat(row: Target, instance: Any, kwargs: dict[str, Any]) -> dict[str, 
         on_loop="off",  # the request rows run the loop guard on the whole request
     )
     provider = _variant(row.format, {"model": getattr(instance, "_model", None)})
+    # the model's calls in the last content wait for this very turn's responses: healed
+    # without them, so the rule on a request's trailing calls says nothing about them
+    head = stored[:-1] if _ends_on_calls(stored, row.format) else stored
+    if not head:
+        return kwargs
     mended = mend(
-        stored,
+        head,
         provider=provider,
         source=row.label,
         options=options,
         format=row.format,
         request=False,  # the chat's stored history: the request is counted where it is sent
     )
-    if mended.messages is not stored:
+    if mended.messages is not head:
         # a new list, not stored[:] = ...: google-genai 1.0 keeps the caller's own history list
-        setattr(instance, row.history, list(mended.messages))
+        setattr(instance, row.history, [*mended.messages, *stored[len(head) :]])
     return kwargs
+
+
+def _ends_on_calls(stored: list[Any], format: str) -> bool:
+    """Whether the last message of a stored history is the model's, making calls."""
+    try:
+        _, skeleton = read_history(stored[-1:], format)
+    except ToolmendError:  # unreadable: the whole history goes to mend, which says so
+        return False
+    return skeleton.kinds[0] == ASSISTANT and bool(skeleton.calls.get(0))
 
 
 def _provider(row: Target, instance: Any, model: object) -> str:

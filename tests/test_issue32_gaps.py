@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import logging
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -346,3 +347,31 @@ def test_blank_langchain_user_text_bound_for_anthropic(content: Any, repaired: A
     assert history[2].content == content  # the caller's message is not changed
     assert toolmend.check(fixed.messages, provider="anthropic") == []
     assert toolmend.check(history, provider="openai") == []  # OpenAI takes blank user text
+
+
+@pytest.mark.usefixtures("_patch_clean")
+def test_a_chat_waiting_for_this_turns_response_is_no_problem(
+    strict_provider: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """google-genai chats with ``repair_chat_history=True``: the stored history ends on the
+    model's calls that the turn being sent answers. Healing it says nothing about them (the
+    rule on a trailing call is the request's, and the request carries the response)."""
+    genai = pytest.importorskip("google.genai")
+    types = pytest.importorskip("google.genai.types")
+    tm.patch(repair_chat_history=True)
+    client = genai.Client(
+        api_key="test", http_options={"base_url": strict_provider.gemini_base_url}
+    )
+    history = [
+        types.Content(role="user", parts=[types.Part(text="Weather in Paris?")]),
+        types.Content(
+            role="model",
+            parts=[types.Part(function_call=types.FunctionCall(name="get_weather", args={}))],
+        ),
+    ]
+    chat = client.chats.create(model="gemini-2.5-flash", history=history)
+    response = types.FunctionResponse(name="get_weather", response={"result": "21 C"})
+    with caplog.at_level(logging.INFO, logger="toolmend"):
+        chat.send_message(types.Part(function_response=response))
+    assert strict_provider.last_request.accepted, strict_provider.last_request.error
+    assert [r.getMessage() for r in caplog.records if r.name == "toolmend"] == []
