@@ -50,11 +50,16 @@ host table, :data:`toolmend._routing.HOSTS`, re-exported here as :data:`HOSTS`);
 host (a local server, a gateway such as OpenRouter or a LiteLLM proxy) the request's model: one
 whose chat template toolmend knows gets that template's rules (as ``provider="vllm"`` would),
 one only one provider serves (``deepseek-*``, ``devstral-*`` and the other Mistral families)
-that provider's; else ``openai``. The Responses rows always use
-``openai-responses`` (a chat profile refuses Responses input). The model and the request's
-``thinking`` setting then pick the variant through :func:`toolmend._routing.request_profile`: a
-``deepseek-reasoner`` model on DeepSeek and a Gemini 3 model on Gemini's OpenAI endpoint get
-those variants.
+that provider's; else ``openai``. The model and the request's ``thinking`` setting then pick
+the variant through :func:`toolmend._routing.request_profile`: a ``deepseek-reasoner`` model on
+DeepSeek and a Gemini 3 model on Gemini's OpenAI endpoint get those variants. The Responses rows
+take the same provider's ``/v1/responses`` rules (``request_profile(provider,
+format="openai-responses", model=...)``): ``deepseek-responses`` for DeepSeek's host,
+``hf-template-responses`` for a self-hosted server (a host no table names, with a model whose
+chat template toolmend knows), ``openai-responses`` (``openai-responses-reasoning`` for a
+reasoning model) for OpenAI, Azure and any other host. A provider that serves no Responses API
+toolmend has rules for (Mistral, a chat profile named outright) gets ``openai-responses``, the
+API's own rules: a chat profile refuses Responses input.
 
 How it behaves
 --------------
@@ -99,6 +104,7 @@ Configuration (read by :func:`patch_from_env`, i.e. by ``toolmend-run``)
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib
 import importlib.metadata
 import inspect
@@ -112,9 +118,20 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
+from toolmend._api import read_history
 from toolmend._policy import Policy, as_policy
-from toolmend._report import ToolChainError, ToolLoopError, UnknownNameError
+from toolmend._report import (
+    InvalidHistoryError,
+    ToolChainError,
+    ToolLoopError,
+    ToolmendError,
+    UnknownNameError,
+)
 from toolmend._routing import HOSTS, provider_for_host, request_profile
+from toolmend._skeleton import ASSISTANT
+from toolmend.formats import get as get_format
+from toolmend.profiles import get_profile
+from toolmend.profiles._vendors import RESPONSES_API
 
 from . import budget as budgets
 from . import telemetry
@@ -262,6 +279,8 @@ TARGETS: tuple[Target, ...] = (
 """Every method toolmend wraps, one row each."""
 
 _OPENAI_NAMES = frozenset({"openai", "azure"})
+_RESPONSES_PAIRING = get_format(RESPONSES_API).required_pairing
+"""The pairing every Responses profile has (a chat profile has another and refuses the input)."""
 _TRUE = frozenset({"1", "true", "yes", "on"})
 
 
@@ -620,7 +639,10 @@ def _mend_kwargs(row: Target, instance: Any, kwargs: dict[str, Any]) -> dict[str
         # an iterable of messages: read it once, and send the list, even if toolmend fails
         # below (``kwargs`` is this call's own dict, so the wrapper sends what it holds)
         history = kwargs[row.history] = list(history)
-    provider = _variant(_provider(row, instance, kwargs.get("model")), kwargs)
+    if row.format == RESPONSES_API:
+        provider = _responses_profile(instance, kwargs.get("model"))
+    else:
+        provider = _variant(_provider(row, instance, kwargs.get("model")), kwargs)
     mended = mend(
         history, provider=provider, source=row.label, options=_registry.options, format=row.format
     )
@@ -641,18 +663,32 @@ def _heal_chat(row: Target, instance: Any, kwargs: dict[str, Any]) -> dict[str, 
         on_loop="off",  # the request rows run the loop guard on the whole request
     )
     provider = _variant(row.format, {"model": getattr(instance, "_model", None)})
+    # the model's calls in the last content wait for this very turn's responses: healed
+    # without them, so the rule on a request's trailing calls says nothing about them
+    head = stored[:-1] if _ends_on_calls(stored, row.format) else stored
+    if not head:
+        return kwargs
     mended = mend(
-        stored,
+        head,
         provider=provider,
         source=row.label,
         options=options,
         format=row.format,
         request=False,  # the chat's stored history: the request is counted where it is sent
     )
-    if mended.messages is not stored:
+    if mended.messages is not head:
         # a new list, not stored[:] = ...: google-genai 1.0 keeps the caller's own history list
-        setattr(instance, row.history, list(mended.messages))
+        setattr(instance, row.history, [*mended.messages, *stored[len(head) :]])
     return kwargs
+
+
+def _ends_on_calls(stored: list[Any], format: str) -> bool:
+    """Whether the last message of a stored history is the model's, making calls."""
+    try:
+        _, skeleton = read_history(stored[-1:], format)
+    except ToolmendError:  # unreadable: the whole history goes to mend, which says so
+        return False
+    return skeleton.kinds[0] == ASSISTANT and bool(skeleton.calls.get(0))
 
 
 def _provider(row: Target, instance: Any, model: object) -> str:
@@ -661,15 +697,38 @@ def _provider(row: Target, instance: Any, model: object) -> str:
     host, for an OpenAI client)."""
     if row.sdk != "openai":
         return row.format
-    if row.format == "openai-responses":
-        # Responses input is judged by the Responses rules: a chat profile refuses it
-        return row.format
     chosen = _registry.options.provider
     if chosen is None:
         chosen = compatible_provider(_host_provider(instance), model)
     if chosen in _OPENAI_NAMES:
         return row.format
     return str(chosen)
+
+
+def _responses_profile(instance: Any, model: object) -> str:
+    """The profile of the ``/v1/responses`` a Responses request for ``model`` through the
+    resource ``instance`` meets: that of the provider :func:`_provider` would pick for a chat
+    request (``patch(provider=...)``, the client's host, else the model), its Responses API, the
+    model picking the variant."""
+    name = model if isinstance(model, str) else None
+    chosen = _registry.options.provider
+    if chosen is None:
+        chosen = compatible_provider(_host_provider(instance), name)
+    return _responses_named(chosen, name)
+
+
+@functools.lru_cache(maxsize=256)
+def _responses_named(provider: str, model: str | None) -> str:
+    """:func:`_responses_profile` once the provider is known (cached: one look-up a request).
+    ``openai-responses`` (model-picked) for a provider with no Responses rules: a chat profile
+    would refuse the input, and before any host was read every Responses row used it."""
+    try:
+        profile = request_profile(provider, format=RESPONSES_API, model=model)
+    except InvalidHistoryError:  # the vendor serves no Responses API toolmend has rules for
+        profile = None
+    if profile is None or get_profile(profile).pairing != _RESPONSES_PAIRING:
+        return request_profile(RESPONSES_API, model=model)
+    return profile
 
 
 def _host_provider(instance: Any) -> str | None:

@@ -388,9 +388,13 @@ def test_placeholder_response_is_an_error_object() -> None:
     }
 
 
-def test_a_trailing_call_turn_is_left_alone() -> None:
+def test_a_trailing_call_turn_is_answered_unless_the_frontier_is_kept() -> None:
     history = [user(text("Weather?")), model(call())]
-    assert toolmend.check(history, provider=PROVIDER) == []
+    assert [(p.code, p.index) for p in toolmend.check(history, provider=PROVIDER)] == [
+        ("missing_result", 1)
+    ]
+    kept = toolmend.repair(history, provider=PROVIDER, policy=toolmend.Policy(frontier="keep"))
+    assert kept.messages is history
 
 
 def test_gemini_3_signs_only_the_current_turn() -> None:

@@ -282,4 +282,9 @@ def test_gemini_scan_keeps_a_user_content_with_calls_in_the_turn_before() -> Non
     history = [{"role": "user", "parts": [{"text": "user 1"}]}, {"role": None, "parts": [call]}]
     problems = toolmend.check(history, provider="gemini", format="gemini")
     assert [(p.code, p.index) for p in problems] == [("misplaced_part", 1)]
-    assert list(toolmend.repair(history, provider="gemini").problems_left) == problems
+    kept = toolmend.repair(history, provider="gemini", policy=toolmend.Policy(frontier="keep"))
+    assert list(kept.problems_left) == problems
+    # a trailing call is answered (issue 32, case 7): the call moves into a model Content
+    repaired = toolmend.repair(history, provider="gemini")
+    assert list(repaired.problems_left) == []
+    assert toolmend.check(repaired.messages, provider="gemini") == []

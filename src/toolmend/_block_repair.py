@@ -11,9 +11,10 @@ runs these steps, each a small function over the shared planner state:
    for a call without one; results already in place stay where they are. A message emptied by
    moving its blocks out disappears (its blocks were moved, not lost); text that sat before
    the results ends up after them. Orphans and duplicates are dropped or kept as text, per
-   policy. A trailing call turn with no result anywhere is answered with placeholders under
-   Anthropic's rules (issue 32, case 7), unless the policy keeps the live frontier waiting;
-   Gemini and Bedrock leave it alone (their rules do not report it).
+   policy. A trailing call turn with no result anywhere is answered with placeholders (issue
+   32, case 7: Anthropic's ``tool_result``, Bedrock's ``toolResult`` with status error,
+   Gemini's ``functionResponse`` named after its call), unless the policy keeps the live
+   frontier waiting.
 3. :func:`toolmend._plan_ids.rewrite_ids` where the provider constrains ids.
 4. :func:`fix_blocks`: the shape defects the reader saw (empty text, empty messages, incomplete
    thinking blocks, non-object inputs, roles).
@@ -184,9 +185,9 @@ def order_blocks(state: PlanState) -> None:
         state.change(
             "orphan_result_to_text", ref[0], "result of a vanished call kept as text", result_id
         )
-    # Anthropic: a request never ends on unanswered calls (issue 32, case 7; the rules report
-    # them on the whole history); a history kept while tools run keeps them waiting
-    answer_last = turns and skeleton.whole and policy.frontier != "keep"
+    # a request never ends on unanswered calls (issue 32, case 7; the rules report them on
+    # the whole history); a history kept while tools run keeps them waiting
+    answer_last = skeleton.whole and policy.frontier != "keep"
     before: dict[int, list[Item]] = {}
     split: dict[int, Blocks] = {}
     for group in _call_groups(skeleton, turns, misplaced):

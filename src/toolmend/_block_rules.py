@@ -16,11 +16,13 @@ the pairings below by the profile's ``block_pairing`` when the skeleton's layout
     Each Content is a turn. A function-call turn comes right after a user Content; the next
     Content holds exactly as many ``functionResponse`` parts as the turn has calls, nothing
     else, each named after its call (through ids when every part has one, else as a multiset
-    of names); a response turn comes right after a call turn.
+    of names); a response turn comes right after a call turn. Calls in the last Content are
+    left unanswered (``missing_result``, as in Anthropic's).
 ``converse`` (:func:`pair_converse`, Bedrock)
     The message after an assistant ``toolUse`` message holds a ``toolResult`` for each call, no
     more, and no other blocks; a ``toolUse`` sits in an assistant message (``misplaced_part``),
-    alone there for the models that demand it (``call_with_text``).
+    alone there for the models that demand it (``call_with_text``). Calls in the last message
+    are left unanswered (``missing_result``, as in Anthropic's).
 
 For an OpenAI-shaped history checked against these providers (message layout), the OpenAI
 pairing runs and :func:`check_cross_target` adds what a gateway's conversion needs: the tool
@@ -181,9 +183,11 @@ def pair_turns(skeleton: Skeleton, report: Report) -> None:
 
 def _trailing_calls(report: Report, calls: Sequence[tuple[int, Call]]) -> None:
     """A request that ends on an assistant turn with calls (issue 32, case 7): the calls are
-    never answered, which the API refuses (its rule on ``tool_use`` without results; the
-    models without prefill refuse any final assistant message too). Reported at the last
-    calling message, once the skeleton is the whole history (a range cannot tell its end)."""
+    never answered, which the API refuses (Anthropic: its rule on ``tool_use`` without results;
+    the models without prefill refuse any final assistant message too). Gemini and Bedrock get
+    the same rule ("a trailing call is never something to send unanswered"): their texts for
+    calls without responses. Reported at the last calling message, once the skeleton is the
+    whole history (a range cannot tell its end)."""
     ids = tuple(call.id for _, call in calls if call.id is not None)
     report.add(
         "missing_result",
@@ -285,6 +289,8 @@ def pair_contents(skeleton: Skeleton, report: Report) -> None:
                         "other parts beside the function responses",
                         slot=extras[after][0],
                     )
+            elif skeleton.whole and kind == ASSISTANT:  # a user content's calls are misplaced
+                _trailing_calls(report, [(index, call) for call in found])
         elif carried and (index == 0 or not calls.get(index - 1)):
             report.add(
                 "orphan_result",
@@ -392,6 +398,9 @@ def pair_converse(skeleton: Skeleton, report: Report) -> None:
                 report.add(
                     "missing_result", index, f"{len(missing)} call(s) without a result", ids=missing
                 )
+    last = len(kinds) - 1
+    if skeleton.whole and last >= 0 and kinds[last] == ASSISTANT and calls.get(last):
+        _trailing_calls(report, [(last, call) for call in calls[last]])
 
 
 def prompt_boundary(skeleton: Skeleton) -> int:

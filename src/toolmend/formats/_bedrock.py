@@ -294,6 +294,8 @@ def _scan(
         elif results and settled and not first_only:
             spans.end_point(index + 1)  # the results answer the calls before them, exactly
         after_model = False
+    if waiting:
+        return None  # the last message makes calls: answered, or kept waiting, per policy
     if texts:
         # two C-level passes: a blank text is rare, and its message may go (and the roles
         # with it), so the full path decides; a text that is no string fails ``str.isspace``

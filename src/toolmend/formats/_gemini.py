@@ -572,6 +572,8 @@ def _scan(
                 unsigned = True
         previous = calls
         previous_model = model
+    if previous:
+        return None  # the last content makes calls: answered, or kept waiting, per policy
     found = spans.finish(len(contents))
     if signatures and (found or unsigned):
         return None if found else [(0, len(contents))]

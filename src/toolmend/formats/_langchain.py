@@ -233,7 +233,36 @@ def read(messages: Sequence[Any]) -> Skeleton:
             )
         elif kind == ASSISTANT:
             _read_assistant(skeleton, index, message)
+        elif kind == USER:
+            content = message.content
+            if type(content) is str:
+                if not content or content.isspace():
+                    detail = "whitespace" if content else "empty"
+                    skeleton.defects.append(Defect(index, "blank_text", -1, detail))
+            else:
+                _blank_parts(skeleton, index, content)
     return skeleton
+
+
+def _blank_parts(skeleton: Skeleton, index: int, content: Any) -> None:
+    """A human message's content list whose text parts (plain strings or ``text`` blocks) are
+    empty or only whitespace: ``blank_text``, as the OpenAI-shaped reader records it
+    (:func:`toolmend.formats._openai_chat._blank_text`): slot -1 when nothing else is in it,
+    else the part's position. No profile has the code; the providers that refuse blank text
+    blocks (Anthropic, issue 32 case 8) report it under their own (``text_empty``,
+    ``text_whitespace``)."""
+    if type(content) is not list:
+        return
+    blank: list[Defect] = []
+    for slot, part in enumerate(content):
+        text = part.get("text") if type(part) is dict and part.get("type") == "text" else part
+        if type(text) is str and (not text or text.isspace()):
+            blank.append(Defect(index, "blank_text", slot, "whitespace" if text else "empty"))
+    if not content or (blank and len(blank) == len(content)):  # the whole content is blank
+        empty = all(defect.detail == "empty" for defect in blank)
+        skeleton.defects.append(Defect(index, "blank_text", -1, "empty" if empty else "whitespace"))
+    else:
+        skeleton.defects.extend(blank)
 
 
 _new_tuple = tuple.__new__
@@ -505,6 +534,10 @@ def _edited(message: Any, edit: MessageEdit, maker: _Maker) -> Any:
                 update["content"] = value
             elif key != "role":
                 extra[key] = value
+    if edit.drop_blocks and type(message.content) is list and "content" not in update:
+        # blank text parts of a human message (issue 32, case 8)
+        drop = edit.drop_blocks
+        update["content"] = [part for slot, part in enumerate(message.content) if slot not in drop]
     if edit.stringify_content:
         update["content"] = _text_of(update.get("content", message.content)) or ""
     if extra is not None and extra != message.additional_kwargs:

@@ -137,23 +137,21 @@ BEDROCK = Profile(
     call_id_pattern=r"[a-zA-Z0-9_.:-]{1,64}",
     first_user=True,
     role_successors=MappingProxyType({"tool": frozenset({"assistant", "tool"})}),
-    strict_checks=checks(
-        call_with_text=_BR_TOOL_USE_WITH_TEXT,
-        trailing_call=Check(
-            "BR-TRAILING-TOOL-USE",
-            "Expected toolResult blocks at messages.{index}.content for the following Ids: {ids}",
-            "none (inferred)",
-            status="inferred",
-        ),
-    ),
+    # A request ending on an assistant toolUse (no message after it) was recorded here as
+    # BR-TRAILING-TOOL-USE, inferred; no public report quotes Bedrock's own answer to it.
+    # Issue 32, case 7 settles it without one: a trailing call is never something to send
+    # unanswered (Claude models, most of Bedrock's tool traffic, refuse it under Anthropic's
+    # rules), so the pairing rules report it as missing_result and the repair answers it.
+    strict_checks=checks(call_with_text=_BR_TOOL_USE_WITH_TEXT),
 )
 """AWS Bedrock Converse.
 
 Native ``messages`` (``toolUse`` / ``toolResult`` blocks) are judged message by message: the
 first message from the user, roles strictly alternating, the message after an assistant
 ``toolUse`` turn holding a ``toolResult`` for every call, no more, and no other blocks beside
-them. Repairs gather the results into that one user message, answer missing calls with the
-placeholder (``status: "error"``), move text beside results into a user message of its own
+them; a request does not end on an assistant ``toolUse`` turn. Repairs gather the results into
+that one user message, answer missing calls (a trailing turn's too, unless the frontier is kept)
+with the placeholder (``status: "error"``), move text beside results into a user message of its own
 behind the fixed assistant bridge ("Tool results received."), merge same-role neighbours and
 open with the fixed user bridge ("Continue.") where the history starts with the assistant.
 
