@@ -1,0 +1,284 @@
+"""Review of the merged issue-32 work: the bugs found, each with the test that found it, and the
+properties that hold the one-pass checks to the full path under every profile.
+
+* The newest input (issue 32, case 2) is never dropped in any format: the repair kept it only
+  for Chat Completions messages and Anthropic; a Responses input, a Gemini ``contents`` and a
+  Bedrock ``messages`` list dropped the trailing orphan result the model is asked to answer.
+* The fast path (``toolmend._fastpath.vouch``, ``Format.quick_valid``), the range scan
+  (``_api.damage_in``) and ``toolmend.check`` agree with the whole history judged in full, for
+  every profile (the new ones included) and every format a history can be sent in; the hooks'
+  ``mend`` and ``toolmend.repair`` give the same messages.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import toolmend
+from toolmend._api import damage_in, format_of, profile_for, sequence_of
+from toolmend._fastpath import vouch
+from toolmend._rules import judge
+from toolmend.integrations.hooks import HookOptions, mend
+from toolmend.profiles import PROFILES
+
+from support.agent_runs import agent_runs
+from support.fuzz_cases import Case, cases, pairs
+from support.histories import damaged_conversations, valid_conversations
+from support.whole_path import whole_repair
+
+# --- the newest input is never dropped, in every format -------------------------------------
+
+FOLLOW_UP = "And what about tomorrow?"
+
+NEWEST_ORPHANS: dict[str, tuple[str, list[Any]]] = {
+    "responses function_call_output": (
+        "openai-responses",
+        [
+            {"role": "user", "content": "Weather in Paris?"},
+            {"role": "assistant", "content": "21 C and sunny."},
+            {"type": "function_call_output", "call_id": "call_gone", "output": FOLLOW_UP},
+        ],
+    ),
+    "responses shell_call_output": (
+        "openai-responses",
+        [
+            {"role": "user", "content": "List the files."},
+            {"role": "assistant", "content": "Done."},
+            {
+                "type": "shell_call_output",
+                "call_id": "call_gone",
+                "output": [{"stdout": FOLLOW_UP, "stderr": "", "outcome": {"type": "exit"}}],
+            },
+        ],
+    ),
+    "gemini": (
+        "gemini",
+        [
+            {"role": "user", "parts": [{"text": "Weather in Paris?"}]},
+            {"role": "model", "parts": [{"text": "21 C and sunny."}]},
+            {
+                "role": "user",
+                "parts": [{"functionResponse": {"name": "ask", "response": {"q": FOLLOW_UP}}}],
+            },
+        ],
+    ),
+    "bedrock": (
+        "bedrock",
+        [
+            {"role": "user", "content": [{"text": "Weather in Paris?"}]},
+            {"role": "assistant", "content": [{"text": "21 C and sunny."}]},
+            {
+                "role": "user",
+                "content": [
+                    {"toolResult": {"toolUseId": "tooluse_gone", "content": [{"text": FOLLOW_UP}]}}
+                ],
+            },
+        ],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(NEWEST_ORPHANS))
+@pytest.mark.parametrize(
+    "policy", [toolmend.Policy(), toolmend.Policy(missing_result="remove_call")]
+)
+def test_the_newest_input_is_kept_in_every_format(case: str, policy: toolmend.Policy) -> None:
+    """Issue 32, case 2, beyond chat messages and Anthropic: a trailing result whose call is
+    not in the history is the input the model is asked to answer; it is kept as user text,
+    never dropped (it was dropped for Responses, Gemini and Bedrock)."""
+    format, history = NEWEST_ORPHANS[case]
+    before = copy.deepcopy(history)
+    fixed = toolmend.repair(history, format=format, policy=policy)
+    assert history == before
+    assert [change.code for change in fixed.changes] == ["orphan_result_to_text"]
+    assert FOLLOW_UP in json.dumps(fixed.messages, ensure_ascii=False)
+    assert fixed.problems_left == ()
+    assert toolmend.sanitize(fixed.messages, format=format) is fixed.messages
+
+
+def test_a_stale_output_before_the_user_text_is_still_dropped() -> None:
+    """Only the trailing run is the newest input: an orphan output followed by the user's own
+    text is a leftover, dropped as before under the default policy."""
+    history = [
+        {"role": "user", "content": "Weather in Paris?"},
+        {"role": "assistant", "content": "21 C and sunny."},
+        {"type": "function_call_output", "call_id": "call_gone", "output": "stale"},
+        {"role": "user", "content": FOLLOW_UP},
+    ]
+    fixed = toolmend.repair(history, format="openai-responses")
+    assert [change.code for change in fixed.changes] == ["dropped_orphan_result"]
+
+
+def test_extra_outputs_of_the_last_call_run_are_no_new_input() -> None:
+    """The outputs right after a run of calls answer that run: an extra one there is a stray,
+    dropped, not the newest input."""
+    history = [
+        {"role": "user", "content": "Weather in Paris?"},
+        {"type": "function_call", "call_id": "call_a", "name": "weather", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "call_a", "output": "21 C"},
+        {"type": "function_call_output", "call_id": "call_gone", "output": "stray"},
+    ]
+    fixed = toolmend.repair(history, format="openai-responses")
+    assert [change.code for change in fixed.changes] == ["dropped_orphan_result"]
+
+
+# --- Bedrock: a reused id answered by a placeholder, repaired in ranges ----------------------
+
+
+def test_a_reused_bedrock_id_left_unanswered_is_renamed_as_in_the_whole_history() -> None:
+    """Issue 32, case 1 under Bedrock's range scan (Hypothesis found it in
+    test_block_scans.py): the later call with a reused ``call_0`` gets a placeholder, and the
+    planner of the whole history gives it a fresh id; the range holding it alone could not see
+    the earlier ``call_0`` and sent two results under one id."""
+
+    def use(call_id: str) -> dict[str, Any]:
+        return {"toolUse": {"toolUseId": call_id, "name": "get_weather", "input": {}}}
+
+    def said(role: str, text: str) -> dict[str, Any]:
+        return {"role": role, "content": [{"text": text}]}
+
+    history = [
+        said("user", "Weather?"),
+        {"role": "assistant", "content": [use("call_0")]},
+        {"role": "user", "content": [{"toolResult": {"toolUseId": "call_0", "content": []}}]},
+        said("assistant", "Sunny."),
+        said("user", "And now?"),
+        {"role": "assistant", "content": [use("call_0")]},
+        said("assistant", "Still sunny."),
+        said("user", "Thanks."),
+    ]
+    for provider in ("bedrock", "bedrock-tools-alone"):
+        module, profile = format_of(history, "bedrock"), PROFILES[provider]
+        expected, changes = whole_repair(module, history, profile, toolmend.Policy())
+        fixed = toolmend.repair(history, provider=provider, format="bedrock")
+        assert fixed.messages == expected
+        assert list(fixed.changes) == changes
+        assert "rewrote_call_id" in [change.code for change in fixed.changes]
+        ids = [
+            block["toolResult"]["toolUseId"]
+            for message in fixed.messages
+            for block in message["content"]
+            if "toolResult" in block
+        ]
+        assert len(ids) == len(set(ids)) == 2
+
+
+# --- the one-pass checks agree with the full path, for every profile --------------------------
+
+
+def _key(problem: toolmend.Problem) -> tuple[int, str, tuple[str, ...]]:
+    return (problem.index, problem.code, problem.ids)
+
+
+def _agrees(history: Any, format: str, provider: str) -> None:
+    """What the one-pass checks promise, against the whole history read and judged: the fast
+    path (``vouch``) and ``quick_valid`` vouch only for a history with no problem, the range
+    scan (``damage_in``, through ``check``) finds exactly its problems, the hooks' ``mend``
+    sends what ``repair`` returns, and neither mutates the input."""
+    module = format_of(history, format)
+    profile = profile_for(provider, module)
+    messages = sequence_of(module, history)
+    whole = sorted(map(_key, judge(module.read(messages), profile)))
+    if vouch(history, provider=provider, format=format) is not None:
+        assert whole == []
+    if module.quick_valid(messages, profile):
+        assert whole == []
+    damaged = damage_in(module, messages, profile)
+    ranged = sorted(_key(p) for damage in damaged or () for p in damage.problems)
+    assert ranged == whole
+    assert sorted(map(_key, toolmend.check(history, provider=provider, format=format))) == whole
+    before = _snapshot(history)
+    repaired = toolmend.repair(history, provider=provider, format=format)
+    mended = mend(
+        history, provider=provider, source="review", options=_OPTIONS, format=format, quiet=True
+    )
+    assert _snapshot(history) == before
+    assert not mended.failed
+    assert mended.messages == repaired.messages
+    assert [str(c) for c in mended.changes] == [str(c) for c in repaired.changes]
+    if repaired.changes:
+        assert list(mended.left) == list(repaired.problems_left)
+
+
+def _snapshot(history: Any) -> str:
+    """The history written out, objects by their fields (agent runs hold SDK-like objects)."""
+    return repr([m if isinstance(m, dict) else vars(m) for m in history])
+
+
+_OPTIONS = HookOptions(on_loop="off")
+_DICT_PAIRS = [pair for pair in pairs() if pair[0] != "langchain"]  # (plain dicts: deepcopy)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data(), pair=st.sampled_from(_DICT_PAIRS))
+def test_the_one_pass_checks_agree_with_the_full_judge_for_every_profile(
+    data: st.DataObject, pair: tuple[str, str]
+) -> None:
+    """Every (format, profile) pair a history can be sent to, the profiles of issue 32
+    included (anthropic-no-prefill, bedrock-tools-alone, hf-mistral, hf-llama-3, hf-gemma-3,
+    openai-responses-reasoning, deepseek-responses, hf-template-responses, gemini-litellm),
+    over the fuzz cases' valid and damaged histories."""
+    format, provider = pair
+    case: Case = data.draw(cases(format))
+    for history in (case.valid, case.damaged):
+        _agrees(history, format, provider)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    history=st.one_of(
+        valid_conversations(id_style="any", reasoning=True),
+        damaged_conversations(id_style="any").map(lambda case: case[1]),
+        agent_runs(),
+    ),
+    provider=st.sampled_from(sorted(PROFILES)),
+)
+def test_openai_shaped_histories_agree_with_the_full_judge_for_every_profile(
+    history: list[Any], provider: str
+) -> None:
+    """OpenAI-shaped histories (what LiteLLM and gateways send to every family) under every
+    profile, Responses ones included (a chat history read as items)."""
+    _agrees(history, "openai", provider)
+
+
+_ENDINGS: dict[str, list[dict[str, Any]]] = {
+    "assistant text": [{"role": "assistant", "content": "Here it is."}],
+    "assistant call": [
+        {
+            "role": "assistant",
+            "content": "Let me look.",
+            "tool_calls": [
+                {"id": "call_x", "type": "function", "function": {"name": "f", "arguments": "{}"}},
+                {"id": "call_y", "type": "function", "function": {"name": "g", "arguments": "{}"}},
+            ],
+        }
+    ],
+    "two users": [{"role": "user", "content": "one"}, {"role": "user", "content": "two"}],
+    "blank user": [{"role": "user", "content": " "}],
+    "orphan result": [{"role": "tool", "tool_call_id": "call_gone", "content": "follow-up"}],
+    "system": [{"role": "system", "content": "Be brief."}],
+}
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    history=st.one_of(
+        valid_conversations(id_style="any"),
+        damaged_conversations(id_style="any").map(lambda case: case[1]),
+    ),
+    ending=st.sampled_from(sorted(_ENDINGS)),
+    provider=st.sampled_from(sorted(PROFILES)),
+)
+def test_the_new_rules_on_the_last_messages_agree_with_the_full_judge(
+    history: list[Any], ending: str, provider: str
+) -> None:
+    """The rules of issue 32 that bear on where a request ends or on one message (no prefill,
+    text beside calls, one call per message, two user messages, blank user text, the newest
+    input), appended to valid and damaged histories: the one-pass checks still agree."""
+    _agrees([*history, *copy.deepcopy(_ENDINGS[ending])], "openai", provider)
