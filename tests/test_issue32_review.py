@@ -29,7 +29,12 @@ from toolmend.profiles import PROFILES
 
 from support.agent_runs import agent_runs
 from support.fuzz_cases import Case, cases, pairs
-from support.histories import damaged_conversations, valid_conversations
+from support.histories import (
+    STUB_CONTENT,
+    content_strings,
+    damaged_conversations,
+    valid_conversations,
+)
 from support.whole_path import whole_repair
 
 # --- the newest input is never dropped, in every format -------------------------------------
@@ -282,3 +287,65 @@ def test_the_new_rules_on_the_last_messages_agree_with_the_full_judge(
     text beside calls, one call per message, two user messages, blank user text, the newest
     input), appended to valid and damaged histories: the one-pass checks still agree."""
     _agrees([*history, *copy.deepcopy(_ENDINGS[ending])], "openai", provider)
+
+
+# --- idempotence and content kept under the new chat profiles ---------------------------------
+
+NEW_CHAT_PROFILES = [
+    "anthropic-no-prefill",
+    "bedrock-tools-alone",
+    "gemini-litellm",
+    "hf-gemma-3",
+    "hf-llama-3",
+    "hf-mistral",
+]
+"""The profiles of issue 32 that judge OpenAI-shaped messages (tests/test_properties.py runs
+its properties over the OpenAI family's profiles only)."""
+
+KEEP_EVERYTHING = toolmend.Policy(orphan_result="text")
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    case=damaged_conversations(id_style="any", reasoning=True),
+    provider=st.sampled_from(NEW_CHAT_PROFILES),
+)
+def test_repairs_under_the_new_profiles_settle_and_keep_every_text(
+    case: Any, provider: str
+) -> None:
+    """Repaired once is repaired for good (the second repair returns the very object), the
+    result passes, and every user, assistant and tool text of the input is still there."""
+    _, damaged, ops = case
+    fixed = toolmend.repair(damaged, provider=provider, policy=KEEP_EVERYTHING)
+    left = [problem.code for problem in toolmend.check(fixed.messages, provider=provider)]
+    assert left in ([], ["empty_history"])
+    assert toolmend.repair(fixed.messages, provider=provider).messages is fixed.messages
+    if "merge_results" in ops:
+        return  # one call, two real results: one is dropped and reported (test_fuzz.py)
+    text = json.dumps(fixed.messages, ensure_ascii=False)
+    for content in content_strings(damaged) - {STUB_CONTENT, ""}:
+        assert json.dumps(content, ensure_ascii=False)[1:-1] in text, content
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    history=valid_conversations(id_style="any", reasoning=True),
+    provider=st.sampled_from([name for name in NEW_CHAT_PROFILES if name != "hf-gemma-3"]),
+)
+def test_every_real_result_still_answers_its_call(history: list[Any], provider: str) -> None:
+    """A valid OpenAI history repaired for a new profile (ids rewritten, calls split, messages
+    bridged): each tool result is still a tool message answering a call of the same function
+    (Gemma 3's template has no tool role: its traffic is written as text, checked above)."""
+    fixed = toolmend.repair(history, provider=provider)
+
+    def answered(messages: list[Any]) -> list[tuple[str, Any]]:
+        names: dict[Any, Any] = {}
+        found = []
+        for message in messages:
+            for call in message.get("tool_calls") or ():
+                names[call["id"]] = call["function"]["name"]
+            if message.get("role") == "tool":
+                found.append((names.get(message["tool_call_id"]), message["content"]))
+        return found
+
+    assert sorted(answered(fixed.messages), key=repr) == sorted(answered(history), key=repr)
