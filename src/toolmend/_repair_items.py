@@ -511,8 +511,8 @@ def _newest_outputs(skeleton: Skeleton) -> int:
     """Where the newest input begins in a Responses input: the trailing run of outputs of any
     type (system messages among them aside) when no call or reasoning item comes right before
     it (then they are that call run's outputs, or its call is gone) and the input is whole or
-    this range ends it; the length otherwise. :func:`toolmend._planstate.newest_results` for items, whose other outputs
-    (``shell_call_output``, ...) are read as ``OTHER``."""
+    this range ends it; the length otherwise. :func:`toolmend._planstate.newest_results` for
+    items, whose other outputs (``shell_call_output``, ...) are read as ``OTHER``."""
     kinds = skeleton.kinds
     if not skeleton.ends:
         return len(kinds)
