@@ -349,3 +349,54 @@ def test_every_real_result_still_answers_its_call(history: list[Any], provider: 
         return found
 
     assert sorted(answered(fixed.messages), key=repr) == sorted(answered(history), key=repr)
+
+
+# --- the Claude models without prefill on Bedrock --------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("model", "expected"),
+    [
+        ("us.anthropic.claude-opus-4-6-v1", "bedrock-no-prefill"),
+        ("anthropic.claude-sonnet-4-6", "bedrock-no-prefill"),
+        ("anthropic.claude-3-5-sonnet-20240620-v1:0", "bedrock"),
+        ("us.meta.llama3-1-70b-instruct-v1:0", "bedrock-tools-alone"),
+    ],
+)
+def test_a_claude_model_without_prefill_on_bedrock_meets_its_variant(
+    model: str, expected: str
+) -> None:
+    """The model picks the variant on Bedrock as on Anthropic's API (strands-agents#1694 met
+    "This model does not support assistant message prefill" on Bedrock's
+    ``us.anthropic.claude-opus-4-6-v1``): it was plain ``bedrock``, which lets a request end on
+    an assistant message."""
+    assert toolmend.request_profile("bedrock", model=model) == expected
+    assert toolmend.request_profile("bedrock", format="bedrock", model=model) == expected
+
+
+@pytest.mark.parametrize("format", ["bedrock", "openai"])
+def test_a_final_assistant_text_on_bedrock_claude_without_prefill_gets_the_bridge(
+    format: str,
+) -> None:
+    """Flagged (``prefill_unsupported``, Anthropic's text) and repaired as under
+    ``anthropic-no-prefill``: the text stays, the fixed user bridge follows; the other
+    Bedrock models keep taking it as it is."""
+    model = "us.anthropic.claude-opus-4-6-v1"
+    if format == "bedrock":
+        history: list[Any] = [
+            {"role": "user", "content": [{"text": "Write a haiku."}]},
+            {"role": "assistant", "content": [{"text": "Autumn"}]},
+        ]
+    else:
+        history = [
+            {"role": "user", "content": "Write a haiku."},
+            {"role": "assistant", "content": "Autumn"},
+        ]
+    found = toolmend.check(history, provider="bedrock", format=format, model=model)
+    assert [(p.code, p.index) for p in found] == [("prefill_unsupported", 1)]
+    assert "does not support assistant message prefill" in found[0].provider_error
+    fixed = toolmend.repair(history, provider="bedrock", format=format, model=model)
+    assert [c.code for c in fixed.changes] == ["inserted_message"]
+    assert fixed.messages[:2] == history and fixed.messages[2]["role"] == "user"
+    assert fixed.problems_left == ()
+    assert toolmend.check(history, provider="bedrock", format=format) == []
