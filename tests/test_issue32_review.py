@@ -446,3 +446,39 @@ def test_a_final_assistant_text_to_claude_4_6_with_thinking_is_flagged() -> None
     )
     found = toolmend.check(history, provider=provider, format="anthropic")
     assert "prefill_unsupported" in [problem.code for problem in found]
+
+
+# --- a store's write-back keeps the newest input as it was stored ------------------------------
+
+
+def test_a_write_back_stores_the_newest_input_as_it_was_stored() -> None:
+    """A stored history whose last message is a tool result with no call before it (the
+    newest input, sent as user text since issue 32) and damage before it: the write-back
+    takes the damage out and leaves that result stored as a tool message (it stored a new
+    human message in its place; test_history_stores.py's write-back property found it)."""
+    from langchain_core.chat_history import InMemoryChatMessageHistory
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+    from toolmend.integrations.langchain_history import ToolMendHistory
+
+    stored = [
+        HumanMessage("Weather in Paris?"),
+        ToolMessage("stale", tool_call_id="call_stale"),
+        AIMessage("21 C."),
+        HumanMessage("Thanks."),
+        ToolMessage("And tomorrow?", tool_call_id="call_gone"),
+    ]
+    inner = InMemoryChatMessageHistory()
+    inner.add_messages(stored)
+    history = ToolMendHistory(inner, write_back=True)
+    sent = history.messages
+    assert [type(m).__name__ for m in sent][-1] == "HumanMessage"  # sent as user text
+    assert "And tomorrow?" in str(sent[-1].content)
+    assert [type(m).__name__ for m in inner.messages] == [
+        "HumanMessage",
+        "AIMessage",
+        "HumanMessage",
+        "ToolMessage",
+    ]
+    assert inner.messages[-1].content == "And tomorrow?"
+    assert [r.message.content for r in history.rejected] == ["stale"]
