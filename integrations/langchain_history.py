@@ -375,7 +375,11 @@ class ToolMendHistory(BaseChatMessageHistory):
         view = self._windowed(repaired) if self.window is not None else repaired
         if not (changes and self.write_back):
             return view, None
-        write = _without_placeholders(raw, repaired, self.policy.placeholder)
+        write = _with_newest_stored(
+            raw, _without_placeholders(raw, repaired, self.policy.placeholder), changes
+        )
+        if write is None:
+            return view, None
         return view, (None if stores.same(write, raw) else (write, changes))
 
     def _repaired(self, raw: list[BaseMessage], waiting: bool) -> tuple[Any, tuple[Change, ...]]:
@@ -749,6 +753,32 @@ def _without_placeholders(
         or m.content != placeholder
         or (m.tool_call_id, _content_key(m.content)) in results
     ]
+
+
+def _with_newest_stored(
+    raw: Sequence[Any], write: list[BaseMessage], changes: Sequence[Change]
+) -> list[BaseMessage] | None:
+    """``write`` with the stored newest input as it was stored: a trailing tool result whose
+    call is not in the history is sent as user text (issue 32, case 2), which a write-back
+    must not store in its place (it only takes messages out or moves them; reads convert it
+    again every time, as they add placeholders again). None when the converted messages cannot
+    be told apart from the rest (nothing is written back)."""
+    newest = {
+        change.index
+        for change in changes
+        if change.code == "orphan_result_to_text" and change.detail.startswith("newest input")
+    }
+    if not newest:
+        return write
+    start = min(newest)
+    tail = raw[start:]
+    if not 0 < len(tail) <= len(write):
+        return None
+    kept = write[len(write) - len(tail) :]
+    for offset, (stored, written) in enumerate(zip(tail, kept, strict=True)):
+        if written is not stored and start + offset not in newest:
+            return None
+    return [*write[: len(write) - len(tail)], *tail]
 
 
 def _content_key(content: Any) -> str:

@@ -93,7 +93,8 @@ LONG = "call_" + "x" * 65
 ROWS: list[tuple[str, list[Any], str, list[Any], set[str]]] = [
     (
         "orphan_result",
-        [msg(), out("call_uelfkqtHfJDC4Btqeoozq82e")],
+        # (an orphan last is the newest input, kept as text since issue 32: a user text follows)
+        [msg(), out("call_uelfkqtHfJDC4Btqeoozq82e"), msg("user", "and?")],
         "No tool call found for function call output with call_id call_uelfkqtHfJDC4Btqeoozq82e.",
         [msg(), fc("call_uelfkqtHfJDC4Btqeoozq82e"), out("call_uelfkqtHfJDC4Btqeoozq82e")],
         {"dropped_orphan_result"},
@@ -213,7 +214,8 @@ ROWS: list[tuple[str, list[Any], str, list[Any], set[str]]] = [
     ),
     (
         "orphan_tool_output",
-        [msg(), {"type": "shell_call_output", "call_id": "call_8", "output": []}],
+        # (a user text follows: an orphan last is the newest input, kept as text)
+        [msg(), {"type": "shell_call_output", "call_id": "call_8", "output": []}, msg()],
         "No tool call found for shell call output with call_id call_8.",
         [msg()],
         {"dropped_orphan_result"},
@@ -409,7 +411,7 @@ def test_other_item_types_pass_through_untouched() -> None:
     assert detect(items).name == PROVIDER
     assert toolmend.check(items, provider=PROVIDER) == []
     assert toolmend.sanitize(items, provider=PROVIDER) is items
-    damaged = [*items, out("call_gone")]
+    damaged = [*items[:-1], out("call_gone"), items[-1]]  # (last, it is the newest input)
     repaired = toolmend.sanitize(damaged, provider=PROVIDER)
     assert repaired == items
     assert all(a is b for a, b in zip(repaired, items, strict=True))

@@ -164,9 +164,9 @@ def order_blocks(state: PlanState) -> None:
         profile.block_pairing == "converse" and "misplaced_part" in profile.checks
     )
     texted = set(state.orphans) if policy.orphan_result == "text" else set()
-    if turns:  # Anthropic: the newest input is never dropped (issue 32, case 2)
-        newest = newest_results(skeleton)
-        texted.update(ref for ref in state.orphans if ref[0] >= newest)
+    # the newest input is never dropped (issue 32, case 2), in every block layout
+    newest = newest_results(skeleton)
+    texted.update(ref for ref in state.orphans if ref[0] >= newest)
     dropped = state.duplicates | (set(state.orphans) - texted)
     for ref in sorted(dropped):
         plan.edit(ref[0]).drop_blocks.add(ref[1])

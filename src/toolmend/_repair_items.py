@@ -50,7 +50,7 @@ import re
 from ._edits import AsText, Bridge, Item, Keep, Merge, Placeholder
 from ._pairing import ORDERED, match
 from ._planstate import CallRef, PlanState, ResultRef, call_at
-from ._skeleton import ASSISTANT, SYSTEM, TOOL, USER, Call, Defect
+from ._skeleton import ASSISTANT, SYSTEM, TOOL, USER, Call, Defect, Skeleton
 from .profiles import compiled
 
 __all__ = ["gather_outputs", "mend_items", "order_items", "settle_tool_items", "unlink_calls"]
@@ -165,6 +165,7 @@ def _lay_out(
     orphans = set(state.orphans)
     keep = state.policy.frontier == "keep" and skeleton.whole
     frontier = _frontier_start(state) if keep else len(kinds)
+    newest = _newest_outputs(skeleton)  # the newest input is never dropped (issue 32, case 2)
     for index in range(len(kinds)):
         if index in gone:
             continue
@@ -180,7 +181,7 @@ def _lay_out(
                 )
                 continue
             if ref in orphans:
-                state.orphan_message(index, result_id)
+                state.orphan_message(index, result_id, newest=index >= newest)
                 continue
             if ref in state.filled_ids:
                 call = call_at(state.skeleton, state.filled_ids[ref])
@@ -453,10 +454,17 @@ def settle_tool_items(state: PlanState, problem_codes: set[str]) -> None:
     dropped: set[int] = set()
     texted: set[int] = set()
     answers: dict[int, Placeholder] = {}
+    newest = _newest_outputs(skeleton)  # the newest input is never dropped (issue 32, case 2)
     for defect in skeleton.defects:
         index = defect.at
         if defect.code == "orphan_tool_output" and defect.code in problem_codes:
-            if policy.orphan_result == "text":
+            if index >= newest:
+                texted.add(index)
+                state.change(
+                    "orphan_result_to_text", index,
+                    "newest input: an output whose call is missing, kept as text", defect.id,
+                )  # fmt: skip
+            elif policy.orphan_result == "text":
                 texted.add(index)
                 state.change(
                     "orphan_result_to_text", index, "output of a vanished call kept as text",
@@ -497,6 +505,29 @@ def settle_tool_items(state: PlanState, problem_codes: set[str]) -> None:
         if isinstance(item, Keep) and item.index in answers:
             items.append(answers[item.index])
     state.plan.items = items
+
+
+def _newest_outputs(skeleton: Skeleton) -> int:
+    """Where the newest input begins in a Responses input: the trailing run of outputs of any
+    type (system messages among them aside) when no call or reasoning item comes right before
+    it (then they are that call run's outputs, or its call is gone) and the input is whole or
+    this range ends it; the length otherwise. :func:`toolmend._planstate.newest_results` for
+    items, whose other outputs (``shell_call_output``, ...) are read as ``OTHER``."""
+    kinds = skeleton.kinds
+    if not skeleton.ends:
+        return len(kinds)
+    outputs = skeleton.marked("output_item")
+    start = len(kinds)
+    while start > 0 and (kinds[start - 1] in (TOOL, SYSTEM) or start - 1 in outputs):
+        start -= 1
+    before = start - 1  # a call run (or its reasoning item, whose call is gone) owns the run
+    if before >= 0 and (
+        before in skeleton.calls
+        or before in skeleton.marked("tool_call")
+        or before in skeleton.marked("reasoning_item")
+    ):
+        return len(kinds)
+    return start
 
 
 def unlink_calls(state: PlanState) -> None:

@@ -133,7 +133,8 @@ def request_profile(
     reasoning model on the Responses API (o-series, ``gpt-5*``, codex) meets
     ``openai-responses-reasoning`` (also when ``openai-responses`` is named outright); a Llama
     or Mistral model on Bedrock (``meta.llama3-1-70b-instruct-v1:0``, ``us.meta.llama...``,
-    ``mistral.*``) meets ``bedrock-tools-alone``; on a self-hosted server the model's chat
+    ``mistral.*``) meets ``bedrock-tools-alone``, a Claude model without prefill there
+    ``bedrock-no-prefill``; on a self-hosted server the model's chat
     template picks the chat rules. Anything else meets ``provider`` itself (the name given, when
     it already means that profile).
 
@@ -189,12 +190,13 @@ def _derived(provider: str, native: str, model: str | None, thinking: bool) -> s
         or (name.startswith("gemini-") and name.endswith("-latest"))
     ):
         return "gemini-3"
+    # Bedrock's and Vertex's ids wrap the name (``us.anthropic.claude-opus-4-6-v1``)
+    at = name.find("claude-")
+    no_prefill = at >= 0 and name.startswith(NO_PREFILL_MODELS, at)
     if profile == "anthropic":
         if thinking:
             return "anthropic-thinking"
-        # Bedrock's and Vertex's ids wrap the name (``us.anthropic.claude-opus-4-6-v1``)
-        at = name.find("claude-")
-        if at >= 0 and name.startswith(NO_PREFILL_MODELS, at):
+        if no_prefill:
             return "anthropic-no-prefill"
     elif profile == "deepseek" and name.startswith("deepseek-reasoner"):
         return "deepseek-reasoner"
@@ -202,6 +204,8 @@ def _derived(provider: str, native: str, model: str | None, thinking: bool) -> s
         return "openai-responses-reasoning"
     elif profile == "bedrock" and _REGION.sub("", name).startswith(TOOLS_ALONE_MODELS):
         return "bedrock-tools-alone"
+    elif profile == "bedrock" and no_prefill:
+        return "bedrock-no-prefill"
     return _named(provider, profile)
 
 

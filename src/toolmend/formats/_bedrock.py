@@ -205,6 +205,7 @@ def _scan(
     ids: list[str] = []  # every call id (quick_valid: only the pattern needs them)
     waiting: set[str] | None = None  # the calls of the previous message, if it made any
     after_model = False  # the previous message came from the assistant
+    reused = unanswered = False  # a call id made twice; a call left without its result
     for index, message in enumerate(messages):
         if type(message) is not dict:
             return None
@@ -217,6 +218,7 @@ def _scan(
                 # the first message, or two assistant messages in a row (the calls of the
                 # first of them then go unanswered, under any profile)
                 spans.dirty = True
+                unanswered = unanswered or bool(waiting)
             calls: set[str] | None = None
             conversation = False  # a block other than toolUse
             for block in content:
@@ -245,6 +247,8 @@ def _scan(
                     ids.append(call_id)
                 elif call_id not in callers:
                     callers[call_id] = spans.start
+                else:
+                    reused = True
             if alone_rule and calls and conversation:
                 spans.dirty = True
             waiting = calls
@@ -291,11 +295,17 @@ def _scan(
             or (not after_model and index and order_rule)
         ):
             spans.dirty = True  # results missing, text beside results, or two users in a row
+            unanswered = unanswered or bool(expect)
         elif results and settled and not first_only:
             spans.end_point(index + 1)  # the results answer the calls before them, exactly
         after_model = False
     if waiting:
         return None  # the last message makes calls: answered, or kept waiting, per policy
+    if reused and (unanswered or waiting):
+        # a call its placeholder will answer, whose id another call has: the planner gives it
+        # a fresh id (issue 32, case 1) only where it sees the other call, so the whole
+        # history decides (a range alone would send two results under one id)
+        return None
     if texts:
         # two C-level passes: a blank text is rare, and its message may go (and the roles
         # with it), so the full path decides; a text that is no string fails ``str.isspace``

@@ -513,7 +513,24 @@ def _damaged_spans(messages: list[Any], profile: Profile) -> list[tuple[int, int
         last = latest_call.get(call_id)
         if last is not None:
             ties[index] = max(ties.get(index, 0), last)
+    if strays:
+        # a stray in the input's trailing run of outputs may be the newest input, which the
+        # planner keeps unless a call comes right before the run: the range holds that item
+        tail = len(messages)
+        while tail and _output_or_system(messages[tail - 1]):
+            tail -= 1
+        if tail and strays[-1][0] >= tail:
+            ties[tail - 1] = len(messages) - 1
     return _cut(len(messages), dirty, ties, after_reasoning)
+
+
+def _output_or_system(item: dict[str, Any]) -> bool:
+    """A ``function_call_output`` or a system message (what the trailing run of outputs, the
+    newest input, may hold; see :func:`toolmend._planstate.newest_results`)."""
+    item_type = item.get("type")
+    if item_type == "function_call_output":
+        return True
+    return item_type in (None, "message") and item.get("role") in ("system", "developer")
 
 
 def _cut(

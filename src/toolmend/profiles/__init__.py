@@ -21,7 +21,7 @@ from types import MappingProxyType
 from .._report import UnknownNameError
 from ._anthropic import ANTHROPIC, ANTHROPIC_NO_PREFILL, ANTHROPIC_THINKING
 from ._base import Check, Profile, compiled
-from ._bedrock import BEDROCK, BEDROCK_TOOLS_ALONE
+from ._bedrock import BEDROCK, BEDROCK_NO_PREFILL, BEDROCK_TOOLS_ALONE
 from ._deepseek import DEEPSEEK, DEEPSEEK_REASONER, DEEPSEEK_RESPONSES
 from ._gemini import GEMINI, GEMINI_3, GEMINI_LITELLM, GEMINI_NO_IDS
 from ._groq import GROQ
@@ -68,6 +68,7 @@ PROFILES: Mapping[str, Profile] = MappingProxyType(
             GEMINI_LITELLM,
             BEDROCK,
             BEDROCK_TOOLS_ALONE,
+            BEDROCK_NO_PREFILL,
         )
     }
 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from types import MappingProxyType
 
+from ._anthropic import ANTHROPIC_NO_PREFILL
 from ._base import ISSUE_20, LITELLM_FACTORY, Check, Profile, checks, shape_checks
 
 # --- AWS Bedrock Converse -------------------------------------------------------------------------
@@ -178,3 +179,17 @@ BEDROCK_TOOLS_ALONE = replace(
 assistant turn with ``toolUse`` blocks holds nothing else. The repair keeps the text: it goes
 in an assistant message of its own before the calls, behind the fixed user bridge
 ("Continue.") that the strict alternation then needs."""
+
+BEDROCK_NO_PREFILL = replace(
+    BEDROCK,
+    name="bedrock-no-prefill",
+    aliases=(),
+    checks=checks(
+        **BEDROCK.checks, prefill_unsupported=ANTHROPIC_NO_PREFILL.checks["prefill_unsupported"]
+    ),
+)
+"""Bedrock Converse for the Claude models without prefill (the model ids that hold one of
+:data:`toolmend.profiles._anthropic.NO_PREFILL_MODELS`, ``us.anthropic.claude-opus-4-6-v1``:
+strands-agents/sdk-python#1694 met the error there): the rules of ``bedrock``, and the request
+ends with a user message. A final assistant text message is kept and the fixed user bridge
+("Continue.") is sent after it, as under ``anthropic-no-prefill``."""

@@ -47,7 +47,8 @@ model (``gemini-3*``, ``gemini-*-latest``; not ``gemini-3-pro-image*``) is judge
 for an OpenAI reasoning model (``o3``, ``gpt-5*``, ...) with ``openai-responses-reasoning`` (a
 ``function_call`` sent by its ``fc_`` id needs its reasoning item) and a Converse request for a
 Llama or Mistral model (``meta.*``, ``us.meta.*``, ``mistral.*``) with ``bedrock-tools-alone``
-(no text beside ``toolUse``).
+(no text beside ``toolUse``), one for a Claude model without prefill
+(``us.anthropic.claude-opus-4-6-v1``) with ``bedrock-no-prefill``.
 
 A route whose toolmend format is not available answers 200 without judging and records
 ``judged=False``.
