@@ -11,6 +11,7 @@ takes.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import logging
 from typing import Any
@@ -24,6 +25,8 @@ from toolmend import formats
 from toolmend._api import damage_in, mend_damage
 from toolmend._fastpath import vouch
 from toolmend._loops import quiet_live_run
+from toolmend._plan_ids import fresh_id
+from toolmend._quickmend import fresh_ids
 from toolmend._policy import Policy
 from toolmend._rules import judge
 from toolmend.formats import _openai_chat as openai_chat
@@ -370,6 +373,30 @@ def test_the_one_pass_repair_agrees_with_the_full_path(history: list[Any], provi
     assert list(repaired.problems) == problems
     if repaired.changes:
         assert repaired.problems_left == ()
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    length=st.one_of(st.none(), st.integers(1, 22)),
+    seeds=st.lists(st.sampled_from(["a", "b", "call_1", "call_2", "x#0", ""]), max_size=12),
+    taken_seeds=st.lists(st.sampled_from(["a", "b", "call_1", "z"]), max_size=4),
+)
+def test_the_batch_of_fresh_ids_is_the_planners(
+    length: int | None, seeds: list[str], taken_seeds: list[str]
+) -> None:
+    """``fresh_ids`` (the one-pass Mistral rewrite's ids, the first try unrolled) gives the
+    ids the planner's ``fresh_id`` gives one at a time, and leaves ``taken`` as it does: short
+    lengths (62 ids of one digit) and repeated seeds make candidates collide, ids already in
+    the history (``taken_seeds``' ids) make the first try fail."""
+    profile = dataclasses.replace(get_profile("mistral"), call_id_length=length)
+    taken: set[str] = set()
+    for seed in taken_seeds:  # ids a history already has: each seed's first choice, taken
+        fresh_id(seed, profile, taken, {})
+    expected_taken = set(taken)
+    next_try: dict[str, int] = {}
+    expected = [fresh_id(seed, profile, expected_taken, next_try) for seed in seeds]
+    assert fresh_ids(seeds, profile, taken) == expected
+    assert taken == expected_taken
 
 
 @pytest.mark.parametrize(
