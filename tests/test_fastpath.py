@@ -26,8 +26,8 @@ from toolmend._api import damage_in, mend_damage
 from toolmend._fastpath import vouch
 from toolmend._loops import quiet_live_run
 from toolmend._plan_ids import fresh_id
-from toolmend._quickmend import fresh_ids
 from toolmend._policy import Policy
+from toolmend._quickmend import fresh_ids
 from toolmend._rules import judge
 from toolmend.formats import _openai_chat as openai_chat
 from toolmend.integrations.hooks import HookOptions, mend
