@@ -427,6 +427,31 @@ def test_a_cross_family_repair_of_every_message_takes_one_pass(
     assert fixed.problems == expected.problems
 
 
+def test_a_damaged_history_bound_for_gemini_judges_only_its_damaged_range(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Bound for Gemini, every range of an OpenAI-shaped history lacks the result names: the
+    ranges with nothing else wrong get them in one pass, and only the damaged range is read,
+    judged and planned; the repair is the whole history's."""
+    history: list[Any] = [user("go"), *_round("call_a", "search", "{}"), assistant("found")]
+    history += [user("more"), _round("call_b", "read", "{}")[0], assistant("read")]  # unanswered
+    history += [user("again"), *_round("call_c", "search", "{}"), assistant("done")]
+    history += [user("thanks")]
+    full, changes = whole_repair(formats.get("openai"), history, get_profile("gemini"), Policy())
+    judged: list[int] = []
+    real_judge = toolmend._api.judge
+
+    def counting_judge(skeleton: Any, profile: Any) -> Any:
+        judged.append(len(skeleton.kinds))
+        return real_judge(skeleton, profile)
+
+    monkeypatch.setattr(toolmend._api, "judge", counting_judge)
+    fixed = toolmend.repair(history, provider="gemini")
+    assert fixed.messages == full and list(fixed.changes) == changes
+    assert [change.code for change in fixed.changes].count("filled_result_name") == 2
+    assert judged == [2]  # the damaged range: the unanswered call and the text after it
+
+
 @pytest.mark.parametrize(
     "blank",
     ["", "  \n", [{"type": "text", "text": " "}], [{"type": "text", "text": ""}, {"type": "x"}]],

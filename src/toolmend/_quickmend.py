@@ -28,7 +28,7 @@ from ._report import Change, Problem
 from .formats import Format
 from .profiles import Check, Profile
 
-__all__ = ["fresh_ids", "quick_mend"]
+__all__ = ["fresh_ids", "quick_mend", "quick_names"]
 
 Mended = tuple[list[Any], list[Change], list[Problem]]
 
@@ -46,11 +46,23 @@ def quick_mend(module: Format, messages: Sequence[Any], profile: Profile) -> Men
     return _rewrite_ids(messages, profile, calls, results)
 
 
+def quick_names(module: Format, part: Sequence[Any], profile: Profile, base: int) -> Mended | None:
+    """:func:`quick_mend` for one range of a damaged history, ``part`` starting at message
+    ``base`` of it (the indexes reported are the history's): the result names the range
+    lacks when nothing else is wrong in it; None when the full path must read, judge and
+    plan it. Names only: a call id rewrite takes ids from the whole request (Mistral)."""
+    fixes = module.quick_fixes(part, profile, opening=base == 0)
+    if fixes is None or not fixes[0]:
+        return None
+    return _fill_names(part, profile, fixes[0], base)
+
+
 def _fill_names(
-    messages: Sequence[Any], profile: Profile, names: list[tuple[int, str, str]]
+    messages: Sequence[Any], profile: Profile, names: list[tuple[int, str, str]], base: int = 0
 ) -> Mended | None:
     """Each tool message of ``names`` gets its call's function name (``filled_result_name``,
-    reported as ``result_name_mismatch``), as ``name_results`` plans it."""
+    reported as ``result_name_mismatch``), as ``name_results`` plans it; the changes and
+    problems name message ``base + index``."""
     code = "result_name_mismatch"
     check = profile.checks.get(code)
     if check is None:  # not reported: the full path finds nothing and changes nothing
@@ -66,12 +78,12 @@ def _fill_names(
         changes.append(
             _change(
                 "filled_result_name",
-                index,
+                base + index,
                 f"function name {name!r} taken from the call",
                 (call_id,),
             )
         )
-        problems.append(problem(index, call_id, 0))
+        problems.append(problem(base + index, call_id, 0))
     return repaired, changes, problems
 
 

@@ -423,12 +423,13 @@ Fixes = tuple[list[tuple[int, str, str]], list[tuple[int, int, str]], list[tuple
 call's function name), call ids outside the profile's pattern (assistant message index, slot,
 id), and the tool messages answering those calls (index, the calling message's index, slot)."""
 
-_RELAXED: dict[int, tuple[CrossRules, CrossRules]] = {}
-"""``id(rules)`` -> (the rules, the same without the result-name and id-pattern rules)."""
+_RELAXED: dict[int, tuple[CrossRules, CrossRules, CrossRules]] = {}
+"""``id(rules)`` -> (the rules, the same without the result-name and id-pattern rules, and
+those without the rules on a conversation's opening either)."""
 
 
 def cross_fixes(
-    messages: Sequence[Any], rules: CrossRules, id_length: int | None = None
+    messages: Sequence[Any], rules: CrossRules, id_length: int | None = None, opening: bool = True
 ) -> Fixes | None:
     """The only changes the full path would make to ``messages``, when the history passes
     every rule of ``rules`` except that tool messages lack their call's function name
@@ -436,19 +437,22 @@ def cross_fixes(
     both (the full path decides then). None when anything else is wrong, or nothing is.
     ``id_length`` is the profile's ``call_id_length``: an id in the pattern but of another
     length passes the rules, yet the full path's id rewrite would change it too (None then).
+    ``opening=False``: ``messages`` is a range of a history after its start, which the full
+    path judges without the rules on how a conversation opens (``Skeleton.whole`` is false).
 
     What a cross-family target changes on nearly every message of a valid history: the full
     path would read, judge and plan all of it to find the same edits (issue 32)."""
     entry = _RELAXED.get(id(rules))
     if entry is None or entry[0] is not rules:
         relaxed = replace(rules, names=False, id_match=None)
+        mid = replace(relaxed, first_user=False, no_leading_call=False, needs_message=False)
         if len(_RELAXED) >= 64:
             _RELAXED.clear()
-        entry = _RELAXED[id(rules)] = (rules, relaxed)
+        entry = _RELAXED[id(rules)] = (rules, relaxed, mid)
     if (not rules.names and rules.id_match is None) or (rules.names and rules.id_match):
         return None
     try:
-        if cross_valid(messages, entry[1]) is None:
+        if cross_valid(messages, entry[1] if opening else entry[2]) is None:
             return None
     except (KeyError, TypeError):
         return None
