@@ -452,6 +452,32 @@ def test_a_damaged_history_bound_for_gemini_judges_only_its_damaged_range(
     assert judged == [2]  # the damaged range: the unanswered call and the text after it
 
 
+def test_a_sound_history_bound_for_bedrock_takes_the_one_pass(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Bedrock's blank-text rules (``text_blank``, ``result_text_blank``) are modelled by the
+    cross-family pass: a sound OpenAI-shaped history comes back as it is, never judged; an
+    empty tool message is never vouched for, and its repair is the whole history's."""
+    history: list[Any] = [user("go"), *_round("call_a", "search", "{}"), assistant("found")]
+    history += [user("thanks")]
+    real_judge = toolmend._api.judge
+    judged: list[int] = []
+
+    def counting_judge(skeleton: Any, profile: Any) -> Any:
+        judged.append(len(skeleton.kinds))
+        return real_judge(skeleton, profile)
+
+    monkeypatch.setattr(toolmend._api, "judge", counting_judge)
+    assert toolmend.repair(history, provider="bedrock").messages is history
+    assert judged == []
+    blank = copy.deepcopy(history)
+    blank[2]["content"] = ""
+    found = toolmend.repair(blank, provider="bedrock")
+    assert "result_text_blank" in [problem.code for problem in found.problems]
+    full, changes = whole_repair(formats.get("openai"), blank, get_profile("bedrock"), Policy())
+    assert found.messages == full and list(found.changes) == changes
+
+
 @pytest.mark.parametrize(
     "blank",
     ["", "  \n", [{"type": "text", "text": " "}], [{"type": "text", "text": ""}, {"type": "x"}]],

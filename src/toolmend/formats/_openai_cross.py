@@ -62,6 +62,7 @@ MODELLED = frozenset(
         "first_not_user",
         "call_turn_position",
         "result_name_mismatch",
+        "result_text_blank",  # an empty tool message bound for Bedrock: tool content level 2
     }
 )
 """The problem codes the pass models on OpenAI-shaped messages."""
@@ -88,6 +89,7 @@ BLOCK_ONLY = frozenset(
         "unknown_field",
         "thought_signature_missing",
         "roles_not_alternating",  # on messages only under ``Profile.alternation``
+        "text_blank",  # Bedrock's reader's; the OpenAI reader records ``blank_text`` instead
     }
 )
 """Codes only the block-layout rules report (:mod:`toolmend._block_rules`): a profile enabling
@@ -154,6 +156,10 @@ class CrossRules:
 def _content_level(kind: str, profile: Profile) -> int:
     if kind == USER and not BLANK_USER_TEXT.isdisjoint(profile.checks):
         return 3
+    if kind == TOOL and "result_text_blank" in profile.checks:
+        # Bedrock through a gateway: an empty tool message is a blank toolResult text
+        # (a null one is left to the full path: level 2 refuses both)
+        return 2
     if kind in profile.content_text_kinds:
         return 2
     return 1 if kind in profile.content_string_kinds else 0
