@@ -11,6 +11,7 @@ takes.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import logging
 from typing import Any
@@ -24,7 +25,9 @@ from toolmend import formats
 from toolmend._api import damage_in, mend_damage
 from toolmend._fastpath import vouch
 from toolmend._loops import quiet_live_run
+from toolmend._plan_ids import fresh_id
 from toolmend._policy import Policy
+from toolmend._quickmend import fresh_ids
 from toolmend._rules import judge
 from toolmend.formats import _openai_chat as openai_chat
 from toolmend.integrations.hooks import HookOptions, mend
@@ -372,6 +375,30 @@ def test_the_one_pass_repair_agrees_with_the_full_path(history: list[Any], provi
         assert repaired.problems_left == ()
 
 
+@settings(max_examples=150, deadline=None)
+@given(
+    length=st.one_of(st.none(), st.integers(1, 22)),
+    seeds=st.lists(st.sampled_from(["a", "b", "call_1", "call_2", "x#0", ""]), max_size=12),
+    taken_seeds=st.lists(st.sampled_from(["a", "b", "call_1", "z"]), max_size=4),
+)
+def test_the_batch_of_fresh_ids_is_the_planners(
+    length: int | None, seeds: list[str], taken_seeds: list[str]
+) -> None:
+    """``fresh_ids`` (the one-pass Mistral rewrite's ids, the first try unrolled) gives the
+    ids the planner's ``fresh_id`` gives one at a time, and leaves ``taken`` as it does: short
+    lengths (62 ids of one digit) and repeated seeds make candidates collide, ids already in
+    the history (``taken_seeds``' ids) make the first try fail."""
+    profile = dataclasses.replace(get_profile("mistral"), call_id_length=length)
+    taken: set[str] = set()
+    for seed in taken_seeds:  # ids a history already has: each seed's first choice, taken
+        fresh_id(seed, profile, taken, {})
+    expected_taken = set(taken)
+    next_try: dict[str, int] = {}
+    expected = [fresh_id(seed, profile, expected_taken, next_try) for seed in seeds]
+    assert fresh_ids(seeds, profile, taken) == expected
+    assert taken == expected_taken
+
+
 @pytest.mark.parametrize(
     ("provider", "code"), [("gemini", "filled_result_name"), ("mistral", "rewrote_call_id")]
 )
@@ -398,6 +425,57 @@ def test_a_cross_family_repair_of_every_message_takes_one_pass(
     assert [change.code for change in fixed.changes] == [code, code]
     assert fixed.messages == expected.messages and fixed.changes == expected.changes
     assert fixed.problems == expected.problems
+
+
+def test_a_damaged_history_bound_for_gemini_judges_only_its_damaged_range(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Bound for Gemini, every range of an OpenAI-shaped history lacks the result names: the
+    ranges with nothing else wrong get them in one pass, and only the damaged range is read,
+    judged and planned; the repair is the whole history's."""
+    history: list[Any] = [user("go"), *_round("call_a", "search", "{}"), assistant("found")]
+    history += [user("more"), _round("call_b", "read", "{}")[0], assistant("read")]  # unanswered
+    history += [user("again"), *_round("call_c", "search", "{}"), assistant("done")]
+    history += [user("thanks")]
+    full, changes = whole_repair(formats.get("openai"), history, get_profile("gemini"), Policy())
+    judged: list[int] = []
+    real_judge = toolmend._api.judge
+
+    def counting_judge(skeleton: Any, profile: Any) -> Any:
+        judged.append(len(skeleton.kinds))
+        return real_judge(skeleton, profile)
+
+    monkeypatch.setattr(toolmend._api, "judge", counting_judge)
+    fixed = toolmend.repair(history, provider="gemini")
+    assert fixed.messages == full and list(fixed.changes) == changes
+    assert [change.code for change in fixed.changes].count("filled_result_name") == 2
+    assert judged == [2]  # the damaged range: the unanswered call and the text after it
+
+
+def test_a_sound_history_bound_for_bedrock_takes_the_one_pass(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Bedrock's blank-text rules (``text_blank``, ``result_text_blank``) are modelled by the
+    cross-family pass: a sound OpenAI-shaped history comes back as it is, never judged; an
+    empty tool message is never vouched for, and its repair is the whole history's."""
+    history: list[Any] = [user("go"), *_round("call_a", "search", "{}"), assistant("found")]
+    history += [user("thanks")]
+    real_judge = toolmend._api.judge
+    judged: list[int] = []
+
+    def counting_judge(skeleton: Any, profile: Any) -> Any:
+        judged.append(len(skeleton.kinds))
+        return real_judge(skeleton, profile)
+
+    monkeypatch.setattr(toolmend._api, "judge", counting_judge)
+    assert toolmend.repair(history, provider="bedrock").messages is history
+    assert judged == []
+    blank = copy.deepcopy(history)
+    blank[2]["content"] = ""
+    found = toolmend.repair(blank, provider="bedrock")
+    assert "result_text_blank" in [problem.code for problem in found.problems]
+    full, changes = whole_repair(formats.get("openai"), blank, get_profile("bedrock"), Policy())
+    assert found.messages == full and list(found.changes) == changes
 
 
 @pytest.mark.parametrize(

@@ -19,7 +19,7 @@ from ._edits import Plan
 from ._escape import log as _log_text
 from ._jsontext import NonFiniteNumberError, UnwritableValueError, locate
 from ._policy import Mode, Policy, as_policy
-from ._quickmend import quick_mend
+from ._quickmend import quick_mend, quick_names
 from ._repair import plan_repair
 from ._report import (
     Change,
@@ -39,6 +39,7 @@ from .profiles import Profile, get_profile
 __all__ = [
     "Damage",
     "Mended",
+    "Named",
     "check",
     "damage_in",
     "find_damage",
@@ -241,7 +242,7 @@ def repair(
         return Repair(original)  # the common case: one tight pass that builds nothing
     # a cross-family target's names or ids on every message, nothing else: one pass lists them
     quick = quick_mend(module, messages, profile)
-    damaged = None if quick is not None else damage_in(module, messages, profile, chosen, True)
+    damaged = None if quick is not None else _damage_or_named(module, messages, profile, chosen)
     if quick is None and damaged is None:
         return Repair(original)
     if chosen.mode is not Mode.REPAIR:
@@ -281,6 +282,20 @@ class Damage:
     high: int
     skeleton: Skeleton
     problems: list[Problem]
+
+
+@dataclass(frozen=True)
+class Named:
+    """One range ``[low, high)`` of a damaged history whose only fault is result names the
+    profile wants (Gemini): mended in one pass (:func:`toolmend._quickmend.quick_names`), not
+    read, judged and planned; ``messages`` is the range repaired, ``call_ids`` its calls'."""
+
+    low: int
+    high: int
+    messages: list[Any]
+    changes: list[Change]
+    problems: list[Problem]
+    call_ids: set[str | None]
 
 
 @dataclass(frozen=True)
@@ -337,14 +352,36 @@ def damage_in(
     return None if first is None else itertools.chain((first,), damaged)
 
 
+def _damage_or_named(
+    module: Format, messages: Sequence[Any], profile: Profile, policy: Policy
+) -> Iterator[Damage | Named] | None:
+    """:func:`damage_in` for :func:`repair` (after ``quick_valid`` could not vouch), where a
+    range whose only fault is the result names the profile wants comes as :class:`Named`,
+    filled in one pass: bound for Gemini, every range of an OpenAI-shaped history lacks them,
+    and a damaged history's ranges read, judged and planned cost four to five times
+    ``json.dumps`` (issue 32). For :func:`mend_damage` with ``parts_before=0`` only: a
+    :class:`Named` range has no skeleton or plan."""
+    damaged = _damage_in(module, messages, profile, policy, True, profile.results_need_name)
+    first = next(damaged, None)
+    return None if first is None else itertools.chain((first,), damaged)
+
+
 def _damage_in(
     module: Format,
     messages: Sequence[Any],
     profile: Profile,
     policy: Policy | None,
     vouched_against: bool,
-) -> Iterator[Damage]:
+    quick: bool = False,
+) -> Iterator[Any]:
     for low, high in _ranges(module, messages, profile, policy, vouched_against):
+        if quick:
+            part = messages[low:high]
+            named = quick_names(module, part, profile, low)
+            if named is not None:
+                call_ids = {call["id"] for message in part for call in _calls_of(message)}
+                yield Named(low, high, *named, call_ids)
+                continue
         skeleton = _read_range(module, messages, low, high)
         found = judge(skeleton, profile)
         if found:
@@ -356,7 +393,7 @@ def mend_damage(
     messages: Sequence[Any],
     profile: Profile,
     policy: Policy,
-    damaged: Iterable[Damage],
+    damaged: Iterable[Damage | Named],
     *,
     parts_before: int | None = None,
 ) -> Mended:
@@ -371,6 +408,16 @@ def mend_damage(
     dropped: list[set[str]] = []  # per range: the ids of the results it dropped
     called: list[set[str | None]] = []  # per range: the ids of its calls
     for damage in damaged:
+        if type(damage) is Named:  # mended already, in one pass: copied in like a repair
+            repaired.extend(messages[position : damage.low])
+            repaired.extend(damage.messages)
+            changes.extend(damage.changes)
+            dropped.append(set())
+            called.append(damage.call_ids)
+            problems.extend(damage.problems)
+            position = damage.high
+            continue
+        assert type(damage) is Damage
         part = messages[damage.low : damage.high]
         try:
             plan, made = plan_repair(
@@ -411,6 +458,11 @@ _DROPPING = frozenset(
     {"dropped_orphan_result", "dropped_duplicate_result", "orphan_result_to_text"}
 )
 """The changes that take a result away from the call its id names."""
+
+
+def _calls_of(message: Any) -> Any:
+    """The ``tool_calls`` of a plain chat message (one :func:`quick_names` vouched for)."""
+    return message.get("tool_calls") or () if message["role"] == "assistant" else ()
 
 
 def _answers_elsewhere(called: Sequence[set[str | None]], dropped: Sequence[set[str]]) -> bool:

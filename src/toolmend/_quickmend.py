@@ -17,17 +17,18 @@ objects), the same changes and the same problems, in the same order; ids come fr
 
 from __future__ import annotations
 
+import hashlib
 import string
 from collections.abc import Sequence
 from typing import Any
 
 from ._findings import Report
-from ._plan_ids import fresh_id
+from ._plan_ids import _ALNUM, _PAIRS, _SMALLEST, _SPAN, fresh_id
 from ._report import Change, Problem
 from .formats import Format
 from .profiles import Check, Profile
 
-__all__ = ["quick_mend"]
+__all__ = ["fresh_ids", "quick_mend", "quick_names"]
 
 Mended = tuple[list[Any], list[Change], list[Problem]]
 
@@ -45,11 +46,23 @@ def quick_mend(module: Format, messages: Sequence[Any], profile: Profile) -> Men
     return _rewrite_ids(messages, profile, calls, results)
 
 
+def quick_names(module: Format, part: Sequence[Any], profile: Profile, base: int) -> Mended | None:
+    """:func:`quick_mend` for one range of a damaged history, ``part`` starting at message
+    ``base`` of it (the indexes reported are the history's): the result names the range
+    lacks when nothing else is wrong in it; None when the full path must read, judge and
+    plan it. Names only: a call id rewrite takes ids from the whole request (Mistral)."""
+    fixes = module.quick_fixes(part, profile, opening=base == 0)
+    if fixes is None or not fixes[0]:
+        return None
+    return _fill_names(part, profile, fixes[0], base)
+
+
 def _fill_names(
-    messages: Sequence[Any], profile: Profile, names: list[tuple[int, str, str]]
+    messages: Sequence[Any], profile: Profile, names: list[tuple[int, str, str]], base: int = 0
 ) -> Mended | None:
     """Each tool message of ``names`` gets its call's function name (``filled_result_name``,
-    reported as ``result_name_mismatch``), as ``name_results`` plans it."""
+    reported as ``result_name_mismatch``), as ``name_results`` plans it; the changes and
+    problems name message ``base + index``."""
     code = "result_name_mismatch"
     check = profile.checks.get(code)
     if check is None:  # not reported: the full path finds nothing and changes nothing
@@ -65,12 +78,12 @@ def _fill_names(
         changes.append(
             _change(
                 "filled_result_name",
-                index,
+                base + index,
                 f"function name {name!r} taken from the call",
                 (call_id,),
             )
         )
-        problems.append(problem(index, call_id, 0))
+        problems.append(problem(base + index, call_id, 0))
     return repaired, changes, problems
 
 
@@ -82,7 +95,11 @@ def _rewrite_ids(
 ) -> Mended | None:
     """Each call of ``calls`` gets a new id in the profile's form and its results carry it
     (``rewrote_call_id``, reported as ``call_id_format`` on the call and on each result), as
-    ``rewrite_ids`` plans it: the same seeds, the same ids taken, in the same order."""
+    ``rewrite_ids`` plans it: the same seeds, the same ids taken, in the same order.
+
+    One walk over the calls, each call message's results right after it: the problems come
+    out in message order (each result sits after its call and before the next call message,
+    which the format's pass checked), so nothing is sorted."""
     code = "call_id_format"
     check = profile.checks.get(code)
     result_code = "result_id_format" if "result_id_format" in profile.checks else code
@@ -99,39 +116,122 @@ def _rewrite_ids(
         if message["role"] == "assistant"
         for call in message.get("tool_calls") or ()
     }
-    next_try: dict[str, int] = {}
-    new_ids: dict[tuple[int, int], str] = {}
+    new_ids = fresh_ids([old for _, _, old in calls], profile, taken)
     repaired = list(messages)
     changes: list[Change] = []
     problems: list[Problem] = []
-    edited: dict[int, dict[str, Any]] = {}
-    for index, slot, old in calls:
-        new = fresh_id(old, profile, taken, next_try)
-        new_ids[(index, slot)] = new
-        changes.append(
-            _change("rewrote_call_id", index, "call id the provider would refuse", (old, new))
-        )
-        problems.append(call_problem(index, old, slot))
-        copy = edited.get(index)
-        if copy is None:
-            copy = edited[index] = dict(messages[index])
-            copy["tool_calls"] = list(copy["tool_calls"])
+    new_of: dict[tuple[int, int], str] = {}
+    detail = "call id the provider would refuse"
+    next_result, result_count = 0, len(results)
+    copy_index = -1
+    for (index, slot, old), new in zip(calls, new_ids, strict=True):
+        if index != copy_index:
+            next_result = _results_before(
+                messages,
+                repaired,
+                results,
+                next_result,
+                result_count,
+                index,
+                new_of,
+                problems,
+                result_problem,
+            )
+            copy = dict(messages[index])
+            tool_calls = copy["tool_calls"] = list(copy["tool_calls"])
             repaired[index] = copy
-        call = dict(copy["tool_calls"][slot])
+            copy_index = index
+        new_of[(index, slot)] = new
+        changes.append(_change("rewrote_call_id", index, detail, (old, new)))
+        problems.append(call_problem(index, old, slot))
+        call = dict(tool_calls[slot])
         call["id"] = new
-        copy["tool_calls"][slot] = call
-    for index, call_index, slot in results:
-        copy = dict(messages[index])
-        old = copy["tool_call_id"]
-        copy["tool_call_id"] = new_ids[(call_index, slot)]
-        repaired[index] = copy
-        problems.append(result_problem(index, old, 0))
-    problems.sort(key=_index)
+        tool_calls[slot] = call
+    _results_before(
+        messages,
+        repaired,
+        results,
+        next_result,
+        result_count,
+        len(messages),
+        new_of,
+        problems,
+        result_problem,
+    )
     return repaired, changes, problems
 
 
-def _index(problem: Problem) -> int:
-    return problem.index
+def _results_before(
+    messages: Sequence[Any],
+    repaired: list[Any],
+    results: list[tuple[int, int, int]],
+    start: int,
+    count: int,
+    stop: int,
+    new_of: dict[tuple[int, int], str],
+    problems: list[Problem],
+    result_problem: Any,
+) -> int:
+    """The results of ``results[start:]`` at indexes below ``stop``, given their new ids and
+    reported; the position of the first result left."""
+    while start < count:
+        index, call_index, slot = results[start]
+        if index >= stop:
+            break
+        copy = dict(messages[index])
+        old = copy["tool_call_id"]
+        copy["tool_call_id"] = new_of[(call_index, slot)]
+        repaired[index] = copy
+        problems.append(result_problem(index, old, 0))
+        start += 1
+    return start
+
+
+def fresh_ids(seeds: list[str], profile: Profile, taken: set[str]) -> list[str]:
+    """``[fresh_id(seed, profile, taken, next_try) for seed in seeds]`` with one ``next_try``:
+    the same ids, the same ``taken`` after. The first try of a seed of a profile with a fixed
+    id length (Mistral's nine) is written here, its digits unrolled; any other case (no fixed
+    length, a digest too small for that length, a candidate taken) goes to ``fresh_id``.
+
+    A history bound for Mistral has every call id rewritten: this is the one hash a call, and
+    the function call and digit loop around it were as much again (issue 32)."""
+    length = profile.call_id_length
+    next_try: dict[str, int] = {}
+    if length is None or length not in _SPAN:
+        return [fresh_id(seed, profile, taken, next_try) for seed in seeds]
+    span, smallest = _SPAN[length], _SMALLEST[length]
+    pairs, alnum, sha256, from_bytes = _PAIRS, _ALNUM, hashlib.sha256, int.from_bytes
+    half, odd = length >> 1, length & 1
+    found: list[str] = []
+    for seed in seeds:
+        counter = next_try.get(seed, 0)
+        digest = from_bytes(sha256(f"{seed}#{counter}".encode()).digest()[:16], "big")
+        if digest >= smallest:
+            value = digest % span
+            if length == 9:
+                low, high = value % 14776336, value // 14776336
+                candidate = (
+                    pairs[low % 3844]
+                    + pairs[low // 3844]
+                    + pairs[high % 3844]
+                    + pairs[high // 3844 % 3844]
+                    + alnum[high // 14776336]
+                )
+            else:
+                digits = []
+                for _ in range(half):
+                    value, rest = divmod(value, 3844)
+                    digits.append(pairs[rest])
+                if odd:
+                    digits.append(alnum[value])
+                candidate = "".join(digits)
+            if candidate not in taken:
+                taken.add(candidate)
+                next_try[seed] = counter + 1
+                found.append(candidate)
+                continue
+        found.append(fresh_id(seed, profile, taken, next_try))
+    return found
 
 
 def _problem(

@@ -168,7 +168,7 @@ class Format:
         return None
 
     def quick_fixes(
-        self, messages: Sequence[Any], profile: Profile, /
+        self, messages: Sequence[Any], profile: Profile, /, *, opening: bool = True
     ) -> (
         tuple[list[tuple[int, str, str]], list[tuple[int, int, str]], list[tuple[int, int, int]]]
         | None
@@ -177,7 +177,9 @@ class Format:
         cross-family target wants on a history that passes its other rules: (tool message
         index, call id, function name) to name, (message index, slot, id) of calls whose id to
         rewrite, (tool message index, calling message index, slot) of their results. None
-        when it cannot tell (see :mod:`toolmend._quickmend`)."""
+        when it cannot tell (see :mod:`toolmend._quickmend`). ``opening=False``: ``messages``
+        is a range after the history's start, judged without the rules on a conversation's
+        opening."""
         return None
 
     def __repr__(self) -> str:

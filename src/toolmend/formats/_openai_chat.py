@@ -142,13 +142,16 @@ def quick_live(
     return len(live), calls
 
 
-def quick_fixes(messages: Sequence[Any], profile: Profile) -> Fixes | None:
+def quick_fixes(
+    messages: Sequence[Any], profile: Profile, /, *, opening: bool = True
+) -> Fixes | None:
     """The result names or call ids a cross-family profile wants, when nothing else is wrong
-    (see :func:`toolmend.formats._openai_cross.cross_fixes`); None otherwise."""
+    (see :func:`toolmend.formats._openai_cross.cross_fixes`; ``opening=False`` for a range
+    after the history's start); None otherwise."""
     params = _plain_params(profile) if messages else None
     if type(params) is not CrossRules:
         return None
-    return cross_fixes(messages, params, profile.call_id_length)
+    return cross_fixes(messages, params, profile.call_id_length, opening)
 
 
 def _live_run(messages: Sequence[Any], params: _PlainParams | CrossRules) -> list[Any] | None:

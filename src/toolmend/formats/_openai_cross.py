@@ -62,6 +62,7 @@ MODELLED = frozenset(
         "first_not_user",
         "call_turn_position",
         "result_name_mismatch",
+        "result_text_blank",  # an empty tool message bound for Bedrock: tool content level 2
     }
 )
 """The problem codes the pass models on OpenAI-shaped messages."""
@@ -88,6 +89,7 @@ BLOCK_ONLY = frozenset(
         "unknown_field",
         "thought_signature_missing",
         "roles_not_alternating",  # on messages only under ``Profile.alternation``
+        "text_blank",  # Bedrock's reader's; the OpenAI reader records ``blank_text`` instead
     }
 )
 """Codes only the block-layout rules report (:mod:`toolmend._block_rules`): a profile enabling
@@ -154,6 +156,10 @@ class CrossRules:
 def _content_level(kind: str, profile: Profile) -> int:
     if kind == USER and not BLANK_USER_TEXT.isdisjoint(profile.checks):
         return 3
+    if kind == TOOL and "result_text_blank" in profile.checks:
+        # Bedrock through a gateway: an empty tool message is a blank toolResult text
+        # (a null one is left to the full path: level 2 refuses both)
+        return 2
     if kind in profile.content_text_kinds:
         return 2
     return 1 if kind in profile.content_string_kinds else 0
@@ -423,12 +429,13 @@ Fixes = tuple[list[tuple[int, str, str]], list[tuple[int, int, str]], list[tuple
 call's function name), call ids outside the profile's pattern (assistant message index, slot,
 id), and the tool messages answering those calls (index, the calling message's index, slot)."""
 
-_RELAXED: dict[int, tuple[CrossRules, CrossRules]] = {}
-"""``id(rules)`` -> (the rules, the same without the result-name and id-pattern rules)."""
+_RELAXED: dict[int, tuple[CrossRules, CrossRules, CrossRules]] = {}
+"""``id(rules)`` -> (the rules, the same without the result-name and id-pattern rules, and
+those without the rules on a conversation's opening either)."""
 
 
 def cross_fixes(
-    messages: Sequence[Any], rules: CrossRules, id_length: int | None = None
+    messages: Sequence[Any], rules: CrossRules, id_length: int | None = None, opening: bool = True
 ) -> Fixes | None:
     """The only changes the full path would make to ``messages``, when the history passes
     every rule of ``rules`` except that tool messages lack their call's function name
@@ -436,19 +443,22 @@ def cross_fixes(
     both (the full path decides then). None when anything else is wrong, or nothing is.
     ``id_length`` is the profile's ``call_id_length``: an id in the pattern but of another
     length passes the rules, yet the full path's id rewrite would change it too (None then).
+    ``opening=False``: ``messages`` is a range of a history after its start, which the full
+    path judges without the rules on how a conversation opens (``Skeleton.whole`` is false).
 
     What a cross-family target changes on nearly every message of a valid history: the full
     path would read, judge and plan all of it to find the same edits (issue 32)."""
     entry = _RELAXED.get(id(rules))
     if entry is None or entry[0] is not rules:
         relaxed = replace(rules, names=False, id_match=None)
+        mid = replace(relaxed, first_user=False, no_leading_call=False, needs_message=False)
         if len(_RELAXED) >= 64:
             _RELAXED.clear()
-        entry = _RELAXED[id(rules)] = (rules, relaxed)
+        entry = _RELAXED[id(rules)] = (rules, relaxed, mid)
     if (not rules.names and rules.id_match is None) or (rules.names and rules.id_match):
         return None
     try:
-        if cross_valid(messages, entry[1]) is None:
+        if cross_valid(messages, entry[1] if opening else entry[2]) is None:
             return None
     except (KeyError, TypeError):
         return None
