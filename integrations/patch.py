@@ -104,7 +104,6 @@ Configuration (read by :func:`patch_from_env`, i.e. by ``toolmend-run``)
 from __future__ import annotations
 
 import dataclasses
-import functools
 import importlib
 import importlib.metadata
 import inspect
@@ -717,9 +716,9 @@ def _responses_profile(instance: Any, model: object) -> str:
     return _responses_named(chosen, name)
 
 
-@functools.lru_cache(maxsize=256)
 def _responses_named(provider: str, model: str | None) -> str:
-    """:func:`_responses_profile` once the provider is known (cached: one look-up a request).
+    """:func:`_responses_profile` once the provider is known (no cache of its own:
+    :func:`request_profile` caches what it derives, and a fault in it must reach this request).
     ``openai-responses`` (model-picked) for a provider with no Responses rules: a chat profile
     would refuse the input, and before any host was read every Responses row used it."""
     try:

@@ -201,6 +201,7 @@ from toolmend.integrations import adk, langgraph, openai_agents
 items = [
     {"role": "user", "content": "Weather in Paris?"},
     {"type": "function_call_output", "call_id": "call_gone", "output": "21 C"},
+    {"role": "user", "content": "And in Rome?"},  # (a newest orphan would be kept as text)
 ]
 data = CallModelData(ModelInputData(input=items, instructions=None), Agent("a"), None)
 seen["agents"] = len(openai_agents.call_model_input_filter(data).input)
@@ -247,6 +248,6 @@ def test_every_hook_repairs_with_a_toolmend_namespace_package_first_on_the_path(
     assert done.returncode == 0, done.stderr[-3000:]
     seen = json.loads(done.stdout.strip().splitlines()[-1])
     assert seen.pop("toolmend") == "None"  # the namespace package, without toolmend's names
-    assert seen.pop("agents") == 1 and seen.pop("adk") == 1, seen  # the orphans dropped
+    assert seen.pop("agents") == 2 and seen.pop("adk") == 1, seen  # the orphans dropped
     assert seen.pop("langgraph") > 0
     assert seen == {name: [None, [200]] for name in seen}, seen  # every hook: repaired, accepted

@@ -13,7 +13,7 @@ import logging
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, overload
 
 from ._edits import Plan
 from ._escape import log as _log_text
@@ -242,7 +242,11 @@ def repair(
         return Repair(original)  # the common case: one tight pass that builds nothing
     # a cross-family target's names or ids on every message, nothing else: one pass lists them
     quick = quick_mend(module, messages, profile)
-    damaged = None if quick is not None else _damage_or_named(module, messages, profile, chosen)
+    damaged = (
+        None
+        if quick is not None
+        else damage_in(module, messages, profile, chosen, True, named=True)
+    )
     if quick is None and damaged is None:
         return Repair(original)
     if chosen.mode is not Mode.REPAIR:
@@ -330,13 +334,35 @@ def find_damage(
     return list(damage_in(module, messages, profile, policy) or ())
 
 
+@overload
 def damage_in(
     module: Format,
     messages: Sequence[Any],
     profile: Profile,
     policy: Policy | None = None,
     vouched_against: bool = False,
-) -> Iterator[Damage] | None:
+    *,
+    named: Literal[False] = False,
+) -> Iterator[Damage] | None: ...
+@overload
+def damage_in(
+    module: Format,
+    messages: Sequence[Any],
+    profile: Profile,
+    policy: Policy | None = None,
+    vouched_against: bool = False,
+    *,
+    named: Literal[True],
+) -> Iterator[Damage | Named] | None: ...
+def damage_in(
+    module: Format,
+    messages: Sequence[Any],
+    profile: Profile,
+    policy: Policy | None = None,
+    vouched_against: bool = False,
+    *,
+    named: bool = False,
+) -> Iterator[Damage | Named] | None:
     """:func:`find_damage` one range at a time, for :func:`mend_damage`; None when ``messages``
     is valid.
 
@@ -346,22 +372,15 @@ def damage_in(
     full collections of the caller's whole heap would follow.
 
     ``vouched_against``: the caller has run ``Format.quick_valid`` already and it could not
-    vouch (so it is not run a second time)."""
-    damaged = _damage_in(module, messages, profile, policy, vouched_against)
-    first = next(damaged, None)
-    return None if first is None else itertools.chain((first,), damaged)
+    vouch (so it is not run a second time).
 
-
-def _damage_or_named(
-    module: Format, messages: Sequence[Any], profile: Profile, policy: Policy
-) -> Iterator[Damage | Named] | None:
-    """:func:`damage_in` for :func:`repair` (after ``quick_valid`` could not vouch), where a
-    range whose only fault is the result names the profile wants comes as :class:`Named`,
-    filled in one pass: bound for Gemini, every range of an OpenAI-shaped history lacks them,
-    and a damaged history's ranges read, judged and planned cost four to five times
-    ``json.dumps`` (issue 32). For :func:`mend_damage` with ``parts_before=0`` only: a
-    :class:`Named` range has no skeleton or plan."""
-    damaged = _damage_in(module, messages, profile, policy, True, profile.results_need_name)
+    ``named`` (:func:`repair`): a range whose only fault is the result names the profile wants
+    comes as :class:`Named`, filled in one pass: bound for Gemini, every range of an
+    OpenAI-shaped history lacks them, and a damaged history's ranges read, judged and planned
+    cost four to five times ``json.dumps`` (issue 32). For :func:`mend_damage` with
+    ``parts_before=0`` only: a :class:`Named` range has no skeleton or plan."""
+    quick = named and profile.results_need_name
+    damaged = _damage_in(module, messages, profile, policy, vouched_against, quick)
     first = next(damaged, None)
     return None if first is None else itertools.chain((first,), damaged)
 

@@ -17,8 +17,8 @@ from .profiles import Profile, compiled
 
 __all__ = ["fresh_id", "rename_functions", "rewrite_ids"]
 
-_ALNUM = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-_PAIRS = [low + high for high in _ALNUM for low in _ALNUM]
+ALNUM = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+PAIRS = [low + high for high in ALNUM for low in ALNUM]
 """Two base-62 digits, lowest first, for each value below 62 ** 2."""
 
 
@@ -33,19 +33,19 @@ def fresh_id(seed: str, profile: Profile, taken: set[str], next_try: dict[str, i
     pairs: list[str]
     counter = next_try.get(seed, 0)
     length = profile.call_id_length
-    smallest = _SMALLEST.get(length, 1 << 128) if length is not None else 1 << 128
+    smallest = SMALLEST.get(length, 1 << 128) if length is not None else 1 << 128
     while True:
         digest = int.from_bytes(hashlib.sha256(f"{seed}#{counter}".encode()).digest()[:16], "big")
         if digest >= smallest:
             # the lowest ``length`` digits are all the id keeps (Mistral's nine): only those
             assert length is not None
-            value = digest % _SPAN[length]
+            value = digest % SPAN[length]
             pairs = []
             for _ in range(length >> 1):
                 value, rest = divmod(value, 3844)
-                pairs.append(_PAIRS[rest])
+                pairs.append(PAIRS[rest])
             if length & 1:
-                pairs.append(_ALNUM[value])
+                pairs.append(ALNUM[value])
             candidate = "".join(pairs)
         else:
             # the digest in base 62, lowest digit first, two digits a step (128 bits are at
@@ -53,7 +53,7 @@ def fresh_id(seed: str, profile: Profile, taken: set[str], next_try: dict[str, i
             pairs = []
             while digest:
                 digest, rest = divmod(digest, 3844)
-                pairs.append(_PAIRS[rest])
+                pairs.append(PAIRS[rest])
             text = "".join(pairs)
             if text.endswith("0"):
                 text = text[:-1]
@@ -67,10 +67,10 @@ def fresh_id(seed: str, profile: Profile, taken: set[str], next_try: dict[str, i
 
 _fresh_id = fresh_id  # (the planner's name for it)
 
-_SMALLEST = {length: 62 ** (length - 1) for length in range(1, 22)}
+SMALLEST = {length: 62 ** (length - 1) for length in range(1, 22)}
 """Id length -> the smallest digest with at least that many base-62 digits: from there on, an
 id of that length is the digest's lowest digits (the start of its whole base-62 text)."""
-_SPAN = {length: 62**length for length in range(1, 22)}
+SPAN = {length: 62**length for length in range(1, 22)}
 
 
 def _acceptable(call_id: str | None, profile: Profile) -> bool:

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ._findings import Report
-from ._plan_ids import _ALNUM, _PAIRS, _SMALLEST, _SPAN, fresh_id
+from ._plan_ids import ALNUM, PAIRS, SMALLEST, SPAN, fresh_id
 from ._report import Change, Problem
 from .formats import Format
 from .profiles import Check, Profile
@@ -197,10 +197,10 @@ def fresh_ids(seeds: list[str], profile: Profile, taken: set[str]) -> list[str]:
     the function call and digit loop around it were as much again (issue 32)."""
     length = profile.call_id_length
     next_try: dict[str, int] = {}
-    if length is None or length not in _SPAN:
+    if length is None or length not in SPAN:
         return [fresh_id(seed, profile, taken, next_try) for seed in seeds]
-    span, smallest = _SPAN[length], _SMALLEST[length]
-    pairs, alnum, sha256, from_bytes = _PAIRS, _ALNUM, hashlib.sha256, int.from_bytes
+    span, smallest = SPAN[length], SMALLEST[length]
+    pairs, alnum, sha256, from_bytes = PAIRS, ALNUM, hashlib.sha256, int.from_bytes
     half, odd = length >> 1, length & 1
     found: list[str] = []
     for seed in seeds:
