@@ -16,19 +16,9 @@ from toolmend.formats import _bedrock as bedrock_format
 from toolmend.formats import detect
 from toolmend.profiles import get_profile
 
+from support.converse import assistant, text, user
+
 PROVIDER = "bedrock"
-
-
-def user(*blocks: Any) -> dict[str, Any]:
-    return {"role": "user", "content": list(blocks)}
-
-
-def assistant(*blocks: Any) -> dict[str, Any]:
-    return {"role": "assistant", "content": list(blocks)}
-
-
-def text(value: str) -> dict[str, Any]:
-    return {"text": value}
 
 
 def use(call_id: Any, name: str = "get_weather") -> dict[str, Any]:

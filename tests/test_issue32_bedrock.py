@@ -26,22 +26,11 @@ from toolmend.profiles import get_profile
 from toolmend.testing import StrictProviderServer
 
 from support import judges
+from support.converse import assistant, converse_client, text, user
 
 ALONE = "bedrock-tools-alone"
 LLAMA = "us.meta.llama3-1-70b-instruct-v1:0"
 CLAUDE = "anthropic.claude-3-5-sonnet-20240620-v1:0"
-
-
-def user(*blocks: Any) -> dict[str, Any]:
-    return {"role": "user", "content": list(blocks)}
-
-
-def assistant(*blocks: Any) -> dict[str, Any]:
-    return {"role": "assistant", "content": list(blocks)}
-
-
-def text(value: str) -> dict[str, Any]:
-    return {"text": value}
 
 
 def use(call_id: str) -> dict[str, Any]:
@@ -321,14 +310,7 @@ def server() -> Iterator[StrictProviderServer]:
 
 @pytest.fixture
 def client(server: StrictProviderServer) -> Any:
-    server.clear()
-    return boto3.client(
-        "bedrock-runtime",
-        region_name="us-east-1",
-        endpoint_url=server.base_url,
-        aws_access_key_id="AKIDTOOLMEND",
-        aws_secret_access_key="toolmend-secret",
-    )
+    return converse_client(server)
 
 
 def _refused(client: Any, model: str, messages: list[Any]) -> str:

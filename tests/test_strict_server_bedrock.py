@@ -18,6 +18,8 @@ import pytest
 
 from toolmend.testing import Reply, StrictProviderServer
 
+from support.converse import converse_client
+
 boto3 = pytest.importorskip("boto3")
 botocore_exceptions = pytest.importorskip("botocore.exceptions")
 
@@ -46,14 +48,7 @@ def server() -> Iterator[StrictProviderServer]:
 
 @pytest.fixture
 def client(server: StrictProviderServer) -> Any:
-    server.clear()
-    return boto3.client(
-        "bedrock-runtime",
-        region_name="us-east-1",
-        endpoint_url=server.base_url,
-        aws_access_key_id="AKIDTOOLMEND",
-        aws_secret_access_key="toolmend-secret",
-    )
+    return converse_client(server)
 
 
 def _valid() -> list[dict[str, Any]]:
