@@ -186,35 +186,30 @@ def hook_rows(quick: bool) -> list[dict[str, Any]]:
     return rows
 
 
-def adversarial_rows(quick: bool) -> dict[str, Any]:
-    """The adversarial shapes at n and 4n (bench_adversarial.py), in their own process."""
+def _script_rows(script: str, quick: bool) -> dict[str, Any]:
+    """What a benchmark script prints as its last line with ``--json``, run in its own process
+    (``{"error": ...}`` when it fails)."""
     done = subprocess.run(
-        [sys.executable, str(HERE / "bench_adversarial.py"), "--json",
-         *(["--quick"] if quick else [])],
+        [sys.executable, str(HERE / script), "--json", *(["--quick"] if quick else [])],
         capture_output=True,
         text=True,
         check=False,
-    )  # fmt: skip
+    )
     if done.returncode != 0:
         return {"error": done.stderr.strip().splitlines()[-1:]}
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
+
+
+def adversarial_rows(quick: bool) -> dict[str, Any]:
+    """The adversarial shapes at n and 4n (bench_adversarial.py), in their own process."""
+    return _script_rows("bench_adversarial.py", quick)
 
 
 def cross_family_rows(quick: bool) -> dict[str, Any]:
     """OpenAI-shaped histories repaired for every family (bench_cross_family.py), in their own
     process (it imports LiteLLM's hook module)."""
-    done = subprocess.run(
-        [sys.executable, str(HERE / "bench_cross_family.py"), "--json",
-         *(["--quick"] if quick else [])],
-        capture_output=True,
-        text=True,
-        check=False,
-    )  # fmt: skip
-    if done.returncode != 0:
-        return {"error": done.stderr.strip().splitlines()[-1:]}
-    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return result
+    return _script_rows("bench_cross_family.py", quick)
 
 
 def print_cross_family(result: dict[str, Any]) -> bool:

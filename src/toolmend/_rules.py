@@ -66,7 +66,7 @@ from ._block_rules import (
 )
 from ._findings import Report
 from ._report import InvalidHistoryError, Problem, shown_name
-from ._skeleton import ASSISTANT, BLOCKS, OTHER, SYSTEM, TOOL, USER, Skeleton
+from ._skeleton import ASSISTANT, BLOCKS, OTHER, SYSTEM, TOOL, USER, Result, Skeleton
 from .formats import get
 from .profiles import PROFILES, Profile, compiled
 
@@ -258,21 +258,44 @@ def _pair_latest(skeleton: Skeleton, report: Report) -> None:
             expected = {call.id for call in found if call.id is not None} if found else set()
             answered = {}
         elif kind == TOOL:
-            for result in results.get(index, ()):
-                if result.id is None:
-                    continue
-                if owner < 0:
-                    report.add(
-                        "orphan_result",
-                        index,
-                        "tool result without a calling message",
-                        id=result.id,
-                        ids=(result.id,),
-                    )
-                else:
-                    _answer(report, index, result.id, expected, answered)
+            _block_results(
+                report,
+                results.get(index, ()),
+                index,
+                owner,
+                expected,
+                answered,
+                "tool result without a calling message",
+            )
     if owner >= 0 and len(answered) != len(expected):
         _missing(report, owner, expected, answered)
+
+
+def _block_results(
+    report: Report,
+    found: tuple[Result, ...],
+    index: int,
+    owner: int,
+    expected: set[str],
+    answered: dict[str, int],
+    orphan: str,
+) -> None:
+    """The results of a tool message (or output item) in a block that must follow its calls:
+    each answers one of ``expected``, or is an orphan (described as ``orphan``) when no calling
+    message opened the block (``owner`` < 0)."""
+    for result in found:
+        if result.id is None:
+            continue
+        if owner < 0:
+            report.add(
+                "orphan_result",
+                index,
+                orphan,
+                id=result.id,
+                ids=(result.id,),
+            )
+        else:
+            _answer(report, index, result.id, expected, answered)
 
 
 def _pair_batched(skeleton: Skeleton, report: Report) -> None:
@@ -287,19 +310,15 @@ def _pair_batched(skeleton: Skeleton, report: Report) -> None:
     for index, kind in enumerate(skeleton.kinds):
         if kind == TOOL:
             in_run = False
-            for result in results.get(index, ()):
-                if result.id is None:
-                    continue
-                if owner < 0:
-                    report.add(
-                        "orphan_result",
-                        index,
-                        "output without its call's run right before it",
-                        id=result.id,
-                        ids=(result.id,),
-                    )
-                else:
-                    _answer(report, index, result.id, expected, answered)
+            _block_results(
+                report,
+                results.get(index, ()),
+                index,
+                owner,
+                expected,
+                answered,
+                "output without its call's run right before it",
+            )
             continue
         found = calls.get(index) if kind == ASSISTANT else None
         if found and in_run:
