@@ -34,6 +34,7 @@ from toolmend.integrations.hooks import HookOptions, mend
 from toolmend.profiles import PROFILES, get_profile
 
 from support.agent_runs import agent_runs
+from support import judges
 from support.cases import assistant, calls, result, user
 from support.faults import patch_everywhere
 from support.histories import damaged_conversations, valid_conversations
@@ -342,6 +343,8 @@ def _cross_family_histories(draw: st.DrawFn) -> list[Any]:
                 del history[position]
             else:
                 history.insert(position, history[position - 1])
+    if draw(st.integers(0, 5)) == 0:  # (toolmend does not move a prefix mark to the end)
+        history.append(assistant("the answer is", prefix=True))
     return history
 
 
@@ -373,6 +376,80 @@ def test_the_one_pass_repair_agrees_with_the_full_path(history: list[Any], provi
     assert list(repaired.problems) == problems
     if repaired.changes:
         assert repaired.problems_left == ()
+
+
+_MISTRAL_DAMAGE = (
+    "user",
+    "system",
+    "text",
+    "call",
+    "orphan",
+    "delete",
+    "repeat",
+    "end-text",
+    "end-system",
+)
+
+
+@st.composite
+def _mistral_damaged(draw: st.DrawFn) -> list[Any]:
+    """Histories of several turns (ids of every style: OpenAI's ``call_...``, ``call_0``
+    reused every round, Mistral's own nine) with damage anywhere, of the kinds Mistral's rules
+    between messages and on the last one react to: a user or system message after results or
+    assistant text, assistant text or a call where it breaks the order, an orphan result, a
+    message lost or repeated, a request ending on assistant text, on a system message or on a
+    prefix. Most such histories are cut into ranges by the range scan."""
+    history = copy.deepcopy(draw(valid_conversations(id_style="any", max_rounds=8)))
+    for _ in range(draw(st.integers(1, 3))):
+        damage = draw(st.sampled_from(_MISTRAL_DAMAGE))
+        position = draw(st.integers(1, len(history)))
+        if damage == "user":
+            history.insert(position, user("are you still there?"))
+        elif damage == "system":
+            history.insert(position, {"role": "system", "content": "be brief"})
+        elif damage == "text":
+            history.insert(position, assistant("thinking aloud"))
+        elif damage == "end-text":
+            history.append(assistant("the answer is"))
+        elif damage == "end-system":
+            history.append({"role": "system", "content": "answer now"})
+        elif damage == "call":
+            call_id = draw(st.sampled_from(["call_0", "call_new", "abcdefghi"]))
+            history.insert(position, calls(call_id))
+        elif damage == "orphan":
+            ids = [m["tool_call_id"] for m in history if m["role"] == "tool"] or ["call_0"]
+            history.insert(position, result(draw(st.sampled_from(ids))))
+        elif position < len(history):
+            if damage == "delete":
+                del history[position]
+            else:
+                history.insert(position, history[position - 1])
+    if draw(st.integers(0, 5)) == 0:  # (toolmend does not move a prefix mark to the end)
+        history.append(assistant("the answer is", prefix=True))
+    return history
+
+
+@settings(max_examples=300, deadline=None)
+@given(history=st.one_of(_mistral_damaged(), _cross_family_histories()))
+def test_mistral_ranges_agree_with_the_full_path(history: list[Any]) -> None:
+    """Bound for Mistral, a damaged history is cut into ranges (its rules between any two
+    messages and on the last one allow a range to start at a user message right after sound
+    assistant text) and its call ids are rewritten request-wide, between and in the ranges:
+    ``toolmend.repair`` gives what the whole history read, judged and planned gives (the same
+    messages, changes and problems, in the same order), ``toolmend.check`` what the whole
+    history's judge finds, and mistral-common's validator takes the repair."""
+    before = _snapshot(history)
+    repaired = toolmend.repair(history, provider="mistral")
+    full, changes, problems = _full_path(history, "mistral")
+    assert _snapshot(history) == before
+    assert repaired.messages == full
+    assert (repaired.messages is history) == (full is history)
+    assert list(repaired.changes) == changes
+    assert list(repaired.problems) == problems
+    assert toolmend.check(history, provider="mistral") == problems
+    if repaired.changes and not any(p.code == "empty_history" for p in problems):
+        assert repaired.problems_left == ()
+        assert judges.mistral_error(list(repaired.messages), checks_ids=True) is None
 
 
 @settings(max_examples=150, deadline=None)

@@ -32,7 +32,8 @@ from ._report import (
 )
 from ._routing import derived_profile
 from ._rules import judge
-from ._skeleton import Skeleton
+from ._skeleton import RequestIds, Skeleton
+from ._stretch_ids import Stretch, rewrite_stretch, stretch_problems
 from .formats import Format, detect, get
 from .profiles import Profile, get_profile
 
@@ -197,8 +198,8 @@ def check(
     profile = profile_for(provider, module, model)
     messages = sequence_of(module, messages)
     problems: list[Problem] = []
-    for low, high in _ranges(module, messages, profile):
-        problems.extend(judge(_read_range(module, messages, low, high), profile))
+    for damage in _damage_in(module, messages, profile, None, False):
+        problems.extend(damage.problems)
     return problems
 
 
@@ -329,7 +330,7 @@ class Mended:
 
 def find_damage(
     module: Format, messages: Sequence[Any], profile: Profile, policy: Policy | None = None
-) -> list[Damage]:
+) -> list[Damage | Stretch]:
     """The damaged ranges of ``messages`` under ``profile`` (none when it is valid)."""
     return list(damage_in(module, messages, profile, policy) or ())
 
@@ -343,7 +344,7 @@ def damage_in(
     vouched_against: bool = False,
     *,
     named: Literal[False] = False,
-) -> Iterator[Damage] | None: ...
+) -> Iterator[Damage | Stretch] | None: ...
 @overload
 def damage_in(
     module: Format,
@@ -353,7 +354,7 @@ def damage_in(
     vouched_against: bool = False,
     *,
     named: Literal[True],
-) -> Iterator[Damage | Named] | None: ...
+) -> Iterator[Damage | Named | Stretch] | None: ...
 def damage_in(
     module: Format,
     messages: Sequence[Any],
@@ -362,7 +363,7 @@ def damage_in(
     vouched_against: bool = False,
     *,
     named: bool = False,
-) -> Iterator[Damage | Named] | None:
+) -> Iterator[Damage | Named | Stretch] | None:
     """:func:`find_damage` one range at a time, for :func:`mend_damage`; None when ``messages``
     is valid.
 
@@ -380,7 +381,9 @@ def damage_in(
     cost four to five times ``json.dumps`` (issue 32). For :func:`mend_damage` with
     ``parts_before=0`` only: a :class:`Named` range has no skeleton or plan."""
     quick = named and profile.results_need_name
-    damaged = _damage_in(module, messages, profile, policy, vouched_against, quick)
+    damaged: Iterator[Damage | Named | Stretch] = _damage_in(
+        module, messages, profile, policy, vouched_against, quick
+    )
     first = next(damaged, None)
     return None if first is None else itertools.chain((first,), damaged)
 
@@ -393,7 +396,13 @@ def _damage_in(
     vouched_against: bool,
     quick: bool = False,
 ) -> Iterator[Any]:
-    for low, high in _ranges(module, messages, profile, policy, vouched_against):
+    ranges = _ranges(module, messages, profile, policy, vouched_against)
+    if ranges != [(0, len(messages))]:
+        request = module.request_id_fixes(messages, profile, ranges)
+        if request is not None:  # ids rewritten request-wide (Mistral)
+            yield from _with_stretches(module, messages, profile, ranges, *request)
+            return
+    for low, high in ranges:
         if quick:
             part = messages[low:high]
             named = quick_names(module, part, profile, low)
@@ -407,12 +416,41 @@ def _damage_in(
             yield Damage(low, high, skeleton, found)
 
 
+def _with_stretches(
+    module: Format,
+    messages: Sequence[Any],
+    profile: Profile,
+    ranges: list[tuple[int, int]],
+    taken: set[str],
+    stretches: list[tuple[int, int, list[tuple[int, int, str]], list[tuple[int, int, int]]]],
+) -> Iterator[Damage | Stretch]:
+    """:func:`_damage_in` for a profile whose call ids are rewritten request-wide (Mistral):
+    the damaged ranges, each skeleton holding the request's id rewrite, and the sound
+    stretches between them whose ids need rewriting, in history order (the order the whole
+    history's planner makes the ids in)."""
+    request = RequestIds(taken)
+    position = 0
+    for low, high in [*ranges, (len(messages), len(messages))]:
+        while position < len(stretches) and stretches[position][0] < low:
+            first, last, calls, results = stretches[position]
+            problems = stretch_problems(profile, calls, results)
+            yield Stretch(first, last, calls, results, problems, request)
+            position += 1
+        if low == high:
+            continue
+        skeleton = _read_range(module, messages, low, high)
+        skeleton.ids = request
+        found = judge(skeleton, profile)
+        if found:
+            yield Damage(low, high, skeleton, found)
+
+
 def mend_damage(
     module: Format,
     messages: Sequence[Any],
     profile: Profile,
     policy: Policy,
-    damaged: Iterable[Damage | Named],
+    damaged: Iterable[Damage | Named | Stretch],
     *,
     parts_before: int | None = None,
 ) -> Mended:
@@ -427,6 +465,16 @@ def mend_damage(
     dropped: list[set[str]] = []  # per range: the ids of the results it dropped
     called: list[set[str | None]] = []  # per range: the ids of its calls
     for damage in damaged:
+        if type(damage) is Stretch:  # sound but for its call ids: rewritten in one pass
+            repaired.extend(messages[position : damage.low])
+            part, made = rewrite_stretch(messages, profile, damage)
+            repaired.extend(part)
+            changes.extend(made)
+            dropped.append(set())
+            called.append({call_id for _, _, call_id in damage.calls})
+            problems.extend(damage.problems)
+            position = damage.high
+            continue
         if type(damage) is Named:  # mended already, in one pass: copied in like a repair
             repaired.extend(messages[position : damage.low])
             repaired.extend(damage.messages)

@@ -90,11 +90,15 @@ def rewrite_ids(state: PlanState) -> None:
     a model reused an answered call's id in a later turn), so that the placeholder does not
     make a second result under one id. The call with the real result keeps its id."""
     skeleton, profile, plan = state.skeleton, state.profile, state.plan
-    taken = {call.id for found in skeleton.calls.values() for call in found if call.id}
+    request = skeleton.ids  # a range: the ids of the whole request, rewritten in order
+    if request is None:
+        taken = {call.id for found in skeleton.calls.values() for call in found if call.id}
+        next_try: dict[str, int] = {}
+    else:
+        taken, next_try = request.taken, request.next_try
     request_wide = profile.call_id_scope == "request"
     shared = _placeheld_shared(state)
     seen: set[str] = set()
-    next_try: dict[str, int] = {}
     for index in sorted(skeleton.calls):
         found = skeleton.calls[index]
         if not request_wide:

@@ -468,7 +468,9 @@ def mark_prefix(state: PlanState) -> None:
     last_kinds = state.profile.last_kinds
     assert last_kinds is not None
     items = state.plan.items
-    if not items or not state.skeleton.whole:
+    # a range of a damaged history is planned as the whole history plans it: only the range
+    # that ends the history holds its last message (it starts with a user message, kept)
+    if not items or not state.skeleton.ends:
         return
     last = items[-1]
     kind = _kind(state, last)

@@ -113,7 +113,7 @@ def judge(skeleton: Skeleton, profile: Profile) -> list[Problem]:
         _check_reasoning(skeleton, report)
     if profile.role_successors is not None and not blocks:
         _check_role_order(skeleton, profile, report)
-    if profile.last_kinds is not None:
+    if profile.last_kinds is not None and skeleton.ends:  # (a range before the end: not last)
         _check_last_role(skeleton, profile, report)
     if profile.alternation is not None:
         _check_alternation(skeleton, profile.alternation, report)

@@ -28,6 +28,7 @@ __all__ = [
     "Call",
     "Defect",
     "Result",
+    "RequestIds",
     "Skeleton",
     "block_kind",
 ]
@@ -84,6 +85,24 @@ class Defect(NamedTuple):
 
 
 @dataclass(slots=True, eq=False)
+class RequestIds:
+    """The call id rewrite of a whole request, shared by the ranges of it that are repaired
+    one by one (a Mistral history: every id outside the provider's form is rewritten, in
+    the damaged ranges by the planner, elsewhere in one pass).
+
+    A new id depends on the ids the request already holds (a candidate taken is skipped) and
+    on how many calls before it had the same seed (a reused id, ``call_0`` in every round,
+    gets ``call_0#0``, ``call_0#1``, ...): the planner of a range alone would see neither,
+    and give two ranges' calls one id. With these, filled in history order, every call gets
+    the id the whole history's planner gives it."""
+
+    taken: set[str]
+    """Every call id of the request as sent, and each new id made so far."""
+    next_try: dict[str, int] = field(default_factory=dict)
+    """Seed -> the counter after the last id made from it (see ``toolmend._plan_ids.fresh_id``)."""
+
+
+@dataclass(slots=True, eq=False)
 class Skeleton:
     """What the rules and the repair planner know about a history.
 
@@ -132,7 +151,11 @@ class Skeleton:
     live frontier, never returning an empty request) are made only on a whole skeleton."""
     ends: bool = True
     """Whether the skeleton reaches the history's end (a whole one, or the last damaged range):
-    the newest input is at its end (see ``toolmend._planstate.newest_results``)."""
+    the newest input is at its end (see ``toolmend._planstate.newest_results``). Rules on the
+    last message (Mistral's ``last_role``) judge only a skeleton that ends the history."""
+    ids: RequestIds | None = None
+    """A range of a history whose call ids are rewritten request-wide: the rewrite it shares
+    with the rest of the history (None: the skeleton's own ids are all the planner sees)."""
 
     def __len__(self) -> int:
         return len(self.kinds)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from .. import _jsontext as jsontext
@@ -46,6 +47,7 @@ __all__ = [
     "quick_live",
     "quick_valid",
     "read",
+    "request_id_fixes",
     "result_text",
 ]
 
@@ -355,6 +357,11 @@ def _scan(
         cross is not None and (cross.first_user or cross.after_tool is not None)
     )
     after_tool = cross.after_tool if cross is not None else None
+    # role order between any two messages (Mistral): see _ordered_rules
+    successors = cross.successors if cross is not None else None
+    after_text = after_tool is not None or successors is not None
+    previous: str | None = None  # the kind of the message before (``successors`` only)
+    order_bad = False  # whether the message's role may not follow the one before
     follows_tool = False  # whether the message before was a tool message
     follows_text = False  # whether it was assistant text without calls, sound
     turn_names: dict[Any, Any] = {}  # the turn's call id -> function name (``cross.names``)
@@ -383,6 +390,10 @@ def _scan(
         if type(message) is not dict:
             return None
         role = message.get("role")
+        if successors is not None:
+            order_bad, previous = _order_bad(previous, role, successors)
+            if order_bad:
+                dirty = True  # (no range starts at this message: it is the current range's)
         if role == "tool":
             call_id = message.get("tool_call_id")
             repeat = False
@@ -442,9 +453,10 @@ def _scan(
             # run of results with any system messages after it (the newest input)
             and role != "system"
             and role != "developer"
-            # after tool messages only some roles may come (Bedrock): a range starts after
-            # sound assistant text only, which no repair of the range before takes away
-            and (after_tool is None or follows_text)
+            # after tool messages only some roles may come (Bedrock), or the role order is
+            # a rule between any two messages (Mistral): a range starts after sound assistant
+            # text only, which no repair of the range before takes away
+            and (not after_text or (follows_text and not order_bad))
         ):
             if dirty:
                 spans.append((starts[-1], index))
@@ -506,7 +518,7 @@ def _scan(
                     ok = ok and _level_ok(message.get("content"), level)
             else:
                 ok = False
-        follows_text = ok and role == "assistant" and pending is None
+        follows_text = ok and not order_bad and role == "assistant" and pending is None
         if not ok:
             if first_only:
                 return None
@@ -517,6 +529,8 @@ def _scan(
         dirty = True
         if not first_only:
             unanswered.extend((starts[-1], call_id) for call_id in pending or ())
+    if cross is not None and cross.last_roles is not None:
+        dirty = dirty or messages[-1].get("role") not in cross.last_roles  # (a prefix too)
     if dirty:
         spans.append((starts[-1], len(messages)))
     if unanswered:
@@ -545,20 +559,167 @@ def _reused(called: list[str], unanswered: list[tuple[int, str]]) -> list[tuple[
 
 def _range_rules(messages: Sequence[Any], profile: Profile) -> CrossRules | None:
     """The rules of a cross-family profile whose damaged ranges :func:`_scan` can tell; None
-    when only the whole history can: rules between any two messages (Mistral's role order), on
-    the last message, or on the opening (a history that breaks it is judged whole: a range is
-    not the whole conversation). Ids unique in the whole request (Anthropic) are kept so by
-    :func:`_scan`, which judges the ranges calling one id as one."""
+    when only the whole history can: the opening (a history that breaks it is judged whole: a
+    range is not the whole conversation). Ids unique in the whole request (Anthropic) are kept
+    so by :func:`_scan`, which judges the ranges calling one id as one; the role order and the
+    last message's role (Mistral) see :func:`_ordered_rules`."""
     rules = _plain_params(profile)
     if (
         type(rules) is not CrossRules
-        or rules.successors is not None
-        or rules.last_roles is not None
         or not opening_ok(messages, rules)
         or not _opens_with_user(messages)
     ):
         return None
+    if rules.successors is not None or rules.last_roles is not None:
+        return _ordered_rules(rules, profile)
     return rules
+
+
+_ORDERED: dict[int, tuple[CrossRules, CrossRules | None]] = {}
+"""``id(rules)`` -> (the rules, :func:`_ordered_rules`' answer for them)."""
+
+
+def _ordered_rules(rules: CrossRules, profile: Profile) -> CrossRules | None:
+    """The range rules of a profile with rules between any two messages (Mistral's role order)
+    or on the last message: :func:`_scan` checks the role order of every two messages and the
+    last role, and starts a range only at a user message right after sound assistant text
+    (it must be allowed there), which no repair of the range before moves, merges or follows
+    with anything; the judge applies the last-message rule to the range that ends the history
+    only (``Skeleton.ends``), as in the whole history.
+
+    Call ids outside the profile's form, when it has one of a fixed length (Mistral's nine
+    alphanumerics: every ``call_...`` id), are not damage: the id rewrite takes ids from the
+    whole request, so :func:`toolmend._api.damage_in` rewrites them in history order, in the
+    sound parts in one pass (:func:`request_id_fixes`) and in the damaged ranges through their
+    planner, sharing one ``Skeleton.ids``. None when the profile's ids are refused otherwise,
+    or its role order does not let a user message follow assistant text."""
+    entry = _ORDERED.get(id(rules))
+    if entry is not None and entry[0] is rules:
+        return entry[1]
+    ordered: CrossRules | None = rules
+    successors = rules.successors
+    if successors is not None and USER not in successors.get(ASSISTANT, (USER,)):
+        ordered = None
+    elif rules.id_match is not None:
+        ordered = replace(rules, id_match=None) if _ids_rewritten(profile) else None
+    if len(_ORDERED) >= 64:
+        _ORDERED.clear()
+    _ORDERED[id(rules)] = (rules, ordered)
+    return ordered
+
+
+def _ids_rewritten(profile: Profile) -> bool:
+    """Whether every call id outside the profile's form is rewritten, request-wide, and
+    nothing else about ids is refused: a pattern with a fixed length (Mistral), ids unique per
+    message."""
+    return (
+        profile.call_id_pattern is not None
+        and profile.call_id_length is not None
+        and profile.call_id_scope == "message"
+    )
+
+
+IdStretch = tuple[int, int, list[tuple[int, int, str]], list[tuple[int, int, int]]]
+"""A sound stretch ``[low, high)`` between damaged ranges, its calls whose id is outside the
+profile's form (message index, slot, id) and the tool messages answering them (index, the
+calling message's index, slot), indexes the history's."""
+
+
+def request_id_fixes(
+    messages: Sequence[Any], profile: Profile, spans: list[tuple[int, int]]
+) -> tuple[set[str], list[IdStretch]] | None:
+    """For a history whose damaged ranges are ``spans`` (from :func:`dirty_spans`) under a
+    profile whose call ids the range scan leaves to a request-wide rewrite (Mistral, see
+    :func:`_ordered_rules`): every call id of the history as the reader reads it (the ids a new
+    id must not take), and the sound stretches outside ``spans`` with calls to rewrite. None
+    when the profile's ranges hold every fault (nothing is rewritten outside them).
+
+    One walk: the stretches are sound (plain dicts, each call's results right after it, as the
+    scan checked), the ranges may hold anything the reader reads."""
+    rules = _plain_params(profile)
+    if type(rules) is not CrossRules or rules.id_match is None:
+        return None
+    if rules.successors is None and rules.last_roles is None:
+        return None
+    ordered = _ordered_rules(rules, profile)
+    if ordered is None or ordered.id_match is not None:
+        return None
+    id_match = rules.id_match
+    taken: set[str] = set()
+    stretches: list[IdStretch] = []
+    low = 0
+    for start, stop in [*spans, (len(messages), len(messages))]:
+        if low < start:
+            found = _stretch_fixes(messages, low, start, id_match, taken)
+            if found[0]:
+                stretches.append((low, start, *found))
+        for message in messages[start:stop]:
+            _add_call_ids(message, taken)
+        low = stop
+    return taken, stretches
+
+
+def _stretch_fixes(
+    messages: Sequence[Any],
+    low: int,
+    high: int,
+    id_match: Callable[[str], Any],
+    taken: set[str],
+) -> tuple[list[tuple[int, int, str]], list[tuple[int, int, int]]]:
+    """The calls of the sound ``messages[low:high]`` whose id ``id_match`` refuses, and the
+    tool messages answering them; each call id added to ``taken``."""
+    calls: list[tuple[int, int, str]] = []
+    results: list[tuple[int, int, int]] = []
+    refused: dict[str, tuple[int, int]] = {}  # the turn's refused ids -> (index, slot)
+    for index in range(low, high):
+        message = messages[index]
+        role = message["role"]
+        if role == "tool":
+            if refused:
+                ref = refused.get(message["tool_call_id"])
+                if ref is not None:
+                    results.append((index, *ref))
+        elif role == "assistant":
+            tool_calls = message.get("tool_calls")
+            if tool_calls:
+                refused = {}
+                for slot, call in enumerate(tool_calls):
+                    call_id = call["id"]
+                    taken.add(call_id)
+                    if id_match(call_id) is None:
+                        refused[call_id] = (index, slot)
+                        calls.append((index, slot, call_id))
+    return calls, results
+
+
+def _add_call_ids(message: Any, taken: set[str]) -> None:
+    """The ids of a damaged range's message's calls, as :func:`read` reads them (a call the
+    reader refuses makes the range's read raise)."""
+    if type(message) is not dict or message.get("role") != "assistant":
+        return
+    tool_calls = message.get("tool_calls")
+    if not isinstance(tool_calls, (list, tuple)):
+        return
+    for call in tool_calls:
+        if isinstance(call, Mapping):
+            call_id = call.get("id")
+        else:
+            call_id = getattr(call, "id", None)
+        if type(call_id) is str and call_id:
+            taken.add(call_id)
+
+
+def _order_bad(
+    previous: str | None, role: Any, successors: Mapping[str, frozenset[str]]
+) -> tuple[bool, str | None]:
+    """Whether ``role`` may not follow a message of kind ``previous`` under ``successors``, and
+    the kind of ``role`` (None for a role the rules do not know: the message is damaged anyway,
+    and the judge checks no order after it)."""
+    kind = _KINDS.get(role) if type(role) is str else None
+    if previous is None:
+        return False, kind
+    allowed = successors.get(previous)
+    return kind is None or (allowed is not None and kind not in allowed), kind
 
 
 def _opens_with_user(messages: Sequence[Any]) -> bool:
@@ -1173,6 +1334,7 @@ class OpenAIChat(Format):
     quick_live = staticmethod(quick_live)
     quick_fixes = staticmethod(quick_fixes)
     dirty_spans = staticmethod(dirty_spans)
+    request_id_fixes = staticmethod(request_id_fixes)
 
     def keeps_apart(self, role: Any) -> bool:
         """Tool (and legacy function) messages each answer one call id."""
