@@ -33,8 +33,8 @@ from toolmend.formats import _openai_chat as openai_chat
 from toolmend.integrations.hooks import HookOptions, mend
 from toolmend.profiles import PROFILES, get_profile
 
-from support.agent_runs import agent_runs
 from support import judges
+from support.agent_runs import agent_runs
 from support.cases import assistant, calls, result, user
 from support.faults import patch_everywhere
 from support.histories import damaged_conversations, valid_conversations

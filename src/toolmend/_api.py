@@ -467,8 +467,8 @@ def mend_damage(
     for damage in damaged:
         if type(damage) is Stretch:  # sound but for its call ids: rewritten in one pass
             repaired.extend(messages[position : damage.low])
-            part, made = rewrite_stretch(messages, profile, damage)
-            repaired.extend(part)
+            rewritten, made = rewrite_stretch(messages, profile, damage)
+            repaired.extend(rewritten)
             changes.extend(made)
             dropped.append(set())
             called.append({call_id for _, _, call_id in damage.calls})

@@ -701,10 +701,7 @@ def _add_call_ids(message: Any, taken: set[str]) -> None:
     if not isinstance(tool_calls, (list, tuple)):
         return
     for call in tool_calls:
-        if isinstance(call, Mapping):
-            call_id = call.get("id")
-        else:
-            call_id = getattr(call, "id", None)
+        call_id = call.get("id") if isinstance(call, Mapping) else getattr(call, "id", None)
         if type(call_id) is str and call_id:
             taken.add(call_id)
 
