@@ -163,6 +163,7 @@ def _read_range(module: Format, messages: Sequence[Any], low: int, high: int) ->
     skeleton.base = low
     skeleton.whole = False
     skeleton.ends = high == len(messages)
+    skeleton.starts = low == 0
     return skeleton
 
 

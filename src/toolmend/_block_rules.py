@@ -556,8 +556,9 @@ def check_prefill(skeleton: Skeleton, report: Report) -> None:
 
 
 def check_cross_target(skeleton: Skeleton, profile: Profile, report: Report) -> None:
-    """An OpenAI-shaped history bound for Gemini or Bedrock through a gateway."""
-    if profile.first_user:
+    """An OpenAI-shaped history bound for Gemini or Bedrock through a gateway (or Mistral: a
+    range after the history's start is not judged by how the conversation opens)."""
+    if profile.first_user and skeleton.starts:
         _check_first_user(skeleton, report)
     if profile.results_need_name:
         _check_result_names(skeleton, report)

@@ -111,7 +111,7 @@ def plan_messages(state: PlanState, problem_codes: set[str]) -> None:
         mark_prefix(state)
     if profile.results_need_name:
         name_results(state)
-    if profile.first_user and profile.alternation is None:
+    if profile.first_user and profile.alternation is None and skeleton.starts:
         lead_with_user(state)
     if "prefill_unsupported" in profile.checks:
         end_with_user(state)

@@ -97,6 +97,9 @@ def judge(skeleton: Skeleton, profile: Profile) -> list[Problem]:
         _check_calls(skeleton, profile, report)
         if profile.single_call and not blocks:
             _check_single_call(skeleton, report)
+    if skeleton.results and profile.call_id_pattern is not None:
+        # whether or not the history makes calls: a range of it may make none
+        _check_result_id_format(skeleton, profile, report)
     if skeleton.defects:
         _check_defects(skeleton, profile, report)
         if not blocks and report.wants("text_whitespace"):
@@ -477,6 +480,11 @@ def _check_calls(skeleton: Skeleton, profile: Profile, report: Report) -> None:
                     slot=call.slot,
                     ids=(call_id,),
                 )
+
+
+def _check_result_id_format(skeleton: Skeleton, profile: Profile, report: Report) -> None:
+    """The ids results carry, in the provider's form (as their calls' must be)."""
+    id_pattern = compiled(profile.call_id_pattern)
     if id_pattern is not None:
         code = "result_id_format" if report.wants("result_id_format") else "call_id_format"
         for index, carried in skeleton.results.items():

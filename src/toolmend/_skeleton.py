@@ -153,6 +153,10 @@ class Skeleton:
     """Whether the skeleton reaches the history's end (a whole one, or the last damaged range):
     the newest input is at its end (see ``toolmend._planstate.newest_results``). Rules on the
     last message (Mistral's ``last_role``) judge only a skeleton that ends the history."""
+    starts: bool = True
+    """Whether the skeleton begins at the history's start (a whole one, or the first damaged
+    range): rules on how a conversation opens (the first message after the system prompt comes
+    from the user) judge and repair only a skeleton that starts it."""
     ids: RequestIds | None = None
     """A range of a history whose call ids are rewritten request-wide: the rewrite it shares
     with the rest of the history (None: the skeleton's own ids are all the planner sees)."""

@@ -353,13 +353,15 @@ def _scan(
     reasoning_rule = profile.reasoning_in_tool_turns
     # ranges start at user messages only where a rule is per turn, or where a range must open
     # as a conversation does (Bedrock: with the user); elsewhere at any clean point
+    # role order between any two messages (Mistral): see _ordered_rules and _ordered_start
+    successors = cross.successors if cross is not None else None
     user_starts = reasoning_rule or (
-        cross is not None and (cross.first_user or cross.after_tool is not None)
+        cross is not None
+        and successors is None
+        and (cross.first_user or cross.after_tool is not None)
     )
     after_tool = cross.after_tool if cross is not None else None
-    # role order between any two messages (Mistral): see _ordered_rules
-    successors = cross.successors if cross is not None else None
-    after_text = after_tool is not None or successors is not None
+    anywhere = successors is not None and all(ASSISTANT in kinds for kinds in successors.values())
     previous: str | None = None  # the kind of the message before (``successors`` only)
     order_bad = False  # whether the message's role may not follow the one before
     follows_tool = False  # whether the message before was a tool message
@@ -453,10 +455,10 @@ def _scan(
             # run of results with any system messages after it (the newest input)
             and role != "system"
             and role != "developer"
-            # after tool messages only some roles may come (Bedrock), or the role order is
-            # a rule between any two messages (Mistral): a range starts after sound assistant
-            # text only, which no repair of the range before takes away
-            and (not after_text or (follows_text and not order_bad))
+            # after tool messages only some roles may come (Bedrock): a range starts after
+            # sound assistant text only, which no repair of the range before takes away
+            and (after_tool is None or follows_text)
+            and (successors is None or _ordered_start(role, follows_text, order_bad, anywhere))
         ):
             if dirty:
                 spans.append((starts[-1], index))
@@ -704,6 +706,20 @@ def _add_call_ids(message: Any, taken: set[str]) -> None:
         call_id = call.get("id") if isinstance(call, Mapping) else getattr(call, "id", None)
         if type(call_id) is str and call_id:
             taken.add(call_id)
+
+
+def _ordered_start(role: Any, follows_text: bool, order_bad: bool, anywhere: bool) -> bool:
+    """Whether a range may start at a message of ``role``, where no call waits for a result,
+    under rules between any two messages (Mistral's role order): at an assistant message where
+    an assistant may follow any message (``anywhere``: no repair of the range before can end
+    it with a message the assistant may not follow), or at a user message right after sound
+    assistant text (allowed there, and no repair of the range before takes that text away).
+    Never at a message whose role may not follow the one before (its range holds both)."""
+    if order_bad:
+        return False
+    if role == "assistant":
+        return anywhere
+    return role == "user" and follows_text
 
 
 def _order_bad(
