@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ._findings import Report
-from ._plan_ids import ALNUM, PAIRS, SMALLEST, SPAN, fresh_id
+from ._plan_ids import ALNUM_OF_BYTE, fresh_id
 from ._report import Builder, Change, Problem
 from .formats import Format
 from .profiles import Check, Profile
@@ -101,7 +101,7 @@ def _rewrite_ids(
     messages: Sequence[Any],
     profile: Profile,
     calls: list[tuple[int, int, str]],
-    results: list[tuple[int, int, int]],
+    results: list[tuple[int, int]],
 ) -> Quick | None:
     """Each call of ``calls`` gets a new id in the profile's form and its results carry it
     (``rewrote_call_id``, reported as ``call_id_format`` on the call and on each result), as
@@ -120,22 +120,17 @@ def _rewrite_ids(
     }
     new_ids = fresh_ids([old for _, _, old in calls], profile, taken)
     repaired = list(messages)
-    new_of: dict[tuple[int, int], str] = {}
     copy_index = -1
     for (index, slot, _), new in zip(calls, new_ids, strict=True):
         if index != copy_index:
-            copy = dict(messages[index])
+            copy = repaired[index] = dict(messages[index])
             tool_calls = copy["tool_calls"] = list(copy["tool_calls"])
-            repaired[index] = copy
             copy_index = index
-        new_of[(index, slot)] = new
-        call = dict(tool_calls[slot])
+        call = tool_calls[slot] = dict(tool_calls[slot])
         call["id"] = new
-        tool_calls[slot] = call
-    for index, call_index, slot in results:
-        copy = dict(messages[index])
-        copy["tool_call_id"] = new_of[(call_index, slot)]
-        repaired[index] = copy
+    for index, position in results:
+        copy = repaired[index] = dict(messages[index])
+        copy["tool_call_id"] = new_ids[position]
 
     def build() -> tuple[list[Change], list[Problem]]:
         """The changes in call order; the problems in message order: each call message's
@@ -146,7 +141,6 @@ def _rewrite_ids(
             profile, result_check, result_code, "result id outside the provider's pattern"
         )
         detail = "call id the provider would refuse"
-        old_of = {(index, slot): old for index, slot, old in calls}
         changes = [
             _change("rewrote_call_id", index, detail, (old, new))
             for (index, _, old), new in zip(calls, new_ids, strict=True)
@@ -155,12 +149,12 @@ def _rewrite_ids(
         next_result, count = 0, len(results)
         for index, slot, old in calls:
             while next_result < count and results[next_result][0] < index:
-                at, call_index, call_slot = results[next_result]
-                problems.append(result_problem(at, old_of[(call_index, call_slot)], 0))
+                at, position = results[next_result]
+                problems.append(result_problem(at, calls[position][2], 0))
                 next_result += 1
             problems.append(call_problem(index, old, slot))
-        for at, call_index, call_slot in results[next_result:]:
-            problems.append(result_problem(at, old_of[(call_index, call_slot)], 0))
+        for at, position in results[next_result:]:
+            problems.append(result_problem(at, calls[position][2], 0))
         return changes, problems
 
     return repaired, build
@@ -169,48 +163,26 @@ def _rewrite_ids(
 def fresh_ids(seeds: list[str], profile: Profile, taken: set[str]) -> list[str]:
     """``[fresh_id(seed, profile, taken, next_try) for seed in seeds]`` with one ``next_try``:
     the same ids, the same ``taken`` after. The first try of a seed of a profile with a fixed
-    id length (Mistral's nine) is written here, its digits unrolled; any other case (no fixed
-    length, a digest too small for that length, a candidate taken) goes to ``fresh_id``.
+    id length (Mistral's nine) is written here; any other case (no fixed length, a candidate
+    taken) goes to ``fresh_id``.
 
     A history bound for Mistral has every call id rewritten: this is the one hash a call, and
-    the function call and digit loop around it were as much again (issue 32)."""
+    the function call around it was as much again (issue 32)."""
     length = profile.call_id_length
     next_try: dict[str, int] = {}
-    if length is None or length not in SPAN:
+    if length is None or length > 32:
         return [fresh_id(seed, profile, taken, next_try) for seed in seeds]
-    span, smallest = SPAN[length], SMALLEST[length]
-    pairs, alnum, sha256, from_bytes = PAIRS, ALNUM, hashlib.sha256, int.from_bytes
-    half, odd = length >> 1, length & 1
-    found: list[str] = []
-    for seed in seeds:
-        counter = next_try.get(seed, 0)
-        digest = from_bytes(sha256(f"{seed}#{counter}".encode()).digest()[:16], "big")
-        if digest >= smallest:
-            value = digest % span
-            if length == 9:
-                low, high = value % 14776336, value // 14776336
-                candidate = (
-                    pairs[low % 3844]
-                    + pairs[low // 3844]
-                    + pairs[high % 3844]
-                    + pairs[high // 3844 % 3844]
-                    + alnum[high // 14776336]
-                )
-            else:
-                digits = []
-                for _ in range(half):
-                    value, rest = divmod(value, 3844)
-                    digits.append(pairs[rest])
-                if odd:
-                    digits.append(alnum[value])
-                candidate = "".join(digits)
-            if candidate not in taken:
-                taken.add(candidate)
-                next_try[seed] = counter + 1
-                found.append(candidate)
-                continue
-        found.append(fresh_id(seed, profile, taken, next_try))
-    return found
+    sha256, table = hashlib.sha256, ALNUM_OF_BYTE
+    # the common case, seeds all different and every first try free: each id is its seed's
+    # first try, written in one comprehension and checked with set operations
+    found = [
+        sha256(f"{seed}#0".encode()).digest()[:length].translate(table).decode() for seed in seeds
+    ]
+    unique = set(found)
+    if len(unique) == len(found) and taken.isdisjoint(unique) and len(set(seeds)) == len(seeds):
+        taken |= unique
+        return found
+    return [fresh_id(seed, profile, taken, next_try) for seed in seeds]
 
 
 def _problem(
