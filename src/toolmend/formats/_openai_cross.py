@@ -266,8 +266,22 @@ def cross_valid(messages: Sequence[Any], rules: CrossRules) -> list[Any] | None:
         last = messages[-1]
         if type(last) is not dict or last["role"] not in last_roles:
             return None
+    if rules.id_match is not None and not _first_id_ok(messages, rules.id_match):
+        return None  # the first id tells a history of refused ids (Mistral's) at once
     found: list[Any] | None = _pass_for(rules, "check")(messages)
     return found
+
+
+def _first_id_ok(messages: Sequence[Any], id_match: Callable[[str], Any]) -> bool:
+    """False when the first call of the first few messages has an id outside the pattern; True
+    when it is in it, or when it is not there or not a string (the pass decides)."""
+    for message in messages[:16]:
+        if type(message) is dict and message.get("role") == "assistant":
+            tool_calls = message.get("tool_calls")
+            if type(tool_calls) is list and tool_calls and type(tool_calls[0]) is dict:
+                call_id = tool_calls[0].get("id")
+                return type(call_id) is not str or id_match(call_id) is not None
+    return True
 
 
 _LOOP = """
@@ -275,9 +289,6 @@ def cross_pass(messages):
     pending = None  # the turn's calls still waiting for their results
     tool_calls = ()  # the calls of the turn whose results come now
     called = None  # their ids, gathered at the turn's first repeated result
-#if names_dict
-    names = {}  # call id -> function name, for the turn
-#endif
 #if gather_ids
     ids = []
 #endif
@@ -314,9 +325,19 @@ def cross_pass(messages):
             if pending is None or type(call_id) is not str or not call_id:
                 return None
             try:
+#if names
+                name = pending.pop(call_id)
+#else
                 pending.remove(call_id)
+#endif
             except KeyError:
-#if repeats_pass
+#if repeats_pass and names
+                if called is None:
+                    called = {call["id"]: call["function"]["name"] for call in tool_calls}
+                if call_id not in called:
+                    return None
+                name = called[call_id]
+#elif repeats_pass
                 if called is None:
                     called = {call.get("id") for call in tool_calls if type(call) is dict}
                 if call_id not in called:
@@ -325,11 +346,10 @@ def cross_pass(messages):
                 return None
 #endif
 #if named
-            if message.get("name") != names[call_id]:
+            if message.get("name") != name:
                 return None
 #endif
 #if mode == "names"
-            name = names[call_id]
             if message.get("name") != name:
                 found.append((index, call_id, name))
 #elif mode == "ids"
@@ -384,9 +404,10 @@ def cross_pass(messages):
 #if repeats_pass
             called = None
 #endif
+#if names
+            pending = {}  # the turn's calls waiting for their results -> their function names
+#else
             pending = set()
-#if names_dict
-            names = {}
 #endif
 #if mode == "ids"
             refused = {}  # the turn's refused ids -> their position in ``calls``
@@ -411,19 +432,20 @@ def cross_pass(messages):
                 name = function["name"]
                 if type(function["arguments"]) is not str or type(name) is not str or not name:
                     return None
+#if name_max
+                if len(name) > NAME_MAX:
+                    return None
+#endif
+#if names
+                pending[call_id] = name
+#else
                 pending.add(call_id)
-#if first_id
-                if not ids and id_match(call_id) is None:
-                    return None  # the first id tells a history of refused ids at once
 #endif
 #if gather_ids
                 ids.append(call_id)
 #endif
 #if gather_names
                 function_names.add(name)
-#endif
-#if names_dict
-                names[call_id] = name
 #endif
 #if mode == "ids"
                 if REFUSED:
@@ -534,6 +556,7 @@ def _pass_for(
         ("NULL_OK", rules.call_content_null_ok),
         ("EMPTY_OK", rules.call_content_empty_ok),
         ("ID_LENGTH", switches["id_length"]),
+        ("NAME_MAX", switches["name_max"]),
     ):
         source = source.replace(name, repr(value))
     source = source.replace("REFUSED", _refused_test(refuse))
@@ -561,12 +584,18 @@ def _pass_for(
 
 def _switches(rules: CrossRules, mode: str) -> dict[str, Any]:
     """The switches of :data:`_LOOP` for ``rules`` in ``mode``."""
+    name_max = None
+    pattern = getattr(rules.name_match, "__self__", None)
+    if isinstance(pattern, re.Pattern):
+        bounded = _ANY_NAME.fullmatch(pattern.pattern)
+        if bounded is not None:
+            name_max = int(bounded.group(1))  # a length test, not a pattern (Anthropic's)
     return {
         "mode": mode,
         "successors": rules.successors is not None,
         "repeats_pass": rules.repeats_pass,
         "named": rules.names,
-        "names_dict": rules.names or mode == "names",
+        "names": rules.names or mode == "names",
         "tool_text": rules.tool_text,
         "tool_content": rules.tool_content,
         "user_content": rules.user_content,
@@ -575,9 +604,9 @@ def _switches(rules: CrossRules, mode: str) -> dict[str, Any]:
         "reasoning_field_ok": rules.reasoning_field_ok,
         "call_content": not (rules.call_content_null_ok and rules.call_content_empty_ok),
         "max_length": rules.max_length < 1 << 30,
-        "first_id": rules.id_match is not None,
         "gather_ids": rules.id_match is not None or rules.request_ids or mode == "ids",
-        "gather_names": rules.name_match is not None,
+        "gather_names": rules.name_match is not None and name_max is None,
+        "name_max": name_max,
         "request_ids": rules.request_ids,
         "id_match": rules.id_match is not None,
     }
@@ -626,34 +655,55 @@ def _refused_test(refuse: Callable[[str], Any] | None) -> str:
     pattern = getattr(refuse, "__self__", None)
     text = pattern.pattern if isinstance(pattern, re.Pattern) else ""
     count = _ONE_CLASS.fullmatch(text)
-    if count is None or count.group(1) is None:
+    if count is None:
         return "refuse(call_id) is None"
-    low = int(count.group(1))
-    high = count.group(2)
-    high_text = "" if high == "" else f" <= {high if high is not None else low}"
-    return f"not {low} <= len(call_id){high_text} or refuse(call_id) is None"
+    least, most = _counts(count)
+    bound = "" if most is None else f" <= {most}"
+    return f"not {least} <= len(call_id){bound} or refuse(call_id) is None"
 
 
 def _all_match(match: Callable[[str], Any] | None) -> Callable[[list[str]], bool]:
-    """A test that every id of a list is in the pattern of ``match``: a pattern that is one
-    character class with a count (every id pattern of the profiles) is matched once over the
-    ids joined by a newline it cannot hold, where a call a id cost twice as much."""
+    """A test that every id of a list is in the pattern of ``match``. A pattern that is one
+    character class with a count (every id pattern of the profiles) is tested on all the ids
+    at once: their bytes, joined by newlines, with the class's ASCII characters deleted
+    (``bytes.translate``, C speed) must leave nothing, and their lengths must fit the count;
+    anything else (a newline or a character outside ASCII in an id) is matched one id at a
+    time, as any other pattern is: a regex call an id was a tenth of the vouch."""
     if match is None:
         return lambda ids: True
     pattern = getattr(match, "__self__", None)
     text = pattern.pattern if isinstance(pattern, re.Pattern) else ""
-    if not _ONE_CLASS.fullmatch(text) or "\n" in text or "\\" in text:
+    count = _ONE_CLASS.fullmatch(text)
+    if count is None or "\n" in text:
         return lambda ids: all(map(match, ids))
-    joined_match = re.compile(f"(?:{text}\n)*").fullmatch
+    one = re.compile(text[: text.index("]") + 1]).fullmatch
+    deleted = bytes(byte for byte in range(128) if one(chr(byte))) + b"\n"
+    least, most = _counts(count)
 
     def all_match(ids: list[str]) -> bool:
         joined = "\n".join(ids)
-        if joined.count("\n") != len(ids) - 1:  # an id holds a newline: one at a time
+        if joined.encode().translate(None, deleted) or joined.count("\n") != len(ids) - 1:
             return all(map(match, ids))
-        return joined_match(joined + "\n") is not None if ids else True
+        if least == 1:
+            lengths_ok = all(ids)
+        else:
+            lengths_ok = least == 0 or not ids or min(map(len, ids)) >= least
+        return lengths_ok and (most is None or not ids or max(map(len, ids)) <= most)
 
     return all_match
 
+
+def _counts(count: re.Match[str]) -> tuple[int, int | None]:
+    """The least and the most characters of a match of :data:`_ONE_CLASS` (None: no most)."""
+    least, most = count.group(1), count.group(2)
+    if least is None:
+        return (1 if count.group(0).endswith("+") else 0), None
+    return int(least), (int(least) if most is None else int(most) if most else None)
+
+
+_ANY_NAME = re.compile(r"\(\?s:\.\{1,(\d+)\}\)")
+"""A pattern of any non-empty text up to a length (``(?s:.{1,200})``): a name in it is a
+non-empty string no longer than that."""
 
 _ONE_CLASS = re.compile(r"\[[^\]^\\]+\](?:\+|\*|\{(\d+)(?:,(\d*))?\})")
 """A pattern of one character class (not negated, no ``]`` or escape inside) and a count (its
