@@ -43,10 +43,10 @@ def quick_mend(module: Format, messages: Sequence[Any], profile: Profile) -> Qui
     fixes = module.quick_fixes(messages, profile)
     if fixes is None:
         return None
-    names, calls, results = fixes
+    names, calls, results, kept = fixes
     if names:
         return _fill_names(messages, profile, names)
-    return _rewrite_ids(messages, profile, calls, results)
+    return _rewrite_ids(messages, profile, calls, results, kept)
 
 
 def quick_names(module: Format, part: Sequence[Any], profile: Profile, base: int) -> Mended | None:
@@ -102,23 +102,22 @@ def _rewrite_ids(
     profile: Profile,
     calls: list[tuple[int, int, str]],
     results: list[tuple[int, int]],
+    kept: list[str],
 ) -> Quick | None:
     """Each call of ``calls`` gets a new id in the profile's form and its results carry it
     (``rewrote_call_id``, reported as ``call_id_format`` on the call and on each result), as
-    ``rewrite_ids`` plans it: the same seeds, the same ids taken, in the same order."""
+    ``rewrite_ids`` plans it: the same seeds, the same ids taken (every id of the request: the
+    refused and the ``kept``), in the same order."""
     code = "call_id_format"
     check = profile.checks.get(code)
     result_code = "result_id_format" if "result_id_format" in profile.checks else code
     result_check = profile.checks.get(result_code)
     if check is None or result_check is None:
         return None
-    taken = {
-        call["id"]
-        for message in messages
-        if message["role"] == "assistant"
-        for call in message.get("tool_calls") or ()
-    }
-    new_ids = fresh_ids([old for _, _, old in calls], profile, taken)
+    seeds = [old for _, _, old in calls]
+    taken = set(seeds)
+    taken.update(kept)
+    new_ids = fresh_ids(seeds, profile, taken)
     repaired = list(messages)
     copy_index = -1
     for (index, slot, _), new in zip(calls, new_ids, strict=True):

@@ -298,6 +298,7 @@ def cross_pass(messages):
 #if mode == "ids"
     calls = []
     results = []
+    kept = []  # the ids in the pattern
     refused = {}
 #elif mode == "names"
     found = []
@@ -455,6 +456,8 @@ def cross_pass(messages):
                 elif len(call_id) != ID_LENGTH:
                     return None  # in the pattern, but the rewrite would change it too
 #endif
+                else:
+                    kept.append(call_id)
 #endif
         elif role == "user":
             if "tool_calls" in message:
@@ -502,7 +505,7 @@ def cross_pass(messages):
         return None
 #endif
 #if mode == "ids"
-    return calls, results, ids
+    return calls, results, kept
 #elif mode == "names"
     return found
 #else
@@ -604,7 +607,7 @@ def _switches(rules: CrossRules, mode: str) -> dict[str, Any]:
         "reasoning_field_ok": rules.reasoning_field_ok,
         "call_content": not (rules.call_content_null_ok and rules.call_content_empty_ok),
         "max_length": rules.max_length < 1 << 30,
-        "gather_ids": rules.id_match is not None or rules.request_ids or mode == "ids",
+        "gather_ids": rules.id_match is not None or rules.request_ids,
         "gather_names": rules.name_match is not None and name_max is None,
         "name_max": name_max,
         "request_ids": rules.request_ids,
@@ -726,11 +729,13 @@ def opening_ok(messages: Sequence[Any], rules: CrossRules) -> bool:
     return not rules.needs_message
 
 
-Fixes = tuple[list[tuple[int, str, str]], list[tuple[int, int, str]], list[tuple[int, int]]]
+Fixes = tuple[
+    list[tuple[int, str, str]], list[tuple[int, int, str]], list[tuple[int, int]], list[str]
+]
 """What :func:`cross_fixes` found to change: result names (tool message index, call id, the
 call's function name), call ids outside the profile's pattern (assistant message index, slot,
-id), and the tool messages answering those calls (index, the position of their call in the
-list before)."""
+id), the tool messages answering those calls (index, the position of their call in the list
+before), and the ids of the other calls (in the pattern: a new id must not be one of them)."""
 
 _RELAXED: dict[int, tuple[CrossRules, CrossRules, CrossRules]] = {}
 """``id(rules)`` -> (the rules, the same without the result-name and id-pattern rules, and
@@ -773,8 +778,8 @@ def cross_fixes(
     try:
         if rules.names:
             names = _pass_for(relaxed, "names")(messages)
-            return (names, [], []) if names else None
+            return (names, [], [], []) if names else None
         found = _pass_for(relaxed, "ids", rules.id_match, id_length)(messages)
     except (KeyError, TypeError):
         return None
-    return ([], found[0], found[1]) if found is not None and found[0] else None
+    return ([], *found) if found is not None and found[0] else None
