@@ -24,7 +24,13 @@ PAIRS = [low + high for high in ALNUM for low in ALNUM]
 
 def fresh_id(seed: str, profile: Profile, taken: set[str], next_try: dict[str, int]) -> str:
     """A deterministic id for ``seed`` in the provider's form, unused in the history: the
-    first of ``seed#0``, ``seed#1``, ... whose digest is not ``taken``.
+    first of ``seed#0``, ``seed#1``, ... whose candidate is not ``taken``.
+
+    A profile with a fixed id length (Mistral's nine) gets the first ``length`` bytes of the
+    candidate's SHA-256 digest, each byte taken to an alphanumeric (:data:`ALNUM_OF_BYTE`: one
+    C call for the whole id, where the digest written out in base 62 cost as much as the hash;
+    a history bound for Mistral has every id rewritten, issue 32); any other profile gets
+    ``call_`` and the digest in base 62, cut to the profile's longest id.
 
     ``next_try`` holds, per seed, the counter after the last one taken: the candidates before
     it are all taken already (``taken`` only grows), so many calls with one seed (n calls
@@ -33,26 +39,18 @@ def fresh_id(seed: str, profile: Profile, taken: set[str], next_try: dict[str, i
     pairs: list[str]
     counter = next_try.get(seed, 0)
     length = profile.call_id_length
-    smallest = SMALLEST.get(length, 1 << 128) if length is not None else 1 << 128
     while True:
-        digest = int.from_bytes(hashlib.sha256(f"{seed}#{counter}".encode()).digest()[:16], "big")
-        if digest >= smallest:
-            # the lowest ``length`` digits are all the id keeps (Mistral's nine): only those
-            assert length is not None
-            value = digest % SPAN[length]
-            pairs = []
-            for _ in range(length >> 1):
-                value, rest = divmod(value, 3844)
-                pairs.append(PAIRS[rest])
-            if length & 1:
-                pairs.append(ALNUM[value])
-            candidate = "".join(pairs)
+        digest = hashlib.sha256(f"{seed}#{counter}".encode()).digest()
+        if length is not None and length <= len(digest):
+            candidate = digest[:length].translate(ALNUM_OF_BYTE).decode()
         else:
-            # the digest in base 62, lowest digit first, two digits a step (128 bits are at
-            # most 22 digits; an odd count leaves a high "0" the one-digit loop would not write)
+            # the digest's first 128 bits in base 62, lowest digit first, two digits a step
+            # (at most 22 digits; an odd count leaves a high "0" the one-digit loop would not
+            # write)
+            value = int.from_bytes(digest[:16], "big")
             pairs = []
-            while digest:
-                digest, rest = divmod(digest, 3844)
+            while value:
+                value, rest = divmod(value, 3844)
                 pairs.append(PAIRS[rest])
             text = "".join(pairs)
             if text.endswith("0"):
@@ -65,12 +63,11 @@ def fresh_id(seed: str, profile: Profile, taken: set[str], next_try: dict[str, i
         counter += 1
 
 
-_fresh_id = fresh_id  # (the planner's name for it)
+ALNUM_OF_BYTE = bytes(ord(ALNUM[byte % 62]) for byte in range(256))
+"""A ``bytes.translate`` table: each byte to an alphanumeric (the byte modulo 62; the first
+eight digits are a little more likely, which costs an id nothing: ``taken`` keeps ids unique)."""
 
-SMALLEST = {length: 62 ** (length - 1) for length in range(1, 22)}
-"""Id length -> the smallest digest with at least that many base-62 digits: from there on, an
-id of that length is the digest's lowest digits (the start of its whole base-62 text)."""
-SPAN = {length: 62**length for length in range(1, 22)}
+_fresh_id = fresh_id  # (the planner's name for it)
 
 
 def _acceptable(call_id: str | None, profile: Profile) -> bool:

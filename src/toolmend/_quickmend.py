@@ -23,27 +23,30 @@ from collections.abc import Sequence
 from typing import Any
 
 from ._findings import Report
-from ._plan_ids import ALNUM, PAIRS, SMALLEST, SPAN, fresh_id
-from ._report import Change, Problem
+from ._plan_ids import ALNUM_OF_BYTE, fresh_id
+from ._report import Builder, Change, Problem
 from .formats import Format
 from .profiles import Check, Profile
 
 __all__ = ["fresh_ids", "quick_mend", "quick_names"]
 
 Mended = tuple[list[Any], list[Change], list[Problem]]
+Quick = tuple[list[Any], Builder]
+"""The repaired list, and the function that builds its changes and problems (the report is
+built on first read: :meth:`toolmend.Repair._deferred`)."""
 
 
-def quick_mend(module: Format, messages: Sequence[Any], profile: Profile) -> Mended | None:
-    """The repaired list, the changes and the problems of ``toolmend.repair(messages,
-    provider=profile)`` when the only edits it makes are result names or call ids; None when
-    the full path must decide (anything else is wrong, or the history is valid)."""
+def quick_mend(module: Format, messages: Sequence[Any], profile: Profile) -> Quick | None:
+    """The repaired list of ``toolmend.repair(messages, provider=profile)`` and the builder of
+    its changes and problems, when the only edits it makes are result names or call ids; None
+    when the full path must decide (anything else is wrong, or the history is valid)."""
     fixes = module.quick_fixes(messages, profile)
     if fixes is None:
         return None
-    names, calls, results = fixes
+    names, calls, results, kept = fixes
     if names:
         return _fill_names(messages, profile, names)
-    return _rewrite_ids(messages, profile, calls, results)
+    return _rewrite_ids(messages, profile, calls, results, kept)
 
 
 def quick_names(module: Format, part: Sequence[Any], profile: Profile, base: int) -> Mended | None:
@@ -54,12 +57,16 @@ def quick_names(module: Format, part: Sequence[Any], profile: Profile, base: int
     fixes = module.quick_fixes(part, profile, opening=base == 0)
     if fixes is None or not fixes[0]:
         return None
-    return _fill_names(part, profile, fixes[0], base)
+    named = _fill_names(part, profile, fixes[0], base)
+    if named is None:
+        return None
+    changes, problems = named[1]()
+    return named[0], list(changes), list(problems)
 
 
 def _fill_names(
     messages: Sequence[Any], profile: Profile, names: list[tuple[int, str, str]], base: int = 0
-) -> Mended | None:
+) -> Quick | None:
     """Each tool message of ``names`` gets its call's function name (``filled_result_name``,
     reported as ``result_name_mismatch``), as ``name_results`` plans it; the changes and
     problems name message ``base + index``."""
@@ -67,171 +74,114 @@ def _fill_names(
     check = profile.checks.get(code)
     if check is None:  # not reported: the full path finds nothing and changes nothing
         return None
-    problem = _maker(profile, check, code, "tool message without the called function's name")
     repaired = list(messages)
-    changes: list[Change] = []
-    problems: list[Problem] = []
-    for index, call_id, name in names:
+    for index, _, name in names:
         copy = dict(messages[index])
         copy["name"] = name
         repaired[index] = copy
-        changes.append(
+
+    def build() -> tuple[list[Change], list[Problem]]:
+        problem = _maker(profile, check, code, "tool message without the called function's name")
+        changes = [
             _change(
                 "filled_result_name",
                 base + index,
                 f"function name {name!r} taken from the call",
                 (call_id,),
             )
-        )
-        problems.append(problem(base + index, call_id, 0))
-    return repaired, changes, problems
+            for index, call_id, name in names
+        ]
+        problems = [problem(base + index, call_id, 0) for index, call_id, _ in names]
+        return changes, problems
+
+    return repaired, build
 
 
 def _rewrite_ids(
     messages: Sequence[Any],
     profile: Profile,
     calls: list[tuple[int, int, str]],
-    results: list[tuple[int, int, int]],
-) -> Mended | None:
+    results: list[tuple[int, int]],
+    kept: list[str],
+) -> Quick | None:
     """Each call of ``calls`` gets a new id in the profile's form and its results carry it
     (``rewrote_call_id``, reported as ``call_id_format`` on the call and on each result), as
-    ``rewrite_ids`` plans it: the same seeds, the same ids taken, in the same order.
-
-    One walk over the calls, each call message's results right after it: the problems come
-    out in message order (each result sits after its call and before the next call message,
-    which the format's pass checked), so nothing is sorted."""
+    ``rewrite_ids`` plans it: the same seeds, the same ids taken (every id of the request: the
+    refused and the ``kept``), in the same order."""
     code = "call_id_format"
     check = profile.checks.get(code)
     result_code = "result_id_format" if "result_id_format" in profile.checks else code
     result_check = profile.checks.get(result_code)
     if check is None or result_check is None:
         return None
-    call_problem = _maker(profile, check, code, "call id outside the provider's pattern")
-    result_problem = _maker(
-        profile, result_check, result_code, "result id outside the provider's pattern"
-    )
-    taken = {
-        call["id"]
-        for message in messages
-        if message["role"] == "assistant"
-        for call in message.get("tool_calls") or ()
-    }
-    new_ids = fresh_ids([old for _, _, old in calls], profile, taken)
+    seeds = [old for _, _, old in calls]
+    taken = set(seeds)
+    taken.update(kept)
+    new_ids = fresh_ids(seeds, profile, taken)
     repaired = list(messages)
-    changes: list[Change] = []
-    problems: list[Problem] = []
-    new_of: dict[tuple[int, int], str] = {}
-    detail = "call id the provider would refuse"
-    next_result, result_count = 0, len(results)
     copy_index = -1
-    for (index, slot, old), new in zip(calls, new_ids, strict=True):
+    for (index, slot, _), new in zip(calls, new_ids, strict=True):
         if index != copy_index:
-            next_result = _results_before(
-                messages,
-                repaired,
-                results,
-                next_result,
-                result_count,
-                index,
-                new_of,
-                problems,
-                result_problem,
-            )
-            copy = dict(messages[index])
+            copy = repaired[index] = dict(messages[index])
             tool_calls = copy["tool_calls"] = list(copy["tool_calls"])
-            repaired[index] = copy
             copy_index = index
-        new_of[(index, slot)] = new
-        changes.append(_change("rewrote_call_id", index, detail, (old, new)))
-        problems.append(call_problem(index, old, slot))
-        call = dict(tool_calls[slot])
+        call = tool_calls[slot] = dict(tool_calls[slot])
         call["id"] = new
-        tool_calls[slot] = call
-    _results_before(
-        messages,
-        repaired,
-        results,
-        next_result,
-        result_count,
-        len(messages),
-        new_of,
-        problems,
-        result_problem,
-    )
-    return repaired, changes, problems
+    for index, position in results:
+        copy = repaired[index] = dict(messages[index])
+        copy["tool_call_id"] = new_ids[position]
 
+    def build() -> tuple[list[Change], list[Problem]]:
+        """The changes in call order; the problems in message order: each call message's
+        results come after it and before the next call message (the format's pass checked
+        that), so the results before each call message are reported first, nothing sorted."""
+        call_problem = _maker(profile, check, code, "call id outside the provider's pattern")
+        result_problem = _maker(
+            profile, result_check, result_code, "result id outside the provider's pattern"
+        )
+        detail = "call id the provider would refuse"
+        changes = [
+            _change("rewrote_call_id", index, detail, (old, new))
+            for (index, _, old), new in zip(calls, new_ids, strict=True)
+        ]
+        problems: list[Problem] = []
+        next_result, count = 0, len(results)
+        for index, slot, old in calls:
+            while next_result < count and results[next_result][0] < index:
+                at, position = results[next_result]
+                problems.append(result_problem(at, calls[position][2], 0))
+                next_result += 1
+            problems.append(call_problem(index, old, slot))
+        for at, position in results[next_result:]:
+            problems.append(result_problem(at, calls[position][2], 0))
+        return changes, problems
 
-def _results_before(
-    messages: Sequence[Any],
-    repaired: list[Any],
-    results: list[tuple[int, int, int]],
-    start: int,
-    count: int,
-    stop: int,
-    new_of: dict[tuple[int, int], str],
-    problems: list[Problem],
-    result_problem: Any,
-) -> int:
-    """The results of ``results[start:]`` at indexes below ``stop``, given their new ids and
-    reported; the position of the first result left."""
-    while start < count:
-        index, call_index, slot = results[start]
-        if index >= stop:
-            break
-        copy = dict(messages[index])
-        old = copy["tool_call_id"]
-        copy["tool_call_id"] = new_of[(call_index, slot)]
-        repaired[index] = copy
-        problems.append(result_problem(index, old, 0))
-        start += 1
-    return start
+    return repaired, build
 
 
 def fresh_ids(seeds: list[str], profile: Profile, taken: set[str]) -> list[str]:
     """``[fresh_id(seed, profile, taken, next_try) for seed in seeds]`` with one ``next_try``:
     the same ids, the same ``taken`` after. The first try of a seed of a profile with a fixed
-    id length (Mistral's nine) is written here, its digits unrolled; any other case (no fixed
-    length, a digest too small for that length, a candidate taken) goes to ``fresh_id``.
+    id length (Mistral's nine) is written here; any other case (no fixed length, a candidate
+    taken) goes to ``fresh_id``.
 
     A history bound for Mistral has every call id rewritten: this is the one hash a call, and
-    the function call and digit loop around it were as much again (issue 32)."""
+    the function call around it was as much again (issue 32)."""
     length = profile.call_id_length
     next_try: dict[str, int] = {}
-    if length is None or length not in SPAN:
+    if length is None or length > 32:
         return [fresh_id(seed, profile, taken, next_try) for seed in seeds]
-    span, smallest = SPAN[length], SMALLEST[length]
-    pairs, alnum, sha256, from_bytes = PAIRS, ALNUM, hashlib.sha256, int.from_bytes
-    half, odd = length >> 1, length & 1
-    found: list[str] = []
-    for seed in seeds:
-        counter = next_try.get(seed, 0)
-        digest = from_bytes(sha256(f"{seed}#{counter}".encode()).digest()[:16], "big")
-        if digest >= smallest:
-            value = digest % span
-            if length == 9:
-                low, high = value % 14776336, value // 14776336
-                candidate = (
-                    pairs[low % 3844]
-                    + pairs[low // 3844]
-                    + pairs[high % 3844]
-                    + pairs[high // 3844 % 3844]
-                    + alnum[high // 14776336]
-                )
-            else:
-                digits = []
-                for _ in range(half):
-                    value, rest = divmod(value, 3844)
-                    digits.append(pairs[rest])
-                if odd:
-                    digits.append(alnum[value])
-                candidate = "".join(digits)
-            if candidate not in taken:
-                taken.add(candidate)
-                next_try[seed] = counter + 1
-                found.append(candidate)
-                continue
-        found.append(fresh_id(seed, profile, taken, next_try))
-    return found
+    sha256, table = hashlib.sha256, ALNUM_OF_BYTE
+    # the common case, seeds all different and every first try free: each id is its seed's
+    # first try, written in one comprehension and checked with set operations
+    found = [
+        sha256(f"{seed}#0".encode()).digest()[:length].translate(table).decode() for seed in seeds
+    ]
+    unique = set(found)
+    if len(unique) == len(found) and taken.isdisjoint(unique) and len(set(seeds)) == len(seeds):
+        taken |= unique
+        return found
+    return [fresh_id(seed, profile, taken, next_try) for seed in seeds]
 
 
 def _problem(

@@ -10,7 +10,10 @@ the role allowed after tool messages, the first message after the system prompt,
 (or an assistant with calls) message must carry, the function name a tool message must repeat,
 the role of the last message. :func:`cross_rules` turns a profile into those parameters (None
 when the profile enforces a rule on messages the pass does not model), and :func:`cross_valid`
-checks them in one pass over plain dicts that builds nothing.
+checks them in one pass over plain dicts that builds nothing: the pass is written out for each
+profile from one template (:data:`_LOOP`), with the lines of its rules only, so that a vouch
+for Anthropic or Bedrock costs about what OpenAI's plain pass costs; the same template, in
+another mode, lists the result names or call ids a history needs (:func:`cross_fixes`).
 
 Like the plain pass, it is a promise, never a verdict: it answers only when the full
 ``judge(read(messages), profile)`` would find nothing, and returns None whenever it is not sure;
@@ -228,12 +231,6 @@ def cross_rules(profile: Profile) -> CrossRules | None:
     )
 
 
-def _content_ok(content: Any, level: int) -> bool:
-    if level == 3:
-        return bool(content) and blank_free(content)
-    return level == 0 or (bool(content) if level == 2 else content is not None)
-
-
 BLANK_USER_TEXT = frozenset({"text_empty", "text_whitespace"})
 """The codes :func:`toolmend._rules` reports blank user text of an OpenAI-shaped history under
 (Anthropic, issue 32 case 8): a profile with either has user content of level 3."""
@@ -260,10 +257,8 @@ def cross_valid(messages: Sequence[Any], rules: CrossRules) -> list[Any] | None:
     the last user message (the live run, as the plain pass returns it). A missing field or one
     of the wrong kind raises ``KeyError`` or ``TypeError``: the caller takes it as "not sure".
 
-    The loop is the plain pass's, each added rule behind one test of a local that is false for
-    the profiles without it; the id and name patterns and the request-wide uniqueness of ids
-    are checked after it, over the ids and names it gathered (``map`` over a compiled pattern
-    costs a fraction of a pattern call per call in the loop)."""
+    The loop is the plain pass's with the profile's rules added, written out for ``rules``
+    alone (:func:`_pass_for`): a rule the profile lacks costs nothing, not even a test."""
     if not messages or not opening_ok(messages, rules):
         return None
     last_roles = rules.last_roles
@@ -271,63 +266,126 @@ def cross_valid(messages: Sequence[Any], rules: CrossRules) -> list[Any] | None:
         last = messages[-1]
         if type(last) is not dict or last["role"] not in last_roles:
             return None
-    max_length, repeats_pass = rules.max_length, rules.repeats_pass
-    reasoning_field_ok, successors = rules.reasoning_field_ok, rules.successors
-    user_content, system_content = rules.user_content, rules.system_content
-    tool_content, named = rules.tool_content, rules.names
-    tool_checks = rules.tool_text or tool_content
-    tool_rules = tool_checks or named
-    after_tool = rules.after_tool
-    null_ok, empty_ok = rules.call_content_null_ok, rules.call_content_empty_ok
-    call_content = not (null_ok and empty_ok)
-    id_match = rules.id_match
-    gather = id_match is not None or rules.name_match is not None or rules.request_ids
-    ids: list[str] = []
-    function_names: set[str] = set()
-    pending: set[str] | None = None  # the turn's calls still waiting for their results
-    tool_calls: Any = ()  # the calls of the turn whose results come now
-    called: set[Any] | None = None  # their ids, gathered at the turn's first repeated result
-    names: dict[str, str] = {}  # call id -> function name, for the turn (``names``)
-    live: list[Any] = []
-    previous = ""  # the kind of the message before (``successors`` only; none at first)
+    if rules.id_match is not None and not _first_id_ok(messages, rules.id_match):
+        return None  # the first id tells a history of refused ids (Mistral's) at once
+    found: list[Any] | None = _pass_for(rules, "check")(messages)
+    return found
+
+
+def _first_id_ok(messages: Sequence[Any], id_match: Callable[[str], Any]) -> bool:
+    """False when the first call of the first few messages has an id outside the pattern; True
+    when it is in it, or when it is not there or not a string (the pass decides)."""
+    for message in messages[:16]:
+        if type(message) is dict and message.get("role") == "assistant":
+            tool_calls = message.get("tool_calls")
+            if type(tool_calls) is list and tool_calls and type(tool_calls[0]) is dict:
+                call_id = tool_calls[0].get("id")
+                return type(call_id) is not str or id_match(call_id) is not None
+    return True
+
+
+_LOOP = """
+def cross_pass(messages):
+    pending = None  # the turn's calls still waiting for their results
+    tool_calls = ()  # the calls of the turn whose results come now
+    called = None  # their ids, gathered at the turn's first repeated result
+#if gather_ids
+    ids = []
+#endif
+#if gather_names
+    function_names = set()
+#endif
+#if mode == "ids"
+    calls = []
+    results = []
+    kept = []  # the ids in the pattern
+    refused = {}
+#elif mode == "names"
+    found = []
+#else
+    live = []
+#endif
+#if successors
+    previous = ""  # the kind of the message before (none at first)
+#endif
+#if mode != "check"
+    for index, message in enumerate(messages):
+#else
     for message in messages:
+#endif
         if type(message) is not dict:
             return None
         role = message["role"]
-        if successors is not None:
-            kind = _KIND_OF_ROLE.get(role)
-            allowed = successors.get(previous)
-            if kind is None or (allowed is not None and kind not in allowed):
-                return None
-            previous = kind
         if role == "tool":
+#if successors
+            if previous not in BEFORE_TOOL:
+                return None
+            previous = "tool"
+#endif
             call_id = message["tool_call_id"]
             if pending is None or type(call_id) is not str or not call_id:
                 return None
             try:
+#if names
+                name = pending.pop(call_id)
+#else
                 pending.remove(call_id)
+#endif
             except KeyError:
-                if not repeats_pass:
+#if repeats_pass and names
+                if called is None:
+                    called = {call["id"]: call["function"]["name"] for call in tool_calls}
+                if call_id not in called:
                     return None
+                name = called[call_id]
+#elif repeats_pass
                 if called is None:
                     called = {call.get("id") for call in tool_calls if type(call) is dict}
                 if call_id not in called:
                     return None
-            if tool_rules:
-                if named and message.get("name") != names[call_id]:
-                    return None
-                if tool_checks and not _tool_ok(message["content"], rules):
-                    return None
+#else
+                return None
+#endif
+#if named
+            if message.get("name") != name:
+                return None
+#endif
+#if mode == "names"
+            if message.get("name") != name:
+                found.append((index, call_id, name))
+#elif mode == "ids"
+            at = refused.get(call_id)
+            if at is not None:
+                results.append((index, at))
+#endif
+#if tool_text
+            if type(message["content"]) is not str:
+                return None
+#endif
+#if tool_content
+            content = message["content"]
+            if TOOL_CONTENT_FAILS:
+                return None
+#endif
             continue
         if pending:
             return None
-        if pending is not None and after_tool is not None and role not in after_tool:
+#if after_tool
+        if pending is not None and role not in after_tool:
             return None  # (only tool messages come between a call turn and this message)
+#endif
         pending = None
         if role == "assistant":
-            if "function_call" in message or (
-                not reasoning_field_ok and "reasoning_content" in message
-            ):
+#if successors
+            if previous not in BEFORE_ASSISTANT:
+                return None
+            previous = "assistant"
+#endif
+#if reasoning_field_ok
+            if "function_call" in message:
+#else
+            if "function_call" in message or "reasoning_content" in message:
+#endif
                 return None
             tool_calls = message.get("tool_calls")
             if tool_calls is None:
@@ -336,16 +394,28 @@ def cross_valid(messages: Sequence[Any], rules: CrossRules) -> list[Any] | None:
                 continue
             if type(tool_calls) is not list or not tool_calls:
                 return None
-            if call_content:
-                content = message["content"]
-                if not content and not (null_ok if content is None else empty_ok):
-                    return None
+#if call_content
+            content = message["content"]
+            if not content and not (NULL_OK if content is None else EMPTY_OK):
+                return None
+#endif
+#if mode == "check"
             live.append(tool_calls)
+#endif
+#if repeats_pass
             called = None
+#endif
+#if names
+            pending = {}  # the turn's calls waiting for their results -> their function names
+#else
             pending = set()
-            if named:
-                names = {}
+#endif
+#if mode == "ids"
+            refused = {}  # the turn's refused ids -> their position in ``calls``
+            for slot, call in enumerate(tool_calls):
+#else
             for call in tool_calls:
+#endif
                 if type(call) is not dict or call["type"] is None:
                     return None
                 call_id = call["id"]
@@ -353,7 +423,9 @@ def cross_valid(messages: Sequence[Any], rules: CrossRules) -> list[Any] | None:
                 if (
                     type(call_id) is not str
                     or not call_id
-                    or len(call_id) > max_length
+#if max_length
+                    or len(call_id) > MAX_LENGTH
+#endif
                     or call_id in pending
                     or type(function) is not dict
                 ):
@@ -361,34 +433,284 @@ def cross_valid(messages: Sequence[Any], rules: CrossRules) -> list[Any] | None:
                 name = function["name"]
                 if type(function["arguments"]) is not str or type(name) is not str or not name:
                     return None
+#if name_max
+                if len(name) > NAME_MAX:
+                    return None
+#endif
+#if names
+                pending[call_id] = name
+#else
                 pending.add(call_id)
-                if gather:
-                    if not ids and id_match is not None and id_match(call_id) is None:
-                        return None  # the first id tells a history of refused ids at once
-                    ids.append(call_id)
-                    function_names.add(name)
-                if named:
-                    names[call_id] = name
+#endif
+#if gather_ids
+                ids.append(call_id)
+#endif
+#if gather_names
+                function_names.add(name)
+#endif
+#if mode == "ids"
+                if REFUSED:
+                    refused[call_id] = len(calls)
+                    calls.append((index, slot, call_id))
+#if id_length
+                elif len(call_id) != ID_LENGTH:
+                    return None  # in the pattern, but the rewrite would change it too
+#endif
+                else:
+                    kept.append(call_id)
+#endif
         elif role == "user":
             if "tool_calls" in message:
                 return None
-            if user_content:
-                content = message["content"]
-                if not content and (user_content >= 2 or content is None):
-                    return None
-                if user_content == 3 and not blank_free(content):
-                    return None
-            live = []
-        elif role == "system" or role == "developer":
-            if "tool_calls" in message or (
-                system_content and not _content_ok(message["content"], system_content)
-            ):
+#if successors
+            if previous not in BEFORE_USER:
                 return None
+            previous = "user"
+#endif
+#if user_content
+            content = message["content"]
+            if USER_CONTENT_FAILS:
+                return None
+#endif
+#if mode == "check"
+            live = []
+#endif
+        elif role == "system" or role == "developer":
+            if "tool_calls" in message:
+                return None
+#if successors
+            if previous not in BEFORE_SYSTEM:
+                return None
+            previous = "system"
+#endif
+#if system_content
+            content = message["content"]
+            if SYSTEM_CONTENT_FAILS:
+                return None
+#endif
         else:
             return None
-    if pending or (gather and not _ids_and_names_ok(ids, function_names, rules)):
+    if pending:
         return None
+#if request_ids
+    if len(set(ids)) != len(ids):
+        return None
+#endif
+#if id_match
+    if not ids_match(ids):
+        return None
+#endif
+#if gather_names
+    if not all(map(name_match, function_names)):
+        return None
+#endif
+#if mode == "ids"
+    return calls, results, kept
+#elif mode == "names"
+    return found
+#else
     return live
+#endif
+"""
+"""The one pass over OpenAI-shaped messages, with every rule :class:`CrossRules` can hold:
+:func:`_pass_for` keeps the lines of the rules a profile has (``#if`` ... ``#endif``, on
+:func:`_switches`) and writes its constants in. A rule added here is a line or a block; the
+agreement properties of ``tests/test_fastpath.py`` hold every profile's pass to the full path.
+
+``mode``: ``"check"`` returns the live run (:func:`cross_valid`); ``"names"`` the tool
+messages lacking their call's function name and ``"ids"`` the calls whose id is outside the
+pattern, their results and every call id (:func:`cross_fixes`)."""
+
+_FAILS = {
+    1: "content is None",
+    2: "not content",
+    3: "not content or (type(content) is str and content.isspace())"
+    " or (type(content) is list and not blank_free(content))",
+}
+"""Content level (see :class:`CrossRules`) -> the test its content fails, inline (a call a
+message was a fifth of the pass)."""
+
+_PASSES: dict[tuple[int, str, int | None], tuple[CrossRules, Callable[[Sequence[Any]], Any]]] = {}
+"""(``id(rules)``, mode, id length) -> (the rules, their pass); the rules are kept so that
+their id cannot be reused while the entry lives."""
+
+
+def _pass_for(
+    rules: CrossRules,
+    mode: str,
+    refuse: Callable[[str], Any] | None = None,
+    id_length: int | None = None,
+) -> Callable[[Sequence[Any]], Any]:
+    """The pass of :data:`_LOOP` for ``rules`` in ``mode``, written once per rules and mode.
+    ``refuse``: the id pattern's ``fullmatch`` the ``"ids"`` pass records the ids outside of
+    (``rules`` are relaxed: they have no id pattern), ``id_length`` the profile's id length."""
+    key = (id(rules), mode, id_length)
+    entry = _PASSES.get(key)
+    if entry is not None and entry[0] is rules:
+        return entry[1]
+    switches = _switches(rules, mode)
+    switches["id_length"] = id_length
+    source = _LOOP
+    for level_name in ("USER", "SYSTEM", "TOOL"):
+        level = switches[level_name.lower() + "_content"]
+        source = source.replace(f"{level_name}_CONTENT_FAILS", _FAILS.get(level, "False"))
+    for name, value in (
+        ("MAX_LENGTH", rules.max_length),
+        ("NULL_OK", rules.call_content_null_ok),
+        ("EMPTY_OK", rules.call_content_empty_ok),
+        ("ID_LENGTH", switches["id_length"]),
+        ("NAME_MAX", switches["name_max"]),
+    ):
+        source = source.replace(name, repr(value))
+    source = source.replace("REFUSED", _refused_test(refuse))
+    namespace: dict[str, Any] = {
+        f"BEFORE_{kind.upper()}": _before(rules.successors, kind)
+        for kind in (USER, ASSISTANT, SYSTEM, TOOL)
+    }
+    namespace.update(
+        {
+            "after_tool": rules.after_tool,
+            "id_match": rules.id_match,
+            "refuse": refuse,
+            "ids_match": _all_match(rules.id_match),
+            "name_match": rules.name_match,
+            "blank_free": blank_free,
+        }
+    )
+    exec(compile(_kept(source, switches), "<toolmend cross pass>", "exec"), namespace)
+    made: Callable[[Sequence[Any]], Any] = namespace["cross_pass"]
+    if len(_PASSES) >= 256:
+        _PASSES.clear()
+    _PASSES[key] = (rules, made)
+    return made
+
+
+def _switches(rules: CrossRules, mode: str) -> dict[str, Any]:
+    """The switches of :data:`_LOOP` for ``rules`` in ``mode``."""
+    name_max = None
+    pattern = getattr(rules.name_match, "__self__", None)
+    if isinstance(pattern, re.Pattern):
+        bounded = _ANY_NAME.fullmatch(pattern.pattern)
+        if bounded is not None:
+            name_max = int(bounded.group(1))  # a length test, not a pattern (Anthropic's)
+    return {
+        "mode": mode,
+        "successors": rules.successors is not None,
+        "repeats_pass": rules.repeats_pass,
+        "named": rules.names,
+        "names": rules.names or mode == "names",
+        "tool_text": rules.tool_text,
+        "tool_content": rules.tool_content,
+        "user_content": rules.user_content,
+        "system_content": rules.system_content,
+        "after_tool": rules.after_tool is not None,
+        "reasoning_field_ok": rules.reasoning_field_ok,
+        "call_content": not (rules.call_content_null_ok and rules.call_content_empty_ok),
+        "max_length": rules.max_length < 1 << 30,
+        "gather_ids": rules.id_match is not None or rules.request_ids,
+        "gather_names": rules.name_match is not None and name_max is None,
+        "name_max": name_max,
+        "request_ids": rules.request_ids,
+        "id_match": rules.id_match is not None,
+    }
+
+
+def _kept(source: str, switches: dict[str, Any]) -> str:
+    """``source`` without the lines of the ``#if`` blocks whose switch is off (``#if``,
+    ``#elif``, ``#else``, ``#endif`` at the start of a line, nested; each condition a Python
+    expression over ``switches``)."""
+    kept: list[str] = []
+    stack: list[tuple[bool, bool]] = []  # (the enclosing block's lines kept, a branch taken)
+    on = True
+    for line in source.splitlines():
+        word, _, condition = line.partition(" ")
+        if word == "#if":
+            stack.append((on, False))
+        elif word == "#endif":
+            on = stack.pop()[0]
+            continue
+        elif word not in ("#elif", "#else"):
+            if on:
+                kept.append(line)
+            continue
+        outer, done = stack[-1]
+        on = (
+            outer
+            and not done
+            and (word == "#else" or bool(eval(condition, {"__builtins__": {}}, switches)))
+        )
+        stack[-1] = (outer, done or on)
+    return "\n".join(kept) + "\n"
+
+
+def _before(successors: Mapping[str, frozenset[str]] | None, kind: str) -> frozenset[str]:
+    """The kinds of message (and ``""``, none) a message of ``kind`` may follow."""
+    if successors is None:
+        return frozenset()
+    return frozenset(
+        {""} | {before for before in _ANY_KIND if kind in successors.get(before, _ANY_KIND)}
+    )
+
+
+def _refused_test(refuse: Callable[[str], Any] | None) -> str:
+    """The test that ``call_id`` is outside the pattern of ``refuse``: its length first where
+    the pattern has a count (an OpenAI id is refused by Mistral without a regex call)."""
+    pattern = getattr(refuse, "__self__", None)
+    text = pattern.pattern if isinstance(pattern, re.Pattern) else ""
+    count = _ONE_CLASS.fullmatch(text)
+    if count is None:
+        return "refuse(call_id) is None"
+    least, most = _counts(count)
+    bound = "" if most is None else f" <= {most}"
+    return f"not {least} <= len(call_id){bound} or refuse(call_id) is None"
+
+
+def _all_match(match: Callable[[str], Any] | None) -> Callable[[list[str]], bool]:
+    """A test that every id of a list is in the pattern of ``match``. A pattern that is one
+    character class with a count (every id pattern of the profiles) is tested on all the ids
+    at once: their bytes, joined by newlines, with the class's ASCII characters deleted
+    (``bytes.translate``, C speed) must leave nothing, and their lengths must fit the count;
+    anything else (a newline or a character outside ASCII in an id) is matched one id at a
+    time, as any other pattern is: a regex call an id was a tenth of the vouch."""
+    if match is None:
+        return lambda ids: True
+    pattern = getattr(match, "__self__", None)
+    text = pattern.pattern if isinstance(pattern, re.Pattern) else ""
+    count = _ONE_CLASS.fullmatch(text)
+    if count is None or "\n" in text:
+        return lambda ids: all(map(match, ids))
+    one = re.compile(text[: text.index("]") + 1]).fullmatch
+    deleted = bytes(byte for byte in range(128) if one(chr(byte))) + b"\n"
+    least, most = _counts(count)
+
+    def all_match(ids: list[str]) -> bool:
+        joined = "\n".join(ids)
+        if joined.encode().translate(None, deleted) or joined.count("\n") != len(ids) - 1:
+            return all(map(match, ids))
+        if least == 1:
+            lengths_ok = all(ids)
+        else:
+            lengths_ok = least == 0 or not ids or min(map(len, ids)) >= least
+        return lengths_ok and (most is None or not ids or max(map(len, ids)) <= most)
+
+    return all_match
+
+
+def _counts(count: re.Match[str]) -> tuple[int, int | None]:
+    """The least and the most characters of a match of :data:`_ONE_CLASS` (None: no most)."""
+    least, most = count.group(1), count.group(2)
+    if least is None:
+        return (1 if count.group(0).endswith("+") else 0), None
+    return int(least), (int(least) if most is None else int(most) if most else None)
+
+
+_ANY_NAME = re.compile(r"\(\?s:\.\{1,(\d+)\}\)")
+"""A pattern of any non-empty text up to a length (``(?s:.{1,200})``): a name in it is a
+non-empty string no longer than that."""
+
+_ONE_CLASS = re.compile(r"\[[^\]^\\]+\](?:\+|\*|\{(\d+)(?:,(\d*))?\})")
+"""A pattern of one character class (not negated, no ``]`` or escape inside) and a count (its
+least and, unless open, its most)."""
 
 
 def opening_ok(messages: Sequence[Any], rules: CrossRules) -> bool:
@@ -407,27 +729,13 @@ def opening_ok(messages: Sequence[Any], rules: CrossRules) -> bool:
     return not rules.needs_message
 
 
-def _tool_ok(content: Any, rules: CrossRules) -> bool:
-    """A tool message's content, under a profile with rules on it."""
-    if rules.tool_text and type(content) is not str:
-        return False
-    return not rules.tool_content or _content_ok(content, rules.tool_content)
-
-
-def _ids_and_names_ok(ids: list[str], function_names: set[str], rules: CrossRules) -> bool:
-    """Every call id and function name in the profile's form, and the ids unique in the
-    request where the profile wants that."""
-    if rules.request_ids and len(set(ids)) != len(ids):
-        return False
-    if rules.id_match is not None and not all(map(rules.id_match, ids)):
-        return False
-    return rules.name_match is None or all(map(rules.name_match, function_names))
-
-
-Fixes = tuple[list[tuple[int, str, str]], list[tuple[int, int, str]], list[tuple[int, int, int]]]
+Fixes = tuple[
+    list[tuple[int, str, str]], list[tuple[int, int, str]], list[tuple[int, int]], list[str]
+]
 """What :func:`cross_fixes` found to change: result names (tool message index, call id, the
 call's function name), call ids outside the profile's pattern (assistant message index, slot,
-id), and the tool messages answering those calls (index, the calling message's index, slot)."""
+id), the tool messages answering those calls (index, the position of their call in the list
+before), and the ids of the other calls (in the pattern: a new id must not be one of them)."""
 
 _RELAXED: dict[int, tuple[CrossRules, CrossRules, CrossRules]] = {}
 """``id(rules)`` -> (the rules, the same without the result-name and id-pattern rules, and
@@ -447,7 +755,9 @@ def cross_fixes(
     path judges without the rules on how a conversation opens (``Skeleton.whole`` is false).
 
     What a cross-family target changes on nearly every message of a valid history: the full
-    path would read, judge and plan all of it to find the same edits (issue 32)."""
+    path would read, judge and plan all of it to find the same edits (issue 32). One pass
+    checks the other rules and lists the edits (:data:`_LOOP` in mode ``"names"`` or
+    ``"ids"``)."""
     entry = _RELAXED.get(id(rules))
     if entry is None or entry[0] is not rules:
         relaxed = replace(rules, names=False, id_match=None)
@@ -457,61 +767,19 @@ def cross_fixes(
         entry = _RELAXED[id(rules)] = (rules, relaxed, mid)
     if (not rules.names and rules.id_match is None) or (rules.names and rules.id_match):
         return None
-    try:
-        if cross_valid(messages, entry[1] if opening else entry[2]) is None:
+    relaxed = entry[1] if opening else entry[2]
+    if not messages or not opening_ok(messages, relaxed):
+        return None
+    last_roles = relaxed.last_roles
+    if last_roles is not None:
+        last = messages[-1]
+        if type(last) is not dict or last["role"] not in last_roles:
             return None
+    try:
+        if rules.names:
+            names = _pass_for(relaxed, "names")(messages)
+            return (names, [], [], []) if names else None
+        found = _pass_for(relaxed, "ids", rules.id_match, id_length)(messages)
     except (KeyError, TypeError):
         return None
-    if rules.names:
-        names = _name_fixes(messages)
-        return (names, [], []) if names else None
-    assert rules.id_match is not None
-    fixes = _id_fixes(messages, rules.id_match, id_length)
-    return ([], *fixes) if fixes is not None and fixes[0] else None
-
-
-def _name_fixes(messages: Sequence[Any]) -> list[tuple[int, str, str]]:
-    """The tool messages whose ``name`` is not their call's function name (the history is
-    known to pass every other rule: plain dicts, each result right after its call)."""
-    found: list[tuple[int, str, str]] = []
-    names: dict[str, str] = {}
-    for index, message in enumerate(messages):
-        role = message["role"]
-        if role == "tool":
-            call_id = message["tool_call_id"]
-            name = names[call_id]
-            if message.get("name") != name:
-                found.append((index, call_id, name))
-        elif role == "assistant":
-            tool_calls = message.get("tool_calls")
-            if tool_calls:
-                names = {call["id"]: call["function"]["name"] for call in tool_calls}
-    return found
-
-
-def _id_fixes(
-    messages: Sequence[Any], id_match: Callable[[str], Any], id_length: int | None
-) -> tuple[list[tuple[int, int, str]], list[tuple[int, int, int]]] | None:
-    """The calls whose id is outside the pattern, and the tool messages answering them; None
-    for an id in the pattern but not ``id_length`` long."""
-    calls: list[tuple[int, int, str]] = []
-    results: list[tuple[int, int, int]] = []
-    refused: dict[str, tuple[int, int]] = {}  # the turn's refused ids -> (index, slot)
-    for index, message in enumerate(messages):
-        role = message["role"]
-        if role == "tool":
-            ref = refused.get(message["tool_call_id"])
-            if ref is not None:
-                results.append((index, *ref))
-        elif role == "assistant":
-            tool_calls = message.get("tool_calls")
-            if tool_calls:
-                refused = {}
-                for slot, call in enumerate(tool_calls):
-                    call_id = call["id"]
-                    if id_match(call_id) is None:
-                        refused[call_id] = (index, slot)
-                        calls.append((index, slot, call_id))
-                    elif id_length is not None and len(call_id) != id_length:
-                        return None
-    return calls, results
+    return ([], *found) if found is not None and found[0] else None
