@@ -18,6 +18,7 @@ from typing import Any, Literal, overload
 from ._edits import Plan
 from ._escape import log as _log_text
 from ._jsontext import NonFiniteNumberError, UnwritableValueError, locate
+from ._plan_messages import quick_plan
 from ._policy import Mode, Policy, as_policy
 from ._quickmend import quick_mend, quick_names
 from ._repair import plan_repair
@@ -439,13 +440,12 @@ def mend_damage(
         assert type(damage) is Damage
         part = messages[damage.low : damage.high]
         try:
-            plan, made = plan_repair(
-                damage.skeleton,
-                profile,
-                policy,
-                result_reader(module, part),
-                {problem.code for problem in damage.problems},
-            )
+            codes = {problem.code for problem in damage.problems}
+            reader = result_reader(module, part)
+            # the common damages (a repeated result, a missing one, an orphan) planned in one
+            # pass; anything else by the planner
+            quick = quick_plan(damage.skeleton, profile, policy, reader, codes)
+            plan, made = quick or plan_repair(damage.skeleton, profile, policy, reader, codes)
             applied: list[Any] = module.apply(part, plan)
         except NonFiniteNumberError:
             # a value to write as JSON holds NaN or Infinity, which no strict parser reads:
