@@ -32,6 +32,7 @@ Change codes (``Change.code``): ``moved_result``, ``moved_message``, ``dropped_o
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 from ._block_repair import end_with_user, lead_with_user, name_results
 from ._edits import (
@@ -127,6 +128,8 @@ def plan_messages(state: PlanState, problem_codes: set[str]) -> None:
 
 _QUICK_CODES = frozenset({"duplicate_result", "missing_result", "orphan_result"})
 """The problems :func:`quick_plan` plans for."""
+_NAMED_CODES = _QUICK_CODES | {"result_name_mismatch"}
+"""And under a profile whose results name their call's function (Gemini)."""
 
 
 def quick_plan(
@@ -153,15 +156,13 @@ def quick_plan(
     (``tests/test_damaged_speed.py``)."""
     if (
         skeleton.whole
-        or not problem_codes <= _QUICK_CODES
+        or not problem_codes <= (_NAMED_CODES if profile.results_need_name else _QUICK_CODES)
         or skeleton.layout != MESSAGES
         or skeleton.format != "openai"
         or profile.pairing == "ordered"
         or profile.reasoning_in_tool_turns
-        or profile.role_successors is not None
         or profile.alternation is not None
         or profile.last_kinds is not None
-        or profile.results_need_name
         or policy.missing_result != "placeholder"
         or policy.orphan_result == "text"
     ):
@@ -170,6 +171,7 @@ def quick_plan(
     if any(defect.code in problem_codes for defect in skeleton.defects):
         return None
     caller_of: dict[str, int] = {}  # call id -> its calling message
+    slot_of: dict[str, int] = {}  # call id -> its slot there
     for index, found in calls.items():
         if kinds[index] != ASSISTANT:
             return None
@@ -178,6 +180,7 @@ def quick_plan(
             if call_id is None or call_id in caller_of or not acceptable_id(call_id, profile):
                 return None
             caller_of[call_id] = index
+            slot_of[call_id] = call.slot
     state = PlanState(skeleton, profile, policy, result_text)
     answer: dict[str, int] = {}  # call id -> the message answering it
     fate: dict[int, str] = {}  # result message -> "answer", "duplicate" or "orphan"
@@ -248,6 +251,34 @@ def quick_plan(
                 state.change(
                     "answered_missing_call", index, "call answered with the placeholder", call.id
                 )
+    successors = profile.role_successors
+    if successors is not None:  # (Bedrock) the order kept: no system message or bridge to move
+        after_tool = successors.get(TOOL, frozenset())
+        previous = ""
+        for item in items:
+            kind = kinds[item.index] if isinstance(item, Keep) else TOOL
+            if (
+                kind == SYSTEM and previous and SYSTEM not in successors.get(previous, {SYSTEM})
+            ) or (previous == TOOL and kind not in after_tool):
+                return None
+            previous = kind
+    if profile.results_need_name:  # (Gemini) each result names its call's function
+        pairs = sorted(
+            ((caller_of[call_id], slot_of[call_id]), at) for call_id, at in answer.items()
+        )
+        for call_ref, at in pairs:  # in call order, as ``name_results`` takes them
+            call = call_at(skeleton, call_ref)
+            if call.name and results[at][0].name != call.name:
+                state.plan.edit(at).result_names[0] = call.name
+                state.change(
+                    "filled_result_name",
+                    at,
+                    f"function name {call.name!r} taken from the call",
+                    call.id,
+                )
+        items = [
+            replace(item, named=True) if isinstance(item, Placeholder) else item for item in items
+        ]
     if profile.first_user:  # the user bridge at the start (Bedrock): only if an assistant opens
         for item in items:
             if isinstance(item, Keep) and kinds[item.index] == SYSTEM:

@@ -373,6 +373,8 @@ def _scan(
     result_rules = cross is not None and (cross.tool_text or cross.tool_content or cross.names)
     content_rule = "tool_content_not_string" in profile.checks
     plain_results = not (result_rules or content_rule)
+    text_results = content_rule or (cross is not None and cross.tool_text)
+    tool_level = cross.tool_content if cross is not None else 0
     id_match = cross.id_match if cross is not None else None
     name_match = cross.name_match if cross is not None else None
     call_content = cross is not None and not (
@@ -412,12 +414,21 @@ def _scan(
                     pass  # no call waits for it (or none at all): the careful code below
                 else:  # the plain case: it answers a waiting call
                     follows_tool, follows_text = True, False
-                    if plain_results or (
-                        (not content_rule or type(message.get("content")) is str)
+                    if plain_results:
+                        continue
+                    # (:func:`_cross_result_ok` and the string rule, written out)
+                    content = message.get("content")
+                    if (
+                        (type(content) is str or not text_results)
                         and (
-                            not result_rules
-                            or _cross_result_ok(message, call_id, cross, turn_names)
+                            not tool_level
+                            or (
+                                content is not None
+                                if tool_level == 1
+                                else bool(content) and (tool_level == 2 or blank_free(content))
+                            )
                         )
+                        and (not named or message.get("name") == turn_names.get(call_id))
                     ):
                         continue
                     if first_only:
@@ -552,7 +563,12 @@ def _scan(
             follows_text = False
             if role == "user":
                 ok = "tool_calls" not in message and (
-                    not user_level or _level_ok(message.get("content"), user_level)
+                    not user_level
+                    or (
+                        bool(message.get("content"))
+                        if user_level == 2
+                        else _level_ok(message.get("content"), user_level)
+                    )
                 )
             elif role == "system" or role == "developer":
                 ok = "tool_calls" not in message and (
