@@ -252,7 +252,7 @@ def repair(
         return Repair(original)
     if chosen.mode is not Mode.REPAIR:
         problems = (
-            tuple(quick[2])
+            tuple(quick[1]()[1])
             if quick is not None
             else tuple(problem for damage in damaged or () for problem in damage.problems)
         )
@@ -260,23 +260,40 @@ def repair(
             raise ToolChainError(problems=problems)
         return Repair(original, (), problems, problems)
     if quick is not None:
-        mended = Mended(quick[0], quick[1], problems=quick[2])
-    else:
-        assert damaged is not None
-        mended = mend_damage(module, messages, profile, chosen, damaged, parts_before=0)
+        # every message's names or ids: the report (a change and a problem or two a message)
+        # is built when it is read (issue 32)
+        _log_structure(module, messages, quick[0])
+        return Repair._deferred(quick[0], True, quick[1], _judged_later(module, quick[0], profile))
+    assert damaged is not None
+    mended = mend_damage(module, messages, profile, chosen, damaged, parts_before=0)
     problems = tuple(mended.problems)
     # no change made (nothing can mend an empty history): the input itself, as for a valid one
     repaired = mended.messages if mended.changes else messages
+    _log_structure(module, messages, repaired)
+    return Repair(
+        repaired if mended.changes else original,
+        tuple(mended.changes),
+        problems,
+        _judged_later(module, repaired, profile),
+    )
+
+
+def _log_structure(module: Format, messages: Sequence[Any], repaired: Sequence[Any]) -> None:
+    """The structure before and after a repair, at debug level under ``TOOLMEND_DEBUG``."""
     if _DEBUG and logger.isEnabledFor(logging.DEBUG):
         logger.debug("toolmend before: %s", _structure(module.read(messages)))
         logger.debug("toolmend after: %s", _structure(module.read(repaired)))
 
+
+def _judged_later(
+    module: Format, repaired: Sequence[Any], profile: Profile
+) -> Callable[[], tuple[Problem, ...]]:
+    """What ``repaired`` still breaks, judged when ``Repair.problems_left`` is first read."""
+
     def still_broken() -> tuple[Problem, ...]:
         return tuple(judge(module.read(repaired), profile))
 
-    return Repair(
-        repaired if mended.changes else original, tuple(mended.changes), problems, still_broken
-    )
+    return still_broken
 
 
 @dataclass(frozen=True)

@@ -24,19 +24,22 @@ from typing import Any
 
 from ._findings import Report
 from ._plan_ids import ALNUM, PAIRS, SMALLEST, SPAN, fresh_id
-from ._report import Change, Problem
+from ._report import Builder, Change, Problem
 from .formats import Format
 from .profiles import Check, Profile
 
 __all__ = ["fresh_ids", "quick_mend", "quick_names"]
 
 Mended = tuple[list[Any], list[Change], list[Problem]]
+Quick = tuple[list[Any], Builder]
+"""The repaired list, and the function that builds its changes and problems (the report is
+built on first read: :meth:`toolmend.Repair._deferred`)."""
 
 
-def quick_mend(module: Format, messages: Sequence[Any], profile: Profile) -> Mended | None:
-    """The repaired list, the changes and the problems of ``toolmend.repair(messages,
-    provider=profile)`` when the only edits it makes are result names or call ids; None when
-    the full path must decide (anything else is wrong, or the history is valid)."""
+def quick_mend(module: Format, messages: Sequence[Any], profile: Profile) -> Quick | None:
+    """The repaired list of ``toolmend.repair(messages, provider=profile)`` and the builder of
+    its changes and problems, when the only edits it makes are result names or call ids; None
+    when the full path must decide (anything else is wrong, or the history is valid)."""
     fixes = module.quick_fixes(messages, profile)
     if fixes is None:
         return None
@@ -54,12 +57,16 @@ def quick_names(module: Format, part: Sequence[Any], profile: Profile, base: int
     fixes = module.quick_fixes(part, profile, opening=base == 0)
     if fixes is None or not fixes[0]:
         return None
-    return _fill_names(part, profile, fixes[0], base)
+    named = _fill_names(part, profile, fixes[0], base)
+    if named is None:
+        return None
+    changes, problems = named[1]()
+    return named[0], list(changes), list(problems)
 
 
 def _fill_names(
     messages: Sequence[Any], profile: Profile, names: list[tuple[int, str, str]], base: int = 0
-) -> Mended | None:
+) -> Quick | None:
     """Each tool message of ``names`` gets its call's function name (``filled_result_name``,
     reported as ``result_name_mismatch``), as ``name_results`` plans it; the changes and
     problems name message ``base + index``."""
@@ -67,24 +74,27 @@ def _fill_names(
     check = profile.checks.get(code)
     if check is None:  # not reported: the full path finds nothing and changes nothing
         return None
-    problem = _maker(profile, check, code, "tool message without the called function's name")
     repaired = list(messages)
-    changes: list[Change] = []
-    problems: list[Problem] = []
-    for index, call_id, name in names:
+    for index, _, name in names:
         copy = dict(messages[index])
         copy["name"] = name
         repaired[index] = copy
-        changes.append(
+
+    def build() -> tuple[list[Change], list[Problem]]:
+        problem = _maker(profile, check, code, "tool message without the called function's name")
+        changes = [
             _change(
                 "filled_result_name",
                 base + index,
                 f"function name {name!r} taken from the call",
                 (call_id,),
             )
-        )
-        problems.append(problem(base + index, call_id, 0))
-    return repaired, changes, problems
+            for index, call_id, name in names
+        ]
+        problems = [problem(base + index, call_id, 0) for index, call_id, _ in names]
+        return changes, problems
+
+    return repaired, build
 
 
 def _rewrite_ids(
@@ -92,24 +102,16 @@ def _rewrite_ids(
     profile: Profile,
     calls: list[tuple[int, int, str]],
     results: list[tuple[int, int, int]],
-) -> Mended | None:
+) -> Quick | None:
     """Each call of ``calls`` gets a new id in the profile's form and its results carry it
     (``rewrote_call_id``, reported as ``call_id_format`` on the call and on each result), as
-    ``rewrite_ids`` plans it: the same seeds, the same ids taken, in the same order.
-
-    One walk over the calls, each call message's results right after it: the problems come
-    out in message order (each result sits after its call and before the next call message,
-    which the format's pass checked), so nothing is sorted."""
+    ``rewrite_ids`` plans it: the same seeds, the same ids taken, in the same order."""
     code = "call_id_format"
     check = profile.checks.get(code)
     result_code = "result_id_format" if "result_id_format" in profile.checks else code
     result_check = profile.checks.get(result_code)
     if check is None or result_check is None:
         return None
-    call_problem = _maker(profile, check, code, "call id outside the provider's pattern")
-    result_problem = _maker(
-        profile, result_check, result_code, "result id outside the provider's pattern"
-    )
     taken = {
         call["id"]
         for message in messages
@@ -118,73 +120,50 @@ def _rewrite_ids(
     }
     new_ids = fresh_ids([old for _, _, old in calls], profile, taken)
     repaired = list(messages)
-    changes: list[Change] = []
-    problems: list[Problem] = []
     new_of: dict[tuple[int, int], str] = {}
-    detail = "call id the provider would refuse"
-    next_result, result_count = 0, len(results)
     copy_index = -1
-    for (index, slot, old), new in zip(calls, new_ids, strict=True):
+    for (index, slot, _), new in zip(calls, new_ids, strict=True):
         if index != copy_index:
-            next_result = _results_before(
-                messages,
-                repaired,
-                results,
-                next_result,
-                result_count,
-                index,
-                new_of,
-                problems,
-                result_problem,
-            )
             copy = dict(messages[index])
             tool_calls = copy["tool_calls"] = list(copy["tool_calls"])
             repaired[index] = copy
             copy_index = index
         new_of[(index, slot)] = new
-        changes.append(_change("rewrote_call_id", index, detail, (old, new)))
-        problems.append(call_problem(index, old, slot))
         call = dict(tool_calls[slot])
         call["id"] = new
         tool_calls[slot] = call
-    _results_before(
-        messages,
-        repaired,
-        results,
-        next_result,
-        result_count,
-        len(messages),
-        new_of,
-        problems,
-        result_problem,
-    )
-    return repaired, changes, problems
-
-
-def _results_before(
-    messages: Sequence[Any],
-    repaired: list[Any],
-    results: list[tuple[int, int, int]],
-    start: int,
-    count: int,
-    stop: int,
-    new_of: dict[tuple[int, int], str],
-    problems: list[Problem],
-    result_problem: Any,
-) -> int:
-    """The results of ``results[start:]`` at indexes below ``stop``, given their new ids and
-    reported; the position of the first result left."""
-    while start < count:
-        index, call_index, slot = results[start]
-        if index >= stop:
-            break
+    for index, call_index, slot in results:
         copy = dict(messages[index])
-        old = copy["tool_call_id"]
         copy["tool_call_id"] = new_of[(call_index, slot)]
         repaired[index] = copy
-        problems.append(result_problem(index, old, 0))
-        start += 1
-    return start
+
+    def build() -> tuple[list[Change], list[Problem]]:
+        """The changes in call order; the problems in message order: each call message's
+        results come after it and before the next call message (the format's pass checked
+        that), so the results before each call message are reported first, nothing sorted."""
+        call_problem = _maker(profile, check, code, "call id outside the provider's pattern")
+        result_problem = _maker(
+            profile, result_check, result_code, "result id outside the provider's pattern"
+        )
+        detail = "call id the provider would refuse"
+        old_of = {(index, slot): old for index, slot, old in calls}
+        changes = [
+            _change("rewrote_call_id", index, detail, (old, new))
+            for (index, _, old), new in zip(calls, new_ids, strict=True)
+        ]
+        problems: list[Problem] = []
+        next_result, count = 0, len(results)
+        for index, slot, old in calls:
+            while next_result < count and results[next_result][0] < index:
+                at, call_index, call_slot = results[next_result]
+                problems.append(result_problem(at, old_of[(call_index, call_slot)], 0))
+                next_result += 1
+            problems.append(call_problem(index, old, slot))
+        for at, call_index, call_slot in results[next_result:]:
+            problems.append(result_problem(at, old_of[(call_index, call_slot)], 0))
+        return changes, problems
+
+    return repaired, build
 
 
 def fresh_ids(seeds: list[str], profile: Profile, taken: set[str]) -> list[str]:

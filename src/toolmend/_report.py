@@ -84,6 +84,44 @@ class Change:
         return f"message {self.index}: {self.code}: {self.detail}"
 
 
+class _Deferred:
+    """The default of :attr:`Repair.changes` and :attr:`Repair.problems`: ``()`` on the class
+    (what the dataclass machinery reads as the field's default), and on an instance made by
+    :meth:`Repair._deferred` (whose ``__dict__`` lacks both fields) both tuples, built once on
+    first read and stored in the instance's ``__dict__``. A non-data descriptor (no
+    ``__set__``): an instance made the normal way has both fields in its ``__dict__``, which
+    wins, and never reaches it."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __get__(self, instance: object, owner: type | None = None) -> Any:
+        if instance is None:
+            return ()
+        found = instance.__dict__
+        later = found.get("_later")
+        if later is not None:
+            changes, problems = later[0]()
+            found["changes"] = tuple(changes)
+            found["problems"] = tuple(problems)
+            found.pop("_later", None)  # (another thread may have built them as well)
+        try:
+            return found[self.name]
+        except KeyError:
+            raise AttributeError(self.name) from None
+
+
+def _deferred(name: str) -> Any:
+    """A :class:`_Deferred` typed as the field it stands for (``()`` on the class)."""
+    return _Deferred(name)
+
+
+Builder = Callable[[], tuple[Sequence[Change], Sequence[Problem]]]
+"""What :meth:`Repair._deferred` takes: a function building the changes and the problems."""
+
+
 @dataclass(frozen=True)
 class Repair:
     """The outcome of :func:`toolmend.repair`.
@@ -96,15 +134,45 @@ class Repair:
 
     ``problems_left`` is judged on first access: a hook that only sends ``messages`` on does not
     pay for judging the repaired history a second time.
+
+    ``changes`` and ``problems`` may be built on first read too: a repair that touches nearly
+    every message (Mistral's call ids, Gemini's result names) reports a :class:`Change` and one
+    or two :class:`Problem` objects a message, which cost more than finding the edits and making
+    them; a caller that sends ``messages`` on and asks only ``changed`` never builds them
+    (issue 32). Such a result is made by the private :meth:`_deferred` from the repaired list
+    and a builder; both tuples are built together, once, on the first read of ``changes``,
+    ``problems`` or ``problems_before`` (``==``, ``repr``, :func:`dataclasses.replace`,
+    :func:`dataclasses.asdict` and pickling read them), and are then the same as those of a
+    result built eagerly. ``changed`` does not build them.
     """
 
     messages: Any
-    changes: tuple[Change, ...] = ()
-    problems: tuple[Problem, ...] = ()
+    changes: tuple[Change, ...] = _deferred("changes")
+    problems: tuple[Problem, ...] = _deferred("problems")
     left: tuple[Problem, ...] | Callable[[], tuple[Problem, ...]] = field(
         default=(), repr=False, compare=False
     )
     """What is still broken, or how to find out (see ``problems_left``)."""
+
+    @classmethod
+    def _deferred(
+        cls,
+        messages: Any,
+        changed: bool,
+        build: Builder,
+        left: tuple[Problem, ...] | Callable[[], tuple[Problem, ...]] = (),
+    ) -> Repair:
+        """A result whose ``changes`` and ``problems`` are ``build()``'s, built on first read;
+        ``changed`` is whether ``build`` makes any change (answered without building). ``build``
+        must give the same lists whenever it is called (it may run twice under threads)."""
+        made = object.__new__(cls)
+        made.__dict__.update(messages=messages, left=left, _later=(build, changed))
+        return made
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled (and copied) as a result built eagerly: the changes and problems built, the
+        problems left judged (a builder or a judge is no data)."""
+        return (type(self), (self.messages, self.changes, self.problems, self.problems_left))
 
     @property
     def problems_left(self) -> tuple[Problem, ...]:
@@ -123,6 +191,9 @@ class Repair:
     @property
     def changed(self) -> bool:
         """Whether ``messages`` differs from the input."""
+        later = self.__dict__.get("_later")
+        if later is not None:
+            return bool(later[1])
         return bool(self.changes)
 
 
