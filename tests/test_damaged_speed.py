@@ -169,3 +169,43 @@ def test_an_id_outside_the_pattern_still_marks_its_range(provider: str, bad_id: 
     expected, changes = whole_repair(formats.get("openai"), history, profile, Policy())
     fixed = toolmend.repair(history, provider=provider)
     assert fixed.messages == expected and list(fixed.changes) == changes
+
+
+@pytest.mark.parametrize("provider", ["gemini", "gemini-3"])
+def test_names_outside_the_damaged_ranges_are_filled_in_one_pass(
+    monkeypatch: pytest.MonkeyPatch, provider: str
+) -> None:
+    """Bound for Gemini, a damaged history lacks the result names everywhere: the names
+    outside the damaged ranges are filled in one pass (no range is cut for them, none is
+    named on its own), only the damaged ranges are read and judged, and the report of the
+    names is built when it is read; everything as the whole history's repair gives it."""
+    history = _long_history(20)
+    history.insert(4, copy.deepcopy(history[3]))  # turn 0: a result repeated
+    del history[59]  # turn 11: a result missing
+    profile = get_profile(provider)
+    found = openai_chat.named_spans(history, profile)
+    assert found is not None
+    spans, names = found
+    assert spans == [(1, 5), (57, 60)]
+    assert len(names) == 2 * 20 - 4  # every result but those in the ranges
+    expected, changes = whole_repair(formats.get("openai"), history, profile, Policy())
+    problems = judge(openai_chat.read(history), profile)
+    judged: list[int] = []
+    real_judge = toolmend._api.judge
+
+    def counting_judge(skeleton: Any, judged_profile: Any) -> Any:
+        judged.append(len(skeleton.kinds))
+        return real_judge(skeleton, judged_profile)
+
+    def per_range(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a range was named on its own")
+
+    monkeypatch.setattr(toolmend._api, "judge", counting_judge)
+    monkeypatch.setattr(toolmend._api, "quick_names", per_range)
+    fixed = toolmend.repair(history, provider=provider)
+    assert judged == [4, 3]
+    assert "_later" in vars(fixed)  # the report is not built yet
+    assert fixed.changed
+    assert fixed.messages == expected
+    assert list(fixed.changes) == changes
+    assert list(fixed.problems) == problems

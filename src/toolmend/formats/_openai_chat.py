@@ -42,6 +42,7 @@ __all__ = [
     "dirty_spans",
     "kind_of",
     "live_rounds",
+    "named_spans",
     "quick_fixes",
     "quick_live",
     "quick_valid",
@@ -313,6 +314,35 @@ def dirty_spans(messages: Sequence[Any], profile: Profile) -> list[tuple[int, in
     return _scan(messages, profile, first_only=False)
 
 
+def named_spans(
+    messages: Sequence[Any], profile: Profile
+) -> tuple[list[tuple[int, int]], list[tuple[int, str, str]]] | None:
+    """:func:`dirty_spans` for a profile whose results name their call's function (Gemini):
+    the ranges that need repair for anything but the names, and the tool messages outside them
+    whose only fault is the name, as (index, call id, the function's name) in message order;
+    None when the one-pass test cannot tell.
+
+    Bound for Gemini, every result of an OpenAI-shaped history lacks its name, so every range
+    of a damaged history was dirty and each was read (or its names filled) on its own: most of
+    the repair (issue 32). The names outside the damaged ranges are filled in one pass; the
+    planner of a damaged range fills its own."""
+    found: list[tuple[int, str, str]] = []
+    spans = _scan(messages, profile, first_only=False, names=found)
+    if spans is None:
+        return None
+    if not spans:
+        return spans, found
+    outside = []
+    ranges = iter(spans)
+    low, high = next(ranges)
+    for entry in found:
+        while entry[0] >= high:
+            low, high = next(ranges, (len(messages), len(messages) + 1))
+        if entry[0] < low:
+            outside.append(entry)
+    return spans, outside
+
+
 def _scannable(messages: Sequence[Any], profile: Profile) -> bool:
     """Whether the one-pass scans can judge ``messages`` under ``profile`` (else the full
     path)."""
@@ -339,7 +369,12 @@ def _scannable_profile(profile: Profile) -> bool:
 
 
 def _scan(
-    messages: Sequence[Any], profile: Profile, *, first_only: bool, eager: bool = False
+    messages: Sequence[Any],
+    profile: Profile,
+    *,
+    first_only: bool,
+    eager: bool = False,
+    names: list[tuple[int, str, str]] | None = None,
 ) -> list[tuple[int, int]] | None:
     """The ranges of :func:`dirty_spans` (``first_only``: ``[]`` when the history is valid,
     None at its first problem, for :func:`quick_valid`).
@@ -351,7 +386,11 @@ def _scan(
     message is looked at by the plain test at most once before the careful code. The id and
     name patterns of a cross-family profile are checked after the loop over the ids and names
     it gathered, in one ``map`` each; where one fails, the scan runs again with ``eager`` (each
-    call checked in place, which tells its range)."""
+    call checked in place, which tells its range).
+
+    ``names`` (a profile whose results name their call's function, Gemini): a result whose
+    only fault is a missing or wrong name leaves its range clean and goes into ``names`` as
+    (index, call id, the function's name), for :func:`named_spans`."""
     cross = None
     if not _scannable(messages, profile):
         # a cross-family profile: its ranges, from its rules (the vouch is cross_valid's)
@@ -418,19 +457,22 @@ def _scan(
                         continue
                     # (:func:`_cross_result_ok` and the string rule, written out)
                     content = message.get("content")
-                    if (
-                        (type(content) is str or not text_results)
-                        and (
-                            not tool_level
-                            or (
-                                content is not None
-                                if tool_level == 1
-                                else bool(content) and (tool_level == 2 or blank_free(content))
-                            )
+                    if (type(content) is str or not text_results) and (
+                        not tool_level
+                        or (
+                            content is not None
+                            if tool_level == 1
+                            else bool(content) and (tool_level == 2 or blank_free(content))
                         )
-                        and (not named or message.get("name") == turn_names.get(call_id))
                     ):
-                        continue
+                        if not named:
+                            continue
+                        name = turn_names.get(call_id)
+                        if message.get("name") == name:
+                            continue
+                        if names is not None and type(name) is str and name:
+                            names.append((index, call_id, name))  # its only fault: apart
+                            continue
                     if first_only:
                         return None
                     dirty = True
@@ -592,7 +634,9 @@ def _scan(
         or (name_match is not None and not all(map(name_match, call_names)))
     ):
         # an id or name outside the profile's pattern: the scan that checks each in place
-        return _scan(messages, profile, first_only=first_only, eager=True)
+        if names is not None:
+            names.clear()
+        return _scan(messages, profile, first_only=first_only, eager=True, names=names)
     if unanswered:
         # a call the placeholder will answer, whose id another call has: its range reaches
         # over every range calling that id, where the planner sees both and renames it
@@ -1288,6 +1332,7 @@ class OpenAIChat(Format):
     quick_live = staticmethod(quick_live)
     quick_fixes = staticmethod(quick_fixes)
     dirty_spans = staticmethod(dirty_spans)
+    named_spans = staticmethod(named_spans)
 
     def keeps_apart(self, role: Any) -> bool:
         """Tool (and legacy function) messages each answer one call id."""
