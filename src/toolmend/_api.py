@@ -7,7 +7,9 @@ and comes back as the very same object.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import heapq
 import itertools
 import logging
 import os
@@ -18,8 +20,9 @@ from typing import Any, Literal, overload
 from ._edits import Plan
 from ._escape import log as _log_text
 from ._jsontext import NonFiniteNumberError, UnwritableValueError, locate
+from ._plan_messages import quick_plan
 from ._policy import Mode, Policy, as_policy
-from ._quickmend import quick_mend, quick_names
+from ._quickmend import fill_names, quick_mend, quick_names
 from ._repair import plan_repair
 from ._report import (
     Change,
@@ -244,6 +247,12 @@ def repair(
         return Repair(original)  # the common case: one tight pass that builds nothing
     # a cross-family target's names or ids on every message, nothing else: one pass lists them
     quick = quick_mend(module, messages, profile)
+    if quick is None and profile.results_need_name and chosen.frontier != "keep":
+        # the names a damaged history bound for Gemini lacks outside its damaged ranges:
+        # filled in one pass, the ranges mended on their own
+        apart = _names_apart(module, messages, profile, chosen, original)
+        if apart is not None:
+            return apart
     damaged = (
         None
         if quick is not None
@@ -277,6 +286,73 @@ def repair(
         problems,
         _judged_later(module, repaired, profile),
     )
+
+
+def _names_apart(
+    module: Format,
+    messages: Sequence[Any],
+    profile: Profile,
+    policy: Policy,
+    original: Any,
+) -> Repair | None:
+    """:func:`repair` of a damaged history under a profile whose results name their call's
+    function (Gemini), from ``Format.named_spans``: the names outside the damaged ranges filled
+    in one pass, the ranges read, judged and mended on their own; the changes and problems in
+    message order, as the ranges of :func:`damage_in` (a range whose only fault is the names
+    filled by :func:`toolmend._quickmend.quick_names`) give them. The names' changes and
+    problems are built when the report is first read (:meth:`toolmend.Repair._deferred`).
+    None where the one pass cannot tell, or finds nothing (:func:`repair` then decides)."""
+    found = module.named_spans(messages, profile)
+    if found is None or found == ([], []):
+        return None
+    spans, names = found
+    filled = fill_names(messages, profile, names) if names else None
+    if names and filled is None:
+        return None
+    damaged = list(_damage_in(module, messages, profile, policy, True, spans=spans))
+
+    def report(changes: Sequence[Change]) -> tuple[list[Change], list[Problem]]:
+        """The names' changes and problems merged with the ranges', in message order."""
+        named_changes, named_problems = filled[1]() if filled is not None else ((), ())
+        merged = list(heapq.merge(named_changes, changes, key=_change_index))
+        problems: list[Problem] = []
+        at, count = 0, len(named_problems)
+        for damage in damaged:
+            while at < count and named_problems[at].index < damage.low:
+                problems.append(named_problems[at])
+                at += 1
+            problems.extend(damage.problems)
+        problems.extend(named_problems[at:])
+        return merged, problems
+
+    if policy.mode is not Mode.REPAIR:
+        problems = tuple(report(())[1])
+        if policy.mode is Mode.STRICT:
+            raise ToolChainError(problems=problems)
+        return Repair(original, (), problems, problems)
+    source = filled[0] if filled is not None else messages
+    mended = mend_damage(module, source, profile, policy, damaged, parts_before=0, whole=messages)
+    if mended.whole or not (names or mended.changes):
+        repaired = mended.messages if mended.changes else messages
+        _log_structure(module, messages, repaired)
+        return Repair(
+            repaired if mended.changes else original,
+            tuple(mended.changes),
+            tuple(mended.problems),
+            _judged_later(module, repaired, profile),
+        )
+    _log_structure(module, messages, mended.messages)
+    range_changes = mended.changes
+    return Repair._deferred(
+        mended.messages,
+        True,
+        lambda: report(range_changes),
+        _judged_later(module, mended.messages, profile),
+    )
+
+
+def _change_index(change: Change) -> int:
+    return change.index
 
 
 def _log_structure(module: Format, messages: Sequence[Any], repaired: Sequence[Any]) -> None:
@@ -344,6 +420,8 @@ class Mended:
     problems found when nothing was changed)."""
     failed: bool = False
     """True when toolmend raised inside a hook and the original history went out unrepaired."""
+    whole: bool = False
+    """True when the ranges gave way to a repair of the whole history (:func:`mend_damage`)."""
 
 
 def find_damage(
@@ -413,14 +491,16 @@ def _damage_in(
     policy: Policy | None,
     vouched_against: bool,
     quick: bool = False,
+    spans: list[tuple[int, int]] | None = None,
 ) -> Iterator[Any]:
-    ranges = _ranges(module, messages, profile, policy, vouched_against)
-    if ranges != [(0, len(messages))]:
-        request = module.request_id_fixes(messages, profile, ranges)
-        if request is not None:  # ids rewritten request-wide (Mistral)
-            yield from _with_stretches(module, messages, profile, ranges, *request)
-            return
-    for low, high in ranges:
+    if spans is None:
+        spans = _ranges(module, messages, profile, policy, vouched_against)
+        if spans != [(0, len(messages))]:
+            request = module.request_id_fixes(messages, profile, spans)
+            if request is not None:  # ids rewritten request-wide (Mistral)
+                yield from _with_stretches(module, messages, profile, spans, *request)
+                return
+    for low, high in spans:
         if quick:
             part = messages[low:high]
             named = quick_names(module, part, profile, low)
@@ -471,10 +551,14 @@ def mend_damage(
     damaged: Iterable[Damage | Named | Stretch],
     *,
     parts_before: int | None = None,
+    whole: Sequence[Any] | None = None,
 ) -> Mended:
     """Plan and apply a repair of every damaged range; the rest is copied by slices.
     ``parts_before`` limits ``Mended.parts`` to the ranges that start before that index (None:
-    every range)."""
+    every range). ``whole``: the history to repair whole where the ranges cannot tell
+    (``messages`` itself unless given: ``messages`` may be it with names filled outside the
+    ranges); ``Mended.whole`` then says so."""
+    history = messages if whole is None else whole
     repaired: list[Any] = []
     changes: list[Change] = []
     problems: list[Problem] = []
@@ -505,13 +589,12 @@ def mend_damage(
         assert type(damage) is Damage
         part = messages[damage.low : damage.high]
         try:
-            plan, made = plan_repair(
-                damage.skeleton,
-                profile,
-                policy,
-                result_reader(module, part),
-                {problem.code for problem in damage.problems},
-            )
+            codes = {problem.code for problem in damage.problems}
+            reader = result_reader(module, part)
+            # the common damages (a repeated result, a missing one, an orphan) planned in one
+            # pass; anything else by the planner
+            quick = quick_plan(damage.skeleton, profile, policy, reader, codes)
+            plan, made = quick or plan_repair(damage.skeleton, profile, policy, reader, codes)
             applied: list[Any] = module.apply(part, plan)
         except NonFiniteNumberError:
             # a value to write as JSON holds NaN or Infinity, which no strict parser reads:
@@ -523,7 +606,7 @@ def mend_damage(
         if not damage.skeleton.whole and any(c.code == "restored_call_id" for c in made):
             # a call took the id of its result: a range cannot see whether the history uses
             # that id elsewhere, so the whole history decides
-            return _mend_whole(module, messages, profile, policy, parts_before)
+            return _mend_whole(module, history, profile, policy, parts_before)
         repaired.extend(messages[position : damage.low])
         repaired.extend(applied)
         changes.extend(made)
@@ -535,7 +618,7 @@ def mend_damage(
         position = damage.high
     repaired.extend(messages[position:])
     if _answers_elsewhere(called, dropped):
-        return _mend_whole(module, messages, profile, policy, parts_before)
+        return _mend_whole(module, history, profile, policy, parts_before)
     return Mended(repaired, changes, parts, problems)
 
 
@@ -578,7 +661,8 @@ def _mend_whole(
     """:func:`mend_damage` over the whole history as one range."""
     whole = _read_range(module, messages, 0, len(messages))
     everything = Damage(0, len(messages), whole, judge(whole, profile))
-    return mend_damage(module, messages, profile, policy, [everything], parts_before=parts_before)
+    mended = mend_damage(module, messages, profile, policy, [everything], parts_before=parts_before)
+    return dataclasses.replace(mended, whole=True)
 
 
 def _unwritable(error: UnwritableValueError, part: Sequence[Any], low: int) -> InvalidHistoryError:

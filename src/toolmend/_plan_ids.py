@@ -15,7 +15,7 @@ from ._edits import Blocks, Item, Placeholder
 from ._planstate import CallRef, PlanState, call_at, result_at
 from .profiles import Profile, compiled
 
-__all__ = ["fresh_id", "rename_functions", "rewrite_ids"]
+__all__ = ["acceptable_id", "fresh_id", "rename_functions", "rewrite_ids"]
 
 ALNUM = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 PAIRS = [low + high for high in ALNUM for low in ALNUM]
@@ -70,7 +70,9 @@ eight digits are a little more likely, which costs an id nothing: ``taken`` keep
 _fresh_id = fresh_id  # (the planner's name for it)
 
 
-def _acceptable(call_id: str | None, profile: Profile) -> bool:
+def acceptable_id(call_id: str | None, profile: Profile) -> bool:
+    """Whether ``profile`` takes ``call_id`` as it is (else :func:`rewrite_ids` gives the call
+    a new one)."""
     if not call_id:  # missing or "": rewritten on the call and its results alike
         return False
     if profile.call_id_max_length is not None and len(call_id) > profile.call_id_max_length:
@@ -102,11 +104,11 @@ def rewrite_ids(state: PlanState) -> None:
             seen = set()
         for call in found:
             call_ref = (index, call.slot)
-            if _acceptable(call.id, profile) and call.id not in seen and call_ref not in shared:
+            if acceptable_id(call.id, profile) and call.id not in seen and call_ref not in shared:
                 seen.add(call.id or "")
                 continue
             adopted = state.adopted_ids.get(call_ref) if call.id is None else None
-            if adopted is not None and _acceptable(adopted, profile) and adopted not in taken:
+            if adopted is not None and acceptable_id(adopted, profile) and adopted not in taken:
                 taken.add(adopted)
                 new_id = adopted
                 code, detail = "restored_call_id", "call id taken from its result"
@@ -117,7 +119,7 @@ def rewrite_ids(state: PlanState) -> None:
                 seed = call.id or f"{position}:{call.slot}:{call.name}"
                 new_id = _fresh_id(seed, profile, taken, next_try)
                 code, detail = "rewrote_call_id", "call id the provider would refuse"
-                if call_ref in shared and _acceptable(call.id, profile):
+                if call_ref in shared and acceptable_id(call.id, profile):
                     detail = "call id another call has, for the call the placeholder answers"
             seen.add(new_id)
             state.final_ids[call_ref] = new_id

@@ -31,6 +31,9 @@ Change codes (``Change.code``): ``moved_result``, ``moved_message``, ``dropped_o
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import replace
+
 from ._block_repair import end_with_user, lead_with_user, name_results
 from ._edits import (
     AsText,
@@ -41,11 +44,12 @@ from ._edits import (
     Keep,
     Merge,
     Placeholder,
+    Plan,
     remove_last,
     source_index,
 )
 from ._pairing import NEAREST, match
-from ._plan_ids import rename_functions, rewrite_ids
+from ._plan_ids import acceptable_id, rename_functions, rewrite_ids
 from ._planstate import (
     ASSISTANT_BRIDGE_TEXT,
     EMPTY_RESULT_TEXT,
@@ -56,9 +60,11 @@ from ._planstate import (
     newest_results,
     result_at,
 )
+from ._policy import Policy
 from ._repair_items import mend_items, order_items
-from ._report import shown_name
-from ._skeleton import ASSISTANT, OTHER, SYSTEM, TOOL, USER, Call, Skeleton
+from ._report import Change, shown_name
+from ._skeleton import ASSISTANT, MESSAGES, OTHER, SYSTEM, TOOL, USER, Call, Skeleton
+from .profiles import Profile
 
 __all__ = [
     "add_reasoning",
@@ -68,6 +74,7 @@ __all__ = [
     "mark_prefix",
     "order_messages",
     "plan_messages",
+    "quick_plan",
     "restore_alternation",
     "split_calls",
 ]
@@ -117,6 +124,175 @@ def plan_messages(state: PlanState, problem_codes: set[str]) -> None:
         end_with_user(state)
     if profile.single_call and "parallel_calls" in problem_codes:
         split_calls(state)
+
+
+_QUICK_CODES = frozenset({"duplicate_result", "missing_result", "orphan_result"})
+"""The problems :func:`quick_plan` plans for."""
+_NAMED_CODES = _QUICK_CODES | {"result_name_mismatch"}
+"""And under a profile whose results name their call's function (Gemini)."""
+
+
+def quick_plan(
+    skeleton: Skeleton,
+    profile: Profile,
+    policy: Policy,
+    result_text: Callable[[int, int], str | None],
+    problem_codes: set[str],
+) -> tuple[Plan, list[Change]] | None:
+    """The plan and changes of ``plan_repair`` for a damaged range of chat messages whose only
+    faults are the common ones (a result repeated, a call left without its result, a result
+    whose call is not in the range), found without the pairing engine and the planner's
+    steps; None for anything else (the full planner decides).
+
+    A damaged range is a few messages, yet the full planner's steps cost more than reading and
+    judging them: most of a damaged history's repair (issue 32). What it plans here is what
+    those steps plan for such a range, step for step: every call has an id the profile takes,
+    unique in the range, so each result goes to the earlier call with its id (a later one for
+    an answered call is a duplicate when it says as much as the first, an orphan when it is
+    another real result; one that says more, or comes before its call, goes to the planner);
+    every result already follows its call, so nothing moves; a call without a result gets the
+    placeholder after its results; no profile step applies (none of their rules, or only ones
+    that hold of the range already). Property tests hold it to the planner
+    (``tests/test_damaged_speed.py``)."""
+    if (
+        skeleton.whole
+        or not problem_codes <= (_NAMED_CODES if profile.results_need_name else _QUICK_CODES)
+        or skeleton.layout != MESSAGES
+        or skeleton.format != "openai"
+        or profile.pairing == "ordered"
+        or profile.reasoning_in_tool_turns
+        or profile.alternation is not None
+        or profile.last_kinds is not None
+        or policy.missing_result != "placeholder"
+        or policy.orphan_result == "text"
+    ):
+        return None
+    kinds, calls, results = skeleton.kinds, skeleton.calls, skeleton.results
+    if any(defect.code in problem_codes for defect in skeleton.defects):
+        return None
+    caller_of: dict[str, int] = {}  # call id -> its calling message
+    slot_of: dict[str, int] = {}  # call id -> its slot there
+    for index, found in calls.items():
+        if kinds[index] != ASSISTANT:
+            return None
+        for call in found:
+            call_id = call.id
+            if call_id is None or call_id in caller_of or not acceptable_id(call_id, profile):
+                return None
+            caller_of[call_id] = index
+            slot_of[call_id] = call.slot
+    state = PlanState(skeleton, profile, policy, result_text)
+    answer: dict[str, int] = {}  # call id -> the message answering it
+    fate: dict[int, str] = {}  # result message -> "answer", "duplicate" or "orphan"
+    for index in sorted(results):
+        found_results = results[index]
+        if kinds[index] != TOOL or len(found_results) != 1:
+            return None
+        result = found_results[0]
+        result_id = result.id
+        if result_id is None or result.slot != 0:
+            return None
+        caller = caller_of.get(result_id)
+        if caller is None:
+            fate[index] = "orphan"
+        elif caller > index:
+            return None  # before its call: the planner's early pairing
+        elif result_id not in answer:
+            answer[result_id] = index
+            fate[index] = "answer"
+        else:
+            held = (answer[result_id], 0)
+            strength, held_strength = state.strength((index, 0)), state.strength(held)
+            if strength > held_strength:
+                return None  # it replaces the first: the planner's
+            if strength < held_strength or result_text(index, 0) == result_text(*held):
+                fate[index] = "duplicate"
+            else:
+                fate[index] = "orphan"
+    if "orphan" in fate.values() and newest_results(skeleton) <= max(
+        index for index, kind in fate.items() if kind == "orphan"
+    ):
+        return None  # the newest input, kept as text: the planner's
+    items: list[Item] = []
+    size = len(kinds)
+    for index in range(size):
+        kind = fate.get(index)
+        if kind is not None:
+            result_id = results[index][0].id
+            if kind == "duplicate":
+                state.change(
+                    "dropped_duplicate_result", index, "second result for one call", result_id
+                )
+            elif kind == "orphan":
+                state.change(
+                    "dropped_orphan_result", index, "result of a call not in the history", result_id
+                )
+            continue
+        items.append(Keep(index))
+        calling = calls.get(index)
+        if not calling:
+            continue
+        block_end = index + 1
+        while block_end < size and kinds[block_end] == TOOL:
+            block_end += 1
+        for call in calling:
+            at = answer.get(call.id)  # type: ignore[arg-type]
+            if at is not None and not index < at < block_end:
+                return None  # moved next to its call: the planner's
+        for at in sorted(answer[call.id] for call in calling if call.id in answer):
+            items.append(Keep(at))
+        for call in calling:
+            if call.id not in answer:
+                items.append(
+                    Placeholder(
+                        index, call.id or "", call.name, policy.placeholder, call_slot=call.slot
+                    )
+                )
+                state.change(
+                    "answered_missing_call", index, "call answered with the placeholder", call.id
+                )
+    successors = profile.role_successors
+    if successors is not None:  # (Bedrock) the order kept: no system message or bridge to move
+        after_tool = successors.get(TOOL, frozenset())
+        previous = ""
+        for item in items:
+            kind = kinds[item.index] if isinstance(item, Keep) else TOOL
+            if (
+                kind == SYSTEM and previous and SYSTEM not in successors.get(previous, {SYSTEM})
+            ) or (previous == TOOL and kind not in after_tool):
+                return None
+            previous = kind
+    if profile.results_need_name:  # (Gemini) each result names its call's function
+        pairs = sorted(
+            ((caller_of[call_id], slot_of[call_id]), at) for call_id, at in answer.items()
+        )
+        for call_ref, at in pairs:  # in call order, as ``name_results`` takes them
+            call = call_at(skeleton, call_ref)
+            if call.name and results[at][0].name != call.name:
+                state.plan.edit(at).result_names[0] = call.name
+                state.change(
+                    "filled_result_name",
+                    at,
+                    f"function name {call.name!r} taken from the call",
+                    call.id,
+                )
+        items = [
+            replace(item, named=True) if isinstance(item, Placeholder) else item for item in items
+        ]
+    if profile.first_user:  # the user bridge at the start (Bedrock): only if an assistant opens
+        for item in items:
+            if isinstance(item, Keep) and kinds[item.index] == SYSTEM:
+                continue
+            if isinstance(item, Keep) and kinds[item.index] == ASSISTANT:
+                return None
+            break
+    state.changes.sort(key=_change_index)
+    state.plan.items = items
+    return state.plan, state.changes
+
+
+def _change_index(change: Change) -> int:
+    return change.index
 
 
 # --- 2. layout --------------------------------------------------------------------------------

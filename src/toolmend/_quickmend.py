@@ -28,7 +28,7 @@ from ._report import Builder, Change, Problem
 from .formats import Format
 from .profiles import Check, Profile
 
-__all__ = ["fresh_ids", "quick_mend", "quick_names"]
+__all__ = ["fill_names", "fresh_ids", "quick_mend", "quick_names"]
 
 Mended = tuple[list[Any], list[Change], list[Problem]]
 Quick = tuple[list[Any], Builder]
@@ -62,6 +62,16 @@ def quick_names(module: Format, part: Sequence[Any], profile: Profile, base: int
         return None
     changes, problems = named[1]()
     return named[0], list(changes), list(problems)
+
+
+def fill_names(
+    messages: Sequence[Any], profile: Profile, names: list[tuple[int, str, str]]
+) -> Quick | None:
+    """The names of ``names`` (tool message index, call id, function name) filled in a copy of
+    ``messages``, and the builder of their changes and problems; None when the profile does
+    not report them. For the results outside a damaged history's ranges whose only fault is
+    the name (``Format.named_spans``)."""
+    return _fill_names(messages, profile, names)
 
 
 def _fill_names(

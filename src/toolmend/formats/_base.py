@@ -167,6 +167,14 @@ class Format:
         with the result it would get inside the whole history; None when it cannot tell."""
         return None
 
+    def named_spans(
+        self, messages: Sequence[Any], profile: Profile, /
+    ) -> tuple[list[tuple[int, int]], list[tuple[int, str, str]]] | None:
+        """For a profile whose results name their call's function: the ranges that need repair
+        for anything else, and the results outside them whose only fault is the name, as
+        (tool message index, call id, function name); None when it cannot tell."""
+        return None
+
     def quick_fixes(
         self, messages: Sequence[Any], profile: Profile, /, *, opening: bool = True
     ) -> (

@@ -43,6 +43,7 @@ __all__ = [
     "dirty_spans",
     "kind_of",
     "live_rounds",
+    "named_spans",
     "quick_fixes",
     "quick_live",
     "quick_valid",
@@ -315,6 +316,35 @@ def dirty_spans(messages: Sequence[Any], profile: Profile) -> list[tuple[int, in
     return _scan(messages, profile, first_only=False)
 
 
+def named_spans(
+    messages: Sequence[Any], profile: Profile
+) -> tuple[list[tuple[int, int]], list[tuple[int, str, str]]] | None:
+    """:func:`dirty_spans` for a profile whose results name their call's function (Gemini):
+    the ranges that need repair for anything but the names, and the tool messages outside them
+    whose only fault is the name, as (index, call id, the function's name) in message order;
+    None when the one-pass test cannot tell.
+
+    Bound for Gemini, every result of an OpenAI-shaped history lacks its name, so every range
+    of a damaged history was dirty and each was read (or its names filled) on its own: most of
+    the repair (issue 32). The names outside the damaged ranges are filled in one pass; the
+    planner of a damaged range fills its own."""
+    found: list[tuple[int, str, str]] = []
+    spans = _scan(messages, profile, first_only=False, names=found)
+    if spans is None:
+        return None
+    if not spans:
+        return spans, found
+    outside = []
+    ranges = iter(spans)
+    low, high = next(ranges)
+    for entry in found:
+        while entry[0] >= high:
+            low, high = next(ranges, (len(messages), len(messages) + 1))
+        if entry[0] < low:
+            outside.append(entry)
+    return spans, outside
+
+
 def _scannable(messages: Sequence[Any], profile: Profile) -> bool:
     """Whether the one-pass scans can judge ``messages`` under ``profile`` (else the full
     path)."""
@@ -341,8 +371,28 @@ def _scannable_profile(profile: Profile) -> bool:
 
 
 def _scan(
-    messages: Sequence[Any], profile: Profile, *, first_only: bool
+    messages: Sequence[Any],
+    profile: Profile,
+    *,
+    first_only: bool,
+    eager: bool = False,
+    names: list[tuple[int, str, str]] | None = None,
 ) -> list[tuple[int, int]] | None:
+    """The ranges of :func:`dirty_spans` (``first_only``: ``[]`` when the history is valid,
+    None at its first problem, for :func:`quick_valid`).
+
+    Most messages of a damaged history are sound, so each message first meets a test of the
+    fields a sound one has, read once (a call's by subscript, in ``try``: a missing field
+    sends the message to the careful code, as does any test that fails); only a message that
+    is not plainly sound is judged field by field, exactly as before. Both stay linear: a
+    message is looked at by the plain test at most once before the careful code. The id and
+    name patterns of a cross-family profile are checked after the loop over the ids and names
+    it gathered, in one ``map`` each; where one fails, the scan runs again with ``eager`` (each
+    call checked in place, which tells its range).
+
+    ``names`` (a profile whose results name their call's function, Gemini): a result whose
+    only fault is a missing or wrong name leaves its range clean and goes into ``names`` as
+    (index, call id, the function's name), for :func:`named_spans`."""
     cross = None
     if not _scannable(messages, profile):
         # a cross-family profile: its ranges, from its rules (the vouch is cross_valid's)
@@ -367,22 +417,33 @@ def _scan(
     follows_tool = False  # whether the message before was a tool message
     follows_text = False  # whether it was assistant text without calls, sound
     turn_names: dict[Any, Any] = {}  # the turn's call id -> function name (``cross.names``)
+    named = cross is not None and cross.names
     result_rules = cross is not None and (cross.tool_text or cross.tool_content or cross.names)
-    call_rules = cross is not None and (
-        cross.id_match is not None
-        or cross.name_match is not None
-        or cross.names
-        or not (cross.call_content_null_ok and cross.call_content_empty_ok)
-    )
-    reasoning_field_ok = "unsupported_property" not in profile.checks
-    repeats_pass = _repeats_pass(profile)
     content_rule = "tool_content_not_string" in profile.checks
+    plain_results = not (result_rules or content_rule)
+    text_results = content_rule or (cross is not None and cross.tool_text)
+    tool_level = cross.tool_content if cross is not None else 0
+    id_match = cross.id_match if cross is not None else None
+    name_match = cross.name_match if cross is not None else None
+    call_content = cross is not None and not (
+        cross.call_content_null_ok and cross.call_content_empty_ok
+    )
+    call_rules = cross is not None and (
+        id_match is not None or name_match is not None or named or call_content
+    )
+    user_level = cross.user_content if cross is not None else 0
+    system_level = cross.system_content if cross is not None else 0
+    reasoning_field_ok = "unsupported_property" not in profile.checks
+    reasoning_looked = reasoning_rule or not reasoning_field_ok
+    repeats_pass = _repeats_pass(profile)
     tool_calls: Any = ()  # the calls of the turn whose results come now
     turn_ids: set[Any] | None = None  # their ids, gathered at the turn's first repeat
     spans: list[tuple[int, int]] = []
     starts: list[int] = [0]  # where each range of the history begins
+    start = 0  # where the current one begins
     called: list[str] = []  # every call id in order, and the start of the range calling it
     called_from: list[int] = []  # (kept flat: only the ids of stray results are looked up)
+    call_names: set[str] = set()  # the function names of the calls checked plainly
     strays: list[tuple[int, str]] = []  # (range start, id) of results with no waiting call
     repeats: list[tuple[int, str]] = []  # (range start, id) of a second result for a call
     pending: set[str] | None = None
@@ -397,28 +458,46 @@ def _scan(
             if order_bad:
                 dirty = True  # (no range starts at this message: it is the current range's)
         if role == "tool":
-            call_id = message.get("tool_call_id")
+            call_id: Any = message.get("tool_call_id")
+            if type(call_id) is str and call_id:
+                try:
+                    pending.remove(call_id)  # type: ignore[union-attr]
+                except (KeyError, AttributeError):
+                    pass  # no call waits for it (or none at all): the careful code below
+                else:  # the plain case: it answers a waiting call
+                    follows_tool, follows_text = True, False
+                    if plain_results:
+                        continue
+                    # (:func:`_cross_result_ok` and the string rule, written out)
+                    content = message.get("content")
+                    if (type(content) is str or not text_results) and (
+                        not tool_level
+                        or (
+                            content is not None
+                            if tool_level == 1
+                            else bool(content) and (tool_level == 2 or blank_free(content))
+                        )
+                    ):
+                        if not named:
+                            continue
+                        name = turn_names.get(call_id)
+                        if message.get("name") == name:
+                            continue
+                        if names is not None and type(name) is str and name:
+                            names.append((index, call_id, name))  # its only fault: apart
+                            continue
+                    if first_only:
+                        return None
+                    dirty = True
+                    continue
             repeat = False
-            if (
-                pending is not None
-                and repeats_pass
-                and type(call_id) is str
-                and call_id
-                and call_id not in pending
-            ):
+            if pending is not None and repeats_pass and type(call_id) is str and call_id:
                 if turn_ids is None:  # once a turn: n repeats must not scan n calls each
                     turn_ids = _called_ids(tool_calls)
                 repeat = call_id in turn_ids
-            if (
-                pending is not None
-                and type(call_id) is str
-                and call_id
-                and (call_id in pending or repeat)
-            ):
-                if call_id in pending:
-                    pending.discard(call_id)
-                elif not first_only:  # a repeat, which the provider takes; but see below
-                    repeats.append((starts[-1], call_id))
+            if repeat:  # a repeat, which the provider takes; but see the widening below
+                if not first_only:
+                    repeats.append((start, call_id))
                 follows_tool, follows_text = True, False
                 if (not content_rule or type(message.get("content")) is str) and (
                     not result_rules or _cross_result_ok(message, call_id, cross, turn_names)
@@ -427,15 +506,17 @@ def _scan(
             elif not first_only:
                 if type(call_id) is not str:
                     return None  # no id: the whole history's planner may give it to any call
-                strays.append((starts[-1], call_id))
+                strays.append((start, call_id))
             if first_only:
                 return None
             dirty = True
             follows_tool, follows_text = True, False
             continue
-        if follows_tool and after_tool is not None and role not in after_tool:
-            dirty = True  # (in the tool messages' range: no range starts here)
-        if role == "user" and reasoning_rule:
+        if follows_tool:
+            follows_tool = False
+            if after_tool is not None and role not in after_tool:
+                dirty = True  # (in the tool messages' range: no range starts here)
+        if reasoning_rule and role == "user":
             if turn_calls and turn_unreasoned:  # the turn this user message closes is bad
                 if first_only:
                     return None
@@ -445,82 +526,112 @@ def _scan(
             if first_only:
                 return None
             dirty = True
-            if not first_only:
-                unanswered.extend((starts[-1], call_id) for call_id in pending)
+            unanswered.extend((start, call_id) for call_id in pending)
         elif (
-            not first_only
-            and index
-            and (not user_starts or role == "user")
-            # not at a system message: the last range then holds the history's trailing
-            # run of results with any system messages after it (the newest input)
-            and role != "system"
-            and role != "developer"
+            index
+            and not first_only
+            and (role == "user" if user_starts else (role != "system" and role != "developer"))
+            # (not at a system message: the last range then holds the history's trailing
+            # run of results with any system messages after it, the newest input)
             # after tool messages only some roles may come (Bedrock): a range starts after
             # sound assistant text only, which no repair of the range before takes away
             and (after_tool is None or follows_text)
             and (successors is None or _ordered_start(role, follows_text, order_bad, anywhere))
         ):
             if dirty:
-                spans.append((starts[-1], index))
+                spans.append((start, index))
                 dirty = False
             starts.append(index)
-        follows_tool = False
-        ok = True
+            start = index
         if role == "assistant":
             tool_calls = message.get("tool_calls")
             turn_ids = None
-            if call_rules and not _cross_calls_ok(message, tool_calls, cross, turn_names):
-                ok = False
+            ok = True
             if tool_calls is not None:
-                pending = set()
-                if type(tool_calls) is not list or not tool_calls:
-                    ok = False
-                    tool_calls = ()
-                for call in tool_calls:
-                    if type(call) is not dict:
-                        ok = False
-                        continue
-                    call_id = call.get("id")
-                    function = call.get("function")
-                    if (
-                        call.get("type") is None  # (still a call with an id: the repair fills it)
-                        or type(call_id) is not str
-                        or not call_id
-                        or len(call_id) > max_length
-                        or call_id in pending
-                        or type(function) is not dict
-                        or type(function.get("arguments")) is not str
-                        or type(function.get("name")) is not str
-                        or not function["name"]
-                    ):
-                        ok = False
-                    if type(call_id) is str:
-                        pending.add(call_id)
-                        if not first_only:
-                            called.append(call_id)
-                            called_from.append(starts[-1])
                 turn_calls = True
+                pending = set()
+                mark = len(called)
+                try:  # the plain case: every call a dict with every field sound
+                    if type(tool_calls) is not list or not tool_calls or eager:
+                        raise KeyError
+                    if named:
+                        turn_names.clear()
+                    for call in tool_calls:
+                        call_id = call["id"]
+                        function = call["function"]
+                        if (
+                            type(call) is not dict
+                            or call["type"] is None
+                            or type(call_id) is not str
+                            or not call_id
+                            or len(call_id) > max_length
+                            or call_id in pending
+                            or type(function) is not dict
+                        ):
+                            raise KeyError
+                        name = function["name"]
+                        if type(function["arguments"]) is not str or type(name) is not str:
+                            raise KeyError
+                        if not name:
+                            raise KeyError
+                        pending.add(call_id)
+                        called.append(call_id)
+                        called_from.append(start)
+                        if named:
+                            turn_names[call_id] = name
+                        if name_match is not None:
+                            call_names.add(name)
+                    if call_content:
+                        content = message.get("content")
+                        if not content and not (
+                            cross.call_content_null_ok  # type: ignore[union-attr]
+                            if content is None
+                            else cross.call_content_empty_ok  # type: ignore[union-attr]
+                        ):
+                            ok = False
+                except (KeyError, TypeError):  # field by field
+                    del called[mark:], called_from[mark:]
+                    pending = set()
+                    ok = _careful_calls(
+                        message, tool_calls, pending, called, called_from, start, max_length
+                    )
+                    if call_rules and not _cross_calls_ok(message, tool_calls, cross, turn_names):
+                        ok = False
+                    if type(tool_calls) is not list or not tool_calls:
+                        tool_calls = ()
             else:
+                if call_rules:
+                    turn_names.clear()
                 pending = None
                 ok = bool(message.get("content"))
             if "function_call" in message:
                 ok = False
-            if "reasoning_content" in message:
-                ok = ok and reasoning_field_ok
-                if message["reasoning_content"] is None:
+            if reasoning_looked:
+                if "reasoning_content" in message:
+                    ok = ok and reasoning_field_ok
+                    if message["reasoning_content"] is None:
+                        turn_unreasoned = True
+                else:
                     turn_unreasoned = True
-            else:
-                turn_unreasoned = True
+            follows_text = ok and pending is None and not order_bad
         else:
             pending = None
-            if role == "user" or role == "system" or role == "developer":
-                ok = "tool_calls" not in message
-                if cross is not None:
-                    level = cross.user_content if role == "user" else cross.system_content
-                    ok = ok and _level_ok(message.get("content"), level)
+            follows_text = False
+            if role == "user":
+                ok = "tool_calls" not in message and (
+                    not user_level
+                    or (
+                        bool(message.get("content"))
+                        if user_level == 2
+                        else _level_ok(message.get("content"), user_level)
+                    )
+                )
+            elif role == "system" or role == "developer":
+                ok = "tool_calls" not in message and (
+                    not system_level or _level_ok(message.get("content"), system_level)
+                )
             else:
                 ok = False
-        follows_text = ok and not order_bad and role == "assistant" and pending is None
         if not ok:
             if first_only:
                 return None
@@ -529,12 +640,19 @@ def _scan(
         if first_only:
             return None
         dirty = True
-        if not first_only:
-            unanswered.extend((starts[-1], call_id) for call_id in pending or ())
+        unanswered.extend((start, call_id) for call_id in pending or ())
     if cross is not None and cross.last_roles is not None:
         dirty = dirty or messages[-1].get("role") not in cross.last_roles  # (a prefix too)
     if dirty:
-        spans.append((starts[-1], len(messages)))
+        spans.append((start, len(messages)))
+    if not eager and (
+        (id_match is not None and not all(map(id_match, called)))
+        or (name_match is not None and not all(map(name_match, call_names)))
+    ):
+        # an id or name outside the profile's pattern: the scan that checks each in place
+        if names is not None:
+            names.clear()
+        return _scan(messages, profile, first_only=first_only, eager=True, names=names)
     if unanswered:
         # a call the placeholder will answer, whose id another call has: its range reaches
         # over every range calling that id, where the planner sees both and renames it
@@ -547,6 +665,47 @@ def _scan(
         callers = _callers(called, called_from, [*strays, *repeats])
         spans = _widen_for_strays(spans, starts, callers, strays, repeats, len(messages))
     return spans
+
+
+def _careful_calls(
+    message: dict[str, Any],
+    tool_calls: Any,
+    pending: set[str],
+    called: list[str],
+    called_from: list[int],
+    start: int,
+    max_length: int,
+) -> bool:
+    """An assistant message's calls judged field by field (one that is not plainly sound):
+    whether they pass; each string id goes into ``pending`` and, with the range ``start``,
+    into ``called`` and ``called_from``."""
+    ok = True
+    if type(tool_calls) is not list or not tool_calls:
+        ok = False
+        tool_calls = ()
+    for call in tool_calls:
+        if type(call) is not dict:
+            ok = False
+            continue
+        call_id = call.get("id")
+        function = call.get("function")
+        if (
+            call.get("type") is None  # (still a call with an id: the repair fills it)
+            or type(call_id) is not str
+            or not call_id
+            or len(call_id) > max_length
+            or call_id in pending
+            or type(function) is not dict
+            or type(function.get("arguments")) is not str
+            or type(function.get("name")) is not str
+            or not function["name"]
+        ):
+            ok = False
+        if type(call_id) is str:
+            pending.add(call_id)
+            called.append(call_id)
+            called_from.append(start)
+    return ok
 
 
 def _reused(called: list[str], unanswered: list[tuple[int, str]]) -> list[tuple[int, str]]:
@@ -1347,6 +1506,7 @@ class OpenAIChat(Format):
     quick_live = staticmethod(quick_live)
     quick_fixes = staticmethod(quick_fixes)
     dirty_spans = staticmethod(dirty_spans)
+    named_spans = staticmethod(named_spans)
     request_id_fixes = staticmethod(request_id_fixes)
 
     def keeps_apart(self, role: Any) -> bool:

@@ -1,0 +1,211 @@
+"""Damaged histories repaired range by range, cheaply (issue 32's speed targets): the range
+scan checks a plainly sound message in its plain loop, and the common damages of a range (a
+repeated result, a missing one, an orphan) are planned in one pass. Both must give exactly
+what the full path gives; these tests hold them to it and count the work they skip."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import toolmend
+import toolmend._api
+from toolmend import formats
+from toolmend._api import _read_range, result_reader
+from toolmend._plan_messages import quick_plan
+from toolmend._policy import Policy
+from toolmend._repair import plan_repair
+from toolmend._rules import judge
+from toolmend.formats import _openai_chat as openai_chat
+from toolmend.profiles import PROFILES, get_profile
+
+from support.agent_runs import agent_runs
+from support.cases import assistant, calls, result, user
+from support.histories import damaged_conversations
+from support.whole_path import whole_repair
+
+CHAT_PROVIDERS = [name for name, profile in PROFILES.items() if profile.pairing != "ordered"]
+POLICIES = [
+    Policy(),
+    Policy(orphan_result="text"),
+    Policy(missing_result="remove_call"),
+    Policy(placeholder="[no result]"),
+]
+
+
+def _ranges(history: list[Any], provider: str) -> list[tuple[int, int]]:
+    return openai_chat.dirty_spans(history, get_profile(provider)) or []
+
+
+@st.composite
+def _repeated_results(draw: st.DrawFn) -> list[Any]:
+    """Damaged histories with results repeated as they are, or with another text (a stub, an
+    empty one, another real result), the quick plan's cases and the planner's."""
+    history = copy.deepcopy(draw(damaged_conversations(id_style="any"))[1])
+    for _ in range(draw(st.integers(0, 3))):
+        tools = [i for i, m in enumerate(history) if m.get("role") == "tool"]
+        if not tools:
+            break
+        at = draw(st.sampled_from(tools))
+        repeat = dict(history[at])
+        repeat["content"] = draw(
+            st.sampled_from([repeat.get("content"), "", "Tool execution aborted", "other"])
+        )
+        history.insert(at + draw(st.integers(1, 2)), repeat)
+    return history
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    history=st.one_of(
+        _repeated_results(),
+        damaged_conversations(id_style="any").map(lambda case: case[1]),
+        agent_runs(),
+    ),
+    provider=st.sampled_from(CHAT_PROVIDERS),
+    policy=st.sampled_from(POLICIES),
+)
+def test_the_quick_plan_is_the_planners(history: list[Any], provider: str, policy: Policy) -> None:
+    """Wherever :func:`quick_plan` answers for a damaged range, the planner plans the same
+    items and edits and reports the same changes, in the same order."""
+    profile = get_profile(provider)
+    module = formats.get("openai")
+    for low, high in _ranges(history, provider):
+        skeleton = _read_range(module, history, low, high)
+        codes = {problem.code for problem in judge(skeleton, profile)}
+        reader = result_reader(module, history[low:high])
+        quick = quick_plan(skeleton, profile, policy, reader, codes)
+        if quick is None:
+            continue
+        plan, changes = plan_repair(skeleton, profile, policy, reader, codes)
+        assert quick[0].items == plan.items
+        assert quick[0].edits == plan.edits
+        assert quick[1] == changes
+
+
+def _turn(*ids: str, text: str = "out") -> list[dict[str, Any]]:
+    return [calls(*ids), *(result(call_id, f"{text} {call_id}") for call_id in ids)]
+
+
+def _long_history(turns: int) -> list[dict[str, Any]]:
+    history: list[dict[str, Any]] = []
+    for number in range(turns):
+        history += [user(f"question {number}"), *_turn(f"call_{number}a", f"call_{number}b")]
+        history.append(assistant(f"answer {number}"))
+    return history
+
+
+@pytest.mark.parametrize("provider", ["openai", "deepseek", "anthropic"])
+def test_the_common_damages_are_planned_without_the_planner(
+    monkeypatch: pytest.MonkeyPatch, provider: str
+) -> None:
+    """A repeated result, a missing one and an orphan after a user message: each range is
+    planned in one pass (the planner is never called), and the repair is the whole
+    history's."""
+    history = _long_history(12)
+    history.insert(4, copy.deepcopy(history[3]))  # turn 0: its second result, repeated
+    del history[14]  # turn 2: a result missing
+    history.insert(26, result("call_gone", "late"))  # after turn 4's user message: an orphan
+    expected, changes = whole_repair(
+        formats.get("openai"), history, get_profile(provider), Policy()
+    )
+    assert {change.code for change in changes} == {
+        "dropped_duplicate_result",
+        "answered_missing_call",
+        "dropped_orphan_result",
+    }
+
+    def planner(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the planner was called")
+
+    monkeypatch.setattr(toolmend._api, "plan_repair", planner)
+    fixed = toolmend.repair(history, provider=provider)
+    assert fixed.messages == expected
+    assert list(fixed.changes) == changes
+
+
+def test_sound_calls_are_checked_in_the_plain_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Bound for Anthropic, the scan of a damaged history checks each sound assistant message
+    in its plain loop: the field-by-field check of calls (and Anthropic's id and name
+    patterns, message by message) runs for none of them; it ran for every one."""
+    history = _long_history(30)
+    history.insert(4, copy.deepcopy(history[3]))
+    looked: list[int] = []
+    real = openai_chat._cross_calls_ok
+
+    def counting(message: Any, *args: Any) -> bool:
+        looked.append(1)
+        return real(message, *args)
+
+    monkeypatch.setattr(openai_chat, "_cross_calls_ok", counting)
+    spans = openai_chat.dirty_spans(history, get_profile("anthropic"))
+    assert spans == [(1, 5)]
+    assert looked == []
+
+
+@pytest.mark.parametrize(
+    ("provider", "bad_id"), [("anthropic", "call.7"), ("anthropic", "call 7"), ("bedrock", "c#7")]
+)
+def test_an_id_outside_the_pattern_still_marks_its_range(provider: str, bad_id: str) -> None:
+    """The id and name patterns are checked after the scan's loop; an id outside the pattern
+    sends the scan back over the history checking each call in place, so its range is found
+    as before, and the repair is the whole history's."""
+    history = _long_history(10)  # turn k: user, calls, two results, text from message 5k on
+    history[36:39] = [calls(bad_id), result(bad_id, "out")]  # turn 7: one call, outside it
+    history.insert(8, copy.deepcopy(history[7]))  # and turn 1's first result repeated
+    profile = get_profile(provider)
+    spans = openai_chat.dirty_spans(history, profile)
+    assert spans is not None and len(spans) == 2
+    assert any(low <= 37 < high for low, high in spans)
+    assert toolmend.check(history, provider=provider) == [
+        problem
+        for low, high in spans
+        for problem in judge(_read_range(formats.get("openai"), history, low, high), profile)
+    ]
+    expected, changes = whole_repair(formats.get("openai"), history, profile, Policy())
+    fixed = toolmend.repair(history, provider=provider)
+    assert fixed.messages == expected and list(fixed.changes) == changes
+
+
+@pytest.mark.parametrize("provider", ["gemini", "gemini-3"])
+def test_names_outside_the_damaged_ranges_are_filled_in_one_pass(
+    monkeypatch: pytest.MonkeyPatch, provider: str
+) -> None:
+    """Bound for Gemini, a damaged history lacks the result names everywhere: the names
+    outside the damaged ranges are filled in one pass (no range is cut for them, none is
+    named on its own), only the damaged ranges are read and judged, and the report of the
+    names is built when it is read; everything as the whole history's repair gives it."""
+    history = _long_history(20)
+    history.insert(4, copy.deepcopy(history[3]))  # turn 0: a result repeated
+    del history[59]  # turn 11: a result missing
+    profile = get_profile(provider)
+    found = openai_chat.named_spans(history, profile)
+    assert found is not None
+    spans, names = found
+    assert spans == [(1, 5), (57, 60)]
+    assert len(names) == 2 * 20 - 4  # every result but those in the ranges
+    expected, changes = whole_repair(formats.get("openai"), history, profile, Policy())
+    problems = judge(openai_chat.read(history), profile)
+    judged: list[int] = []
+    real_judge = toolmend._api.judge
+
+    def counting_judge(skeleton: Any, judged_profile: Any) -> Any:
+        judged.append(len(skeleton.kinds))
+        return real_judge(skeleton, judged_profile)
+
+    def per_range(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a range was named on its own")
+
+    monkeypatch.setattr(toolmend._api, "judge", counting_judge)
+    monkeypatch.setattr(toolmend._api, "quick_names", per_range)
+    fixed = toolmend.repair(history, provider=provider)
+    assert judged == [4, 3]
+    assert "_later" in vars(fixed)  # the report is not built yet
+    assert fixed.changed
+    assert fixed.messages == expected
+    assert list(fixed.changes) == changes
+    assert list(fixed.problems) == problems
