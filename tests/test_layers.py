@@ -48,7 +48,6 @@ LAYERS: dict[str, int] = {
     "_repair_items": 2,
     "_repair": 2,
     "_quickmend": 2,
-    "_stretch_ids": 2,
     "_api": 3,
     "_trim": 3,
     "_loops": 3,

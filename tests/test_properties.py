@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 
 import toolmend
 from toolmend._api import _read_range
+from toolmend._quickmend import stretch_report
 from toolmend._rules import judge
-from toolmend._stretch_ids import stretch_problems
 from toolmend.formats import _openai_chat as openai_chat
 from toolmend.profiles import get_profile
 
@@ -135,7 +135,7 @@ def test_one_pass_scan_agrees_with_the_full_judge(provider: str, case: Any) -> N
         # ids rewritten request-wide (Mistral): the sound stretches' refused ids
         request = openai_chat.request_id_fixes(damaged, profile, spans)
         for low, _, calls, results in request[1] if request is not None else ():
-            parts.append((low, stretch_problems(profile, calls, results)))
+            parts.append((low, stretch_report(profile, calls, results, None)[1]))
         found = [
             problem
             for _, problems in sorted(parts, key=lambda part: part[0])

@@ -22,9 +22,10 @@ from ._escape import log as _log_text
 from ._jsontext import NonFiniteNumberError, UnwritableValueError, locate
 from ._plan_messages import quick_plan
 from ._policy import Mode, Policy, as_policy
-from ._quickmend import fill_names, quick_mend, quick_names
+from ._quickmend import fill_names, quick_mend, quick_names, rewrite_stretch, stretch_report
 from ._repair import plan_repair
 from ._report import (
+    Builder,
     Change,
     InvalidHistoryError,
     InvalidMessageError,
@@ -36,7 +37,6 @@ from ._report import (
 from ._routing import derived_profile
 from ._rules import judge
 from ._skeleton import RequestIds, Skeleton
-from ._stretch_ids import Stretch, rewrite_stretch, stretch_problems
 from .formats import Format, detect, get
 from .profiles import Profile, get_profile
 
@@ -275,7 +275,12 @@ def repair(
         _log_structure(module, messages, quick[0])
         return Repair._deferred(quick[0], True, quick[1], _judged_later(module, quick[0], profile))
     assert damaged is not None
-    mended = mend_damage(module, messages, profile, chosen, damaged, parts_before=0)
+    mended = mend_damage(module, messages, profile, chosen, damaged, parts_before=0, later=True)
+    if mended.later is not None:  # a damaged history bound for Mistral: ids rewritten apart
+        _log_structure(module, messages, mended.messages)
+        return Repair._deferred(
+            mended.messages, True, mended.later, _judged_later(module, mended.messages, profile)
+        )
     problems = tuple(mended.problems)
     # no change made (nothing can mend an empty history): the input itself, as for a valid one
     repaired = mended.messages if mended.changes else messages
@@ -397,6 +402,36 @@ class Named:
     call_ids: set[str | None]
 
 
+class Stretch:
+    """A sound range ``[low, high)`` of a damaged history between its damaged ranges, whose
+    only fault is call ids outside the profile's form (Mistral): rewritten in one pass by
+    :func:`mend_damage`, with the ids of ``request``, the whole request's rewrite shared with
+    the damaged ranges (see :func:`toolmend._quickmend.rewrite_stretch`). Its ``problems``
+    are built when first read."""
+
+    __slots__ = ("_problems", "calls", "high", "low", "request", "results")
+
+    def __init__(
+        self,
+        low: int,
+        high: int,
+        calls: list[tuple[int, int, str]],
+        results: list[tuple[int, int, int]],
+        request: RequestIds,
+        profile: Profile,
+    ) -> None:
+        self.low, self.high, self.calls, self.results = low, high, calls, results
+        self.request = request
+        self._problems: list[Problem] | Profile = profile
+
+    @property
+    def problems(self) -> list[Problem]:
+        """What the judge of the whole history reports in the stretch, in message order."""
+        if isinstance(self._problems, Profile):
+            self._problems = stretch_report(self._problems, self.calls, self.results, None)[1]
+        return self._problems
+
+
 @dataclass(frozen=True)
 class Mended:
     """A history after toolmend had its say, and what it did: the one result type of the
@@ -422,6 +457,10 @@ class Mended:
     """True when toolmend raised inside a hook and the original history went out unrepaired."""
     whole: bool = False
     """True when the ranges gave way to a repair of the whole history (:func:`mend_damage`)."""
+    later: Builder | None = None
+    """From :func:`mend_damage` with ``later``, where it rewrote a stretch's ids: the function
+    that builds ``changes`` and ``problems`` (both left empty), for a report built when it is
+    first read (:meth:`toolmend.Repair._deferred`)."""
 
 
 def find_damage(
@@ -530,9 +569,7 @@ def _with_stretches(
     position = 0
     for low, high in [*ranges, (len(messages), len(messages))]:
         while position < len(stretches) and stretches[position][0] < low:
-            first, last, calls, results = stretches[position]
-            problems = stretch_problems(profile, calls, results)
-            yield Stretch(first, last, calls, results, problems, request)
+            yield Stretch(*stretches[position], request, profile)
             position += 1
         if low == high:
             continue
@@ -552,12 +589,15 @@ def mend_damage(
     *,
     parts_before: int | None = None,
     whole: Sequence[Any] | None = None,
+    later: bool = False,
 ) -> Mended:
     """Plan and apply a repair of every damaged range; the rest is copied by slices.
     ``parts_before`` limits ``Mended.parts`` to the ranges that start before that index (None:
     every range). ``whole``: the history to repair whole where the ranges cannot tell
     (``messages`` itself unless given: ``messages`` may be it with names filled outside the
-    ranges); ``Mended.whole`` then says so."""
+    ranges); ``Mended.whole`` then says so. ``later``: where a :class:`Stretch` had its ids
+    rewritten, the changes and problems are left to ``Mended.later`` (a change and a problem
+    or two for nearly every message, which cost more than the rewrite)."""
     history = messages if whole is None else whole
     repaired: list[Any] = []
     changes: list[Change] = []
@@ -566,16 +606,21 @@ def mend_damage(
     position = 0
     dropped: list[set[str]] = []  # per range: the ids of the results it dropped
     called: list[set[str | None]] = []  # per range: the ids of its calls
+    # each stretch rewritten: where its report goes in ``changes`` and ``problems``, its new
+    # ids, and where its call ids go in ``called`` (gathered only if a range dropped a result)
+    stretches: list[tuple[int, int, Stretch, list[str], int]] = []
     for damage in damaged:
         if type(damage) is Stretch:  # sound but for its call ids: rewritten in one pass
             repaired.extend(messages[position : damage.low])
-            rewritten, made = rewrite_stretch(messages, profile, damage)
+            low, high = damage.low, damage.high
+            rewritten, new_ids = rewrite_stretch(
+                messages, profile, low, high, damage.calls, damage.results, damage.request
+            )
             repaired.extend(rewritten)
-            changes.extend(made)
+            stretches.append((len(changes), len(problems), damage, new_ids, len(called)))
             dropped.append(set())
-            called.append({call_id for _, _, call_id in damage.calls})
-            problems.extend(damage.problems)
-            position = damage.high
+            called.append(set())
+            position = high
             continue
         if type(damage) is Named:  # mended already, in one pass: copied in like a repair
             repaired.extend(messages[position : damage.low])
@@ -617,9 +662,35 @@ def mend_damage(
             parts.append((damage, plan, applied))
         position = damage.high
     repaired.extend(messages[position:])
+    if stretches and any(dropped):
+        for *_, stretch, _, at in stretches:
+            part = messages[stretch.low : stretch.high]
+            called[at] = {call["id"] for message in part for call in _calls_of(message)}
     if _answers_elsewhere(called, dropped):
         return _mend_whole(module, history, profile, policy, parts_before)
-    return Mended(repaired, changes, parts, problems)
+    if not stretches:
+        return Mended(repaired, changes, parts, problems)
+
+    def report() -> tuple[list[Change], list[Problem]]:
+        """The ranges' changes and problems with each stretch's in its place."""
+        all_changes: list[Change] = []
+        all_problems: list[Problem] = []
+        done_changes = done_problems = 0
+        for at_change, at_problem, stretch, new_ids, _ in stretches:
+            made, found = stretch_report(profile, stretch.calls, stretch.results, new_ids)
+            all_changes += changes[done_changes:at_change]
+            all_changes += made
+            all_problems += problems[done_problems:at_problem]
+            all_problems += found
+            done_changes, done_problems = at_change, at_problem
+        all_changes += changes[done_changes:]
+        all_problems += problems[done_problems:]
+        return all_changes, all_problems
+
+    if later:
+        return Mended(repaired, (), parts, (), later=report)
+    built = report()
+    return Mended(repaired, built[0], parts, built[1])
 
 
 _DROPPING = frozenset(

@@ -25,10 +25,18 @@ from typing import Any
 from ._findings import Report
 from ._plan_ids import ALNUM_OF_BYTE, fresh_id
 from ._report import Builder, Change, Problem
+from ._skeleton import RequestIds
 from .formats import Format
 from .profiles import Check, Profile
 
-__all__ = ["fill_names", "fresh_ids", "quick_mend", "quick_names"]
+__all__ = [
+    "fill_names",
+    "fresh_ids",
+    "quick_mend",
+    "quick_names",
+    "rewrite_stretch",
+    "stretch_report",
+]
 
 Mended = tuple[list[Any], list[Change], list[Problem]]
 Quick = tuple[list[Any], Builder]
@@ -169,18 +177,99 @@ def _rewrite_ids(
     return repaired, build
 
 
-def fresh_ids(seeds: list[str], profile: Profile, taken: set[str]) -> list[str]:
-    """``[fresh_id(seed, profile, taken, next_try) for seed in seeds]`` with one ``next_try``:
-    the same ids, the same ``taken`` after. The first try of a seed of a profile with a fixed
-    id length (Mistral's nine) is written here; any other case (no fixed length, a candidate
-    taken) goes to ``fresh_id``.
+def rewrite_stretch(
+    messages: Sequence[Any],
+    profile: Profile,
+    low: int,
+    high: int,
+    calls: list[tuple[int, int, str]],
+    results: list[tuple[int, int, int]],
+    request: RequestIds,
+) -> tuple[list[Any], list[str]]:
+    """A sound stretch ``messages[low:high]`` of a damaged history between its damaged ranges
+    (Mistral), its only fault call ids outside the profile's form: each call of ``calls``
+    (message index, slot, id) gets a new id, and each tool message of ``results`` (index, the
+    calling message's index, slot) its call's, as the planner's edits make them (a shallow copy
+    of each changed message and call). The ids come from ``request``, the whole request's
+    rewrite shared with the other stretches and the damaged ranges, in history order (see
+    :class:`toolmend._skeleton.RequestIds`). Returns the stretch and the new ids, in call
+    order; :func:`stretch_report` builds its changes and problems."""
+    new_ids = fresh_ids([old for _, _, old in calls], profile, request.taken, request.next_try)
+    part = list(messages[low:high])
+    new_of: dict[tuple[int, int], str] = {}
+    copy_index = -1
+    for (index, slot, _), new in zip(calls, new_ids, strict=True):
+        new_of[(index, slot)] = new
+        if index != copy_index:
+            copy = part[index - low] = dict(messages[index])
+            tool_calls = copy["tool_calls"] = list(copy["tool_calls"])
+            copy_index = index
+        call = tool_calls[slot] = dict(tool_calls[slot])
+        call["id"] = new
+    for index, call_index, slot in results:
+        copy = part[index - low] = dict(messages[index])
+        copy["tool_call_id"] = new_of[(call_index, slot)]
+    return part, new_ids
+
+
+def stretch_report(
+    profile: Profile,
+    calls: list[tuple[int, int, str]],
+    results: list[tuple[int, int, int]],
+    new_ids: list[str] | None,
+) -> tuple[list[Change], list[Problem]]:
+    """The changes (``rewrote_call_id``, in call order; none when ``new_ids`` is None, the
+    stretch not rewritten) and the problems (``call_id_format`` on each call, in slot order,
+    and on each result under the profile's result code, in message order: each call message's
+    results come right after it) of a stretch of :func:`rewrite_stretch`, as the whole
+    history's planner and judge report them."""
+    code = "call_id_format"
+    check = profile.checks[code]
+    result_code = "result_id_format" if "result_id_format" in profile.checks else code
+    call_problem = _maker(profile, check, code, "call id outside the provider's pattern")
+    result_problem = _maker(
+        profile,
+        profile.checks[result_code],
+        result_code,
+        "result id outside the provider's pattern",
+    )
+    changes: list[Change] = []
+    if new_ids is not None:
+        detail = "call id the provider would refuse"
+        changes = [
+            _change("rewrote_call_id", index, detail, (old, new))
+            for (index, _, old), new in zip(calls, new_ids, strict=True)
+        ]
+    old_of = {(index, slot): old for index, slot, old in calls}
+    problems: list[Problem] = []
+    next_result, count = 0, len(results)
+    for index, slot, old in calls:
+        while next_result < count and results[next_result][0] < index:
+            at, call_index, call_slot = results[next_result]
+            problems.append(result_problem(at, old_of[(call_index, call_slot)], 0))
+            next_result += 1
+        problems.append(call_problem(index, old, slot))
+    for at, call_index, call_slot in results[next_result:]:
+        problems.append(result_problem(at, old_of[(call_index, call_slot)], 0))
+    return changes, problems
+
+
+def fresh_ids(
+    seeds: list[str], profile: Profile, taken: set[str], next_try: dict[str, int] | None = None
+) -> list[str]:
+    """``[fresh_id(seed, profile, taken, next_try) for seed in seeds]`` with one ``next_try``
+    (a new one unless given: the counters of a rewrite that made ids before, see
+    :class:`toolmend._skeleton.RequestIds`): the same ids, the same ``taken`` and ``next_try``
+    after. The first try of a seed of a profile with a fixed id length (Mistral's nine) is
+    written here; any other case (no fixed length, a candidate taken, a seed tried before)
+    goes to ``fresh_id``.
 
     A history bound for Mistral has every call id rewritten: this is the one hash a call, and
     the function call around it was as much again (issue 32)."""
     length = profile.call_id_length
-    next_try: dict[str, int] = {}
-    if length is None or length > 32:
-        return [fresh_id(seed, profile, taken, next_try) for seed in seeds]
+    counters = {} if next_try is None else next_try
+    if length is None or length > 32 or (counters and not counters.keys().isdisjoint(seeds)):
+        return [fresh_id(seed, profile, taken, counters) for seed in seeds]
     sha256, table = hashlib.sha256, ALNUM_OF_BYTE
     # the common case, seeds all different and every first try free: each id is its seed's
     # first try, written in one comprehension and checked with set operations
@@ -190,8 +279,10 @@ def fresh_ids(seeds: list[str], profile: Profile, taken: set[str]) -> list[str]:
     unique = set(found)
     if len(unique) == len(found) and taken.isdisjoint(unique) and len(set(seeds)) == len(seeds):
         taken |= unique
+        if next_try is not None:
+            next_try.update(dict.fromkeys(seeds, 1))
         return found
-    return [fresh_id(seed, profile, taken, next_try) for seed in seeds]
+    return [fresh_id(seed, profile, taken, counters) for seed in seeds]
 
 
 def _problem(
