@@ -606,9 +606,10 @@ def mend_damage(
     position = 0
     dropped: list[set[str]] = []  # per range: the ids of the results it dropped
     called: list[set[str | None]] = []  # per range: the ids of its calls
-    # each stretch rewritten: where its report goes in ``changes`` and ``problems``, its new
-    # ids, and where its call ids go in ``called`` (gathered only if a range dropped a result)
-    stretches: list[tuple[int, int, Stretch, list[str], int]] = []
+    # each stretch rewritten: where its report goes in ``changes`` and ``problems``, its new ids.
+    # (It calls no id a range dropped a result of: a range drops only a result the scan found
+    # no waiting call for, and the scan widened that range over every range calling its id.)
+    stretches: list[tuple[int, int, Stretch, list[str]]] = []
     for damage in damaged:
         if type(damage) is Stretch:  # sound but for its call ids: rewritten in one pass
             repaired.extend(messages[position : damage.low])
@@ -617,9 +618,7 @@ def mend_damage(
                 messages, profile, low, high, damage.calls, damage.results, damage.request
             )
             repaired.extend(rewritten)
-            stretches.append((len(changes), len(problems), damage, new_ids, len(called)))
-            dropped.append(set())
-            called.append(set())
+            stretches.append((len(changes), len(problems), damage, new_ids))
             position = high
             continue
         if type(damage) is Named:  # mended already, in one pass: copied in like a repair
@@ -662,10 +661,6 @@ def mend_damage(
             parts.append((damage, plan, applied))
         position = damage.high
     repaired.extend(messages[position:])
-    if stretches and any(dropped):
-        for *_, stretch, _, at in stretches:
-            part = messages[stretch.low : stretch.high]
-            called[at] = {call["id"] for message in part for call in _calls_of(message)}
     if _answers_elsewhere(called, dropped):
         return _mend_whole(module, history, profile, policy, parts_before)
     if not stretches:
@@ -676,7 +671,7 @@ def mend_damage(
         all_changes: list[Change] = []
         all_problems: list[Problem] = []
         done_changes = done_problems = 0
-        for at_change, at_problem, stretch, new_ids, _ in stretches:
+        for at_change, at_problem, stretch, new_ids in stretches:
             made, found = stretch_report(profile, stretch.calls, stretch.results, new_ids)
             all_changes += changes[done_changes:at_change]
             all_changes += made

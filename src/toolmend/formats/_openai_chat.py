@@ -412,6 +412,7 @@ def _scan(
     )
     after_tool = cross.after_tool if cross is not None else None
     anywhere = successors is not None and all(ASSISTANT in kinds for kinds in successors.values())
+    follow = _follow_table(successors) if successors is not None else {}
     previous: str | None = None  # the kind of the message before (``successors`` only)
     order_bad = False  # whether the message's role may not follow the one before
     follows_tool = False  # whether the message before was a tool message
@@ -454,7 +455,9 @@ def _scan(
             return None
         role = message.get("role")
         if successors is not None:
-            order_bad, previous = _order_bad(previous, role, successors)
+            kind = _KINDS.get(role) if type(role) is str else None
+            order_bad = kind not in follow[previous]
+            previous = kind
             if order_bad:
                 dirty = True  # (no range starts at this message: it is the current range's)
         if role == "tool":
@@ -881,17 +884,18 @@ def _ordered_start(role: Any, follows_text: bool, order_bad: bool, anywhere: boo
     return role == "user" and follows_text
 
 
-def _order_bad(
-    previous: str | None, role: Any, successors: Mapping[str, frozenset[str]]
-) -> tuple[bool, str | None]:
-    """Whether ``role`` may not follow a message of kind ``previous`` under ``successors``, and
-    the kind of ``role`` (None for a role the rules do not know: the message is damaged anyway,
-    and the judge checks no order after it)."""
-    kind = _KINDS.get(role) if type(role) is str else None
-    if previous is None:
-        return False, kind
-    allowed = successors.get(previous)
-    return kind is None or (allowed is not None and kind not in allowed), kind
+def _follow_table(
+    successors: Mapping[str, frozenset[str]],
+) -> dict[str | None, frozenset[str | None]]:
+    """For :func:`_scan` under rules between any two messages: the kind of a message (None for
+    a role the rules do not know) -> the kinds that may follow it (after an unknown role, or at
+    the start, any: the judge checks no order there; a message of an unknown role is damaged
+    anyway, so after a known one it counts as out of order)."""
+    kinds = frozenset({USER, ASSISTANT, SYSTEM, TOOL})
+    table: dict[str | None, frozenset[str | None]] = {None: frozenset({*kinds, None})}
+    for kind in kinds:
+        table[kind] = frozenset(successors.get(kind, kinds))
+    return table
 
 
 def _opens_with_user(messages: Sequence[Any]) -> bool:
