@@ -474,6 +474,12 @@ def test_the_batch_of_fresh_ids_is_the_planners(
     expected = [fresh_id(seed, profile, expected_taken, next_try) for seed in seeds]
     assert fresh_ids(seeds, profile, taken) == expected
     assert taken == expected_taken
+    # and after ids made before from some of the seeds (a rewrite shared by a history's ranges)
+    more_taken, more_try = set(taken), dict(next_try)
+    expected = [fresh_id(seed, profile, more_taken, more_try) for seed in seeds]
+    shared = dict(next_try)
+    assert fresh_ids(seeds, profile, taken, shared) == expected
+    assert (taken, shared) == (more_taken, more_try)
 
 
 @pytest.mark.parametrize(
@@ -583,3 +589,82 @@ def test_blank_user_text_bound_for_anthropic_is_never_vouched_for(blank: Any, wh
     fixed = toolmend.repair(history, provider="anthropic")
     assert toolmend.check(list(fixed.messages), provider="anthropic") == []
     assert fixed.messages[0]["content"] != blank
+
+
+def _mistral_history(turns: int, damaged: set[int], ids: str = "call_{turn}") -> list[Any]:
+    """``turns`` user turns of one tool round each (the call's id ``ids`` formatted with the
+    turn), the result of each turn in ``damaged`` lost."""
+    history: list[Any] = []
+    for turn in range(turns):
+        call_id = ids.format(turn=turn)
+        history += [user(f"question {turn}"), calls(call_id)]
+        if turn not in damaged:
+            history.append(result(call_id))
+        history.append(assistant(f"answer {turn}"))
+    return [*history, user("thanks")]
+
+
+def test_a_damaged_history_bound_for_mistral_judges_only_its_damaged_ranges(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Mistral's role order and last-message rules hold between any two messages, and its id
+    rewrite takes ids from the whole request: a damaged history was read, judged and planned
+    whole. Now only the damaged tool rounds are (a range starts at an assistant message where
+    nothing waits, or at a user message after sound assistant text), every other call gets its
+    new id in one pass, and the repair is the whole history's, ids included."""
+    history = _mistral_history(20, {5, 12})
+    module, profile = formats.get("openai"), get_profile("mistral")
+    full, changes = whole_repair(module, history, profile, Policy())
+    problems = judge(module.read(history), profile)
+    judged: list[int] = []
+    real_judge = toolmend._api.judge
+
+    def counting_judge(skeleton: Any, profile: Any) -> Any:
+        judged.append(len(skeleton.kinds))
+        return real_judge(skeleton, profile)
+
+    monkeypatch.setattr(toolmend._api, "judge", counting_judge)
+    fixed = toolmend.repair(history, provider="mistral")
+    assert judged == [2, 2]  # each unanswered call and the text after it
+    assert fixed.messages == full
+    assert list(fixed.changes) == changes and list(fixed.problems) == problems
+    assert [change.code for change in fixed.changes].count("rewrote_call_id") == 20
+
+
+@pytest.mark.parametrize("damaged", [{0}, {3}, {0, 7}, {9}])
+def test_an_id_reused_in_every_round_gets_the_whole_historys_new_ids(damaged: set[int]) -> None:
+    """Servers that number calls per response (``call_0`` in every round): the whole
+    history's planner gives the n-th ``call_0`` the seed's n-th try, so the ranges and the
+    stretches between them share the request's counters and ids taken; each call gets the id
+    the whole history gives it, and no two calls one id."""
+    history = _mistral_history(10, damaged, ids="call_0")
+    module, profile = formats.get("openai"), get_profile("mistral")
+    full, changes = whole_repair(module, history, profile, Policy())
+    fixed = toolmend.repair(history, provider="mistral")
+    assert fixed.messages == full and list(fixed.changes) == changes
+    new_ids = [call["id"] for m in fixed.messages for call in m.get("tool_calls") or ()]
+    assert len(set(new_ids)) == len(new_ids) == 10
+    assert judges.mistral_error(list(fixed.messages), checks_ids=True) is None
+
+
+def test_mistral_rules_on_the_ends_judge_only_the_range_that_holds_them() -> None:
+    """A range that does not end the history is not judged by the last-message rule, nor one
+    that does not start it by the opening rule, as the whole history judges them: a range
+    ending on assistant text, or opening with an assistant message, is sound there."""
+    module, profile = formats.get("openai"), get_profile("mistral")
+    middle = [calls("abcdefghi"), result("abcdefghi"), assistant("done")]
+    skeleton = module.read(middle)
+    assert {p.code for p in judge(skeleton, profile)} == {"first_not_user", "last_role"}
+    skeleton.base, skeleton.whole, skeleton.starts, skeleton.ends = 4, False, False, False
+    assert judge(skeleton, profile) == []
+    skeleton.ends = True  # the range that ends the history
+    assert [(p.code, p.index) for p in judge(skeleton, profile)] == [("last_role", 6)]
+
+
+def test_a_result_id_outside_mistrals_form_is_reported_without_any_call() -> None:
+    """A result's id is judged against the provider's pattern whether or not the history (or
+    a range of it) makes a call: a range of orphan results judged as the whole history judges
+    them."""
+    history = [user(), result("call_gone"), assistant("ok"), user("and?")]
+    found = [(p.code, p.index) for p in toolmend.check(history, provider="mistral")]
+    assert ("call_id_format", 1) in found
