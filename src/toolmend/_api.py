@@ -416,7 +416,7 @@ class Stretch:
         low: int,
         high: int,
         calls: list[tuple[int, int, str]],
-        results: list[tuple[int, int, int]],
+        results: list[tuple[int, int]],
         request: RequestIds,
         profile: Profile,
     ) -> None:
@@ -559,7 +559,7 @@ def _with_stretches(
     profile: Profile,
     ranges: list[tuple[int, int]],
     taken: set[str],
-    stretches: list[tuple[int, int, list[tuple[int, int, str]], list[tuple[int, int, int]]]],
+    stretches: list[tuple[int, int, list[tuple[int, int, str]], list[tuple[int, int]]]],
 ) -> Iterator[Damage | Stretch]:
     """:func:`_damage_in` for a profile whose call ids are rewritten request-wide (Mistral):
     the damaged ranges, each skeleton holding the request's id rewrite, and the sound

@@ -183,39 +183,37 @@ def rewrite_stretch(
     low: int,
     high: int,
     calls: list[tuple[int, int, str]],
-    results: list[tuple[int, int, int]],
+    results: list[tuple[int, int]],
     request: RequestIds,
 ) -> tuple[list[Any], list[str]]:
     """A sound stretch ``messages[low:high]`` of a damaged history between its damaged ranges
     (Mistral), its only fault call ids outside the profile's form: each call of ``calls``
     (message index, slot, id) gets a new id, and each tool message of ``results`` (index, the
-    calling message's index, slot) its call's, as the planner's edits make them (a shallow copy
+    call's position in ``calls``) its call's, as the planner's edits make them (a shallow copy
     of each changed message and call). The ids come from ``request``, the whole request's
     rewrite shared with the other stretches and the damaged ranges, in history order (see
     :class:`toolmend._skeleton.RequestIds`). Returns the stretch and the new ids, in call
     order; :func:`stretch_report` builds its changes and problems."""
     new_ids = fresh_ids([old for _, _, old in calls], profile, request.taken, request.next_try)
     part = list(messages[low:high])
-    new_of: dict[tuple[int, int], str] = {}
     copy_index = -1
     for (index, slot, _), new in zip(calls, new_ids, strict=True):
-        new_of[(index, slot)] = new
         if index != copy_index:
             copy = part[index - low] = dict(messages[index])
             tool_calls = copy["tool_calls"] = list(copy["tool_calls"])
             copy_index = index
         call = tool_calls[slot] = dict(tool_calls[slot])
         call["id"] = new
-    for index, call_index, slot in results:
+    for index, position in results:
         copy = part[index - low] = dict(messages[index])
-        copy["tool_call_id"] = new_of[(call_index, slot)]
+        copy["tool_call_id"] = new_ids[position]
     return part, new_ids
 
 
 def stretch_report(
     profile: Profile,
     calls: list[tuple[int, int, str]],
-    results: list[tuple[int, int, int]],
+    results: list[tuple[int, int]],
     new_ids: list[str] | None,
 ) -> tuple[list[Change], list[Problem]]:
     """The changes (``rewrote_call_id``, in call order; none when ``new_ids`` is None, the
@@ -240,17 +238,16 @@ def stretch_report(
             _change("rewrote_call_id", index, detail, (old, new))
             for (index, _, old), new in zip(calls, new_ids, strict=True)
         ]
-    old_of = {(index, slot): old for index, slot, old in calls}
     problems: list[Problem] = []
     next_result, count = 0, len(results)
     for index, slot, old in calls:
         while next_result < count and results[next_result][0] < index:
-            at, call_index, call_slot = results[next_result]
-            problems.append(result_problem(at, old_of[(call_index, call_slot)], 0))
+            at, position = results[next_result]
+            problems.append(result_problem(at, calls[position][2], 0))
             next_result += 1
         problems.append(call_problem(index, old, slot))
-    for at, call_index, call_slot in results[next_result:]:
-        problems.append(result_problem(at, old_of[(call_index, call_slot)], 0))
+    for at, position in results[next_result:]:
+        problems.append(result_problem(at, calls[position][2], 0))
     return changes, problems
 
 

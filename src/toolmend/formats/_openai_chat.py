@@ -783,10 +783,10 @@ def _ids_rewritten(profile: Profile) -> bool:
     )
 
 
-IdStretch = tuple[int, int, list[tuple[int, int, str]], list[tuple[int, int, int]]]
+IdStretch = tuple[int, int, list[tuple[int, int, str]], list[tuple[int, int]]]
 """A sound stretch ``[low, high)`` between damaged ranges, its calls whose id is outside the
 profile's form (message index, slot, id) and the tool messages answering them (index, the
-calling message's index, slot), indexes the history's."""
+call's position in that list), indexes the history's."""
 
 
 def request_id_fixes(
@@ -829,29 +829,30 @@ def _stretch_fixes(
     high: int,
     id_match: Callable[[str], Any],
     taken: set[str],
-) -> tuple[list[tuple[int, int, str]], list[tuple[int, int, int]]]:
+) -> tuple[list[tuple[int, int, str]], list[tuple[int, int]]]:
     """The calls of the sound ``messages[low:high]`` whose id ``id_match`` refuses, and the
-    tool messages answering them; each call id added to ``taken``."""
+    tool messages answering them (index, the call's position in the list); each call id added
+    to ``taken``."""
     calls: list[tuple[int, int, str]] = []
-    results: list[tuple[int, int, int]] = []
-    refused: dict[str, tuple[int, int]] = {}  # the turn's refused ids -> (index, slot)
-    for index in range(low, high):
-        message = messages[index]
+    results: list[tuple[int, int]] = []
+    refused: dict[str, int] = {}  # the turn's refused ids -> their position in ``calls``
+    add = taken.add
+    for index, message in enumerate(messages[low:high], low):
         role = message["role"]
         if role == "tool":
             if refused:
-                ref = refused.get(message["tool_call_id"])
-                if ref is not None:
-                    results.append((index, *ref))
+                position = refused.get(message["tool_call_id"])
+                if position is not None:
+                    results.append((index, position))
         elif role == "assistant":
             tool_calls = message.get("tool_calls")
             if tool_calls:
                 refused = {}
                 for slot, call in enumerate(tool_calls):
                     call_id = call["id"]
-                    taken.add(call_id)
+                    add(call_id)
                     if id_match(call_id) is None:
-                        refused[call_id] = (index, slot)
+                        refused[call_id] = len(calls)
                         calls.append((index, slot, call_id))
     return calls, results
 
