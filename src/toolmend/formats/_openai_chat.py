@@ -10,6 +10,7 @@ in ``messages``.
 from __future__ import annotations
 
 import bisect
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -774,11 +775,15 @@ def _ordered_rules(rules: CrossRules, profile: Profile) -> CrossRules | None:
 
 def _ids_rewritten(profile: Profile) -> bool:
     """Whether every call id outside the profile's form is rewritten, request-wide, and
-    nothing else about ids is refused: a pattern with a fixed length (Mistral), ids unique per
-    message."""
+    nothing else about ids is refused: a pattern of one character class repeated the id
+    length's times (Mistral's ``[a-zA-Z0-9]{9}``: an id the pattern takes is never rewritten
+    for its length), ids unique per message."""
+    pattern, length = profile.call_id_pattern, profile.call_id_length
+    fixed = re.fullmatch(r"\[[^\]]+\]\{(\d+)\}", pattern) if pattern is not None else None
     return (
-        profile.call_id_pattern is not None
-        and profile.call_id_length is not None
+        fixed is not None
+        and length is not None
+        and int(fixed.group(1)) == length
         and profile.call_id_scope == "message"
     )
 
@@ -808,13 +813,13 @@ def request_id_fixes(
     ordered = _ordered_rules(rules, profile)
     if ordered is None or ordered.id_match is not None:
         return None
-    id_match = rules.id_match
+    id_match, length = rules.id_match, profile.call_id_length or 0
     taken: set[str] = set()
     stretches: list[IdStretch] = []
     low = 0
     for start, stop in [*spans, (len(messages), len(messages))]:
         if low < start:
-            found = _stretch_fixes(messages, low, start, id_match, taken)
+            found = _stretch_fixes(messages, low, start, id_match, length, taken)
             if found[0]:
                 stretches.append((low, start, *found))
         for message in messages[start:stop]:
@@ -828,11 +833,12 @@ def _stretch_fixes(
     low: int,
     high: int,
     id_match: Callable[[str], Any],
+    length: int,
     taken: set[str],
 ) -> tuple[list[tuple[int, int, str]], list[tuple[int, int]]]:
-    """The calls of the sound ``messages[low:high]`` whose id ``id_match`` refuses, and the
-    tool messages answering them (index, the call's position in the list); each call id added
-    to ``taken``."""
+    """The calls of the sound ``messages[low:high]`` whose id ``id_match`` refuses (one not
+    ``length`` long at once), and the tool messages answering them (index, the call's position
+    in the list); each call id added to ``taken``."""
     calls: list[tuple[int, int, str]] = []
     results: list[tuple[int, int]] = []
     refused: dict[str, int] = {}  # the turn's refused ids -> their position in ``calls``
@@ -851,7 +857,7 @@ def _stretch_fixes(
                 for slot, call in enumerate(tool_calls):
                     call_id = call["id"]
                     add(call_id)
-                    if id_match(call_id) is None:
+                    if len(call_id) != length or id_match(call_id) is None:
                         refused[call_id] = len(calls)
                         calls.append((index, slot, call_id))
     return calls, results
