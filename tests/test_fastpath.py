@@ -436,8 +436,9 @@ def test_mistral_ranges_agree_with_the_full_path(history: list[Any]) -> None:
     messages and on the last one allow a range to start at a user message right after sound
     assistant text) and its call ids are rewritten request-wide, between and in the ranges:
     ``toolmend.repair`` gives what the whole history read, judged and planned gives (the same
-    messages, changes and problems, in the same order), ``toolmend.check`` what the whole
-    history's judge finds, and mistral-common's validator takes the repair."""
+    messages, changes and problems, in the same order), ``toolmend.check`` and the report
+    policy what the whole history's judge finds, and mistral-common's validator takes the
+    repair."""
     before = _snapshot(history)
     repaired = toolmend.repair(history, provider="mistral")
     full, changes, problems = _full_path(history, "mistral")
@@ -447,6 +448,7 @@ def test_mistral_ranges_agree_with_the_full_path(history: list[Any]) -> None:
     assert list(repaired.changes) == changes
     assert list(repaired.problems) == problems
     assert toolmend.check(history, provider="mistral") == problems
+    assert list(toolmend.repair(history, provider="mistral", policy="report").problems) == problems
     if repaired.changes and not any(p.code == "empty_history" for p in problems):
         assert repaired.problems_left == ()
         assert judges.mistral_error(list(repaired.messages), checks_ids=True) is None
