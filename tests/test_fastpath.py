@@ -612,8 +612,9 @@ def test_a_damaged_history_bound_for_mistral_judges_only_its_damaged_ranges(
     """Mistral's role order and last-message rules hold between any two messages, and its id
     rewrite takes ids from the whole request: a damaged history was read, judged and planned
     whole. Now only the damaged tool rounds are (a range starts at an assistant message where
-    nothing waits, or at a user message after sound assistant text), every other call gets its
-    new id in one pass, and the repair is the whole history's, ids included."""
+    nothing waits, or at a user message after sound assistant text), each planned in one pass
+    (``quick_plan``, its ids from the request's rewrite), every other call gets its new id in
+    one pass, and the repair is the whole history's, ids included."""
     history = _mistral_history(20, {5, 12})
     module, profile = formats.get("openai"), get_profile("mistral")
     full, changes = whole_repair(module, history, profile, Policy())
@@ -625,7 +626,11 @@ def test_a_damaged_history_bound_for_mistral_judges_only_its_damaged_ranges(
         judged.append(len(skeleton.kinds))
         return real_judge(skeleton, profile)
 
+    def no_planner(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a lost result is planned in one pass, its range's ids with it")
+
     monkeypatch.setattr(toolmend._api, "judge", counting_judge)
+    monkeypatch.setattr(toolmend._api, "plan_repair", no_planner)
     fixed = toolmend.repair(history, provider="mistral")
     assert judged == [2, 2]  # each unanswered call and the text after it
     assert fixed.messages == full

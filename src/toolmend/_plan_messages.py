@@ -49,7 +49,7 @@ from ._edits import (
     source_index,
 )
 from ._pairing import NEAREST, match
-from ._plan_ids import acceptable_id, rename_functions, rewrite_ids
+from ._plan_ids import acceptable_id, fresh_id, rename_functions, rewrite_ids
 from ._planstate import (
     ASSISTANT_BRIDGE_TEXT,
     EMPTY_RESULT_TEXT,
@@ -63,7 +63,7 @@ from ._planstate import (
 from ._policy import Policy
 from ._repair_items import mend_items, order_items
 from ._report import Change, shown_name
-from ._skeleton import ASSISTANT, MESSAGES, OTHER, SYSTEM, TOOL, USER, Call, Skeleton
+from ._skeleton import ASSISTANT, MESSAGES, OTHER, SYSTEM, TOOL, USER, Call, RequestIds, Skeleton
 from .profiles import Profile
 
 __all__ = [
@@ -154,15 +154,18 @@ def quick_plan(
     placeholder after its results; no profile step applies (none of their rules, or only ones
     that hold of the range already). Property tests hold it to the planner
     (``tests/test_damaged_speed.py``)."""
+    # a range of a history whose refused ids are rewritten request-wide (Mistral): its ids too
+    request = skeleton.ids
+    wanted = _NAMED_CODES if profile.results_need_name else _QUICK_CODES
     if (
         skeleton.whole
-        or not problem_codes <= (_NAMED_CODES if profile.results_need_name else _QUICK_CODES)
+        or not problem_codes <= (wanted | _ID_CODES if request is not None else wanted)
         or skeleton.layout != MESSAGES
         or skeleton.format != "openai"
         or profile.pairing == "ordered"
         or profile.reasoning_in_tool_turns
         or profile.alternation is not None
-        or profile.last_kinds is not None
+        or (profile.last_kinds is not None and skeleton.ends)  # (else mark_prefix passes it by)
         or policy.missing_result != "placeholder"
         or policy.orphan_result == "text"
     ):
@@ -177,7 +180,11 @@ def quick_plan(
             return None
         for call in found:
             call_id = call.id
-            if call_id is None or call_id in caller_of or not acceptable_id(call_id, profile):
+            if (
+                call_id is None
+                or call_id in caller_of
+                or (request is None and not acceptable_id(call_id, profile))
+            ):
                 return None
             caller_of[call_id] = index
             slot_of[call_id] = call.slot
@@ -279,8 +286,10 @@ def quick_plan(
         items = [
             replace(item, named=True) if isinstance(item, Placeholder) else item for item in items
         ]
-    if profile.first_user:  # the user bridge at the start (Bedrock): only if an assistant opens
-        for item in items:
+    if request is not None:
+        items = _quick_ids(state, items, answer, slot_of, request)
+    if profile.first_user and skeleton.starts:  # the user bridge at the start (Bedrock): only
+        for item in items:  # if an assistant opens
             if isinstance(item, Keep) and kinds[item.index] == SYSTEM:
                 continue
             if isinstance(item, Keep) and kinds[item.index] == ASSISTANT:
@@ -293,6 +302,50 @@ def quick_plan(
 
 def _change_index(change: Change) -> int:
     return change.index
+
+
+_ID_CODES = frozenset({"call_id_format"})
+"""The problem :func:`quick_plan` also plans for in a range whose ids are rewritten
+request-wide (``Skeleton.ids``, Mistral): ids outside the provider's form."""
+
+
+def _quick_ids(
+    state: PlanState,
+    items: list[Item],
+    answer: dict[str, int],
+    slot_of: dict[str, int],
+    request: RequestIds,
+) -> list[Item]:
+    """:func:`~toolmend._plan_ids.rewrite_ids` for :func:`quick_plan`'s range (every call with
+    an id of its own in the range, answered by ``answer``'s result or a placeholder among
+    ``items``): each call the profile refuses gets the request's next id, in call order, its
+    result and placeholder carry it; the items with their placeholders renumbered."""
+    skeleton, profile, plan = state.skeleton, state.profile, state.plan
+    taken, next_try = request.taken, request.next_try
+    final: dict[str, str] = {}  # old id -> new id (ids are unique in the range)
+    for index in sorted(skeleton.calls):
+        for call in skeleton.calls[index]:
+            old = call.id
+            assert old is not None
+            if acceptable_id(old, profile):
+                continue
+            new = fresh_id(old, profile, taken, next_try)
+            final[old] = new
+            plan.edit(index).call_ids[call.slot] = new
+            state.change("rewrote_call_id", index, "call id the provider would refuse", old, new)
+            at = answer.get(old)
+            if at is not None:
+                plan.edit(at).result_ids[0] = new
+    if not final:
+        return items
+    return [
+        Placeholder(
+            item.call_index, final[item.call_id], item.name, item.text, item.named, item.call_slot
+        )
+        if isinstance(item, Placeholder) and item.call_id in final
+        else item
+        for item in items
+    ]
 
 
 # --- 2. layout --------------------------------------------------------------------------------
