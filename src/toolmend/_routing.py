@@ -128,8 +128,8 @@ def request_profile(
     (``gemini-3*``, the ``gemini-*-latest`` aliases; not ``gemini-3-pro-image*``, documented as
     not enforcing signatures) meets ``gemini-3``; an Anthropic request with thinking ``enabled``
     or ``adaptive`` meets ``anthropic-thinking``, one to a Claude model without prefill
-    (:data:`~toolmend.profiles._anthropic.NO_PREFILL_MODELS`) otherwise
-    ``anthropic-no-prefill``; DeepSeek's reasoner model meets ``deepseek-reasoner``; an OpenAI
+    (:data:`~toolmend.profiles._anthropic.NO_PREFILL_MODELS`) ``anthropic-no-prefill``, and
+    one with both ``anthropic-thinking-no-prefill``; DeepSeek's reasoner model meets ``deepseek-reasoner``; an OpenAI
     reasoning model on the Responses API (o-series, ``gpt-5*``, codex) meets
     ``openai-responses-reasoning`` (also when ``openai-responses`` is named outright); a Llama
     or Mistral model on Bedrock (``meta.llama3-1-70b-instruct-v1:0``, ``us.meta.llama...``,
@@ -195,7 +195,7 @@ def _derived(provider: str, native: str, model: str | None, thinking: bool) -> s
     no_prefill = at >= 0 and name.startswith(NO_PREFILL_MODELS, at)
     if profile == "anthropic":
         if thinking:
-            return "anthropic-thinking"
+            return "anthropic-thinking-no-prefill" if no_prefill else "anthropic-thinking"
         if no_prefill:
             return "anthropic-no-prefill"
     elif profile == "deepseek" and name.startswith("deepseek-reasoner"):
