@@ -21,12 +21,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import toolmend
+from toolmend import formats
+from toolmend._policy import Policy
 from toolmend.formats import _bedrock as bedrock_format
 from toolmend.profiles import get_profile
 from toolmend.testing import StrictProviderServer
 
 from support import judges
 from support.converse import assistant, converse_client, text, user
+from support.whole_path import whole_repair
 
 ALONE = "bedrock-tools-alone"
 LLAMA = "us.meta.llama3-1-70b-instruct-v1:0"
@@ -240,6 +243,92 @@ def test_an_empty_tool_message_is_given_a_text_before_litellm_converts_it() -> N
     assert [c.code for c in fixed.changes] == ["filled_content"]
     assert fixed.problems_left == ()
     assert judges.litellm_error("bedrock", fixed.messages) is None
+
+
+def _tool_round(content: Any) -> list[dict[str, Any]]:
+    call = {"id": "call_1", "type": "function", "function": {"name": "run", "arguments": "{}"}}
+    return [
+        {"role": "user", "content": "Run it"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "call_1", "content": content},
+    ]
+
+
+_WHITESPACE = "messages: text content blocks must contain non-whitespace text"
+_EMPTY = "messages: text content blocks must be non-empty"
+
+
+@pytest.mark.parametrize(
+    ("content", "error", "mended", "change"),
+    [
+        ("  \n", _WHITESPACE, "(empty)", "filled_content"),
+        ([{"type": "text", "text": " "}], _WHITESPACE, "(empty)", "filled_content"),
+        (
+            [{"type": "text", "text": ""}, {"type": "text", "text": "21 C"}],
+            _EMPTY,
+            [{"type": "text", "text": "21 C"}],
+            "dropped_empty_block",
+        ),
+        (
+            [{"type": "text", "text": "21 C"}, {"type": "text", "text": "\t"}],
+            _WHITESPACE,
+            [{"type": "text", "text": "21 C"}],
+            "dropped_empty_block",
+        ),
+    ],
+    ids=["whitespace", "whitespace part", "empty part beside text", "whitespace part after"],
+)
+def test_a_blank_tool_text_is_mended_before_litellm_converts_it(
+    content: Any, error: str, mended: Any, change: str
+) -> None:
+    """LiteLLM sends a tool message's text as it is, whitespace and all (its
+    ``_build_bedrock_tool_result_content_blocks``), a toolResult text Bedrock refuses: flagged
+    and mended as a blank text inside a Converse ``toolResult`` is (it went unflagged, and the
+    one pass vouched for it)."""
+    history = _tool_round(content)
+    assert judges.litellm_error("bedrock", history) == f"2: result_text_blank: {error}"
+    before = copy.deepcopy(history)
+    problems = toolmend.check(history, provider="bedrock")
+    assert [(p.code, p.index, p.provider_error) for p in problems] == [
+        ("result_text_blank", 2, error)
+    ]
+    fixed = toolmend.repair(history, provider="bedrock")
+    assert history == before
+    assert fixed.messages[:2] == history[:2] and fixed.messages[1] is history[1]
+    assert fixed.messages[2] == {**history[2], "content": mended}
+    assert [c.code for c in fixed.changes] == [change]
+    assert fixed.problems_left == ()
+    assert judges.litellm_error("bedrock", fixed.messages) is None
+    assert toolmend.sanitize(fixed.messages, provider="bedrock") is fixed.messages
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic", "deepseek", "groq"])
+def test_a_blank_tool_text_is_no_problem_where_no_blank_block_is_refused(provider: str) -> None:
+    history = _tool_round("  \n")
+    assert toolmend.check(history, provider=provider) == []
+    assert toolmend.sanitize(history, provider=provider) is history
+
+
+def test_a_blank_tool_text_in_a_long_damaged_history_is_found_by_the_ranges() -> None:
+    """The damaged ranges of a long history hold a blank tool text to the same rule: the
+    repair is the whole path's, the blank text mended with the rest."""
+    history: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
+    for number in range(30):
+        call_id = f"call_{number}"
+        call = {"id": call_id, "type": "function", "function": {"name": "f", "arguments": "{}"}}
+        history += [
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": call_id, "content": "out"},
+            {"role": "assistant", "content": f"step {number}"},
+            {"role": "user", "content": "next"},
+        ]
+    history[4 * 10 + 2]["content"] = " "  # round 10's result: blank
+    del history[4 * 20 + 2]  # round 20's result: gone
+    fixed = toolmend.repair(history, provider="bedrock")
+    full, changes = whole_repair(formats.get("openai"), history, get_profile("bedrock"), Policy())
+    assert fixed.messages == full and list(fixed.changes) == changes
+    assert sorted(c.code for c in fixed.changes) == ["answered_missing_call", "filled_content"]
+    assert fixed.problems_left == ()
 
 
 # --- properties ---------------------------------------------------------------------------------

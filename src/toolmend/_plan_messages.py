@@ -252,6 +252,10 @@ def fix_shapes(state: PlanState, problem_codes: set[str]) -> None:
             plan.edit(index).set_fields["content"] = EMPTY_RESULT_TEXT
             state.change("filled_content", index, "empty tool result given a text")
             continue
+        if code == "blank_text" and skeleton.kinds[index] == TOOL:
+            if "result_text_blank" in problem_codes and index in kept:
+                _fill_blank_result(state, index, defect.slot)
+            continue
         if code not in problem_codes or index not in kept:
             continue
         if code in ("call_shape", "arguments_not_string", "empty_tool_calls"):
@@ -292,6 +296,20 @@ def fix_shapes(state: PlanState, problem_codes: set[str]) -> None:
         "role_order" in problem_codes and OTHER in skeleton.kinds
     ):
         _rename_roles(state, kept)
+
+
+def _fill_blank_result(state: PlanState, index: int, slot: int) -> None:
+    """A blank tool result text bound for Bedrock through a gateway, mended as the Converse
+    path mends a blank text inside a ``toolResult``: a blank text part beside other parts goes
+    (``dropped_empty_block``); a content that is nothing but blank text says in words that
+    the output was empty (``filled_content``). Only whitespace is lost."""
+    edit = state.plan.edit(index)
+    if slot >= 0:
+        edit.drop_blocks.add(slot)
+        state.change("dropped_empty_block", index, "blank text part of a tool result removed")
+    elif edit.set_fields.get("content") != EMPTY_RESULT_TEXT:
+        edit.set_fields["content"] = EMPTY_RESULT_TEXT
+        state.change("filled_content", index, "blank tool result given a text")
 
 
 def fill_blank_text(state: PlanState) -> None:

@@ -524,6 +524,20 @@ def _check_defects(skeleton: Skeleton, profile: Profile, report: Report) -> None
             # Bedrock through a gateway: an empty tool message becomes a blank toolResult text
             report.add("result_text_blank", defect.at, "empty tool result", property="be non-empty")
             continue
+        if code == "blank_text" and kinds[defect.at] == TOOL:
+            # the same for whitespace-only tool text (or a blank text part): LiteLLM sends it
+            # as it is, a toolResult text Bedrock refuses; no other profile has a rule on it
+            if report.wants("result_text_blank"):
+                report.add(
+                    "result_text_blank",
+                    defect.at,
+                    "blank tool result text",
+                    slot=max(defect.slot, 0),
+                    property="be non-empty"
+                    if defect.detail == "empty"
+                    else "contain non-whitespace text",
+                )
+            continue
         if code == "content_empty" and kinds[defect.at] not in profile.content_text_kinds:
             continue
         report.add(

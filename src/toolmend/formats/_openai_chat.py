@@ -726,8 +726,11 @@ def read(messages: Sequence[Any]) -> Skeleton:
             content = get("content")
             if type(content) is list:
                 defects.append(Defect(index, "tool_content_not_string", -1, "content"))
+                _blank_text(defects, index, content)
             elif not content:
                 _empty_content(defects, index, content)
+            elif type(content) is str and content.isspace():
+                defects.append(Defect(index, "blank_text", -1, "whitespace"))
         elif kind == ASSISTANT:
             _read_assistant(skeleton, index, message, get)
         else:
@@ -743,10 +746,11 @@ def read(messages: Sequence[Any]) -> Skeleton:
 
 
 def _blank_text(defects: list[Defect], index: int, content: Any) -> None:
-    """A user message's text that is only whitespace, or text parts that are empty or only
-    whitespace: ``blank_text`` (slot -1 when the whole content is such text, else the part's
-    position; detail ``"empty"`` or ``"whitespace"``). No profile has the code; the rules of
-    the providers that refuse blank text blocks (Anthropic) report it under their own."""
+    """A user (or tool) message's text that is only whitespace, or text parts that are empty
+    or only whitespace: ``blank_text`` (slot -1 when the whole content is such text, else the
+    part's position; detail ``"empty"`` or ``"whitespace"``). No profile has the code; the
+    rules of the providers that refuse blank text blocks report it under their own (Anthropic
+    for user text, Bedrock for a tool message's, which LiteLLM sends as a toolResult text)."""
     if type(content) is str:
         if content.isspace():
             defects.append(Defect(index, "blank_text", -1, "whitespace"))
