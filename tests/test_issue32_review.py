@@ -402,16 +402,14 @@ def test_a_final_assistant_text_on_bedrock_claude_without_prefill_gets_the_bridg
     assert toolmend.check(history, provider="bedrock", format=format) == []
 
 
-# --- found and left for the coordinator (each test fails today: xfail, strict) ---------------
+# --- found and left for the coordinator (each test failed then: xfail, strict; fixed since) ---
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bedrock-tools-alone models call_with_text on Converse blocks only: an OpenAI-shaped "
-    "assistant message with text beside tool_calls, which LiteLLM turns into one Converse turn "
-    "holding both, is neither flagged nor split",
-)
 def test_openai_shaped_text_beside_calls_bound_for_bedrock_llama_is_flagged() -> None:
+    """``bedrock-tools-alone`` modelled ``call_with_text`` on Converse blocks only: an
+    OpenAI-shaped assistant message with text beside ``tool_calls``, which LiteLLM turns into
+    one Converse turn holding both, was neither flagged nor split. It is both now, as on
+    Converse blocks (more in tests/test_issue32_bedrock.py)."""
     history = [
         {"role": "user", "content": "Weather in Paris?"},
         {
@@ -428,6 +426,15 @@ def test_openai_shaped_text_beside_calls_bound_for_bedrock_llama_is_flagged() ->
     model = "us.meta.llama3-1-70b-instruct-v1:0"
     found = toolmend.check(history, provider="bedrock", model=model)
     assert "call_with_text" in [problem.code for problem in found]
+    fixed = toolmend.repair(history, provider="bedrock", model=model)
+    assert fixed.messages == [
+        history[0],
+        {"role": "assistant", "content": "Let me check."},
+        {"role": "user", "content": "Continue."},
+        {"role": "assistant", "content": "", "tool_calls": history[1]["tool_calls"]},
+        *history[2:],
+    ]
+    assert fixed.problems_left == ()
 
 
 def test_a_final_assistant_text_to_claude_4_6_with_thinking_is_flagged() -> None:

@@ -63,6 +63,7 @@ from ._skeleton import ASSISTANT, OTHER, SYSTEM, TOOL, USER, Call, Skeleton
 __all__ = [
     "add_reasoning",
     "bridge_role_order",
+    "calls_alone",
     "fill_blank_text",
     "fix_shapes",
     "mark_prefix",
@@ -111,6 +112,8 @@ def plan_messages(state: PlanState, problem_codes: set[str]) -> None:
         mark_prefix(state)
     if profile.results_need_name:
         name_results(state)
+    if "call_with_text" in profile.checks:
+        calls_alone(state)
     if profile.first_user and profile.alternation is None:
         lead_with_user(state)
     if "prefill_unsupported" in profile.checks:
@@ -635,6 +638,47 @@ def split_calls(state: PlanState) -> None:
             item.index,
             f"{len(slots)} calls sent as {len(slots)} messages, each with its result",
         )
+    plan.items = out
+
+
+def calls_alone(state: PlanState) -> None:
+    """Bedrock's Llama and Mistral models, an OpenAI-shaped history (``call_with_text``;
+    LiteLLM makes one Converse turn of consecutive assistant messages): no text in a turn with
+    calls. As :func:`toolmend._block_repair.calls_apart` does with Converse blocks, a calling
+    message with text keeps its text and its other fields, and its calls move into an
+    assistant message of their own right after it (``moved_message``), behind the fixed user
+    bridge ("Continue.") that parts the two turns; an assistant text message right before a
+    calling message gets the same bridge after it (``inserted_message``). Nothing is dropped,
+    the text is kept as it was written, and the calls stay right before their results."""
+    skeleton, plan = state.skeleton, state.plan
+    bare = skeleton.marked("no_text") | skeleton.marked("blank_text")
+    out: list[Item] = []
+    for item in plan.items:
+        if not _is_caller(state, item):
+            out.append(item)
+            continue
+        assert isinstance(item, Keep)
+        index = item.index
+        previous = out[-1] if out else None
+        if (
+            previous is not None
+            and _kind(state, previous) == ASSISTANT
+            and not _is_caller(state, previous)
+        ):
+            out.append(Bridge(USER, USER_BRIDGE_TEXT))
+            state.change("inserted_message", index, "user message between text and calls")
+        out.append(item)
+        if index in bare:
+            continue
+        edit = plan.edit(index)
+        slots = [call.slot for call in skeleton.calls[index] if call.slot not in edit.drop_calls]
+        edit.drop_calls.update(slots)
+        out.append(Bridge(USER, USER_BRIDGE_TEXT))
+        out.append(CallPart(index, slots[0], more=tuple(slots[1:])))
+        state.change(
+            "moved_message", index, "tool calls moved into an assistant message of their own"
+        )
+        state.change("inserted_message", index, "user message between the text and the calls")
     plan.items = out
 
 
