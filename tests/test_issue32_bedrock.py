@@ -24,6 +24,7 @@ import toolmend
 from toolmend import formats
 from toolmend._policy import Policy
 from toolmend.formats import _bedrock as bedrock_format
+from toolmend.formats import _openai_chat as openai_chat
 from toolmend.profiles import get_profile
 from toolmend.testing import StrictProviderServer
 
@@ -353,6 +354,19 @@ def test_calls_without_text_beside_them_are_left_alone_for_llama(
     assert judges.litellm_error("bedrock", history, LLAMA) is None
     assert toolmend.check(history, provider="bedrock", model=LLAMA) == []
     assert toolmend.sanitize(history, provider=ALONE) is history
+
+
+@pytest.mark.parametrize("content", ["Let me check.", "  \n"], ids=["text", "blank"])
+def test_the_one_pass_never_vouches_for_calls_beside_text_for_llama(content: str) -> None:
+    """The cross-family pass models no ``call_with_text`` (``bedrock-tools-alone`` has no
+    cross rules): it answers for ``bedrock`` and leaves the Llama variant to the full path."""
+    history = _answered(_calling(content))
+    assert openai_chat.quick_valid(history, get_profile("bedrock"))
+    assert not openai_chat.quick_valid(history, get_profile(ALONE))
+    for tool_text in ("  ", [{"type": "text", "text": ""}]):
+        blank = copy.deepcopy(history)
+        blank[2]["content"] = tool_text
+        assert not openai_chat.quick_valid(blank, get_profile("bedrock"))
 
 
 def test_a_split_call_keeps_its_rewritten_id_and_its_results() -> None:
