@@ -293,6 +293,7 @@ def test_the_new_rules_on_the_last_messages_agree_with_the_full_judge(
 
 NEW_CHAT_PROFILES = [
     "anthropic-no-prefill",
+    "anthropic-thinking-no-prefill",
     "bedrock-tools-alone",
     "gemini-litellm",
     "hf-gemma-3",
