@@ -292,8 +292,17 @@ _SPLIT = ["moved_message", "inserted_message"]
             2,
             ["inserted_message", *_SPLIT],
         ),
+        (
+            _answered(
+                {"role": "assistant", "content": "Hm."},
+                {"role": "assistant", "content": " "},
+                _calling(None),
+            ),
+            3,
+            ["inserted_message"],
+        ),
     ],
-    ids=["text", "text part", "image", "two calls", "text message before", "both"],
+    ids=["text", "text part", "image", "two calls", "text message before", "both", "past blank"],
 )
 def test_openai_shaped_text_beside_calls_is_split_for_llama(
     history: list[dict[str, Any]], flagged_at: int, changes: list[str]
@@ -343,8 +352,18 @@ def test_openai_shaped_text_beside_calls_is_split_for_llama(
             {"role": "user", "content": "Go."},
             _calling(None),
         ),
+        _answered({"role": "assistant", "content": " \n"}, _calling(None)),
+        _answered({"role": "assistant", "content": [{"type": "text", "text": ""}]}, _calling("")),
     ],
-    ids=["null", "empty", "whitespace", "whitespace part", "text in an earlier turn"],
+    ids=[
+        "null",
+        "empty",
+        "whitespace",
+        "whitespace part",
+        "text in an earlier turn",
+        "blank message before",
+        "blank part before",
+    ],
 )
 def test_calls_without_text_beside_them_are_left_alone_for_llama(
     history: list[dict[str, Any]],

@@ -31,6 +31,8 @@ Change codes (``Change.code``): ``moved_result``, ``moved_message``, ``dropped_o
 
 from __future__ import annotations
 
+from collections.abc import Set
+
 from ._block_repair import end_with_user, lead_with_user, name_results
 from ._edits import (
     AsText,
@@ -659,12 +661,7 @@ def calls_alone(state: PlanState) -> None:
             continue
         assert isinstance(item, Keep)
         index = item.index
-        previous = out[-1] if out else None
-        if (
-            previous is not None
-            and _kind(state, previous) == ASSISTANT
-            and not _is_caller(state, previous)
-        ):
+        if _text_before(state, out, bare):
             out.append(Bridge(USER, USER_BRIDGE_TEXT))
             state.change("inserted_message", index, "user message between text and calls")
         out.append(item)
@@ -680,6 +677,17 @@ def calls_alone(state: PlanState) -> None:
         )
         state.change("inserted_message", index, "user message between the text and the calls")
     plan.items = out
+
+
+def _text_before(state: PlanState, out: list[Item], bare: Set[int]) -> bool:
+    """Whether the assistant items at the end of ``out`` (which LiteLLM would merge into the
+    turn of a calling message after them) hold text: one that is not blank, or invented."""
+    for item in reversed(out):
+        if _kind(state, item) != ASSISTANT or isinstance(item, CallPart) or _is_caller(state, item):
+            return False
+        if not (isinstance(item, Keep) and item.index in bare):
+            return True
+    return False
 
 
 def _answered_slot(state: PlanState, index: int, item: Item) -> int | None:

@@ -594,7 +594,7 @@ def _check_call_text(skeleton: Skeleton, report: Report) -> None:
         while not joined and before >= 0 and kinds[before] == ASSISTANT and before not in calls:
             if empty is None:
                 empty = {d.at for d in skeleton.defects if d.code == "empty_assistant"}
-            joined = before not in empty
+            joined = before not in empty and before not in bare
             before -= 1
         if joined:
             report.add(

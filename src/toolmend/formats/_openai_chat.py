@@ -771,9 +771,9 @@ def _blank_text(defects: list[Defect], index: int, content: Any) -> None:
 
 
 def _no_blocks(content: Any) -> bool:
-    """Whether a calling message's content (a list, not empty) shows nothing a gateway sends
-    as a block beside the calls: LiteLLM's Converse converter keeps an assistant message's
-    text parts that are not blank and its images, and nothing else."""
+    """Whether an assistant message's content (not empty, not a string) shows nothing a
+    gateway sends as a block: LiteLLM's Converse converter keeps an assistant message's text
+    parts that are not blank and its images, and nothing else."""
     if type(content) is not list:
         return False
     for part in content:
@@ -844,6 +844,8 @@ def _read_assistant(
             defects.append(Defect(index, "empty_assistant", -1, "content"))
         elif not content:
             defects.append(Defect(index, "empty_assistant", -1, "content"))
+        elif content.isspace() if type(content) is str else _no_blocks(content):
+            skeleton.mark("blank_text", index)
     if type(message) is dict:
         if "reasoning_content" in message:
             skeleton.mark("reasoning_field", index)
