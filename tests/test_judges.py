@@ -184,18 +184,28 @@ def test_litellm_converts_every_repair_and_the_native_profile_agrees(
 
 
 @_examples
-@given(history=_histories(), text=st.sampled_from(["Let me check.", None]))
+@given(
+    history=_histories(),
+    text=st.sampled_from(["Let me check.", " ", None]),
+    where=st.sampled_from(["beside", "before"]),
+)
 def test_litellm_converts_every_bedrock_llama_repair_and_the_native_variant_agrees(
-    history: list[Any], text: str | None
+    history: list[Any], text: str | None, where: str
 ) -> None:
     """A Llama model on Bedrock (``bedrock-tools-alone``): the native rules refuse text beside
-    ``toolUse`` in one turn, which LiteLLM makes of an assistant message's text and calls and
-    of consecutive assistant messages (issue 32, case 4). ``text`` goes beside every call."""
+    ``toolUse`` in one turn, which LiteLLM makes of an assistant message's text (blank text
+    dropped) and calls, and of consecutive assistant messages (issue 32, case 4). ``text``
+    goes beside every call, or in an assistant message right before every calling one."""
     if text is not None:
-        history = [
-            {**message, "content": text} if message.get("tool_calls") else message
-            for message in history
-        ]
+        out: list[Any] = []
+        for message in history:
+            if not message.get("tool_calls"):
+                out.append(message)
+            elif where == "beside":
+                out.append({**message, "content": text})
+            else:
+                out += [{"role": "assistant", "content": text}, message]
+        history = out
     _judge_litellm(history, "bedrock", model="us.meta.llama3-1-70b-instruct-v1:0")
 
 
