@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import string
 from typing import Any
 
 from ._report import Problem
@@ -30,6 +31,24 @@ class Report:
             return
         index += self.base
         ids = fields.get("ids", ())
+        template = check.error
+        names = _FIELDS.get(template, _UNREAD)
+        if names is _UNREAD:
+            names = _fields_of(template)
+        if names is not None:  # the fields the text names, and only those (the common case)
+            values: dict[str, Any] = {}
+            for name in names:
+                if name == "ids" or (name == "id" and "id" not in fields):
+                    values[name] = ", ".join(ids)
+                elif name in fields:
+                    values[name] = fields[name]
+                elif name == "index":
+                    values[name] = index
+                else:
+                    values[name] = _DEFAULTS[name]
+            text = template.format(**values)
+            self.problems.append(Problem(code, index, message, text, check.rule, tuple(ids)))
+            return
         values = {
             "index": index,
             "slot": 0,
@@ -46,3 +65,46 @@ class Report:
         self.problems.append(
             Problem(code, index, message, check.error.format(**values), check.rule, tuple(ids))
         )
+
+
+_DEFAULTS: dict[str, Any] = {
+    "slot": 0,
+    "length": 0,
+    "role": "",
+    "prev": "",
+    "name": "",
+    "property": "",
+    "first": 0,
+}
+"""What :meth:`Report.add` writes for a field its caller did not give (``index``, ``id`` and
+``ids`` aside)."""
+
+_UNREAD: Any = object()
+_FIELDS: dict[str, tuple[str, ...] | None] = {}
+"""Error template -> the names of the fields it reads (None when it reads one by position,
+which the general path formats, and raises on, as it always did)."""
+
+
+def _fields_of(template: str) -> tuple[str, ...] | None:
+    """The field names ``template`` reads (``{ids[0]}`` reads ``ids``), once per template: a
+    judge reports thousands of problems, and building every field's value for each was most
+    of the cost of a small range's judging."""
+    names: list[str] = []
+    try:
+        for _, field, _, _ in string.Formatter().parse(template):
+            if field is None:
+                continue
+            name = field.split(".", 1)[0].split("[", 1)[0]
+            if not name.isidentifier():
+                names = []
+                raise ValueError(field)
+            if name not in names:
+                names.append(name)
+    except ValueError:
+        found = None
+    else:
+        found = tuple(names)
+    if len(_FIELDS) >= 1024:
+        _FIELDS.clear()
+    _FIELDS[template] = found
+    return found
