@@ -675,3 +675,21 @@ def test_a_result_id_outside_mistrals_form_is_reported_without_any_call() -> Non
     history = [user(), result("call_gone"), assistant("ok"), user("and?")]
     found = [(p.code, p.index) for p in toolmend.check(history, provider="mistral")]
     assert ("call_id_format", 1) in found
+
+
+@pytest.mark.parametrize("damaged", [set(), {2}, {0, 4}])
+def test_show_marks_the_messages_whose_ids_a_stretch_rewrote(
+    monkeypatch: pytest.MonkeyPatch, damaged: set[int]
+) -> None:
+    """``toolmend show`` tells where each repaired message came from: a message whose call id
+    the one-pass rewrite between Mistral's damaged ranges changed is "edited", as it is when
+    the whole history is planned."""
+    from toolmend._show import timeline
+
+    history = _mistral_history(6, damaged)
+    module, size = formats.get("openai"), len(toolmend.repair(history, provider="mistral").messages)
+    ranged = timeline._origins(module, history, "mistral", Policy(), size)
+    monkeypatch.setattr(toolmend._api, "_ranges", lambda module, messages, *_: [(0, len(messages))])
+    assert ranged == timeline._origins(module, history, "mistral", Policy(), size)
+    assert ranged is not None  # each call and its result edited; a lost one's placeholder
+    assert [o.kind for o in ranged].count("edited") == 2 * 6 - len(damaged)

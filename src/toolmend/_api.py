@@ -44,6 +44,7 @@ __all__ = [
     "Damage",
     "Mended",
     "Named",
+    "Stretch",
     "check",
     "damage_in",
     "find_damage",
@@ -423,6 +424,11 @@ class Stretch:
         self.low, self.high, self.calls, self.results = low, high, calls, results
         self.request = request
         self._problems: list[Problem] | Profile = profile
+
+    @property
+    def edited(self) -> set[int]:
+        """The indexes of the messages the rewrite changes (calls and their results)."""
+        return {index for index, _, _ in self.calls} | {index for index, _ in self.results}
 
     @property
     def problems(self) -> list[Problem]:

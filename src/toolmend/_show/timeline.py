@@ -24,6 +24,7 @@ from functools import cached_property
 from typing import Any
 
 from .._api import (
+    Stretch,
     check,
     find_damage,
     format_of,
@@ -457,10 +458,16 @@ def _origins(
     chosen = as_policy(policy)
     damaged = find_damage(module, items, profile, chosen)
     mended = mend_damage(module, items, profile, chosen, damaged)
+    # the messages whose call ids a stretch between the damaged ranges rewrote (Mistral)
+    rewritten = {index for found in damaged if type(found) is Stretch for index in found.edited}
+
+    def kept(index: int) -> _Origin:
+        return _Origin("edited" if index in rewritten else "kept", (index,))
+
     origins: list[_Origin] = []
     position = 0
     for damage, plan, applied in mended.parts:
-        origins.extend(_Origin("kept", (index,)) for index in range(position, damage.low))
+        origins.extend(kept(index) for index in range(position, damage.low))
         part = [_origin(item, plan.edits, damage.low) for item in plan.items]
         if len(part) != len(applied):
             fitted = _fit(part, plan.items, plan.edits, len(applied))
@@ -469,7 +476,7 @@ def _origins(
             part = fitted
         origins.extend(part)
         position = damage.high
-    origins.extend(_Origin("kept", (index,)) for index in range(position, len(items)))
+    origins.extend(kept(index) for index in range(position, len(items)))
     return origins if len(origins) == length else None
 
 
