@@ -17,13 +17,12 @@ objects), the same changes and the same problems, in the same order; ids come fr
 
 from __future__ import annotations
 
-import hashlib
 import string
 from collections.abc import Sequence
 from typing import Any
 
 from ._findings import Report
-from ._plan_ids import ALNUM_OF_BYTE, fresh_id
+from ._plan_ids import fresh_id
 from ._report import Builder, Change, Problem
 from .formats import Format
 from .profiles import Check, Profile
@@ -161,26 +160,28 @@ def _rewrite_ids(
 
 def fresh_ids(seeds: list[str], profile: Profile, taken: set[str]) -> list[str]:
     """``[fresh_id(seed, profile, taken, next_try) for seed in seeds]`` with one ``next_try``:
-    the same ids, the same ``taken`` after. The first try of a seed of a profile with a fixed
-    id length (Mistral's nine) is written here; any other case (no fixed length, a candidate
-    taken) goes to ``fresh_id``.
+    the same ids, the same ``taken`` after.
 
-    A history bound for Mistral has every call id rewritten: this is the one hash a call, and
-    the function call around it was as much again (issue 32)."""
+    For a profile with a fixed id length (Mistral's nine), the common case is checked for all
+    the seeds at once: each seed's first candidate is its tail (:func:`fresh_id`), and when
+    every tail is letters and digits, the seeds and the tails all different and no tail taken,
+    those are the ids (a history bound for Mistral has every call id rewritten: a function
+    call a seed was as much again as the rest of the rewrite, issue 32). Anything else goes
+    to ``fresh_id`` one seed at a time."""
     length = profile.call_id_length
+    if length is not None and seeds:
+        found = [seed[-length:] for seed in seeds]
+        joined = "".join(found)
+        if len(joined) == length * len(found) and joined.isascii() and joined.isalnum():
+            unique = set(found)
+            if (
+                len(unique) == len(found)
+                and taken.isdisjoint(unique)
+                and len(set(seeds)) == len(seeds)
+            ):
+                taken |= unique
+                return found
     next_try: dict[str, int] = {}
-    if length is None or length > 32:
-        return [fresh_id(seed, profile, taken, next_try) for seed in seeds]
-    sha256, table = hashlib.sha256, ALNUM_OF_BYTE
-    # the common case, seeds all different and every first try free: each id is its seed's
-    # first try, written in one comprehension and checked with set operations
-    found = [
-        sha256(f"{seed}#0".encode()).digest()[:length].translate(table).decode() for seed in seeds
-    ]
-    unique = set(found)
-    if len(unique) == len(found) and taken.isdisjoint(unique) and len(set(seeds)) == len(seeds):
-        taken |= unique
-        return found
     return [fresh_id(seed, profile, taken, next_try) for seed in seeds]
 
 
