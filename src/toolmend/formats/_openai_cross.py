@@ -363,7 +363,6 @@ def cross_pass(messages):
                 return None
 #endif
 #if tool_content
-            content = message["content"]
             if TOOL_CONTENT_FAILS:
                 return None
 #endif
@@ -468,7 +467,6 @@ def cross_pass(messages):
             previous = "user"
 #endif
 #if user_content
-            content = message["content"]
             if USER_CONTENT_FAILS:
                 return None
 #endif
@@ -484,7 +482,6 @@ def cross_pass(messages):
             previous = "system"
 #endif
 #if system_content
-            content = message["content"]
             if SYSTEM_CONTENT_FAILS:
                 return None
 #endif
@@ -522,13 +519,13 @@ messages lacking their call's function name and ``"ids"`` the calls whose id is 
 pattern, their results and every call id (:func:`cross_fixes`)."""
 
 _FAILS = {
-    1: "content is None",
-    2: "not content",
-    3: "not content or (type(content) is str and content.isspace())"
+    1: 'message["content"] is None',
+    2: 'not message["content"]',
+    3: 'not (content := message["content"]) or (type(content) is str and content.isspace())'
     " or (type(content) is list and not blank_free(content))",
 }
-"""Content level (see :class:`CrossRules`) -> the test its content fails, inline (a call a
-message was a fifth of the pass)."""
+"""Content level (see :class:`CrossRules`) -> the test a message's content fails, inline (a
+call a message was a fifth of the pass)."""
 
 _PASSES: dict[tuple[int, str, int | None], tuple[CrossRules, Callable[[Sequence[Any]], Any]]] = {}
 """(``id(rules)``, mode, id length) -> (the rules, their pass); the rules are kept so that
@@ -548,8 +545,7 @@ def _pass_for(
     entry = _PASSES.get(key)
     if entry is not None and entry[0] is rules:
         return entry[1]
-    switches = _switches(rules, mode)
-    switches["id_length"] = id_length
+    switches = _switches(rules, mode, id_length)
     source = _LOOP
     for level_name in ("USER", "SYSTEM", "TOOL"):
         level = switches[level_name.lower() + "_content"]
@@ -585,8 +581,9 @@ def _pass_for(
     return made
 
 
-def _switches(rules: CrossRules, mode: str) -> dict[str, Any]:
-    """The switches of :data:`_LOOP` for ``rules`` in ``mode``."""
+def _switches(rules: CrossRules, mode: str, id_length: int | None = None) -> dict[str, Any]:
+    """The switches of :data:`_LOOP` for ``rules`` in ``mode`` (``id_length``: see
+    :func:`_pass_for`)."""
     name_max = None
     pattern = getattr(rules.name_match, "__self__", None)
     if isinstance(pattern, re.Pattern):
@@ -612,6 +609,7 @@ def _switches(rules: CrossRules, mode: str) -> dict[str, Any]:
         "name_max": name_max,
         "request_ids": rules.request_ids,
         "id_match": rules.id_match is not None,
+        "id_length": id_length,
     }
 
 
