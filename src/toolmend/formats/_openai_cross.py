@@ -286,7 +286,12 @@ def _first_id_ok(messages: Sequence[Any], id_match: Callable[[str], Any]) -> boo
 
 _LOOP = """
 def cross_pass(messages):
-    pending = None  # the turn's calls still waiting for their results
+    pending = None  # the turn's calls still waiting for their results (``turn``), or None
+#if names
+    turn = {}  # (with their function names) one for all turns: no allocation a turn
+#else
+    turn = set()  # one for all turns: no allocation a turn
+#endif
     tool_calls = ()  # the calls of the turn whose results come now
     called = None  # their ids, gathered at the turn's first repeated result
 #if gather_ids
@@ -299,7 +304,7 @@ def cross_pass(messages):
     calls = []
     results = []
     kept = []  # the ids in the pattern
-    refused = {}
+    refused = {}  # the turn's refused ids -> their position in ``calls``
 #elif mode == "names"
     found = []
 #else
@@ -367,13 +372,15 @@ def cross_pass(messages):
                 return None
 #endif
             continue
-        if pending:
-            return None
+        if pending is not None:  # the first message after a call turn's results
 #if after_tool
-        if pending is not None and role not in after_tool:
-            return None  # (only tool messages come between a call turn and this message)
+            if pending or role not in after_tool:
+                return None  # (only tool messages come between the call turn and this one)
+#else
+            if pending:
+                return None
 #endif
-        pending = None
+            pending = None
         if role == "assistant":
 #if successors
             if previous not in BEFORE_ASSISTANT:
@@ -404,13 +411,9 @@ def cross_pass(messages):
 #if repeats_pass
             called = None
 #endif
-#if names
-            pending = {}  # the turn's calls waiting for their results -> their function names
-#else
-            pending = set()
-#endif
+            pending = turn  # (empty: the turn before was answered whole)
 #if mode == "ids"
-            refused = {}  # the turn's refused ids -> their position in ``calls``
+            refused.clear()
             for slot, call in enumerate(tool_calls):
 #else
             for call in tool_calls:
