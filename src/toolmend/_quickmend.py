@@ -192,16 +192,24 @@ def _problem(
     dataclass's ``__init__`` (one ``object.__setattr__`` a field): the same object, for the
     thousands a history of rewritten ids reports."""
     made = _new(Problem)
-    made.__dict__.update(
-        code=code, index=index, message=message, provider_error=provider_error, rule=rule, ids=ids
-    )
+    fields = made.__dict__  # (item by item: cheaper than ``update`` with keywords)
+    fields["code"] = code
+    fields["index"] = index
+    fields["message"] = message
+    fields["provider_error"] = provider_error
+    fields["rule"] = rule
+    fields["ids"] = ids
     return made
 
 
 def _change(code: str, index: int, detail: str, ids: tuple[str, ...]) -> Change:
     """``Change(code, index, detail, ids)``, as :func:`_problem` builds a problem."""
     made = _new(Change)
-    made.__dict__.update(code=code, index=index, detail=detail, ids=ids)
+    fields = made.__dict__
+    fields["code"] = code
+    fields["index"] = index
+    fields["detail"] = detail
+    fields["ids"] = ids
     return made
 
 
