@@ -519,7 +519,9 @@ agreement properties of ``tests/test_fastpath.py`` hold every profile's pass to 
 
 ``mode``: ``"check"`` returns the live run (:func:`cross_valid`); ``"names"`` the tool
 messages lacking their call's function name and ``"ids"`` the calls whose id is outside the
-pattern, their results and every call id (:func:`cross_fixes`)."""
+pattern, their results and the ids kept (:func:`cross_fixes`). The source is this template and
+the profile's constants (numbers, booleans, the content tests of :data:`_FAILS`), never
+anything from a history."""
 
 _FAILS = {
     1: 'message["content"] is None',
