@@ -99,11 +99,12 @@ def _fill_names(
 def _rewrite_ids(
     messages: Sequence[Any],
     profile: Profile,
-    calls: list[tuple[int, int, str]],
-    results: list[tuple[int, int]],
+    calls: list[Any],
+    results: list[int],
     kept: list[str],
 ) -> Quick | None:
-    """Each call of ``calls`` gets a new id in the profile's form and its results carry it
+    """Each call of ``calls`` (message index, slot, id, flat) gets a new id in the profile's
+    form and its ``results`` (tool message index, position of the call, flat) carry it
     (``rewrote_call_id``, reported as ``call_id_format`` on the call and on each result), as
     ``rewrite_ids`` plans it: the same seeds, the same ids taken (every id of the request: the
     refused and the ``kept``), in the same order."""
@@ -113,20 +114,21 @@ def _rewrite_ids(
     result_check = profile.checks.get(result_code)
     if check is None or result_check is None:
         return None
-    seeds = [old for _, _, old in calls]
+    indexes, slots, seeds = calls[0::3], calls[1::3], calls[2::3]
     taken = set(seeds)
     taken.update(kept)
     new_ids = fresh_ids(seeds, profile, taken)
     repaired = list(messages)
     copy_index = -1
-    for (index, slot, _), new in zip(calls, new_ids, strict=True):
+    for index, slot, new in zip(indexes, slots, new_ids, strict=True):
         if index != copy_index:
             copy = repaired[index] = dict(messages[index])
             tool_calls = copy["tool_calls"] = list(copy["tool_calls"])
             copy_index = index
         call = tool_calls[slot] = dict(tool_calls[slot])
         call["id"] = new
-    for index, position in results:
+    result_indexes, positions = results[0::2], results[1::2]
+    for index, position in zip(result_indexes, positions, strict=True):
         copy = repaired[index] = dict(messages[index])
         copy["tool_call_id"] = new_ids[position]
 
@@ -141,18 +143,18 @@ def _rewrite_ids(
         detail = "call id the provider would refuse"
         changes = [
             _change("rewrote_call_id", index, detail, (old, new))
-            for (index, _, old), new in zip(calls, new_ids, strict=True)
+            for index, old, new in zip(indexes, seeds, new_ids, strict=True)
         ]
         problems: list[Problem] = []
-        next_result, count = 0, len(results)
-        for index, slot, old in calls:
-            while next_result < count and results[next_result][0] < index:
-                at, position = results[next_result]
-                problems.append(result_problem(at, calls[position][2], 0))
+        next_result, count = 0, len(result_indexes)
+        for index, slot, old in zip(indexes, slots, seeds, strict=True):
+            while next_result < count and result_indexes[next_result] < index:
+                at = result_indexes[next_result]
+                problems.append(result_problem(at, seeds[positions[next_result]], 0))
                 next_result += 1
             problems.append(call_problem(index, old, slot))
-        for at, position in results[next_result:]:
-            problems.append(result_problem(at, calls[position][2], 0))
+        for at, position in zip(result_indexes[next_result:], positions[next_result:]):
+            problems.append(result_problem(at, seeds[position], 0))
         return changes, problems
 
     return repaired, build

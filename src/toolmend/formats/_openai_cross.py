@@ -361,7 +361,7 @@ def cross_pass(messages):
 #elif mode == "ids"
             at = refused.get(call_id)
             if at is not None:
-                results.append((index, at))
+                results += index, at
 #endif
 #if tool_text
             if type(message["content"]) is not str:
@@ -452,8 +452,8 @@ def cross_pass(messages):
 #endif
 #if mode == "ids"
                 if REFUSED:
-                    refused[call_id] = len(calls)
-                    calls.append((index, slot, call_id))
+                    refused[call_id] = len(calls) // 3
+                    calls += index, slot, call_id
 #if id_length
                 elif len(call_id) != ID_LENGTH:
                     return None  # in the pattern, but the rewrite would change it too
@@ -732,13 +732,14 @@ def opening_ok(messages: Sequence[Any], rules: CrossRules) -> bool:
     return not rules.needs_message
 
 
-Fixes = tuple[
-    list[tuple[int, str, str]], list[tuple[int, int, str]], list[tuple[int, int]], list[str]
-]
+Fixes = tuple[list[tuple[int, str, str]], list[Any], list[int], list[str]]
 """What :func:`cross_fixes` found to change: result names (tool message index, call id, the
-call's function name), call ids outside the profile's pattern (assistant message index, slot,
-id), the tool messages answering those calls (index, the position of their call in the list
-before), and the ids of the other calls (in the pattern: a new id must not be one of them)."""
+call's function name); call ids outside the profile's pattern, flat (assistant message index,
+slot, id, the next call's index, slot, id, ...); the tool messages answering those calls, flat
+(index, the position of their call among the calls, ...); and the ids of the other calls (in
+the pattern: a new id must not be one of them). Flat: a history bound for Mistral lists every
+call and every result, and a tuple each was a third of the objects the repair made, which the
+garbage collector counts and walks (issue 32)."""
 
 _RELAXED: dict[int, tuple[CrossRules, CrossRules, CrossRules]] = {}
 """``id(rules)`` -> (the rules, the same without the result-name and id-pattern rules, and
