@@ -153,7 +153,8 @@ def _rewrite_ids(
                 problems.append(result_problem(at, seeds[positions[next_result]], 0))
                 next_result += 1
             problems.append(call_problem(index, old, slot))
-        for at, position in zip(result_indexes[next_result:], positions[next_result:]):
+        rest = zip(result_indexes[next_result:], positions[next_result:], strict=True)
+        for at, position in rest:
             problems.append(result_problem(at, seeds[position], 0))
         return changes, problems
 
