@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import toolmend
 from toolmend.formats import _openai_chat as openai_chat
 from toolmend.formats import _openai_cross as cross
 from toolmend.profiles import PROFILES, get_profile
@@ -100,3 +101,51 @@ def test_each_profile_and_mode_is_written_once(name: str) -> None:
     rules: Any = openai_chat._plain_params(get_profile(name))
     assert cross._pass_for(rules, "check") is cross._pass_for(rules, "check")
     assert cross._pass_for(rules, "names") is not cross._pass_for(rules, "check")
+
+
+class _Walked(list):  # type: ignore[type-arg]
+    """A history that counts the walks over it of more than a few messages."""
+
+    walks = 0
+
+    def __iter__(self) -> Any:
+        for seen, message in enumerate(list.__iter__(self)):
+            if seen == 8:
+                type(self).walks += 1
+            yield message
+
+
+def _tool_heavy(turns: int) -> list[dict[str, Any]]:
+    history: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
+    for turn in range(turns):
+        call_id = f"call_{turn:024d}"
+        history.append(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": call_id,
+                        "type": "function",
+                        "function": {"name": "search", "arguments": "{}"},
+                    }
+                ],
+            }
+        )
+        history.append({"role": "tool", "tool_call_id": call_id, "content": "found"})
+        history.append({"role": "assistant", "content": "found it"})
+    history.append({"role": "user", "content": "thanks"})
+    return history
+
+
+@pytest.mark.parametrize("provider", ["mistral", "gemini"])
+def test_an_intact_history_needing_ids_or_names_is_walked_once(provider: str) -> None:
+    """The vouch stops at the first refused id or unnamed result, and one pass checks the
+    other rules and lists every edit: one walk over the history, and the copy of the list the
+    repair makes (before: a pass, then a walk listing the edits, and for Mistral a third
+    gathering the ids already taken)."""
+    history = _Walked(_tool_heavy(20))
+    _Walked.walks = 0
+    fixed = toolmend.repair(history, provider=provider)
+    assert len(fixed.changes) == 20  # each call's id, or each result's name: nothing else
+    assert _Walked.walks == 2
