@@ -527,8 +527,8 @@ anything from a history."""
 _FAILS = {
     1: 'message["content"] is None',
     2: 'not message["content"]',
-    3: 'not (content := message["content"]) or (type(content) is str and content.isspace())'
-    " or (type(content) is list and not blank_free(content))",
+    3: 'not (content := message["content"]) or (content.isspace() if type(content) is str'
+    " else type(content) is list and not blank_free(content))",
 }
 """Content level (see :class:`CrossRules`) -> the test a message's content fails, inline (a
 call a message was a fifth of the pass)."""
