@@ -454,28 +454,50 @@ def test_mistral_ranges_agree_with_the_full_path(history: list[Any]) -> None:
         assert judges.mistral_error(list(repaired.messages), checks_ids=True) is None
 
 
+SEEDS = [
+    "a",
+    "b",
+    "call_1",
+    "call_2",
+    "x#0",
+    "",
+    # tails of letters and digits (the first candidate of a fixed length), one shared
+    "call_Xy7QpL2mZ9aB",
+    "toolu_Xy7QpL2mZ9aB",
+    "Xy7QpL2mZ9aB",
+    "call_abc_defghijk",
+    "0:0:get_weather",
+    "call_ab\u00e9defghi",
+]
+"""Seeds of the id rewrite: short, repeated, with a tail of letters and digits (two sharing
+it, one whose tail is a whole id), with an underscore or a letter outside ASCII in it."""
+
+
 @settings(max_examples=150, deadline=None)
 @given(
     length=st.one_of(st.none(), st.integers(1, 22)),
-    seeds=st.lists(st.sampled_from(["a", "b", "call_1", "call_2", "x#0", ""]), max_size=12),
-    taken_seeds=st.lists(st.sampled_from(["a", "b", "call_1", "z"]), max_size=4),
+    seeds=st.lists(st.sampled_from(SEEDS), max_size=12),
+    taken_seeds=st.lists(st.sampled_from(["a", "b", "call_1", "z", *SEEDS[6:]]), max_size=4),
 )
 def test_the_batch_of_fresh_ids_is_the_planners(
     length: int | None, seeds: list[str], taken_seeds: list[str]
 ) -> None:
     """``fresh_ids`` (the one-pass Mistral rewrite's ids, the first try unrolled) gives the
     ids the planner's ``fresh_id`` gives one at a time, and leaves ``taken`` as it does: short
-    lengths (62 ids of one digit) and repeated seeds make candidates collide, ids already in
-    the history (``taken_seeds``' ids) make the first try fail."""
+    lengths (62 ids of one digit), repeated seeds and shared tails make candidates collide,
+    ids already in the history (``taken_seeds``' ids) make the first try fail."""
     profile = dataclasses.replace(get_profile("mistral"), call_id_length=length)
     taken: set[str] = set()
     for seed in taken_seeds:  # ids a history already has: each seed's first choice, taken
         fresh_id(seed, profile, taken, {})
-    expected_taken = set(taken)
+    expected_taken, first_taken = set(taken), set(taken)
     next_try: dict[str, int] = {}
     expected = [fresh_id(seed, profile, expected_taken, next_try) for seed in seeds]
     assert fresh_ids(seeds, profile, taken) == expected
     assert taken == expected_taken
+    counters: dict[str, int] = {}  # the counters given, none tried before: kept up to date
+    assert fresh_ids(seeds, profile, first_taken, counters) == expected
+    assert (first_taken, counters) == (expected_taken, next_try)
     # and after ids made before from some of the seeds (a rewrite shared by a history's ranges)
     more_taken, more_try = set(taken), dict(next_try)
     expected = [fresh_id(seed, profile, more_taken, more_try) for seed in seeds]

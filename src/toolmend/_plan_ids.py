@@ -24,13 +24,15 @@ PAIRS = [low + high for high in ALNUM for low in ALNUM]
 
 def fresh_id(seed: str, profile: Profile, taken: set[str], next_try: dict[str, int]) -> str:
     """A deterministic id for ``seed`` in the provider's form, unused in the history: the
-    first of ``seed#0``, ``seed#1``, ... whose candidate is not ``taken``.
+    first of the candidates of ``seed#0``, ``seed#1``, ... that is not ``taken``.
 
-    A profile with a fixed id length (Mistral's nine) gets the first ``length`` bytes of the
-    candidate's SHA-256 digest, each byte taken to an alphanumeric (:data:`ALNUM_OF_BYTE`: one
-    C call for the whole id, where the digest written out in base 62 cost as much as the hash;
-    a history bound for Mistral has every id rewritten, issue 32); any other profile gets
-    ``call_`` and the digest in base 62, cut to the profile's longest id.
+    A profile with a fixed id length (Mistral's nine) takes, as the first candidate, the last
+    ``length`` characters of ``seed`` when they are ASCII letters and digits (an OpenAI id
+    ``call_...`` keeps its tail: a history bound for Mistral has every id rewritten, and a
+    hash a call was the largest part of that, issue 32); then, and for any other seed, the
+    first ``length`` bytes of the candidate's SHA-256 digest, each taken to an alphanumeric
+    (:data:`ALNUM_OF_BYTE`). Any other profile gets ``call_`` and the digest in base 62, cut to
+    the profile's longest id.
 
     ``next_try`` holds, per seed, the counter after the last one taken: the candidates before
     it are all taken already (``taken`` only grows), so many calls with one seed (n calls
@@ -40,13 +42,16 @@ def fresh_id(seed: str, profile: Profile, taken: set[str], next_try: dict[str, i
     counter = next_try.get(seed, 0)
     length = profile.call_id_length
     while True:
-        digest = hashlib.sha256(f"{seed}#{counter}".encode()).digest()
-        if length is not None and length <= len(digest):
+        if counter == 0 and length is not None and _kept_tail(seed, length):
+            candidate = seed[-length:]
+        elif length is not None and length <= 32:
+            digest = hashlib.sha256(f"{seed}#{counter}".encode()).digest()
             candidate = digest[:length].translate(ALNUM_OF_BYTE).decode()
         else:
             # the digest's first 128 bits in base 62, lowest digit first, two digits a step
             # (at most 22 digits; an odd count leaves a high "0" the one-digit loop would not
             # write)
+            digest = hashlib.sha256(f"{seed}#{counter}".encode()).digest()
             value = int.from_bytes(digest[:16], "big")
             pairs = []
             while value:
@@ -61,6 +66,13 @@ def fresh_id(seed: str, profile: Profile, taken: set[str], next_try: dict[str, i
             next_try[seed] = counter + 1
             return candidate
         counter += 1
+
+
+def _kept_tail(seed: str, length: int) -> bool:
+    """Whether the last ``length`` characters of ``seed`` are ASCII letters and digits (and
+    there are that many): the first candidate of :func:`fresh_id` then."""
+    tail = seed[-length:]
+    return len(tail) == length and tail.isascii() and tail.isalnum()
 
 
 ALNUM_OF_BYTE = bytes(ord(ALNUM[byte % 62]) for byte in range(256))

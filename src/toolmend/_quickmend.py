@@ -17,13 +17,12 @@ objects), the same changes and the same problems, in the same order; ids come fr
 
 from __future__ import annotations
 
-import hashlib
 import string
 from collections.abc import Sequence
 from typing import Any
 
 from ._findings import Report
-from ._plan_ids import ALNUM_OF_BYTE, fresh_id
+from ._plan_ids import fresh_id
 from ._report import Builder, Change, Problem
 from ._skeleton import RequestIds
 from .formats import Format
@@ -118,11 +117,12 @@ def _fill_names(
 def _rewrite_ids(
     messages: Sequence[Any],
     profile: Profile,
-    calls: list[tuple[int, int, str]],
-    results: list[tuple[int, int]],
+    calls: list[Any],
+    results: list[int],
     kept: list[str],
 ) -> Quick | None:
-    """Each call of ``calls`` gets a new id in the profile's form and its results carry it
+    """Each call of ``calls`` (message index, slot, id, flat) gets a new id in the profile's
+    form and its ``results`` (tool message index, position of the call, flat) carry it
     (``rewrote_call_id``, reported as ``call_id_format`` on the call and on each result), as
     ``rewrite_ids`` plans it: the same seeds, the same ids taken (every id of the request: the
     refused and the ``kept``), in the same order."""
@@ -132,20 +132,21 @@ def _rewrite_ids(
     result_check = profile.checks.get(result_code)
     if check is None or result_check is None:
         return None
-    seeds = [old for _, _, old in calls]
+    indexes, slots, seeds = calls[0::3], calls[1::3], calls[2::3]
     taken = set(seeds)
     taken.update(kept)
     new_ids = fresh_ids(seeds, profile, taken)
     repaired = list(messages)
     copy_index = -1
-    for (index, slot, _), new in zip(calls, new_ids, strict=True):
+    for index, slot, new in zip(indexes, slots, new_ids, strict=True):
         if index != copy_index:
             copy = repaired[index] = dict(messages[index])
             tool_calls = copy["tool_calls"] = list(copy["tool_calls"])
             copy_index = index
         call = tool_calls[slot] = dict(tool_calls[slot])
         call["id"] = new
-    for index, position in results:
+    result_indexes, positions = results[0::2], results[1::2]
+    for index, position in zip(result_indexes, positions, strict=True):
         copy = repaired[index] = dict(messages[index])
         copy["tool_call_id"] = new_ids[position]
 
@@ -160,18 +161,19 @@ def _rewrite_ids(
         detail = "call id the provider would refuse"
         changes = [
             _change("rewrote_call_id", index, detail, (old, new))
-            for (index, _, old), new in zip(calls, new_ids, strict=True)
+            for index, old, new in zip(indexes, seeds, new_ids, strict=True)
         ]
         problems: list[Problem] = []
-        next_result, count = 0, len(results)
-        for index, slot, old in calls:
-            while next_result < count and results[next_result][0] < index:
-                at, position = results[next_result]
-                problems.append(result_problem(at, calls[position][2], 0))
+        next_result, count = 0, len(result_indexes)
+        for index, slot, old in zip(indexes, slots, seeds, strict=True):
+            while next_result < count and result_indexes[next_result] < index:
+                at = result_indexes[next_result]
+                problems.append(result_problem(at, seeds[positions[next_result]], 0))
                 next_result += 1
             problems.append(call_problem(index, old, slot))
-        for at, position in results[next_result:]:
-            problems.append(result_problem(at, calls[position][2], 0))
+        rest = zip(result_indexes[next_result:], positions[next_result:], strict=True)
+        for at, position in rest:
+            problems.append(result_problem(at, seeds[position], 0))
         return changes, problems
 
     return repaired, build
@@ -257,28 +259,31 @@ def fresh_ids(
     """``[fresh_id(seed, profile, taken, next_try) for seed in seeds]`` with one ``next_try``
     (a new one unless given: the counters of a rewrite that made ids before, see
     :class:`toolmend._skeleton.RequestIds`): the same ids, the same ``taken`` and ``next_try``
-    after. The first try of a seed of a profile with a fixed id length (Mistral's nine) is
-    written here; any other case (no fixed length, a candidate taken, a seed tried before)
-    goes to ``fresh_id``.
+    after.
 
-    A history bound for Mistral has every call id rewritten: this is the one hash a call, and
-    the function call around it was as much again (issue 32)."""
+    For a profile with a fixed id length (Mistral's nine), the common case is checked for all
+    the seeds at once: each seed's first candidate is its tail (:func:`fresh_id`), and when
+    every tail is letters and digits, the seeds and the tails all different and no tail taken,
+    those are the ids (a history bound for Mistral has every call id rewritten: a function
+    call a seed was as much again as the rest of the rewrite, issue 32). Anything else goes
+    to ``fresh_id`` one seed at a time."""
     length = profile.call_id_length
     counters = {} if next_try is None else next_try
-    if length is None or length > 32 or (counters and not counters.keys().isdisjoint(seeds)):
-        return [fresh_id(seed, profile, taken, counters) for seed in seeds]
-    sha256, table = hashlib.sha256, ALNUM_OF_BYTE
-    # the common case, seeds all different and every first try free: each id is its seed's
-    # first try, written in one comprehension and checked with set operations
-    found = [
-        sha256(f"{seed}#0".encode()).digest()[:length].translate(table).decode() for seed in seeds
-    ]
-    unique = set(found)
-    if len(unique) == len(found) and taken.isdisjoint(unique) and len(set(seeds)) == len(seeds):
-        taken |= unique
-        if next_try is not None:
-            next_try.update(dict.fromkeys(seeds, 1))
-        return found
+    fresh = not counters or counters.keys().isdisjoint(seeds)  # (no seed tried before)
+    if length is not None and seeds and fresh:
+        found = [seed[-length:] for seed in seeds]
+        joined = "".join(found)
+        if len(joined) == length * len(found) and joined.isascii() and joined.isalnum():
+            unique = set(found)
+            if (
+                len(unique) == len(found)
+                and taken.isdisjoint(unique)
+                and len(set(seeds)) == len(seeds)
+            ):
+                taken |= unique
+                if next_try is not None:
+                    next_try.update(dict.fromkeys(seeds, 1))
+                return found
     return [fresh_id(seed, profile, taken, counters) for seed in seeds]
 
 
@@ -289,16 +294,24 @@ def _problem(
     dataclass's ``__init__`` (one ``object.__setattr__`` a field): the same object, for the
     thousands a history of rewritten ids reports."""
     made = _new(Problem)
-    made.__dict__.update(
-        code=code, index=index, message=message, provider_error=provider_error, rule=rule, ids=ids
-    )
+    fields = made.__dict__  # (item by item: cheaper than ``update`` with keywords)
+    fields["code"] = code
+    fields["index"] = index
+    fields["message"] = message
+    fields["provider_error"] = provider_error
+    fields["rule"] = rule
+    fields["ids"] = ids
     return made
 
 
 def _change(code: str, index: int, detail: str, ids: tuple[str, ...]) -> Change:
     """``Change(code, index, detail, ids)``, as :func:`_problem` builds a problem."""
     made = _new(Change)
-    made.__dict__.update(code=code, index=index, detail=detail, ids=ids)
+    fields = made.__dict__
+    fields["code"] = code
+    fields["index"] = index
+    fields["detail"] = detail
+    fields["ids"] = ids
     return made
 
 

@@ -177,20 +177,13 @@ class Format:
 
     def quick_fixes(
         self, messages: Sequence[Any], profile: Profile, /, *, opening: bool = True
-    ) -> (
-        tuple[
-            list[tuple[int, str, str]],
-            list[tuple[int, int, str]],
-            list[tuple[int, int]],
-            list[str],
-        ]
-        | None
-    ):
+    ) -> tuple[list[tuple[int, str, str]], list[Any], list[int], list[str]] | None:
         """The only edits the full path would make, when they are result names or call ids a
         cross-family target wants on a history that passes its other rules: (tool message
-        index, call id, function name) to name, (message index, slot, id) of calls whose id to
-        rewrite, (tool message index, position of its call in that list) of their results, and
-        the ids of the calls kept (a new id must differ from them and from the rewritten). None
+        index, call id, function name) to name; message index, slot and id of each call whose
+        id to rewrite, flat (three items a call); tool message index and position of its call
+        among those of each of their results, flat (two items a result); and the ids of the
+        calls kept (a new id must differ from them and from the rewritten). None
         when it cannot tell (see :mod:`toolmend._quickmend`). ``opening=False``: ``messages``
         is a range after the history's start, judged without the rules on a conversation's
         opening."""

@@ -287,7 +287,12 @@ def _first_id_ok(messages: Sequence[Any], id_match: Callable[[str], Any]) -> boo
 
 _LOOP = """
 def cross_pass(messages):
-    pending = None  # the turn's calls still waiting for their results
+    pending = None  # the turn's calls still waiting for their results (``turn``), or None
+#if names
+    turn = {}  # (with their function names) one for all turns: no allocation a turn
+#else
+    turn = set()  # one for all turns: no allocation a turn
+#endif
     tool_calls = ()  # the calls of the turn whose results come now
     called = None  # their ids, gathered at the turn's first repeated result
 #if gather_ids
@@ -300,7 +305,7 @@ def cross_pass(messages):
     calls = []
     results = []
     kept = []  # the ids in the pattern
-    refused = {}
+    refused = {}  # the turn's refused ids -> their position in ``calls``
 #elif mode == "names"
     found = []
 #else
@@ -357,25 +362,26 @@ def cross_pass(messages):
 #elif mode == "ids"
             at = refused.get(call_id)
             if at is not None:
-                results.append((index, at))
+                results += index, at
 #endif
 #if tool_text
             if type(message["content"]) is not str:
                 return None
 #endif
 #if tool_content
-            content = message["content"]
             if TOOL_CONTENT_FAILS:
                 return None
 #endif
             continue
-        if pending:
-            return None
+        if pending is not None:  # the first message after a call turn's results
 #if after_tool
-        if pending is not None and role not in after_tool:
-            return None  # (only tool messages come between a call turn and this message)
+            if pending or role not in after_tool:
+                return None  # (only tool messages come between the call turn and this one)
+#else
+            if pending:
+                return None
 #endif
-        pending = None
+            pending = None
         if role == "assistant":
 #if successors
             if previous not in BEFORE_ASSISTANT:
@@ -406,13 +412,9 @@ def cross_pass(messages):
 #if repeats_pass
             called = None
 #endif
-#if names
-            pending = {}  # the turn's calls waiting for their results -> their function names
-#else
-            pending = set()
-#endif
+            pending = turn  # (empty: the turn before was answered whole)
 #if mode == "ids"
-            refused = {}  # the turn's refused ids -> their position in ``calls``
+            refused.clear()
             for slot, call in enumerate(tool_calls):
 #else
             for call in tool_calls:
@@ -451,8 +453,8 @@ def cross_pass(messages):
 #endif
 #if mode == "ids"
                 if REFUSED:
-                    refused[call_id] = len(calls)
-                    calls.append((index, slot, call_id))
+                    refused[call_id] = len(calls) // 3
+                    calls += index, slot, call_id
 #if id_length
                 elif len(call_id) != ID_LENGTH:
                     return None  # in the pattern, but the rewrite would change it too
@@ -469,7 +471,6 @@ def cross_pass(messages):
             previous = "user"
 #endif
 #if user_content
-            content = message["content"]
             if USER_CONTENT_FAILS:
                 return None
 #endif
@@ -485,7 +486,6 @@ def cross_pass(messages):
             previous = "system"
 #endif
 #if system_content
-            content = message["content"]
             if SYSTEM_CONTENT_FAILS:
                 return None
 #endif
@@ -520,16 +520,18 @@ agreement properties of ``tests/test_fastpath.py`` hold every profile's pass to 
 
 ``mode``: ``"check"`` returns the live run (:func:`cross_valid`); ``"names"`` the tool
 messages lacking their call's function name and ``"ids"`` the calls whose id is outside the
-pattern, their results and every call id (:func:`cross_fixes`)."""
+pattern, their results and the ids kept (:func:`cross_fixes`). The source is this template and
+the profile's constants (numbers, booleans, the content tests of :data:`_FAILS`), never
+anything from a history."""
 
 _FAILS = {
-    1: "content is None",
-    2: "not content",
-    3: "not content or (type(content) is str and content.isspace())"
-    " or (type(content) is list and not blank_free(content))",
+    1: 'message["content"] is None',
+    2: 'not message["content"]',
+    3: 'not (content := message["content"]) or (content.isspace() if type(content) is str'
+    " else type(content) is list and not blank_free(content))",
 }
-"""Content level (see :class:`CrossRules`) -> the test its content fails, inline (a call a
-message was a fifth of the pass)."""
+"""Content level (see :class:`CrossRules`) -> the test a message's content fails, inline (a
+call a message was a fifth of the pass)."""
 
 _PASSES: dict[tuple[int, str, int | None], tuple[CrossRules, Callable[[Sequence[Any]], Any]]] = {}
 """(``id(rules)``, mode, id length) -> (the rules, their pass); the rules are kept so that
@@ -549,8 +551,7 @@ def _pass_for(
     entry = _PASSES.get(key)
     if entry is not None and entry[0] is rules:
         return entry[1]
-    switches = _switches(rules, mode)
-    switches["id_length"] = id_length
+    switches = _switches(rules, mode, id_length)
     source = _LOOP
     for level_name in ("USER", "SYSTEM", "TOOL"):
         level = switches[level_name.lower() + "_content"]
@@ -586,8 +587,9 @@ def _pass_for(
     return made
 
 
-def _switches(rules: CrossRules, mode: str) -> dict[str, Any]:
-    """The switches of :data:`_LOOP` for ``rules`` in ``mode``."""
+def _switches(rules: CrossRules, mode: str, id_length: int | None = None) -> dict[str, Any]:
+    """The switches of :data:`_LOOP` for ``rules`` in ``mode`` (``id_length``: see
+    :func:`_pass_for`)."""
     name_max = None
     pattern = getattr(rules.name_match, "__self__", None)
     if isinstance(pattern, re.Pattern):
@@ -613,6 +615,7 @@ def _switches(rules: CrossRules, mode: str) -> dict[str, Any]:
         "name_max": name_max,
         "request_ids": rules.request_ids,
         "id_match": rules.id_match is not None,
+        "id_length": id_length,
     }
 
 
@@ -730,13 +733,14 @@ def opening_ok(messages: Sequence[Any], rules: CrossRules) -> bool:
     return not rules.needs_message
 
 
-Fixes = tuple[
-    list[tuple[int, str, str]], list[tuple[int, int, str]], list[tuple[int, int]], list[str]
-]
+Fixes = tuple[list[tuple[int, str, str]], list[Any], list[int], list[str]]
 """What :func:`cross_fixes` found to change: result names (tool message index, call id, the
-call's function name), call ids outside the profile's pattern (assistant message index, slot,
-id), the tool messages answering those calls (index, the position of their call in the list
-before), and the ids of the other calls (in the pattern: a new id must not be one of them)."""
+call's function name); call ids outside the profile's pattern, flat (assistant message index,
+slot, id, the next call's index, slot, id, ...); the tool messages answering those calls, flat
+(index, the position of their call among the calls, ...); and the ids of the other calls (in
+the pattern: a new id must not be one of them). Flat: a history bound for Mistral lists every
+call and every result, and a tuple each was a third of the objects the repair made, which the
+garbage collector counts and walks (issue 32)."""
 
 _RELAXED: dict[int, tuple[CrossRules, CrossRules, CrossRules]] = {}
 """``id(rules)`` -> (the rules, the same without the result-name and id-pattern rules, and
