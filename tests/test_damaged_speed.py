@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 import toolmend
 import toolmend._api
+import toolmend._planstate
 from toolmend import formats
 from toolmend._api import _read_range, result_reader
 from toolmend._plan_messages import quick_plan
@@ -209,3 +210,29 @@ def test_names_outside_the_damaged_ranges_are_filled_in_one_pass(
     assert fixed.messages == expected
     assert list(fixed.changes) == changes
     assert list(fixed.problems) == problems
+
+
+def test_a_copied_result_is_a_duplicate_without_the_stub_test(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A result repeated word for word is as strong as the first: the pairing (and the quick
+    plan) call it a duplicate without weighing either (the stub test is a regular expression
+    search, most of a damaged range's planning); a different repeat is still weighed."""
+    history = [user("go"), *_turn("call_a"), result("call_a", "out call_a"), assistant("done")]
+    history.append(user("thanks"))
+    weighed: list[Any] = []
+    real = toolmend._planstate.PlanState.strength
+
+    def counting(state: Any, ref: Any) -> int:
+        weighed.append(ref)
+        return int(real(state, ref))
+
+    monkeypatch.setattr(toolmend._planstate.PlanState, "strength", counting)
+    for provider in ("openai", "mistral"):  # the quick plan, and the planner's pairing
+        fixed = toolmend.repair(history, provider=provider)
+        assert "dropped_duplicate_result" in [change.code for change in fixed.changes]
+    assert weighed == []
+    history[3] = result("call_a", "Tool execution aborted")
+    fixed = toolmend.repair(history, provider="openai")
+    assert [change.code for change in fixed.changes] == ["dropped_duplicate_result"]
+    assert weighed

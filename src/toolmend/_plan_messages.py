@@ -200,15 +200,14 @@ def quick_plan(
         elif result_id not in answer:
             answer[result_id] = index
             fate[index] = "answer"
+        elif result_text(index, 0) == result_text(answer[result_id], 0):
+            fate[index] = "duplicate"  # (a copy: as strong as the first, so no stronger)
         else:
-            held = (answer[result_id], 0)
-            strength, held_strength = state.strength((index, 0)), state.strength(held)
+            strength = state.strength((index, 0))
+            held_strength = state.strength((answer[result_id], 0))
             if strength > held_strength:
                 return None  # it replaces the first: the planner's
-            if strength < held_strength or result_text(index, 0) == result_text(*held):
-                fate[index] = "duplicate"
-            else:
-                fate[index] = "orphan"
+            fate[index] = "duplicate" if strength < held_strength else "orphan"
     if "orphan" in fate.values() and newest_results(skeleton) <= max(
         index for index, kind in fate.items() if kind == "orphan"
     ):
