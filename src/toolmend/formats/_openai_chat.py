@@ -443,7 +443,10 @@ def _scan(
     for index, message in enumerate(messages):
         if type(message) is not dict:
             return None
-        role = message.get("role")
+        try:
+            role = message["role"]
+        except KeyError:
+            role = None
         if role == "tool":
             call_id: Any = message.get("tool_call_id")
             if type(call_id) is str and call_id:
@@ -536,7 +539,6 @@ def _scan(
             if tool_calls is not None:
                 turn_calls = True
                 pending = set()
-                mark = len(called)
                 try:  # the plain case: every call a dict with every field sound
                     if type(tool_calls) is not list or not tool_calls or eager:
                         raise KeyError
@@ -561,12 +563,13 @@ def _scan(
                         if not name:
                             raise KeyError
                         pending.add(call_id)
-                        called.append(call_id)
-                        called_from.append(start)
                         if named:
                             turn_names[call_id] = name
                         if name_match is not None:
                             call_names.add(name)
+                    # (each id once: their order within the message tells nothing)
+                    called += pending
+                    called_from += [start] * len(pending)
                     if call_content:
                         content = message.get("content")
                         if not content and not (
@@ -576,7 +579,6 @@ def _scan(
                         ):
                             ok = False
                 except (KeyError, TypeError):  # field by field
-                    del called[mark:], called_from[mark:]
                     pending = set()
                     ok = _careful_calls(
                         message, tool_calls, pending, called, called_from, start, max_length
