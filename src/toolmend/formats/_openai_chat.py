@@ -17,6 +17,8 @@ from .. import _jsontext as jsontext
 from .._edits import AsText, Bridge, CallPart, Item, Keep, Merge, MessageEdit, Placeholder, Plan
 from .._report import InvalidMessageError
 from .._skeleton import ASSISTANT, OTHER, SYSTEM, TOOL, USER, Call, Defect, Result, Skeleton
+from .._spans import all_match
+from ..profiles import compiled
 from . import register
 from ._base import Format, message_dict
 from ._openai_cross import (
@@ -632,7 +634,7 @@ def _scan(
     if dirty:
         spans.append((start, len(messages)))
     if not eager and (
-        (id_match is not None and not all(map(id_match, called)))
+        (id_match is not None and not all_match(compiled(profile.call_id_pattern), called))
         or (name_match is not None and not all(map(name_match, call_names)))
     ):
         # an id or name outside the profile's pattern: the scan that checks each in place
