@@ -45,7 +45,8 @@ def _ranges(history: list[Any], provider: str) -> list[tuple[int, int]]:
 @st.composite
 def _repeated_results(draw: st.DrawFn) -> list[Any]:
     """Damaged histories with results repeated as they are, or with another text (a stub, an
-    empty one, another real result), the quick plan's cases and the planner's."""
+    empty one, another real result), and a calling message sent twice: the quick plan's cases
+    and the planner's."""
     history = copy.deepcopy(draw(damaged_conversations(id_style="any"))[1])
     for _ in range(draw(st.integers(0, 3))):
         tools = [i for i, m in enumerate(history) if m.get("role") == "tool"]
@@ -57,6 +58,12 @@ def _repeated_results(draw: st.DrawFn) -> list[Any]:
             st.sampled_from([repeat.get("content"), "", "Tool execution aborted", "other"])
         )
         history.insert(at + draw(st.integers(1, 2)), repeat)
+    callers = [
+        i for i, m in enumerate(history) if m.get("role") == "assistant" and m.get("tool_calls")
+    ]
+    if callers and draw(st.booleans()):  # a calling message sent twice (its ids shared)
+        at = draw(st.sampled_from(callers))
+        history.insert(at + 1, history[at])
     return history
 
 

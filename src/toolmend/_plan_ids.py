@@ -51,9 +51,16 @@ def fresh_id(seed: str, profile: Profile, taken: set[str], next_try: dict[str, i
             # the digest in base 62, lowest digit first, two digits a step (128 bits are at
             # most 22 digits; an odd count leaves a high "0" the one-digit loop would not write)
             pairs = []
-            while digest:
-                digest, rest = divmod(digest, 3844)
-                pairs.append(PAIRS[rest])
+            while digest:  # five digits at a time, each chunk a small number
+                digest, chunk = divmod(digest, _CHUNK)
+                if digest:  # not the highest chunk: all five digits, zeros too
+                    for _ in range(5):
+                        chunk, rest = divmod(chunk, 3844)
+                        pairs.append(PAIRS[rest])
+                else:
+                    while chunk:
+                        chunk, rest = divmod(chunk, 3844)
+                        pairs.append(PAIRS[rest])
             text = "".join(pairs)
             if text.endswith("0"):
                 text = text[:-1]
@@ -71,6 +78,9 @@ SMALLEST = {length: 62 ** (length - 1) for length in range(1, 22)}
 """Id length -> the smallest digest with at least that many base-62 digits: from there on, an
 id of that length is the digest's lowest digits (the start of its whole base-62 text)."""
 SPAN = {length: 62**length for length in range(1, 22)}
+_CHUNK = 3844**5
+"""Five base-3844 digits (ten base-62 ones): :func:`fresh_id` takes a digest apart in chunks
+of this size, each below 2 ** 60, rather than one bignum division a digit."""
 
 
 def acceptable_id(call_id: str | None, profile: Profile) -> bool:

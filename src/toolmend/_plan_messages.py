@@ -54,6 +54,7 @@ from ._planstate import (
     ASSISTANT_BRIDGE_TEXT,
     EMPTY_RESULT_TEXT,
     USER_BRIDGE_TEXT,
+    CallRef,
     PlanState,
     ResultRef,
     call_at,
@@ -126,7 +127,9 @@ def plan_messages(state: PlanState, problem_codes: set[str]) -> None:
         split_calls(state)
 
 
-_QUICK_CODES = frozenset({"duplicate_result", "missing_result", "orphan_result"})
+_QUICK_CODES = frozenset(
+    {"duplicate_result", "missing_result", "orphan_result", "duplicate_call_id"}
+)
 """The problems :func:`quick_plan` plans for."""
 _NAMED_CODES = _QUICK_CODES | {"result_name_mismatch"}
 """And under a profile whose results name their call's function (Gemini)."""
@@ -170,50 +173,75 @@ def quick_plan(
     kinds, calls, results = skeleton.kinds, skeleton.calls, skeleton.results
     if any(defect.code in problem_codes for defect in skeleton.defects):
         return None
-    caller_of: dict[str, int] = {}  # call id -> its calling message
-    slot_of: dict[str, int] = {}  # call id -> its slot there
+    rewrite = False  # an id shared by two calls, or refused: the planner's id step decides
+    seen: set[str] = set()
     for index, found in calls.items():
         if kinds[index] != ASSISTANT:
             return None
+        own: set[str] = set()
         for call in found:
             call_id = call.id
-            if call_id is None or call_id in caller_of or not acceptable_id(call_id, profile):
+            if call_id is None or call_id in own:
                 return None
-            caller_of[call_id] = index
-            slot_of[call_id] = call.slot
+            own.add(call_id)
+            if call_id in seen or not acceptable_id(call_id, profile):
+                rewrite = True
+            seen.add(call_id)
     state = PlanState(skeleton, profile, policy, result_text)
-    answer: dict[str, int] = {}  # call id -> the message answering it
+    # the pairing's first step (:meth:`toolmend._pairing._Engine.by_id`): a result answers the
+    # latest earlier call with its id still waiting; a result for an answered call is weighed
+    # against the first (``second_result``); one whose call comes later is the planner's
+    waiting: dict[str, list[int]] = {}  # call id -> calling messages with it open, in order
+    open_slot: dict[tuple[int, str], int] = {}  # (calling message, id) -> the open call's slot
+    answer: dict[CallRef, int] = {}  # call -> the message answering it
+    latest: dict[str, CallRef] = {}  # call id -> the call last answered under it
     fate: dict[int, str] = {}  # result message -> "answer", "duplicate" or "orphan"
-    for index in sorted(results):
-        found_results = results[index]
+    size = len(kinds)
+    for index in range(size):
+        calling = calls.get(index)
+        if calling:
+            for call in calling:
+                waiting.setdefault(call.id, []).append(index)  # type: ignore[arg-type]
+                open_slot[(index, call.id)] = call.slot  # type: ignore[index]
+        found_results = results.get(index)
+        if not found_results:
+            continue
         if kinds[index] != TOOL or len(found_results) != 1:
             return None
         result = found_results[0]
         result_id = result.id
         if result_id is None or result.slot != 0:
             return None
-        caller = caller_of.get(result_id)
-        if caller is None:
-            fate[index] = "orphan"
-        elif caller > index:
-            return None  # before its call: the planner's early pairing
-        elif result_id not in answer:
-            answer[result_id] = index
+        stack = waiting.get(result_id)
+        while stack and (stack[-1], result_id) not in open_slot:
+            stack.pop()
+        if stack:
+            call_ref = (stack[-1], open_slot.pop((stack[-1], result_id)))
+            answer[call_ref] = index
+            latest[result_id] = call_ref
             fate[index] = "answer"
-        elif result_text(index, 0) == result_text(answer[result_id], 0):
+            continue
+        held_ref = latest.get(result_id)
+        if held_ref is None:
+            if result_id in seen:
+                return None  # before its call: the planner's early pairing
+            fate[index] = "orphan"
+            continue
+        held = answer[held_ref]
+        if result_text(index, 0) == result_text(held, 0):
             fate[index] = "duplicate"  # (a copy: as strong as the first, so no stronger)
-        else:
-            strength = state.strength((index, 0))
-            held_strength = state.strength((answer[result_id], 0))
-            if strength > held_strength:
-                return None  # it replaces the first: the planner's
-            fate[index] = "duplicate" if strength < held_strength else "orphan"
+            continue
+        strength, held_strength = state.strength((index, 0)), state.strength((held, 0))
+        if strength > held_strength:
+            return None  # it replaces the first: the planner's
+        fate[index] = "duplicate" if strength < held_strength else "orphan"
     if "orphan" in fate.values() and newest_results(skeleton) <= max(
         index for index, kind in fate.items() if kind == "orphan"
     ):
         return None  # the newest input, kept as text: the planner's
+    # the layout (:func:`order_messages`): each calling message, its results (already right
+    # after it: nothing moves), placeholders for its calls left without one
     items: list[Item] = []
-    size = len(kinds)
     for index in range(size):
         kind = fate.get(index)
         if kind is not None:
@@ -234,14 +262,13 @@ def quick_plan(
         block_end = index + 1
         while block_end < size and kinds[block_end] == TOOL:
             block_end += 1
-        for call in calling:
-            at = answer.get(call.id)  # type: ignore[arg-type]
+        answers = [answer.get((index, call.slot)) for call in calling]
+        for at in answers:
             if at is not None and not index < at < block_end:
                 return None  # moved next to its call: the planner's
-        for at in sorted(answer[call.id] for call in calling if call.id in answer):
-            items.append(Keep(at))
-        for call in calling:
-            if call.id not in answer:
+        items.extend(Keep(at) for at in sorted(at for at in answers if at is not None))
+        for call, at in zip(calling, answers, strict=True):
+            if at is None:
                 items.append(
                     Placeholder(
                         index, call.id or "", call.name, policy.placeholder, call_slot=call.slot
@@ -250,6 +277,12 @@ def quick_plan(
                 state.change(
                     "answered_missing_call", index, "call answered with the placeholder", call.id
                 )
+    state.plan.items = items
+    if rewrite:  # the planner's own id step, on the pairing found here
+        state.answer = {call_ref: (at, 0) for call_ref, at in answer.items()}
+        state.answered_by = {(at, 0): call_ref for call_ref, at in answer.items()}
+        rewrite_ids(state)
+        items = state.plan.items
     successors = profile.role_successors
     if successors is not None:  # (Bedrock) the order kept: no system message or bridge to move
         after_tool = successors.get(TOOL, frozenset())
@@ -262,10 +295,7 @@ def quick_plan(
                 return None
             previous = kind
     if profile.results_need_name:  # (Gemini) each result names its call's function
-        pairs = sorted(
-            ((caller_of[call_id], slot_of[call_id]), at) for call_id, at in answer.items()
-        )
-        for call_ref, at in pairs:  # in call order, as ``name_results`` takes them
+        for call_ref, at in sorted(answer.items()):  # in call order, as ``name_results`` does
             call = call_at(skeleton, call_ref)
             if call.name and results[at][0].name != call.name:
                 state.plan.edit(at).result_names[0] = call.name
