@@ -243,3 +243,32 @@ def test_a_copied_result_is_a_duplicate_without_the_stub_test(
     fixed = toolmend.repair(history, provider="openai")
     assert [change.code for change in fixed.changes] == ["dropped_duplicate_result"]
     assert weighed
+
+
+def _rounds_turn(number: int) -> list[dict[str, Any]]:
+    """A user turn of three tool rounds, then the answer."""
+    turn: list[dict[str, Any]] = [user(f"question {number}")]
+    for step in range(3):
+        turn += _turn(f"call_{number}_{step}")
+    return [*turn, assistant(f"answer {number}")]
+
+
+def test_a_bedrock_range_starts_at_a_calling_message_after_results() -> None:
+    """Bound for Bedrock (after results, only an assistant message or more results), a range
+    may start at a sound calling message right after results whose calls its results answer:
+    a result repeated in a turn's third tool round is repaired in that round's range, not the
+    whole turn's; the repair is the whole history's. A calling message that turns out unsound
+    there starts no range (the range goes on from the round before)."""
+    history = [message for number in range(6) for message in _rounds_turn(number)]
+    history.insert(23, copy.deepcopy(history[22]))  # turn 2, third round: its result twice
+    profile = get_profile("bedrock")
+    assert openai_chat.dirty_spans(history, profile) == [(21, 25)]
+    expected, changes = whole_repair(formats.get("openai"), history, profile, Policy())
+    fixed = toolmend.repair(history, provider="bedrock")
+    assert fixed.messages == expected and list(fixed.changes) == changes
+    unsound = copy.deepcopy(history)
+    unsound[21]["tool_calls"][0]["type"] = None  # that round's calling message: not sound
+    assert openai_chat.dirty_spans(unsound, profile) == [(19, 25)]
+    expected, changes = whole_repair(formats.get("openai"), unsound, profile, Policy())
+    fixed = toolmend.repair(unsound, provider="bedrock")
+    assert fixed.messages == expected and list(fixed.changes) == changes

@@ -556,8 +556,9 @@ def check_prefill(skeleton: Skeleton, report: Report) -> None:
 
 
 def check_cross_target(skeleton: Skeleton, profile: Profile, report: Report) -> None:
-    """An OpenAI-shaped history bound for Gemini or Bedrock through a gateway."""
-    if profile.first_user:
+    """An OpenAI-shaped history bound for Gemini or Bedrock through a gateway (the opening
+    only where the skeleton holds it: not in a range after the history's start)."""
+    if profile.first_user and not skeleton.base:
         _check_first_user(skeleton, report)
     if profile.results_need_name:
         _check_result_names(skeleton, report)

@@ -119,8 +119,8 @@ def plan_messages(state: PlanState, problem_codes: set[str]) -> None:
         mark_prefix(state)
     if profile.results_need_name:
         name_results(state)
-    if profile.first_user and profile.alternation is None:
-        lead_with_user(state)
+    if profile.first_user and profile.alternation is None and not skeleton.base:
+        lead_with_user(state)  # (the opening: not in a range after the history's start)
     if "prefill_unsupported" in profile.checks:
         end_with_user(state)
     if profile.single_call and "parallel_calls" in problem_codes:
@@ -308,7 +308,7 @@ def quick_plan(
         items = [
             replace(item, named=True) if isinstance(item, Placeholder) else item for item in items
         ]
-    if profile.first_user:  # the user bridge at the start (Bedrock): only if an assistant opens
+    if profile.first_user and not skeleton.base:  # the user bridge at the opening (Bedrock)
         for item in items:
             if isinstance(item, Keep) and kinds[item.index] == SYSTEM:
                 continue

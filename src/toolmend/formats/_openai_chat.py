@@ -442,6 +442,17 @@ def _scan(
     pending: set[str] | None = None
     turn_calls = turn_unreasoned = dirty = False
     unanswered: list[tuple[int, str]] = []  # (range start, id) of calls left without a result
+    # ranges may also start at a calling message right after results (see below) where the
+    # role after results is all the order rules restrict (Bedrock)
+    soft_starts = (
+        not first_only
+        and not reasoning_rule
+        and after_tool is not None
+        and cross is not None
+        and cross.successors is None
+        and cross.last_roles is None
+    )
+    soft: tuple[int, bool] | None = None  # (the range before, whether dirty) of such a start
     for index, message in enumerate(messages):
         if type(message) is not dict:
             return None
@@ -504,6 +515,7 @@ def _scan(
             dirty = True
             follows_tool, follows_text = True, False
             continue
+        after_results = follows_tool
         if follows_tool:
             follows_tool = False
             if after_tool is not None and role not in after_tool:
@@ -529,6 +541,22 @@ def _scan(
             # sound assistant text only, which no repair of the range before takes away
             and (after_tool is None or follows_text)
         ):
+            if dirty:
+                spans.append((start, index))
+                dirty = False
+            starts.append(index)
+            start = index
+        elif (
+            soft_starts
+            and after_results
+            and role == "assistant"
+            and _answered_after(messages, index, message)
+        ):
+            # (Bedrock) a calling message right after results, each of its calls answered by
+            # the results right after it: if it is sound, no repair of this range or the one
+            # before takes it away or puts anything before it, and an assistant message may
+            # follow results; if it is not, the range goes on from the one before (below)
+            soft = (start, dirty)
             if dirty:
                 spans.append((start, index))
                 dirty = False
@@ -625,7 +653,17 @@ def _scan(
         if not ok:
             if first_only:
                 return None
+            if soft is not None:  # the range above does not start here after all
+                start, was_dirty = soft
+                starts.pop()
+                if was_dirty:
+                    spans.pop()
+                at = len(called_from) - 1
+                while at >= 0 and called_from[at] == index:
+                    called_from[at] = start
+                    at -= 1
             dirty = True
+        soft = None
     if pending or (reasoning_rule and turn_calls and turn_unreasoned):
         if first_only:
             return None
@@ -694,6 +732,29 @@ def _careful_calls(
             called.append(call_id)
             called_from.append(start)
     return ok
+
+
+def _answered_after(messages: Sequence[Any], index: int, message: dict[str, Any]) -> bool:
+    """Whether every call of the calling message at ``index`` (each with its own string id) is
+    answered by the run of tool messages right after it: the planner then leaves the message
+    where it is under every policy (none of its calls is removed for want of a result)."""
+    tool_calls = message.get("tool_calls")
+    if type(tool_calls) is not list or not tool_calls:
+        return False
+    waiting: set[str] = set()
+    for call in tool_calls:
+        call_id = call.get("id") if type(call) is dict else None
+        if type(call_id) is not str or not call_id or call_id in waiting:
+            return False
+        waiting.add(call_id)
+    for position in range(index + 1, len(messages)):
+        result = messages[position]
+        if type(result) is not dict or result.get("role") != "tool":
+            break
+        call_id = result.get("tool_call_id")
+        if type(call_id) is str:
+            waiting.discard(call_id)
+    return not waiting
 
 
 def _reused(called: list[str], unanswered: list[tuple[int, str]]) -> list[tuple[int, str]]:
