@@ -527,7 +527,7 @@ def mend_damage(
     parts = []
     position = 0
     dropped: list[set[str]] = []  # per range: the ids of the results it dropped
-    called: list[set[str | None]] = []  # per range: the ids of its calls
+    called: list[Any] = []  # per range: the ids of its calls (or its skeleton's calls)
     for damage in damaged:
         if type(damage) is Named:  # mended already, in one pass: copied in like a repair
             repaired.extend(messages[position : damage.low])
@@ -563,13 +563,13 @@ def mend_damage(
         repaired.extend(applied)
         changes.extend(made)
         dropped.append({i for c in made if c.code in _DROPPING for i in c.ids})
-        called.append({c.id for found in damage.skeleton.calls.values() for c in found})
+        called.append(damage.skeleton.calls)  # (made a set of ids only where it is needed)
         problems.extend(damage.problems)
         if parts_before is None or damage.low < parts_before:
             parts.append((damage, plan, applied))
         position = damage.high
     repaired.extend(messages[position:])
-    if _answers_elsewhere(called, dropped):
+    if len(called) > 1 and any(dropped) and _answers_elsewhere(_call_ids(called), dropped):
         return _mend_whole(module, history, profile, policy, parts_before)
     return Mended(repaired, changes, parts, problems)
 
@@ -583,6 +583,15 @@ _DROPPING = frozenset(
 def _calls_of(message: Any) -> Any:
     """The ``tool_calls`` of a plain chat message (one :func:`quick_names` vouched for)."""
     return message.get("tool_calls") or () if message["role"] == "assistant" else ()
+
+
+def _call_ids(called: list[Any]) -> list[set[str | None]]:
+    """Each range's call ids: a :class:`Named` range's set as it is, a damaged range's read
+    from its skeleton's calls."""
+    return [
+        ids if type(ids) is set else {c.id for found in ids.values() for c in found}
+        for ids in called
+    ]
 
 
 def _answers_elsewhere(called: Sequence[set[str | None]], dropped: Sequence[set[str]]) -> bool:

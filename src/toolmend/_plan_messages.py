@@ -255,7 +255,7 @@ def quick_plan(
                     "dropped_orphan_result", index, "result of a call not in the history", result_id
                 )
             continue
-        items.append(Keep(index))
+        items.append(_keep(index))
         calling = calls.get(index)
         if not calling:
             continue
@@ -266,7 +266,7 @@ def quick_plan(
         for at in answers:
             if at is not None and not index < at < block_end:
                 return None  # moved next to its call: the planner's
-        items.extend(Keep(at) for at in sorted(at for at in answers if at is not None))
+        items.extend(_keep(at) for at in sorted(at for at in answers if at is not None))
         for call, at in zip(calling, answers, strict=True):
             if at is None:
                 items.append(
@@ -322,6 +322,14 @@ def quick_plan(
 
 def _change_index(change: Change) -> int:
     return change.index
+
+
+_KEEPS = [Keep(index) for index in range(256)]
+"""``Keep(index)`` for the first indexes (a plan item is immutable: one serves every plan)."""
+
+
+def _keep(index: int) -> Keep:
+    return _KEEPS[index] if index < 256 else Keep(index)
 
 
 # --- 2. layout --------------------------------------------------------------------------------
