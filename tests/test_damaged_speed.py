@@ -272,3 +272,58 @@ def test_a_bedrock_range_starts_at_a_calling_message_after_results() -> None:
     expected, changes = whole_repair(formats.get("openai"), unsound, profile, Policy())
     fixed = toolmend.repair(unsound, provider="bedrock")
     assert fixed.messages == expected and list(fixed.changes) == changes
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    history=st.one_of(_repeated_results(), agent_runs()),
+    provider=st.sampled_from(CHAT_PROVIDERS),
+)
+def test_a_range_of_repeats_is_mended_as_the_full_path_mends_it(
+    history: list[Any], provider: str
+) -> None:
+    """Where ``repeated_results`` answers for a damaged range, the range written without
+    reading, judging and planning it has the messages, changes and problems of the full path
+    over that range."""
+    profile = get_profile(provider)
+    module = formats.get("openai")
+    for low, high in _ranges(history, provider):
+        part = history[low:high]
+        repeats = openai_chat.repeated_results(part, profile)
+        if repeats is None:
+            continue
+        mended = toolmend._api._without_repeats(part, profile, low, repeats)
+        skeleton = _read_range(module, history, low, high)
+        problems = judge(skeleton, profile)
+        if mended is None:
+            assert problems == []
+            continue
+        assert mended.problems == problems
+        plan, changes = plan_repair(
+            skeleton, profile, Policy(), result_reader(module, part), {p.code for p in problems}
+        )
+        assert mended.changes == changes
+        assert mended.messages == module.apply(part, plan)
+
+
+def test_a_result_sent_twice_is_dropped_without_reading_its_range(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Bound for OpenAI, a history whose only damage is results sent twice: no range is read
+    or judged, and the repair is the whole history's, with the judge's problems."""
+    history = _long_history(20)
+    history.insert(4, copy.deepcopy(history[3]))
+    history.insert(40, history[39])
+    profile = get_profile("openai")
+    expected, changes = whole_repair(formats.get("openai"), history, profile, Policy())
+    problems = judge(openai_chat.read(history), profile)
+    assert [problem.code for problem in problems] == ["duplicate_result"] * 2
+
+    def no_judge(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a range was judged")
+
+    monkeypatch.setattr(toolmend._api, "judge", no_judge)
+    fixed = toolmend.repair(history, provider="openai")
+    assert fixed.messages == expected
+    assert list(fixed.changes) == changes
+    assert list(fixed.problems) == problems

@@ -19,6 +19,7 @@ from typing import Any, Literal, overload
 
 from ._edits import Plan
 from ._escape import log as _log_text
+from ._findings import Report
 from ._jsontext import NonFiniteNumberError, UnwritableValueError, locate
 from ._plan_messages import quick_plan
 from ._policy import Mode, Policy, as_policy
@@ -36,7 +37,7 @@ from ._report import (
 from ._routing import derived_profile
 from ._rules import judge
 from ._skeleton import Skeleton
-from .formats import Format, detect, get
+from .formats import Format, _openai_chat, detect, get
 from .profiles import Profile, get_profile
 
 __all__ = [
@@ -475,7 +476,7 @@ def damage_in(
     cost four to five times ``json.dumps`` (issue 32). For :func:`mend_damage` with
     ``parts_before=0`` only: a :class:`Named` range has no skeleton or plan."""
     quick = named and profile.results_need_name
-    damaged = _damage_in(module, messages, profile, policy, vouched_against, quick)
+    damaged = _damage_in(module, messages, profile, policy, vouched_against, quick, fused=named)
     first = next(damaged, None)
     return None if first is None else itertools.chain((first,), damaged)
 
@@ -488,10 +489,22 @@ def _damage_in(
     vouched_against: bool,
     quick: bool = False,
     spans: list[tuple[int, int]] | None = None,
+    *,
+    fused: bool = False,
 ) -> Iterator[Any]:
     if spans is None:
         spans = _ranges(module, messages, profile, policy, vouched_against)
+    # (a range whose only fault is a result sent twice: written without the full path)
+    fused = fused and module.name == "openai" and profile.pairing == "adjacent"
     for low, high in spans:
+        if fused:
+            part = messages[low:high]
+            repeats = _openai_chat.repeated_results(part, profile)
+            if repeats is not None:
+                mended = _without_repeats(part, profile, low, repeats)
+                if mended is not None:
+                    yield mended
+                    continue
         if quick:
             part = messages[low:high]
             named = quick_names(module, part, profile, low)
@@ -503,6 +516,41 @@ def _damage_in(
         found = judge(skeleton, profile)
         if found:
             yield Damage(low, high, skeleton, found)
+
+
+def _without_repeats(
+    part: Sequence[Any], profile: Profile, low: int, repeats: list[tuple[int, str, int]]
+) -> Named | None:
+    """The range ``part`` (from message ``low``) mended of the results it repeats word for word
+    (``Format.repeated_results``): what reading, judging and planning it gives, each repeat a
+    ``duplicate_result`` (as the judge reports it) dropped (``dropped_duplicate_result``, as the
+    planner drops a copy). None where the profile does not report repeats (the full path then
+    leaves the range as it is)."""
+    report = Report(profile, low)
+    for index, call_id, first in repeats:
+        report.add(
+            "duplicate_result",
+            index,
+            "call answered twice",
+            id=call_id,
+            ids=(call_id,),
+            first=first + low,
+        )
+    if not report.problems:
+        return None
+    dropped = {index for index, _, _ in repeats}
+    changes = [
+        Change("dropped_duplicate_result", low + index, "second result for one call", (call_id,))
+        for index, call_id, _ in repeats
+    ]
+    kept = [message for index, message in enumerate(part) if index not in dropped]
+    call_ids: set[str | None] = {
+        call["id"]
+        for message in part
+        if message["role"] == "assistant"
+        for call in message["tool_calls"]
+    }
+    return Named(low, low + len(part), kept, changes, report.problems, call_ids)
 
 
 def mend_damage(
@@ -533,7 +581,7 @@ def mend_damage(
             repaired.extend(messages[position : damage.low])
             repaired.extend(damage.messages)
             changes.extend(damage.changes)
-            dropped.append(set())
+            dropped.append({i for c in damage.changes if c.code in _DROPPING for i in c.ids})
             called.append(damage.call_ids)
             problems.extend(damage.problems)
             position = damage.high

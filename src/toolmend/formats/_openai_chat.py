@@ -49,6 +49,7 @@ __all__ = [
     "quick_live",
     "quick_valid",
     "read",
+    "repeated_results",
     "result_text",
 ]
 
@@ -314,6 +315,51 @@ def dirty_spans(messages: Sequence[Any], profile: Profile) -> list[tuple[int, in
     valid; None when the one-pass test cannot tell (the full path then decides).
     """
     return _scan(messages, profile, first_only=False)
+
+
+def repeated_results(part: Sequence[Any], profile: Profile) -> list[tuple[int, str, int]] | None:
+    """The tool messages of a damaged range that repeat, word for word, an earlier result of
+    their calling message's block, as (index, call id, index of the first), when they are all
+    that is wrong with it: ``part`` is calling messages each followed by results answering
+    every one of its calls, and without the repeats it passes the one-pass check of a profile
+    of the OpenAI family whose results pair by adjacency; None otherwise.
+
+    The commonest damage of a sent history (a tool message sent twice): the judge's only
+    problem is each repeat (``duplicate_result``) and the repair drops it, which the API
+    writes without reading, judging and planning the range (issue 32)."""
+    params = _plain_params(profile) if part else None
+    if type(params) is not tuple or params is _SCAN_TURNS or profile.pairing != "adjacent":
+        return None
+    repeats: list[tuple[int, str, int]] = []
+    kept: list[Any] = []
+    block: set[Any] | None = None  # the ids of the calling message whose results come now
+    first_of: dict[str, int] = {}  # call id -> its first result in the block
+    for index, message in enumerate(part):
+        if type(message) is not dict:
+            return None
+        role = message.get("role")
+        if role == "tool":
+            call_id = message.get("tool_call_id")
+            if block is None or type(call_id) is not str or call_id not in block:
+                return None
+            first = first_of.get(call_id)
+            if first is None:
+                first_of[call_id] = index
+                kept.append(message)
+            elif message == part[first]:
+                repeats.append((index, call_id, first))
+            else:
+                return None
+            continue
+        tool_calls = message.get("tool_calls") if role == "assistant" else None
+        if type(tool_calls) is not list or (block is not None and len(first_of) != len(block)):
+            return None
+        block = {call.get("id") if type(call) is dict else None for call in tool_calls}
+        first_of = {}
+        kept.append(message)
+    if block is None or len(first_of) != len(block) or not repeats:
+        return None
+    return repeats if _live_run(kept, params) is not None else None
 
 
 def named_spans(
