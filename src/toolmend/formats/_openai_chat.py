@@ -462,6 +462,7 @@ def _scan(
     plain_results = not (result_rules or content_rule)
     text_results = content_rule or (cross is not None and cross.tool_text)
     tool_level = cross.tool_content if cross is not None else 0
+    content_looked = text_results or bool(tool_level)  # (else a result's content is not read)
     id_match = cross.id_match if cross is not None else None
     name_match = cross.name_match if cross is not None else None
     call_content = cross is not None and not (
@@ -518,13 +519,16 @@ def _scan(
                     if plain_results:
                         continue
                     # (:func:`_cross_result_ok` and the string rule, written out)
-                    content = message.get("content")
-                    if (type(content) is str or not text_results) and (
-                        not tool_level
-                        or (
-                            content is not None
-                            if tool_level == 1
-                            else bool(content) and (tool_level == 2 or blank_free(content))
+                    content = message.get("content") if content_looked else None
+                    if not content_looked or (
+                        (type(content) is str or not text_results)
+                        and (
+                            not tool_level
+                            or (
+                                content is not None
+                                if tool_level == 1
+                                else bool(content) and (tool_level == 2 or blank_free(content))
+                            )
                         )
                     ):
                         if not named:
