@@ -311,7 +311,8 @@ def test_a_trailing_openai_call_is_answered(provider: str) -> None:
         ("claude-sonnet-4-5", None, "anthropic"),
         ("claude-opus-4-1", None, "anthropic"),
         (None, None, "anthropic"),
-        ("claude-sonnet-4-6", {"type": "adaptive"}, "anthropic-thinking"),
+        ("claude-sonnet-4-6", {"type": "adaptive"}, "anthropic-thinking-no-prefill"),
+        ("claude-sonnet-4-5", {"type": "adaptive"}, "anthropic-thinking"),
     ],
 )
 def test_the_models_without_prefill_pick_their_profile(

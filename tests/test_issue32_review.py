@@ -25,7 +25,7 @@ from toolmend._api import damage_in, format_of, profile_for, sequence_of
 from toolmend._fastpath import vouch
 from toolmend._rules import judge
 from toolmend.integrations.hooks import HookOptions, mend
-from toolmend.profiles import PROFILES
+from toolmend.profiles import PROFILES, get_profile
 
 from support.agent_runs import agent_runs
 from support.fuzz_cases import Case, cases, pairs
@@ -293,6 +293,7 @@ def test_the_new_rules_on_the_last_messages_agree_with_the_full_judge(
 
 NEW_CHAT_PROFILES = [
     "anthropic-no-prefill",
+    "anthropic-thinking-no-prefill",
     "bedrock-tools-alone",
     "gemini-litellm",
     "hf-gemma-3",
@@ -402,16 +403,14 @@ def test_a_final_assistant_text_on_bedrock_claude_without_prefill_gets_the_bridg
     assert toolmend.check(history, provider="bedrock", format=format) == []
 
 
-# --- found and left for the coordinator (each test fails today: xfail, strict) ---------------
+# --- found and left for the coordinator (each test failed then: xfail, strict; fixed since) ---
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bedrock-tools-alone models call_with_text on Converse blocks only: an OpenAI-shaped "
-    "assistant message with text beside tool_calls, which LiteLLM turns into one Converse turn "
-    "holding both, is neither flagged nor split",
-)
 def test_openai_shaped_text_beside_calls_bound_for_bedrock_llama_is_flagged() -> None:
+    """``bedrock-tools-alone`` modelled ``call_with_text`` on Converse blocks only: an
+    OpenAI-shaped assistant message with text beside ``tool_calls``, which LiteLLM turns into
+    one Converse turn holding both, was neither flagged nor split. It is both now, as on
+    Converse blocks (more in tests/test_issue32_bedrock.py)."""
     history = [
         {"role": "user", "content": "Weather in Paris?"},
         {
@@ -428,15 +427,21 @@ def test_openai_shaped_text_beside_calls_bound_for_bedrock_llama_is_flagged() ->
     model = "us.meta.llama3-1-70b-instruct-v1:0"
     found = toolmend.check(history, provider="bedrock", model=model)
     assert "call_with_text" in [problem.code for problem in found]
+    fixed = toolmend.repair(history, provider="bedrock", model=model)
+    assert fixed.messages == [
+        history[0],
+        {"role": "assistant", "content": "Let me check."},
+        {"role": "user", "content": "Continue."},
+        {"role": "assistant", "content": "", "tool_calls": history[1]["tool_calls"]},
+        *history[2:],
+    ]
+    assert fixed.problems_left == ()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="thinking on picks anthropic-thinking before the model is looked at, and that "
-    "profile has no prefill rule: a Claude 4.6 request with thinking ending on assistant text "
-    "is not flagged (a variant for both is missing)",
-)
 def test_a_final_assistant_text_to_claude_4_6_with_thinking_is_flagged() -> None:
+    """Thinking on picked ``anthropic-thinking`` before the model was looked at, and that
+    profile has no prefill rule: the request was not flagged. Both apply now
+    (``anthropic-thinking-no-prefill``): flagged, and repaired as without thinking."""
     history = [
         {"role": "user", "content": "Write a haiku."},
         {"role": "assistant", "content": [{"type": "text", "text": "Autumn"}]},
@@ -444,8 +449,64 @@ def test_a_final_assistant_text_to_claude_4_6_with_thinking_is_flagged() -> None
     provider = toolmend.request_profile(
         "anthropic", model="claude-opus-4-6", thinking={"type": "enabled", "budget_tokens": 2048}
     )
+    assert provider == "anthropic-thinking-no-prefill"
     found = toolmend.check(history, provider=provider, format="anthropic")
-    assert "prefill_unsupported" in [problem.code for problem in found]
+    assert [(problem.code, problem.index) for problem in found] == [("prefill_unsupported", 1)]
+    assert "does not support assistant message prefill" in found[0].provider_error
+    fixed = toolmend.repair(history, provider=provider, format="anthropic")
+    assert fixed.messages == [*history, {"role": "user", "content": "Continue."}]
+    assert fixed.messages[1] is history[1]
+    assert [change.code for change in fixed.changes] == ["inserted_message"]
+    assert toolmend.sanitize(fixed.messages, provider=provider) is fixed.messages
+
+
+def test_the_thinking_variant_without_prefill_keeps_both_rule_sets() -> None:
+    """The combined variant is the thinking variant plus the prefill rule, nothing less: a
+    tool exchange whose calling turn has no thinking block is still written out as text."""
+    both = get_profile("anthropic-thinking-no-prefill")
+    thinking = get_profile("anthropic-thinking")
+    assert both.thinking
+    assert set(both.checks) == {*thinking.checks, "prefill_unsupported"}
+    assert "prefill_unsupported" not in both.strict_checks
+    assert "prefill_unsupported" not in thinking.checks
+    unthought = [
+        {"role": "user", "content": "Weather?"},
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "t1", "name": "f", "input": {}}],
+        },
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "21"}],
+        },
+    ]
+    codes = [p.code for p in toolmend.check(unthought, provider=both.name, format="anthropic")]
+    assert codes == [p.code for p in toolmend.check(unthought, provider=thinking.name)]
+    assert codes == ["thinking_required"]
+    assert toolmend.repair(unthought, provider=both.name).messages == (
+        toolmend.repair(unthought, provider=thinking.name).messages
+    )
+
+
+@pytest.mark.parametrize(
+    ("model", "thinking", "profile"),
+    [
+        (
+            "claude-opus-4-6",
+            {"type": "enabled", "budget_tokens": 2048},
+            "anthropic-thinking-no-prefill",
+        ),
+        ("claude-sonnet-4-6", {"type": "adaptive"}, "anthropic-thinking-no-prefill"),
+        ("claude-opus-4-7", {"type": "adaptive"}, "anthropic-thinking-no-prefill"),
+        ("claude-sonnet-4-5", {"type": "enabled"}, "anthropic-thinking"),
+        ("claude-opus-4-6", {"type": "disabled"}, "anthropic-no-prefill"),
+        (None, {"type": "enabled"}, "anthropic-thinking"),
+    ],
+)
+def test_thinking_and_the_model_pick_the_variant_together(
+    model: str | None, thinking: Any, profile: str
+) -> None:
+    assert toolmend.request_profile("anthropic", model=model, thinking=thinking) == profile
 
 
 # --- a store's write-back keeps the newest input as it was stored ------------------------------

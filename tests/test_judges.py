@@ -143,15 +143,19 @@ def test_no_template_rejects_a_repair_of_the_fixed_corpus() -> None:
     assert rejected == 0, f"{rejected} of {judged} repaired histories refused"
 
 
-def _judge_litellm(history: list[Any], provider: str, profile: str | None = None) -> None:
-    """LiteLLM converts the repair for ``profile`` (default: ``provider``) to ``provider``'s
-    API, and ``provider``'s native profile finds nothing in what it built."""
+def _judge_litellm(
+    history: list[Any], provider: str, profile: str | None = None, model: str | None = None
+) -> None:
+    """LiteLLM converts the repair for ``profile`` (default: the one ``model`` picks at
+    ``provider``) to ``provider``'s API, and ``provider``'s native profile for that model finds
+    nothing in what it built."""
+    profile = profile or (toolmend.request_profile(provider, model=model) if model else None)
     fixed = _repaired(history, profile or provider)
     if fixed is None:
         return
     if provider == "gemini" and judges.identical_calls(fixed):
         return  # LiteLLM's own deduplication (see judges.identical_calls)
-    error = judges.litellm_error(provider, fixed)
+    error = judges.litellm_error(provider, fixed, model)
     assert error is None, (provider, profile, error, fixed)
     JUDGED[f"litellm {provider}" + (f" ({profile})" if profile else "")] += 1
 
@@ -177,6 +181,32 @@ def test_litellm_converts_every_repair_and_the_native_profile_agrees(
     provider: str, history: list[Any]
 ) -> None:
     _judge_litellm(history, provider)
+
+
+@_examples
+@given(
+    history=_histories(),
+    text=st.sampled_from(["Let me check.", " ", None]),
+    where=st.sampled_from(["beside", "before"]),
+)
+def test_litellm_converts_every_bedrock_llama_repair_and_the_native_variant_agrees(
+    history: list[Any], text: str | None, where: str
+) -> None:
+    """A Llama model on Bedrock (``bedrock-tools-alone``): the native rules refuse text beside
+    ``toolUse`` in one turn, which LiteLLM makes of an assistant message's text (blank text
+    dropped) and calls, and of consecutive assistant messages (issue 32, case 4). ``text``
+    goes beside every call, or in an assistant message right before every calling one."""
+    if text is not None:
+        out: list[Any] = []
+        for message in history:
+            if not message.get("tool_calls"):
+                out.append(message)
+            elif where == "beside":
+                out.append({**message, "content": text})
+            else:
+                out += [{"role": "assistant", "content": text}, message]
+        history = out
+    _judge_litellm(history, "bedrock", model="us.meta.llama3-1-70b-instruct-v1:0")
 
 
 @_examples

@@ -401,6 +401,39 @@ def test_bedrock_results_followed_by_a_user_message(server: StrictProviderServer
     assert [c["code"] for c in record_of(response)["changes"]] == ["inserted_message"]
 
 
+def test_bedrock_llama_text_beside_calls_is_split_by_the_callback(
+    server: StrictProviderServer,
+) -> None:
+    """Issue 32, case 4: an assistant message with text beside its ``tool_calls``, which
+    LiteLLM sends as one Converse turn holding both, is refused for a Llama model ("Conversation
+    blocks and tool use blocks cannot be provided in the same turn."); the callback, given the
+    deployment's model, splits it (text, the fixed user bridge, the calls)."""
+    said = "Let me check."
+    asks = {**_asks(_call("call_1")), "content": said}
+    messages = [_user(), asks, _result("call_1"), {"role": "assistant", "content": "21 C."}]
+    messages.append(_user("Thanks."))
+    settings = {
+        "model": "bedrock/converse/us.meta.llama3-1-70b-instruct-v1:0",
+        "api_base": server.base_url,
+        **_AWS,
+    }
+    with pytest.raises(litellm.BadRequestError) as refused:
+        litellm.completion(messages=messages, tools=TOOLS, max_retries=0, **settings)
+    assert "Conversation blocks and tool use blocks cannot be provided" in str(refused.value)
+    assert [p.code for p in server.last_request.problems] == ["call_with_text"]
+    litellm.callbacks = [ToolMend()]
+    response = litellm.completion(messages=messages, tools=TOOLS, max_retries=0, **settings)
+    accepted_and_valid(server, "bedrock-tools-alone")
+    assert sorted(c["code"] for c in record_of(response)["changes"]) == [
+        "inserted_message",
+        "moved_message",
+    ]
+    sent = server.last_request.body["messages"]
+    assert [m["role"] for m in sent] == ["user", "assistant"] * 3 + ["user"]
+    assert sent[1]["content"] == [{"text": said}]  # the text kept as it was written
+    assert [list(block) for block in sent[3]["content"]] == [["toolUse"]]
+
+
 # --- Router: a fallback from DeepSeek to Anthropic, repaired per attempt ------------------------
 
 

@@ -571,12 +571,52 @@ def test_anthropic_thinking_requests_are_judged_with_thinking_rules(
             thinking={"type": "enabled", "budget_tokens": 1024},
             messages=ANTHROPIC_VALID,
         )
-    assert server.last_request.provider == "anthropic-thinking"
+    assert server.last_request.provider == "anthropic-thinking-no-prefill"  # a Claude 4.6 model
     assert "When `thinking` is enabled, a final `assistant` message must start with a thinking" in (
         str(raised.value)
     )
     client.messages.create(model="claude-sonnet-4-6", max_tokens=256, messages=ANTHROPIC_VALID)
     assert server.last_request.provider == "anthropic-no-prefill"  # a Claude 4.6 model
+
+
+@needs_anthropic
+def test_a_prefill_to_a_claude_4_6_model_is_refused_with_thinking_on_too(
+    server: StrictProviderServer,
+) -> None:
+    """Thinking on does not give the models without prefill their prefill back: the request
+    ending on assistant text gets Anthropic's refusal (it was judged by ``anthropic-thinking``,
+    which has no prefill rule, and accepted), and its repair is accepted."""
+    client = _anthropic_client(server)
+    adaptive = {"type": "adaptive"}
+    prefill = [
+        {"role": "user", "content": "Write a haiku."},
+        {"role": "assistant", "content": [{"type": "text", "text": "Autumn"}]},
+    ]
+    with pytest.raises(anthropic.BadRequestError) as raised:
+        client.messages.create(
+            model="claude-opus-4-6", max_tokens=2048, thinking=adaptive, messages=prefill
+        )
+    assert server.last_request.provider == "anthropic-thinking-no-prefill"
+    body = raised.value.body
+    assert isinstance(body, dict)
+    assert body["error"] == {
+        "type": "invalid_request_error",
+        "message": "This model does not support assistant message prefill. The conversation "
+        "must end with a user message.",
+    }
+    profile = toolmend.request_profile("anthropic", model="claude-opus-4-6", thinking=adaptive)
+    fixed = toolmend.sanitize(prefill, provider=profile, format="anthropic")
+    client.messages.create(
+        model="claude-opus-4-6", max_tokens=2048, thinking=adaptive, messages=fixed
+    )
+    assert server.last_request.accepted
+    client.messages.create(
+        model="claude-sonnet-4-5",
+        max_tokens=2048,
+        thinking={"type": "enabled", "budget_tokens": 1024},
+        messages=prefill,
+    )
+    assert server.last_request.accepted  # a model that takes prefill
 
 
 # --- LiteLLM ------------------------------------------------------------------------------------

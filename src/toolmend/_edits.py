@@ -139,15 +139,19 @@ class Blocks:
 
 @dataclass(frozen=True, slots=True)
 class CallPart:
-    """Call ``slot`` of the assistant message at ``index``, alone in an assistant message of
-    its own, with no text: a message split for a model that takes one call per message (the
-    message itself stays a :class:`Keep` with its text, its other fields and its first call).
-    The message's :class:`MessageEdit` applies to the call (ids, names, shape)."""
+    """Call ``slot`` of the assistant message at ``index`` (and the calls of ``more``), alone
+    in an assistant message of its own, with no text: a message split for a model that takes
+    one call per message (the message itself stays a :class:`Keep` with its text, its other
+    fields and its first call), or the calls of a message moved apart from its text (Bedrock's
+    Llama and Mistral models; the :class:`Keep` then has every call dropped). The message's
+    :class:`MessageEdit` applies to the calls (ids, names, shape)."""
 
     index: int
     slot: int
     role: str = "assistant"
     """Always an assistant message (what the planners ask of every invented item)."""
+    more: tuple[int, ...] = ()
+    """Further call slots of the message, sent in the same message after ``slot``."""
 
 
 Item = Keep | Placeholder | Bridge | AsText | Merge | Blocks | CallPart

@@ -31,7 +31,7 @@ Change codes (``Change.code``): ``moved_result``, ``moved_message``, ``dropped_o
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Set
 from dataclasses import replace
 
 from ._block_repair import end_with_user, lead_with_user, name_results
@@ -70,6 +70,7 @@ from .profiles import Profile
 __all__ = [
     "add_reasoning",
     "bridge_role_order",
+    "calls_alone",
     "fill_blank_text",
     "fix_shapes",
     "mark_prefix",
@@ -119,6 +120,8 @@ def plan_messages(state: PlanState, problem_codes: set[str]) -> None:
         mark_prefix(state)
     if profile.results_need_name:
         name_results(state)
+    if "call_with_text" in profile.checks:
+        calls_alone(state)
     if profile.first_user and profile.alternation is None and not skeleton.base:
         lead_with_user(state)  # (the opening: not in a range after the history's start)
     if "prefill_unsupported" in profile.checks:
@@ -166,6 +169,7 @@ def quick_plan(
         or profile.reasoning_in_tool_turns
         or profile.alternation is not None
         or profile.last_kinds is not None
+        or "call_with_text" in profile.checks
         or policy.missing_result != "placeholder"
         or policy.orphan_result == "text"
     ):
@@ -465,6 +469,10 @@ def fix_shapes(state: PlanState, problem_codes: set[str]) -> None:
             plan.edit(index).set_fields["content"] = EMPTY_RESULT_TEXT
             state.change("filled_content", index, "empty tool result given a text")
             continue
+        if code == "blank_text" and skeleton.kinds[index] == TOOL:
+            if "result_text_blank" in problem_codes and index in kept:
+                _fill_blank_result(state, index, defect.slot)
+            continue
         if code not in problem_codes or index not in kept:
             continue
         if code in ("call_shape", "arguments_not_string", "empty_tool_calls"):
@@ -505,6 +513,20 @@ def fix_shapes(state: PlanState, problem_codes: set[str]) -> None:
         "role_order" in problem_codes and OTHER in skeleton.kinds
     ):
         _rename_roles(state, kept)
+
+
+def _fill_blank_result(state: PlanState, index: int, slot: int) -> None:
+    """A blank tool result text bound for Bedrock through a gateway, mended as the Converse
+    path mends a blank text inside a ``toolResult``: a blank text part beside other parts goes
+    (``dropped_empty_block``); a content that is nothing but blank text says in words that
+    the output was empty (``filled_content``). Only whitespace is lost."""
+    edit = state.plan.edit(index)
+    if slot >= 0:
+        edit.drop_blocks.add(slot)
+        state.change("dropped_empty_block", index, "blank text part of a tool result removed")
+    elif edit.set_fields.get("content") != EMPTY_RESULT_TEXT:
+        edit.set_fields["content"] = EMPTY_RESULT_TEXT
+        state.change("filled_content", index, "blank tool result given a text")
 
 
 def fill_blank_text(state: PlanState) -> None:
@@ -831,6 +853,53 @@ def split_calls(state: PlanState) -> None:
             f"{len(slots)} calls sent as {len(slots)} messages, each with its result",
         )
     plan.items = out
+
+
+def calls_alone(state: PlanState) -> None:
+    """Bedrock's Llama and Mistral models, an OpenAI-shaped history (``call_with_text``;
+    LiteLLM makes one Converse turn of consecutive assistant messages): no text in a turn with
+    calls. As :func:`toolmend._block_repair.calls_apart` does with Converse blocks, a calling
+    message with text keeps its text and its other fields, and its calls move into an
+    assistant message of their own right after it (``moved_message``), behind the fixed user
+    bridge ("Continue.") that parts the two turns; an assistant text message right before a
+    calling message gets the same bridge after it (``inserted_message``). Nothing is dropped,
+    the text is kept as it was written, and the calls stay right before their results."""
+    skeleton, plan = state.skeleton, state.plan
+    bare = skeleton.marked("no_text") | skeleton.marked("blank_text")
+    out: list[Item] = []
+    for item in plan.items:
+        if not _is_caller(state, item):
+            out.append(item)
+            continue
+        assert isinstance(item, Keep)
+        index = item.index
+        if _text_before(state, out, bare):
+            out.append(Bridge(USER, USER_BRIDGE_TEXT))
+            state.change("inserted_message", index, "user message between text and calls")
+        out.append(item)
+        if index in bare:
+            continue
+        edit = plan.edit(index)
+        slots = [call.slot for call in skeleton.calls[index] if call.slot not in edit.drop_calls]
+        edit.drop_calls.update(slots)
+        out.append(Bridge(USER, USER_BRIDGE_TEXT))
+        out.append(CallPart(index, slots[0], more=tuple(slots[1:])))
+        state.change(
+            "moved_message", index, "tool calls moved into an assistant message of their own"
+        )
+        state.change("inserted_message", index, "user message between the text and the calls")
+    plan.items = out
+
+
+def _text_before(state: PlanState, out: list[Item], bare: Set[int]) -> bool:
+    """Whether the assistant items at the end of ``out`` (which LiteLLM would merge into the
+    turn of a calling message after them) hold text: one that is not blank, or invented."""
+    for item in reversed(out):
+        if _kind(state, item) != ASSISTANT or isinstance(item, CallPart) or _is_caller(state, item):
+            return False
+        if not (isinstance(item, Keep) and item.index in bare):
+            return True
+    return False
 
 
 def _answered_slot(state: PlanState, index: int, item: Item) -> int | None:

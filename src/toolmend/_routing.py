@@ -122,21 +122,20 @@ def request_profile(
 
     ``provider`` is who serves the request: a vendor or a self-hosted server
     (:data:`toolmend.profiles._vendors.VENDORS`: ``openai``, ``deepseek``, ``vllm``, ...), or a
-    profile named outright (``openai-responses``, ``deepseek-reasoner``, an alias), which is
-    taken as it is. For a vendor, the format picks the API (Responses items go to its
-    ``/v1/responses``; ``None`` means chat messages) and the model the variant: a Gemini 3 model
-    (``gemini-3*``, the ``gemini-*-latest`` aliases; not ``gemini-3-pro-image*``, documented as
-    not enforcing signatures) meets ``gemini-3``; an Anthropic request with thinking ``enabled``
-    or ``adaptive`` meets ``anthropic-thinking``, one to a Claude model without prefill
-    (:data:`~toolmend.profiles._anthropic.NO_PREFILL_MODELS`) otherwise
-    ``anthropic-no-prefill``; DeepSeek's reasoner model meets ``deepseek-reasoner``; an OpenAI
-    reasoning model on the Responses API (o-series, ``gpt-5*``, codex) meets
-    ``openai-responses-reasoning`` (also when ``openai-responses`` is named outright); a Llama
-    or Mistral model on Bedrock (``meta.llama3-1-70b-instruct-v1:0``, ``us.meta.llama...``,
+    profile named outright (``openai-responses``, ``deepseek-reasoner``, an alias), which is taken
+    as it is. For a vendor, the format picks the API (Responses items go to its ``/v1/responses``;
+    ``None`` means chat messages) and the model the variant: a Gemini 3 model (``gemini-3*``, the
+    ``gemini-*-latest`` aliases; not ``gemini-3-pro-image*``, documented as not enforcing
+    signatures) meets ``gemini-3``; an Anthropic request with thinking ``enabled`` or ``adaptive``
+    meets ``anthropic-thinking``, one to a Claude model without prefill
+    (:data:`~toolmend.profiles._anthropic.NO_PREFILL_MODELS`) ``anthropic-no-prefill``, and one with
+    both ``anthropic-thinking-no-prefill``; DeepSeek's reasoner model meets ``deepseek-reasoner``;
+    an OpenAI reasoning model on the Responses API (o-series, ``gpt-5*``, codex) meets
+    ``openai-responses-reasoning`` (also when ``openai-responses`` is named outright); a Llama or
+    Mistral model on Bedrock (``meta.llama3-1-70b-instruct-v1:0``, ``us.meta.llama...``,
     ``mistral.*``) meets ``bedrock-tools-alone``, a Claude model without prefill there
-    ``bedrock-no-prefill``; on a self-hosted server the model's chat
-    template picks the chat rules. Anything else meets ``provider`` itself (the name given, when
-    it already means that profile).
+    ``bedrock-no-prefill``; on a self-hosted server the model's chat template picks the chat rules.
+    Anything else meets ``provider`` itself (the name given, when it already means that profile).
 
     Raises :class:`toolmend.InvalidHistoryError` when the vendor serves no API for that format
     that toolmend has rules for, and :class:`toolmend.UnknownNameError` for an unknown format.
@@ -195,7 +194,7 @@ def _derived(provider: str, native: str, model: str | None, thinking: bool) -> s
     no_prefill = at >= 0 and name.startswith(NO_PREFILL_MODELS, at)
     if profile == "anthropic":
         if thinking:
-            return "anthropic-thinking"
+            return "anthropic-thinking-no-prefill" if no_prefill else "anthropic-thinking"
         if no_prefill:
             return "anthropic-no-prefill"
     elif profile == "deepseek" and name.startswith("deepseek-reasoner"):

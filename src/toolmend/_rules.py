@@ -32,6 +32,10 @@ Problem codes (the ``code`` of :class:`toolmend.Problem`, the same for every pro
 ``empty_assistant``        an assistant message with neither content nor calls
 ``text_empty``             empty user text bound for Anthropic (also a block rule)
 ``text_whitespace``        whitespace-only user text bound for Anthropic (also a block rule)
+``call_with_text``         text beside calls in one turn, for Bedrock's Llama and Mistral models
+                           (also a block rule)
+``result_text_blank``      an empty or whitespace-only tool result text bound for Bedrock (also
+                           a block rule)
 ``missing_reasoning``      DeepSeek thinking mode: ``reasoning_content`` missing in a tool turn
 ``role_order``             a role the provider does not accept after the previous one
 ``last_role``              a request that does not end on a role the provider serves
@@ -103,6 +107,8 @@ def judge(skeleton: Skeleton, profile: Profile) -> list[Problem]:
             _check_blank_user_text(skeleton, report)
     if profile.call_after_user and not blocks:
         _check_leading_call(skeleton, report)
+    if report.wants("call_with_text") and not blocks:
+        _check_call_text(skeleton, report)
     if report.wants("system_unsupported"):
         for index, kind in enumerate(skeleton.kinds):
             if kind == SYSTEM:
@@ -524,6 +530,20 @@ def _check_defects(skeleton: Skeleton, profile: Profile, report: Report) -> None
             # Bedrock through a gateway: an empty tool message becomes a blank toolResult text
             report.add("result_text_blank", defect.at, "empty tool result", property="be non-empty")
             continue
+        if code == "blank_text" and kinds[defect.at] == TOOL:
+            # the same for whitespace-only tool text (or a blank text part): LiteLLM sends it
+            # as it is, a toolResult text Bedrock refuses; no other profile has a rule on it
+            if report.wants("result_text_blank"):
+                report.add(
+                    "result_text_blank",
+                    defect.at,
+                    "blank tool result text",
+                    slot=max(defect.slot, 0),
+                    property="be non-empty"
+                    if defect.detail == "empty"
+                    else "contain non-whitespace text",
+                )
+            continue
         if code == "content_empty" and kinds[defect.at] not in profile.content_text_kinds:
             continue
         report.add(
@@ -556,6 +576,33 @@ def _check_blank_user_text(skeleton: Skeleton, report: Report) -> None:
         else:
             continue
         report.add(code, defect.at, f"user message with blank text ({code})", slot=defect.slot)
+
+
+def _check_call_text(skeleton: Skeleton, report: Report) -> None:
+    """An OpenAI-shaped history bound for Bedrock's Llama and Mistral models
+    (``call_with_text``): LiteLLM's converter makes one Converse turn of consecutive assistant
+    messages, with the text of a calling message (blank text aside) and of the assistant text
+    messages right before it ahead of the ``toolUse`` blocks, a turn those models refuse."""
+    kinds, calls = skeleton.kinds, skeleton.calls
+    bare = skeleton.marked("no_text") | skeleton.marked("blank_text")
+    empty: set[int] | None = None
+    for index in calls:
+        if kinds[index] != ASSISTANT:
+            continue
+        joined = index not in bare
+        before = index - 1
+        while not joined and before >= 0 and kinds[before] == ASSISTANT and before not in calls:
+            if empty is None:
+                empty = {d.at for d in skeleton.defects if d.code == "empty_assistant"}
+            joined = before not in empty and before not in bare
+            before -= 1
+        if joined:
+            report.add(
+                "call_with_text",
+                index,
+                "text beside the calls in one assistant turn",
+                ids=tuple(call.id for call in calls[index] if call.id),
+            )
 
 
 def _check_leading_call(skeleton: Skeleton, report: Report) -> None:

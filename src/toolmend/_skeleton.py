@@ -103,7 +103,8 @@ class Skeleton:
     """Flag name -> indexes of the messages that have it. Flags: ``"reasoning"`` (carries a
     reasoning field),
     ``"reasoning_field"`` (has the field at all, even null), ``"no_text"`` (a calling message
-    with no content besides its calls), ``"prefix"`` (a Mistral prefix message),
+    with no content besides its calls), ``"blank_text"`` (an assistant message whose content
+    holds only blank text, which a gateway drops), ``"prefix"`` (a Mistral prefix message),
     ``"thinking"`` (holds a thinking or redacted-thinking block), ``"thinking_first"`` (its first
     block is one), ``"unsigned"`` (a Gemini content whose first function call has no thought
     signature), ``"interleaved"`` (a block other than a call follows a call in the message).

@@ -311,25 +311,32 @@ LITELLM_TARGETS = ("anthropic", "bedrock", "gemini")
 """The providers LiteLLM converts OpenAI-shaped messages for, judged here."""
 
 
-def litellm_convert(provider: str, messages: list[Any]) -> list[Any]:
-    """``messages`` as LiteLLM sends them to ``provider`` (its native history); raises what
-    LiteLLM's converter raises."""
+LITELLM_MODELS = {
+    "anthropic": "claude-sonnet-4-5",
+    "bedrock": "anthropic.claude-3-5-sonnet-20240620-v1:0",
+    "gemini": "gemini-2.5-flash",
+}
+"""The model each target's conversion is made for when the caller names none."""
+
+
+def litellm_convert(provider: str, messages: list[Any], model: str | None = None) -> list[Any]:
+    """``messages`` as LiteLLM sends them to ``provider``'s ``model`` (its native history);
+    raises what LiteLLM's converter raises."""
     messages = copy.deepcopy(messages)
     tools = tools_for(messages)
+    model = model or LITELLM_MODELS[provider]
     if provider == "anthropic":
         from litellm.llms.anthropic.chat.transformation import AnthropicConfig
 
         body = AnthropicConfig().transform_request(
-            "claude-sonnet-4-5", messages, {"tools": tools, "max_tokens": 64}, {}, {}
+            model, messages, {"tools": tools, "max_tokens": 64}, {}, {}
         )
         converted: list[Any] = body["messages"]
         return converted
     if provider == "bedrock":
         from litellm.llms.bedrock.chat.converse_transformation import AmazonConverseConfig
 
-        body = AmazonConverseConfig().transform_request(
-            "anthropic.claude-3-5-sonnet-20240620-v1:0", messages, {"tools": tools}, {}, {}
-        )
+        body = AmazonConverseConfig().transform_request(model, messages, {"tools": tools}, {}, {})
         converted = body["messages"]
         return converted
     if provider == "gemini":
@@ -337,22 +344,28 @@ def litellm_convert(provider: str, messages: list[Any]) -> list[Any]:
 
         _, rest = transformation.transform_system_message(True, messages)
         converted = transformation.gemini_convert_messages_with_history(
-            messages=rest, model="gemini-2.5-flash", custom_llm_provider="gemini"
+            messages=rest, model=model, custom_llm_provider="gemini"
         )
         return converted
     raise ValueError(provider)
 
 
-def litellm_error(provider: str, messages: list[Any]) -> str | None:
-    """None when LiteLLM converts ``messages`` for ``provider`` and toolmend's native profile
-    for that provider finds nothing in the result; else the conversion error or the problems.
+def litellm_error(provider: str, messages: list[Any], model: str | None = None) -> str | None:
+    """None when LiteLLM converts ``messages`` for ``provider``'s ``model`` and toolmend's
+    native profile for that provider and model finds nothing in the result; else the
+    conversion error or the problems.
+
+    The model picks the native rules as it does for a request (:func:`toolmend.request_profile`
+    with the provider's own format): a Llama or Mistral model on Bedrock meets
+    ``bedrock-tools-alone``, whose turns with ``toolUse`` blocks hold nothing else.
     """
     try:
-        converted = litellm_convert(provider, messages)
+        converted = litellm_convert(provider, messages, model)
     except Exception as error:  # the judge's verdict, whatever it raised
         return f"LiteLLM conversion: {type(error).__name__}: {error}"
+    native = toolmend.request_profile(provider, format=provider, model=model)
     try:
-        problems = toolmend.check(converted, provider=provider, format=provider)
+        problems = toolmend.check(converted, provider=native, format=provider)
     except Exception as error:
         return f"native {provider} history unreadable: {type(error).__name__}: {error}"
     if problems:

@@ -463,7 +463,8 @@ def _build(
     if isinstance(item, AsText):
         return maker.new(item.role, content=_render(messages, item.item, edits, maker))
     if isinstance(item, CallPart):
-        return _call_part(messages[item.index], item.slot, edits.get(item.index), maker)
+        slots = {item.slot, *item.more}
+        return _call_part(messages[item.index], slots, edits.get(item.index), maker)
     assert isinstance(item, Merge), "Blocks items are planned for block layouts only"
     return _merged(messages, item, edits, maker)
 
@@ -548,14 +549,15 @@ def _edited(message: Any, edit: MessageEdit, maker: _Maker) -> Any:
     return message.model_copy(update=update) if update else message
 
 
-def _call_part(message: Any, slot: int, edit: MessageEdit | None, maker: _Maker) -> Any:
-    """An AI message of its own holding call ``slot`` of ``message`` (edited as the message's
-    own edit says), with empty text and no message id: a split parallel-call message."""
+def _call_part(message: Any, slots: set[int], edit: MessageEdit | None, maker: _Maker) -> Any:
+    """An AI message of its own holding calls ``slots`` of ``message`` (edited as the
+    message's own edit says), with empty text and no message id: a split parallel-call
+    message, or the calls of a message moved apart from its text."""
     count = len(_call_entries(0, message))
     alone = MessageEdit(
         call_ids=dict(edit.call_ids) if edit is not None else {},
         call_names=dict(edit.call_names) if edit is not None else {},
-        drop_calls={other for other in range(count) if other != slot},
+        drop_calls={other for other in range(count) if other not in slots},
         set_fields={"content": ""},
     )
     part = _edited(message, alone, maker)

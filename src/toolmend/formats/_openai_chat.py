@@ -1000,8 +1000,11 @@ def read(messages: Sequence[Any]) -> Skeleton:
             content = get("content")
             if type(content) is list:
                 defects.append(Defect(index, "tool_content_not_string", -1, "content"))
+                _blank_text(defects, index, content)
             elif not content:
                 _empty_content(defects, index, content)
+            elif type(content) is str and content.isspace():
+                defects.append(Defect(index, "blank_text", -1, "whitespace"))
         elif kind == ASSISTANT:
             _read_assistant(skeleton, index, message, get)
         else:
@@ -1017,10 +1020,11 @@ def read(messages: Sequence[Any]) -> Skeleton:
 
 
 def _blank_text(defects: list[Defect], index: int, content: Any) -> None:
-    """A user message's text that is only whitespace, or text parts that are empty or only
-    whitespace: ``blank_text`` (slot -1 when the whole content is such text, else the part's
-    position; detail ``"empty"`` or ``"whitespace"``). No profile has the code; the rules of
-    the providers that refuse blank text blocks (Anthropic) report it under their own."""
+    """A user (or tool) message's text that is only whitespace, or text parts that are empty
+    or only whitespace: ``blank_text`` (slot -1 when the whole content is such text, else the
+    part's position; detail ``"empty"`` or ``"whitespace"``). No profile has the code; the
+    rules of the providers that refuse blank text blocks report it under their own (Anthropic
+    for user text, Bedrock for a tool message's, which LiteLLM sends as a toolResult text)."""
     if type(content) is str:
         if content.isspace():
             defects.append(Defect(index, "blank_text", -1, "whitespace"))
@@ -1038,6 +1042,25 @@ def _blank_text(defects: list[Defect], index: int, content: Any) -> None:
         defects.append(Defect(index, "blank_text", -1, "empty" if empty else "whitespace"))
     else:
         defects.extend(blank)
+
+
+def _no_blocks(content: Any) -> bool:
+    """Whether an assistant message's content (not empty, not a string) shows nothing a
+    gateway sends as a block: LiteLLM's Converse converter keeps an assistant message's text
+    parts that are not blank and its images, and nothing else."""
+    if type(content) is not list:
+        return False
+    for part in content:
+        if type(part) is not dict:
+            return False
+        kind = part.get("type")
+        if kind == "image_url":
+            return False
+        if kind == "text":
+            text = part.get("text")
+            if type(text) is not str or (text and not text.isspace()):
+                return False
+    return True
 
 
 def _empty_content(defects: list[Defect], index: int, content: Any) -> None:
@@ -1084,6 +1107,8 @@ def _read_assistant(
             if not content:
                 skeleton.mark("no_text", index)
                 _empty_content(defects, index, content)
+            elif content.isspace() if type(content) is str else _no_blocks(content):
+                skeleton.mark("blank_text", index)
         else:
             defects.append(Defect(index, "empty_tool_calls", -1, "tool_calls"))
     if not tool_calls and get("function_call") is None:
@@ -1093,6 +1118,8 @@ def _read_assistant(
             defects.append(Defect(index, "empty_assistant", -1, "content"))
         elif not content:
             defects.append(Defect(index, "empty_assistant", -1, "content"))
+        elif content.isspace() if type(content) is str else _no_blocks(content):
+            skeleton.mark("blank_text", index)
     if type(message) is dict:
         if "reasoning_content" in message:
             skeleton.mark("reasoning_field", index)
@@ -1260,24 +1287,25 @@ def _build(messages: Sequence[Any], item: Item, edits: dict[int, MessageEdit]) -
     if isinstance(item, AsText):
         return {"role": item.role, "content": _render(messages, item.item, edits)}
     if isinstance(item, CallPart):
-        return _call_part(messages[item.index], item.slot, edits.get(item.index))
+        return _call_part(messages[item.index], (item.slot, *item.more), edits.get(item.index))
     assert isinstance(item, Merge), "Blocks items are planned for block layouts only"
     return _merged(messages, item, edits)
 
 
-def _call_part(message: Any, slot: int, edit: MessageEdit | None) -> dict[str, Any]:
-    """An assistant message of its own holding call ``slot`` of ``message`` (edited as the
-    message's own edit says), with empty text: a split parallel-call message."""
+def _call_part(message: Any, slots: Sequence[int], edit: MessageEdit | None) -> dict[str, Any]:
+    """An assistant message of its own holding calls ``slots`` of ``message`` (edited as the
+    message's own edit says), with empty text: a split parallel-call message, or the calls of
+    a message moved apart from its text."""
     tool_calls = message_dict(message).get("tool_calls") or []
-    call = tool_calls[slot]
+    calls = [tool_calls[slot] for slot in slots]
     if edit is not None:
         alone = MessageEdit(
-            call_ids={0: edit.call_ids[slot]} if slot in edit.call_ids else {},
-            call_names={0: edit.call_names[slot]} if slot in edit.call_names else {},
+            call_ids={n: edit.call_ids[s] for n, s in enumerate(slots) if s in edit.call_ids},
+            call_names={n: edit.call_names[s] for n, s in enumerate(slots) if s in edit.call_names},
             normalize_calls=edit.normalize_calls,
         )
-        call = _edited_calls([call], alone)[0]
-    return {"role": "assistant", "content": "", "tool_calls": [call]}
+        calls = _edited_calls(calls, alone)
+    return {"role": "assistant", "content": "", "tool_calls": calls}
 
 
 def _edited(message: Any, edit: MessageEdit) -> dict[str, Any]:

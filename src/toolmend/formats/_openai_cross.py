@@ -62,7 +62,7 @@ MODELLED = frozenset(
         "first_not_user",
         "call_turn_position",
         "result_name_mismatch",
-        "result_text_blank",  # an empty tool message bound for Bedrock: tool content level 2
+        "result_text_blank",  # a blank tool message bound for Bedrock: tool content level 3
     }
 )
 """The problem codes the pass models on OpenAI-shaped messages."""
@@ -138,7 +138,8 @@ class CrossRules:
     """A history of system messages only has nothing to send (LiteLLM to Anthropic)."""
     user_content: int
     """0: any; 1: not null; 2: text (neither null nor empty); 3: text with no blank text in it
-    (no whitespace-only string, no empty or whitespace-only text part: Anthropic)."""
+    (no whitespace-only string, no empty or whitespace-only text part: Anthropic's user
+    text, Bedrock's tool results)."""
     system_content: int
     """As ``user_content``, for system and developer messages."""
     tool_content: int
@@ -157,9 +158,9 @@ def _content_level(kind: str, profile: Profile) -> int:
     if kind == USER and not BLANK_USER_TEXT.isdisjoint(profile.checks):
         return 3
     if kind == TOOL and "result_text_blank" in profile.checks:
-        # Bedrock through a gateway: an empty tool message is a blank toolResult text
-        # (a null one is left to the full path: level 2 refuses both)
-        return 2
+        # Bedrock through a gateway: an empty or whitespace-only tool message (or a blank
+        # text part) is a blank toolResult text (a null one is left to the full path)
+        return 3
     if kind in profile.content_text_kinds:
         return 2
     return 1 if kind in profile.content_string_kinds else 0
@@ -240,9 +241,9 @@ BLANK_USER_TEXT = frozenset({"text_empty", "text_whitespace"})
 
 
 def blank_free(content: Any) -> bool:
-    """Whether a user message's content has no blank text: not a whitespace-only string, no
-    text part whose text is empty or whitespace only (what the OpenAI reader records as
-    ``blank_text``)."""
+    """Whether a user (or tool) message's content has no blank text: not a whitespace-only
+    string, no text part whose text is empty or whitespace only (what the OpenAI reader
+    records as ``blank_text``)."""
     if type(content) is str:
         return not content.isspace()
     if type(content) is list:

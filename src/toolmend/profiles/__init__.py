@@ -19,7 +19,12 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from .._report import UnknownNameError
-from ._anthropic import ANTHROPIC, ANTHROPIC_NO_PREFILL, ANTHROPIC_THINKING
+from ._anthropic import (
+    ANTHROPIC,
+    ANTHROPIC_NO_PREFILL,
+    ANTHROPIC_THINKING,
+    ANTHROPIC_THINKING_NO_PREFILL,
+)
 from ._base import Check, Profile, compiled
 from ._bedrock import BEDROCK, BEDROCK_NO_PREFILL, BEDROCK_TOOLS_ALONE
 from ._deepseek import DEEPSEEK, DEEPSEEK_REASONER, DEEPSEEK_RESPONSES
@@ -62,6 +67,7 @@ PROFILES: Mapping[str, Profile] = MappingProxyType(
             ANTHROPIC,
             ANTHROPIC_THINKING,
             ANTHROPIC_NO_PREFILL,
+            ANTHROPIC_THINKING_NO_PREFILL,
             GEMINI,
             GEMINI_3,
             GEMINI_NO_IDS,

@@ -238,7 +238,8 @@ prefill): Anthropic's migration guide ("Prefilling assistant messages returns a 
 Claude 4.6 models", naming Opus 4.6/4.7 and Sonnet 4.6) and the public reports quoted with
 ``prefill_unsupported`` (strands-agents/sdk-python#1694 on Bedrock's
 ``us.anthropic.claude-opus-4-6-v1``, agno-agi/agno#7015, langchain-ai/deepagents#1585).
-:func:`toolmend._routing.request_profile` picks :data:`ANTHROPIC_NO_PREFILL` for them."""
+:func:`toolmend._routing.request_profile` picks :data:`ANTHROPIC_NO_PREFILL` for them, and
+:data:`ANTHROPIC_THINKING_NO_PREFILL` when thinking is on."""
 
 ANTHROPIC_NO_PREFILL = replace(
     ANTHROPIC,
@@ -279,3 +280,21 @@ ANTHROPIC_THINKING = replace(
 carries tool results must start with a thinking block. toolmend cannot invent one (it needs the
 signature the API gave), so the repair writes that last tool exchange out as text instead,
 which the API accepts; every call and result stays readable."""
+
+ANTHROPIC_THINKING_NO_PREFILL = replace(
+    ANTHROPIC_THINKING,
+    name="anthropic-thinking-no-prefill",
+    aliases=(),
+    checks=checks(
+        **ANTHROPIC_THINKING.checks, prefill_unsupported=_AN_STRICT["prefill_unsupported"]
+    ),
+    strict_checks=checks(
+        **{k: v for k, v in _AN_STRICT.items() if k != "prefill_unsupported"},
+    ),
+)
+"""Anthropic with extended thinking on, for the models without prefill
+(:data:`NO_PREFILL_MODELS`): the rules of :data:`ANTHROPIC_THINKING` and of
+:data:`ANTHROPIC_NO_PREFILL` together. Thinking on does not give those models their prefill
+back, so a request ending on assistant text is refused the same way, and repaired the same way
+(the text stays, the fixed user bridge ``"Continue."`` follows it); the last tool exchange
+without its thinking block is written out as text, as under ``anthropic-thinking``."""

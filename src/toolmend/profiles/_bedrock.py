@@ -122,7 +122,8 @@ BEDROCK = Profile(
             )
         ),
         # Converse blocks: a blank text block, a blank text inside a toolResult, a toolUse
-        # in a user message (a summary or a repair put it there)
+        # in a user message (a summary or a repair put it there); OpenAI-shaped: an empty or
+        # blank tool message, which LiteLLM sends as a blank toolResult text
         text_blank=_BR_BLANK_TEXT,
         result_text_blank=_BR_RESULT_BLANK_TEXT,
         misplaced_part=_BR_USER_TOOL_USE,
@@ -158,6 +159,9 @@ open with the fixed user bridge ("Continue.") where the history starts with the 
 
 An OpenAI-shaped history checked against this profile (what LiteLLM converts) uses OpenAI's
 adjacency pairing and the first-user rule; LiteLLM itself merges consecutive same-role messages.
+A tool message's text goes into its ``toolResult`` as it is, so an empty or whitespace-only one
+(or a blank text part) is ``result_text_blank``, mended as on Converse blocks: the text
+"(empty)" where nothing else is left, the blank part dropped beside others.
 """
 
 TOOLS_ALONE_MODELS: tuple[str, ...] = ("meta.", "mistral.")
@@ -178,7 +182,13 @@ BEDROCK_TOOLS_ALONE = replace(
 ``us.meta.llama...``, ``mistral.mistral-large-2407-v1:0``): the rules of ``bedrock``, and an
 assistant turn with ``toolUse`` blocks holds nothing else. The repair keeps the text: it goes
 in an assistant message of its own before the calls, behind the fixed user bridge
-("Continue.") that the strict alternation then needs."""
+("Continue.") that the strict alternation then needs.
+
+An OpenAI-shaped history (what LiteLLM converts) meets the same rule: LiteLLM's converter
+sends an assistant message's text (blank text aside) and its ``tool_calls`` as one turn, and
+merges consecutive assistant messages into one, so a calling message with text, or right after
+an assistant text message, is ``call_with_text``; the repair is the same split (the text as
+written, the bridge, the calls in an assistant message of their own)."""
 
 BEDROCK_NO_PREFILL = replace(
     BEDROCK,

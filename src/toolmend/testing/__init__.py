@@ -37,7 +37,8 @@ a provider name as the first path segment (:meth:`StrictProviderServer.base_url_
 Completions model name only one provider serves (``deepseek-chat``, ``mistral-large-latest``),
 and finally the route's own provider (OpenAI, Anthropic, Gemini). The variant then follows the
 request as the service's checks do: a Gemini 3 model is judged with ``gemini-3`` (thought
-signatures), an Anthropic request with ``thinking`` on with ``anthropic-thinking``.
+signatures), an Anthropic request with ``thinking`` on with ``anthropic-thinking``
+(``anthropic-thinking-no-prefill`` for a Claude model without prefill).
 
 With pytest, the ``strict_provider`` fixture (installed with toolmend as a pytest plugin) hands
 each test a running server; ``@pytest.mark.strict_provider(provider="mistral")`` picks the

@@ -43,8 +43,10 @@ Which provider's rules: the first of
 The provider's variant then follows the request, as the service's own checks do: a Gemini 3
 model (``gemini-3*``, ``gemini-*-latest``; not ``gemini-3-pro-image*``) is judged with
 ``gemini-3`` (thought signatures), an Anthropic request with ``thinking`` on with
-``anthropic-thinking``, ``deepseek-reasoner`` with ``deepseek-reasoner``, a Responses request
-for an OpenAI reasoning model (``o3``, ``gpt-5*``, ...) with ``openai-responses-reasoning`` (a
+``anthropic-thinking`` (``anthropic-thinking-no-prefill`` for a Claude model without prefill,
+``claude-opus-4-6``: a final assistant message is refused with thinking on too),
+``deepseek-reasoner`` with ``deepseek-reasoner``, a Responses request for an OpenAI
+reasoning model (``o3``, ``gpt-5*``, ...) with ``openai-responses-reasoning`` (a
 ``function_call`` sent by its ``fc_`` id needs its reasoning item) and a Converse request for a
 Llama or Mistral model (``meta.*``, ``us.meta.*``, ``mistral.*``) with ``bedrock-tools-alone``
 (no text beside ``toolUse``), one for a Claude model without prefill
