@@ -290,7 +290,7 @@ def test_a_range_of_repeats_is_mended_as_the_full_path_mends_it(
     for low, high in _ranges(history, provider):
         part = history[low:high]
         repeats = openai_chat.repeated_results(part, profile)
-        if repeats is None:
+        if repeats is None or not low:
             continue
         mended = toolmend._api._without_repeats(part, profile, low, repeats)
         skeleton = _read_range(module, history, low, high)

@@ -495,9 +495,14 @@ def _damage_in(
     if spans is None:
         spans = _ranges(module, messages, profile, policy, vouched_against)
     # (a range whose only fault is a result sent twice: written without the full path)
-    fused = fused and module.name == "openai" and profile.pairing == "adjacent"
+    fused = (
+        fused
+        and module.name == "openai"
+        and profile.pairing == "adjacent"
+        and not profile.results_need_name
+    )
     for low, high in spans:
-        if fused:
+        if fused and low:  # (after the history's start: no rule on the opening applies)
             part = messages[low:high]
             repeats = _openai_chat.repeated_results(part, profile)
             if repeats is not None:
@@ -544,12 +549,7 @@ def _without_repeats(
         for index, call_id, _ in repeats
     ]
     kept = [message for index, message in enumerate(part) if index not in dropped]
-    call_ids: set[str | None] = {
-        call["id"]
-        for message in part
-        if message["role"] == "assistant"
-        for call in message["tool_calls"]
-    }
+    call_ids: set[str | None] = {call["id"] for message in part for call in _calls_of(message)}
     return Named(low, low + len(part), kept, changes, report.problems, call_ids)
 
 

@@ -10,6 +10,7 @@ in ``messages``.
 from __future__ import annotations
 
 import bisect
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -320,16 +321,26 @@ def dirty_spans(messages: Sequence[Any], profile: Profile) -> list[tuple[int, in
 def repeated_results(part: Sequence[Any], profile: Profile) -> list[tuple[int, str, int]] | None:
     """The tool messages of a damaged range that repeat, word for word, an earlier result of
     their calling message's block, as (index, call id, index of the first), when they are all
-    that is wrong with it: ``part`` is calling messages each followed by results answering
-    every one of its calls, and without the repeats it passes the one-pass check of a profile
-    of the OpenAI family whose results pair by adjacency; None otherwise.
+    that is wrong with it: each calling message of ``part`` is followed by results answering
+    every one of its calls, and without the repeats ``part`` passes the one-pass check of a profile
+    whose results pair by adjacency (another family's without the rules on a conversation's
+    opening: the range comes after the history's start); None otherwise.
 
     The commonest damage of a sent history (a tool message sent twice): the judge's only
     problem is each repeat (``duplicate_result``) and the repair drops it, which the API
     writes without reading, judging and planning the range (issue 32)."""
     params = _plain_params(profile) if part else None
-    if type(params) is not tuple or params is _SCAN_TURNS or profile.pairing != "adjacent":
+    if params is None or params is _SCAN_TURNS or profile.pairing != "adjacent":
         return None
+    if type(params) is CrossRules:  # another family's: not Gemini's names, nor a role order
+        if (
+            params.names
+            or params.successors is not None
+            or params.last_roles is not None
+            or "call_with_text" in profile.checks
+        ):
+            return None
+        params = _inner_rules(params)
     repeats: list[tuple[int, str, int]] = []
     kept: list[Any] = []
     block: set[Any] | None = None  # the ids of the calling message whose results come now
@@ -351,15 +362,38 @@ def repeated_results(part: Sequence[Any], profile: Profile) -> list[tuple[int, s
             else:
                 return None
             continue
+        if block is not None and len(first_of) != len(block):
+            return None  # a call of the block before without its result
+        kept.append(message)
         tool_calls = message.get("tool_calls") if role == "assistant" else None
-        if type(tool_calls) is not list or (block is not None and len(first_of) != len(block)):
+        if tool_calls is None:  # no block (the pass below judges the message)
+            block = None
+            continue
+        if type(tool_calls) is not list:
             return None
         block = {call.get("id") if type(call) is dict else None for call in tool_calls}
         first_of = {}
-        kept.append(message)
-    if block is None or len(first_of) != len(block) or not repeats:
+    if (block is not None and len(first_of) != len(block)) or not repeats:
         return None
     return repeats if _live_run(kept, params) is not None else None
+
+
+_INNER: dict[int, tuple[CrossRules, CrossRules]] = {}
+"""``id(rules)`` -> (the rules, the same without the rules on a conversation's opening)."""
+
+
+def _inner_rules(rules: CrossRules) -> CrossRules:
+    """``rules`` for a range after the history's start, which the judge holds to none of the
+    rules on how a conversation opens (``Skeleton.base``)."""
+    entry = _INNER.get(id(rules))
+    if entry is None or entry[0] is not rules:
+        inner = dataclasses.replace(
+            rules, first_user=False, no_leading_call=False, needs_message=False
+        )
+        if len(_INNER) >= 64:
+            _INNER.clear()
+        entry = _INNER[id(rules)] = (rules, inner)
+    return entry[1]
 
 
 def named_spans(
