@@ -308,7 +308,7 @@ def _names_apart(
     filled = fill_names(messages, profile, names) if names else None
     if names and filled is None:
         return None
-    damaged = list(_damage_in(module, messages, profile, policy, True, spans=spans))
+    damaged = list(_damage_in(module, messages, profile, policy, True, spans=spans, fused=True))
 
     def report(changes: Sequence[Change]) -> tuple[list[Change], list[Problem]]:
         """The names' changes and problems merged with the ranges', in message order."""
@@ -495,12 +495,7 @@ def _damage_in(
     if spans is None:
         spans = _ranges(module, messages, profile, policy, vouched_against)
     # (a range whose only fault is a result sent twice: written without the full path)
-    fused = (
-        fused
-        and module.name == "openai"
-        and profile.pairing == "adjacent"
-        and not profile.results_need_name
-    )
+    fused = fused and module.name == "openai" and profile.pairing == "adjacent"
     for low, high in spans:
         if fused and low:  # (after the history's start: no rule on the opening applies)
             part = messages[low:high]

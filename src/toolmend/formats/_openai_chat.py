@@ -332,10 +332,9 @@ def repeated_results(part: Sequence[Any], profile: Profile) -> list[tuple[int, s
     params = _plain_params(profile) if part else None
     if params is None or params is _SCAN_TURNS or profile.pairing != "adjacent":
         return None
-    if type(params) is CrossRules:  # another family's: not Gemini's names, nor a role order
+    if type(params) is CrossRules:  # another family's, but not a role order
         if (
-            params.names
-            or params.successors is not None
+            params.successors is not None
             or params.last_roles is not None
             or "call_with_text" in profile.checks
         ):
