@@ -495,7 +495,7 @@ def _damage_in(
     if spans is None:
         spans = _ranges(module, messages, profile, policy, vouched_against)
     # (a range whose only fault is a result sent twice: written without the full path)
-    fused = fused and module.name == "openai" and profile.pairing == "adjacent"
+    fused = fused and module.name == "openai" and profile.pairing in ("adjacent", "count")
     for low, high in spans:
         if fused and low:  # (after the history's start: no rule on the opening applies)
             part = messages[low:high]
@@ -523,19 +523,30 @@ def _without_repeats(
 ) -> Named | None:
     """The range ``part`` (from message ``low``) mended of the results it repeats word for word
     (``Format.repeated_results``): what reading, judging and planning it gives, each repeat a
-    ``duplicate_result`` (as the judge reports it) dropped (``dropped_duplicate_result``, as the
+    ``duplicate_result`` (as the judge reports it; under counting pairing, each result past
+    its block's count an ``orphan_result``) dropped (``dropped_duplicate_result``, as the
     planner drops a copy). None where the profile does not report repeats (the full path then
     leaves the range as it is)."""
     report = Report(profile, low)
-    for index, call_id, first in repeats:
-        report.add(
-            "duplicate_result",
-            index,
-            "call answered twice",
-            id=call_id,
-            ids=(call_id,),
-            first=first + low,
-        )
+    if profile.pairing == "count":  # (DeepSeek) the results past a block's count: orphans
+        remaining = 0
+        for index, message in enumerate(part):
+            if message["role"] == "tool":
+                if remaining <= 0:
+                    report.add("orphan_result", index, "tool result without a pending call")
+                remaining -= 1
+            else:
+                remaining = len(_calls_of(message))
+    else:
+        for index, call_id, first in repeats:
+            report.add(
+                "duplicate_result",
+                index,
+                "call answered twice",
+                id=call_id,
+                ids=(call_id,),
+                first=first + low,
+            )
     if not report.problems:
         return None
     dropped = {index for index, _, _ in repeats}

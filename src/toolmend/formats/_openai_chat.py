@@ -323,14 +323,14 @@ def repeated_results(part: Sequence[Any], profile: Profile) -> list[tuple[int, s
     their calling message's block, as (index, call id, index of the first), when they are all
     that is wrong with it: each calling message of ``part`` is followed by results answering
     every one of its calls, and without the repeats ``part`` passes the one-pass check of a profile
-    whose results pair by adjacency (another family's without the rules on a conversation's
+    whose results pair by adjacency or count (another family's without the rules on a conversation's
     opening: the range comes after the history's start); None otherwise.
 
     The commonest damage of a sent history (a tool message sent twice): the judge's only
     problem is each repeat (``duplicate_result``) and the repair drops it, which the API
     writes without reading, judging and planning the range (issue 32)."""
     params = _plain_params(profile) if part else None
-    if params is None or params is _SCAN_TURNS or profile.pairing != "adjacent":
+    if params is None or params is _SCAN_TURNS or profile.pairing not in ("adjacent", "count"):
         return None
     if type(params) is CrossRules:  # another family's, but not a role order
         if (
