@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 import toolmend
 import toolmend._api
+import toolmend._planstate
 from toolmend import formats
 from toolmend._api import _read_range, result_reader
 from toolmend._plan_messages import quick_plan
@@ -44,7 +45,8 @@ def _ranges(history: list[Any], provider: str) -> list[tuple[int, int]]:
 @st.composite
 def _repeated_results(draw: st.DrawFn) -> list[Any]:
     """Damaged histories with results repeated as they are, or with another text (a stub, an
-    empty one, another real result), the quick plan's cases and the planner's."""
+    empty one, another real result), and a calling message sent twice: the quick plan's cases
+    and the planner's."""
     history = copy.deepcopy(draw(damaged_conversations(id_style="any"))[1])
     for _ in range(draw(st.integers(0, 3))):
         tools = [i for i, m in enumerate(history) if m.get("role") == "tool"]
@@ -56,6 +58,12 @@ def _repeated_results(draw: st.DrawFn) -> list[Any]:
             st.sampled_from([repeat.get("content"), "", "Tool execution aborted", "other"])
         )
         history.insert(at + draw(st.integers(1, 2)), repeat)
+    callers = [
+        i for i, m in enumerate(history) if m.get("role") == "assistant" and m.get("tool_calls")
+    ]
+    if callers and draw(st.booleans()):  # a calling message sent twice (its ids shared)
+        at = draw(st.sampled_from(callers))
+        history.insert(at + 1, history[at])
     return history
 
 
@@ -206,6 +214,116 @@ def test_names_outside_the_damaged_ranges_are_filled_in_one_pass(
     assert judged == [4, 3]
     assert "_later" in vars(fixed)  # the report is not built yet
     assert fixed.changed
+    assert fixed.messages == expected
+    assert list(fixed.changes) == changes
+    assert list(fixed.problems) == problems
+
+
+def test_a_copied_result_is_a_duplicate_without_the_stub_test(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A result repeated word for word is as strong as the first: the pairing (and the quick
+    plan) call it a duplicate without weighing either (the stub test is a regular expression
+    search, most of a damaged range's planning); a different repeat is still weighed."""
+    history = [user("go"), *_turn("call_a"), result("call_a", "out call_a"), assistant("done")]
+    history.append(user("thanks"))
+    weighed: list[Any] = []
+    real = toolmend._planstate.PlanState.strength
+
+    def counting(state: Any, ref: Any) -> int:
+        weighed.append(ref)
+        return int(real(state, ref))
+
+    monkeypatch.setattr(toolmend._planstate.PlanState, "strength", counting)
+    for provider in ("openai", "mistral"):  # the quick plan, and the planner's pairing
+        fixed = toolmend.repair(history, provider=provider)
+        assert "dropped_duplicate_result" in [change.code for change in fixed.changes]
+    assert weighed == []
+    history[3] = result("call_a", "Tool execution aborted")
+    fixed = toolmend.repair(history, provider="openai")
+    assert [change.code for change in fixed.changes] == ["dropped_duplicate_result"]
+    assert weighed
+
+
+def _rounds_turn(number: int) -> list[dict[str, Any]]:
+    """A user turn of three tool rounds, then the answer."""
+    turn: list[dict[str, Any]] = [user(f"question {number}")]
+    for step in range(3):
+        turn += _turn(f"call_{number}_{step}")
+    return [*turn, assistant(f"answer {number}")]
+
+
+def test_a_bedrock_range_starts_at_a_calling_message_after_results() -> None:
+    """Bound for Bedrock (after results, only an assistant message or more results), a range
+    may start at a sound calling message right after results whose calls its results answer:
+    a result repeated in a turn's third tool round is repaired in that round's range, not the
+    whole turn's; the repair is the whole history's. A calling message that turns out unsound
+    there starts no range (the range goes on from the round before)."""
+    history = [message for number in range(6) for message in _rounds_turn(number)]
+    history.insert(23, copy.deepcopy(history[22]))  # turn 2, third round: its result twice
+    profile = get_profile("bedrock")
+    assert openai_chat.dirty_spans(history, profile) == [(21, 25)]
+    expected, changes = whole_repair(formats.get("openai"), history, profile, Policy())
+    fixed = toolmend.repair(history, provider="bedrock")
+    assert fixed.messages == expected and list(fixed.changes) == changes
+    unsound = copy.deepcopy(history)
+    unsound[21]["tool_calls"][0]["type"] = None  # that round's calling message: not sound
+    assert openai_chat.dirty_spans(unsound, profile) == [(19, 25)]
+    expected, changes = whole_repair(formats.get("openai"), unsound, profile, Policy())
+    fixed = toolmend.repair(unsound, provider="bedrock")
+    assert fixed.messages == expected and list(fixed.changes) == changes
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    history=st.one_of(_repeated_results(), agent_runs()),
+    provider=st.sampled_from(CHAT_PROVIDERS),
+)
+def test_a_range_of_repeats_is_mended_as_the_full_path_mends_it(
+    history: list[Any], provider: str
+) -> None:
+    """Where ``repeated_results`` answers for a damaged range, the range written without
+    reading, judging and planning it has the messages, changes and problems of the full path
+    over that range."""
+    profile = get_profile(provider)
+    module = formats.get("openai")
+    for low, high in _ranges(history, provider):
+        part = history[low:high]
+        repeats = openai_chat.repeated_results(part, profile)
+        if repeats is None or not low:
+            continue
+        mended = toolmend._api._without_repeats(part, profile, low, repeats)
+        skeleton = _read_range(module, history, low, high)
+        problems = judge(skeleton, profile)
+        if mended is None:
+            assert problems == []
+            continue
+        assert mended.problems == problems
+        plan, changes = plan_repair(
+            skeleton, profile, Policy(), result_reader(module, part), {p.code for p in problems}
+        )
+        assert mended.changes == changes
+        assert mended.messages == module.apply(part, plan)
+
+
+def test_a_result_sent_twice_is_dropped_without_reading_its_range(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Bound for OpenAI, a history whose only damage is results sent twice: no range is read
+    or judged, and the repair is the whole history's, with the judge's problems."""
+    history = _long_history(20)
+    history.insert(4, copy.deepcopy(history[3]))
+    history.insert(40, history[39])
+    profile = get_profile("openai")
+    expected, changes = whole_repair(formats.get("openai"), history, profile, Policy())
+    problems = judge(openai_chat.read(history), profile)
+    assert [problem.code for problem in problems] == ["duplicate_result"] * 2
+
+    def no_judge(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a range was judged")
+
+    monkeypatch.setattr(toolmend._api, "judge", no_judge)
+    fixed = toolmend.repair(history, provider="openai")
     assert fixed.messages == expected
     assert list(fixed.changes) == changes
     assert list(fixed.problems) == problems

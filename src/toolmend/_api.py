@@ -19,6 +19,7 @@ from typing import Any, Literal, overload
 
 from ._edits import Plan
 from ._escape import log as _log_text
+from ._findings import Report
 from ._jsontext import NonFiniteNumberError, UnwritableValueError, locate
 from ._plan_messages import quick_plan
 from ._policy import Mode, Policy, as_policy
@@ -37,7 +38,7 @@ from ._report import (
 from ._routing import derived_profile
 from ._rules import judge
 from ._skeleton import RequestIds, Skeleton
-from .formats import Format, detect, get
+from .formats import Format, _openai_chat, detect, get
 from .profiles import Profile, get_profile
 
 __all__ = [
@@ -315,7 +316,7 @@ def _names_apart(
     filled = fill_names(messages, profile, names) if names else None
     if names and filled is None:
         return None
-    damaged = list(_damage_in(module, messages, profile, policy, True, spans=spans))
+    damaged = list(_damage_in(module, messages, profile, policy, True, spans=spans, fused=True))
 
     def report(changes: Sequence[Change]) -> tuple[list[Change], list[Problem]]:
         """The names' changes and problems merged with the ranges', in message order."""
@@ -523,7 +524,7 @@ def damage_in(
     ``parts_before=0`` only: a :class:`Named` range has no skeleton or plan."""
     quick = named and profile.results_need_name
     damaged: Iterator[Damage | Named | Stretch] = _damage_in(
-        module, messages, profile, policy, vouched_against, quick
+        module, messages, profile, policy, vouched_against, quick, fused=named
     )
     first = next(damaged, None)
     return None if first is None else itertools.chain((first,), damaged)
@@ -537,6 +538,8 @@ def _damage_in(
     vouched_against: bool,
     quick: bool = False,
     spans: list[tuple[int, int]] | None = None,
+    *,
+    fused: bool = False,
 ) -> Iterator[Any]:
     if spans is None:
         spans = _ranges(module, messages, profile, policy, vouched_against)
@@ -545,7 +548,17 @@ def _damage_in(
             if request is not None:  # ids rewritten request-wide (Mistral)
                 yield from _with_stretches(module, messages, profile, spans, *request)
                 return
+    # (a range whose only fault is a result sent twice: written without the full path)
+    fused = fused and module.name == "openai" and profile.pairing in ("adjacent", "count")
     for low, high in spans:
+        if fused and low:  # (after the history's start: no rule on the opening applies)
+            part = messages[low:high]
+            repeats = _openai_chat.repeated_results(part, profile)
+            if repeats is not None:
+                mended = _without_repeats(part, profile, low, repeats)
+                if mended is not None:
+                    yield mended
+                    continue
         if quick:
             part = messages[low:high]
             named = quick_names(module, part, profile, low)
@@ -586,6 +599,47 @@ def _with_stretches(
             yield Damage(low, high, skeleton, found)
 
 
+def _without_repeats(
+    part: Sequence[Any], profile: Profile, low: int, repeats: list[tuple[int, str, int]]
+) -> Named | None:
+    """The range ``part`` (from message ``low``) mended of the results it repeats word for word
+    (``Format.repeated_results``): what reading, judging and planning it gives, each repeat a
+    ``duplicate_result`` (as the judge reports it; under counting pairing, each result past
+    its block's count an ``orphan_result``) dropped (``dropped_duplicate_result``, as the
+    planner drops a copy). None where the profile does not report repeats (the full path then
+    leaves the range as it is)."""
+    report = Report(profile, low)
+    if profile.pairing == "count":  # (DeepSeek) the results past a block's count: orphans
+        remaining = 0
+        for index, message in enumerate(part):
+            if message["role"] == "tool":
+                if remaining <= 0:
+                    report.add("orphan_result", index, "tool result without a pending call")
+                remaining -= 1
+            else:
+                remaining = len(_calls_of(message))
+    else:
+        for index, call_id, first in repeats:
+            report.add(
+                "duplicate_result",
+                index,
+                "call answered twice",
+                id=call_id,
+                ids=(call_id,),
+                first=first + low,
+            )
+    if not report.problems:
+        return None
+    dropped = {index for index, _, _ in repeats}
+    changes = [
+        Change("dropped_duplicate_result", low + index, "second result for one call", (call_id,))
+        for index, call_id, _ in repeats
+    ]
+    kept = [message for index, message in enumerate(part) if index not in dropped]
+    call_ids: set[str | None] = {call["id"] for message in part for call in _calls_of(message)}
+    return Named(low, low + len(part), kept, changes, report.problems, call_ids)
+
+
 def mend_damage(
     module: Format,
     messages: Sequence[Any],
@@ -611,7 +665,7 @@ def mend_damage(
     parts = []
     position = 0
     dropped: list[set[str]] = []  # per range: the ids of the results it dropped
-    called: list[set[str | None]] = []  # per range: the ids of its calls
+    called: list[Any] = []  # per range: the ids of its calls (or its skeleton's calls)
     # each stretch rewritten: where its report goes in ``changes`` and ``problems``, its new ids.
     # (It calls no id a range dropped a result of: a range drops only a result the scan found
     # no waiting call for, and the scan widened that range over every range calling its id.)
@@ -631,7 +685,7 @@ def mend_damage(
             repaired.extend(messages[position : damage.low])
             repaired.extend(damage.messages)
             changes.extend(damage.changes)
-            dropped.append(set())
+            dropped.append({i for c in damage.changes if c.code in _DROPPING for i in c.ids})
             called.append(damage.call_ids)
             problems.extend(damage.problems)
             position = damage.high
@@ -649,6 +703,10 @@ def mend_damage(
         except NonFiniteNumberError:
             # a value to write as JSON holds NaN or Infinity, which no strict parser reads:
             # the range is left as it was (copied with the next slice), its problems stay
+            if damage.skeleton.ids is not None:
+                # (ids rewritten request-wide: the whole history is left as it was, so none
+                # of its ids is rewritten either)
+                return _mend_whole(module, history, profile, policy, parts_before)
             problems.extend(damage.problems)
             continue
         except UnwritableValueError as error:
@@ -661,13 +719,13 @@ def mend_damage(
         repaired.extend(applied)
         changes.extend(made)
         dropped.append({i for c in made if c.code in _DROPPING for i in c.ids})
-        called.append({c.id for found in damage.skeleton.calls.values() for c in found})
+        called.append(damage.skeleton.calls)  # (made a set of ids only where it is needed)
         problems.extend(damage.problems)
         if parts_before is None or damage.low < parts_before:
             parts.append((damage, plan, applied))
         position = damage.high
     repaired.extend(messages[position:])
-    if _answers_elsewhere(called, dropped):
+    if len(called) > 1 and any(dropped) and _answers_elsewhere(_call_ids(called), dropped):
         return _mend_whole(module, history, profile, policy, parts_before)
     if not stretches:
         return Mended(repaired, changes, parts, problems)
@@ -703,6 +761,15 @@ _DROPPING = frozenset(
 def _calls_of(message: Any) -> Any:
     """The ``tool_calls`` of a plain chat message (one :func:`quick_names` vouched for)."""
     return message.get("tool_calls") or () if message["role"] == "assistant" else ()
+
+
+def _call_ids(called: list[Any]) -> list[set[str | None]]:
+    """Each range's call ids: a :class:`Named` range's set as it is, a damaged range's read
+    from its skeleton's calls."""
+    return [
+        ids if type(ids) is set else {c.id for found in ids.values() for c in found}
+        for ids in called
+    ]
 
 
 def _answers_elsewhere(called: Sequence[set[str | None]], dropped: Sequence[set[str]]) -> bool:

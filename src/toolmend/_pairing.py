@@ -150,6 +150,11 @@ class _Engine:
         if self.ordered and after:
             state.answered_by[ref] = call_ref
             return
+        if state.result_text(*ref) == state.result_text(*current):
+            # a copy: as strong as the one it repeats (the stub test is a costly search)
+            state.duplicates.add(ref)
+            state.duplicate_of[ref] = call_ref
+            return
         strength, held = state.strength(ref), state.strength(current)
         if strength > held:
             del state.answered_by[current]
@@ -157,7 +162,7 @@ class _Engine:
             state.duplicates.add(current)
             state.duplicate_of[current] = call_ref
             self.pair(call_ref, ref)
-        elif strength < held or state.result_text(*ref) == state.result_text(*current):
+        elif strength < held:
             state.duplicates.add(ref)
             state.duplicate_of[ref] = call_ref
         else:

@@ -49,11 +49,12 @@ from ._edits import (
     source_index,
 )
 from ._pairing import NEAREST, match
-from ._plan_ids import acceptable_id, fresh_id, rename_functions, rewrite_ids
+from ._plan_ids import acceptable_id, rename_functions, rewrite_ids
 from ._planstate import (
     ASSISTANT_BRIDGE_TEXT,
     EMPTY_RESULT_TEXT,
     USER_BRIDGE_TEXT,
+    CallRef,
     PlanState,
     ResultRef,
     call_at,
@@ -63,7 +64,7 @@ from ._planstate import (
 from ._policy import Policy
 from ._repair_items import mend_items, order_items
 from ._report import Change, shown_name
-from ._skeleton import ASSISTANT, MESSAGES, OTHER, SYSTEM, TOOL, USER, Call, RequestIds, Skeleton
+from ._skeleton import ASSISTANT, MESSAGES, OTHER, SYSTEM, TOOL, USER, Call, Skeleton
 from .profiles import Profile
 
 __all__ = [
@@ -122,14 +123,16 @@ def plan_messages(state: PlanState, problem_codes: set[str]) -> None:
     if "call_with_text" in profile.checks:
         calls_alone(state)
     if profile.first_user and profile.alternation is None and skeleton.starts:
-        lead_with_user(state)
+        lead_with_user(state)  # (the opening: not in a range after the history's start)
     if "prefill_unsupported" in profile.checks:
         end_with_user(state)
     if profile.single_call and "parallel_calls" in problem_codes:
         split_calls(state)
 
 
-_QUICK_CODES = frozenset({"duplicate_result", "missing_result", "orphan_result"})
+_QUICK_CODES = frozenset(
+    {"duplicate_result", "missing_result", "orphan_result", "duplicate_call_id"}
+)
 """The problems :func:`quick_plan` plans for."""
 _NAMED_CODES = _QUICK_CODES | {"result_name_mismatch"}
 """And under a profile whose results name their call's function (Gemini)."""
@@ -169,6 +172,7 @@ def quick_plan(
         or profile.reasoning_in_tool_turns
         or profile.alternation is not None
         or (profile.last_kinds is not None and skeleton.ends)  # (else mark_prefix passes it by)
+        or "call_with_text" in profile.checks
         or policy.missing_result != "placeholder"
         or policy.orphan_result == "text"
     ):
@@ -176,55 +180,75 @@ def quick_plan(
     kinds, calls, results = skeleton.kinds, skeleton.calls, skeleton.results
     if any(defect.code in problem_codes for defect in skeleton.defects):
         return None
-    caller_of: dict[str, int] = {}  # call id -> its calling message
-    slot_of: dict[str, int] = {}  # call id -> its slot there
+    rewrite = False  # an id shared by two calls, or refused: the planner's id step decides
+    seen: set[str] = set()
     for index, found in calls.items():
         if kinds[index] != ASSISTANT:
             return None
+        own: set[str] = set()
         for call in found:
             call_id = call.id
-            if (
-                call_id is None
-                or call_id in caller_of
-                or (request is None and not acceptable_id(call_id, profile))
-            ):
+            if call_id is None or call_id in own:
                 return None
-            caller_of[call_id] = index
-            slot_of[call_id] = call.slot
+            own.add(call_id)
+            if call_id in seen or not acceptable_id(call_id, profile):
+                rewrite = True
+            seen.add(call_id)
     state = PlanState(skeleton, profile, policy, result_text)
-    answer: dict[str, int] = {}  # call id -> the message answering it
+    # the pairing's first step (:meth:`toolmend._pairing._Engine.by_id`): a result answers the
+    # latest earlier call with its id still waiting; a result for an answered call is weighed
+    # against the first (``second_result``); one whose call comes later is the planner's
+    waiting: dict[str, list[int]] = {}  # call id -> calling messages with it open, in order
+    open_slot: dict[tuple[int, str], int] = {}  # (calling message, id) -> the open call's slot
+    answer: dict[CallRef, int] = {}  # call -> the message answering it
+    latest: dict[str, CallRef] = {}  # call id -> the call last answered under it
     fate: dict[int, str] = {}  # result message -> "answer", "duplicate" or "orphan"
-    for index in sorted(results):
-        found_results = results[index]
+    size = len(kinds)
+    for index in range(size):
+        calling = calls.get(index)
+        if calling:
+            for call in calling:
+                waiting.setdefault(call.id, []).append(index)  # type: ignore[arg-type]
+                open_slot[(index, call.id)] = call.slot  # type: ignore[index]
+        found_results = results.get(index)
+        if not found_results:
+            continue
         if kinds[index] != TOOL or len(found_results) != 1:
             return None
         result = found_results[0]
         result_id = result.id
         if result_id is None or result.slot != 0:
             return None
-        caller = caller_of.get(result_id)
-        if caller is None:
-            fate[index] = "orphan"
-        elif caller > index:
-            return None  # before its call: the planner's early pairing
-        elif result_id not in answer:
-            answer[result_id] = index
+        stack = waiting.get(result_id)
+        while stack and (stack[-1], result_id) not in open_slot:
+            stack.pop()
+        if stack:
+            call_ref = (stack[-1], open_slot.pop((stack[-1], result_id)))
+            answer[call_ref] = index
+            latest[result_id] = call_ref
             fate[index] = "answer"
-        else:
-            held = (answer[result_id], 0)
-            strength, held_strength = state.strength((index, 0)), state.strength(held)
-            if strength > held_strength:
-                return None  # it replaces the first: the planner's
-            if strength < held_strength or result_text(index, 0) == result_text(*held):
-                fate[index] = "duplicate"
-            else:
-                fate[index] = "orphan"
+            continue
+        held_ref = latest.get(result_id)
+        if held_ref is None:
+            if result_id in seen:
+                return None  # before its call: the planner's early pairing
+            fate[index] = "orphan"
+            continue
+        held = answer[held_ref]
+        if result_text(index, 0) == result_text(held, 0):
+            fate[index] = "duplicate"  # (a copy: as strong as the first, so no stronger)
+            continue
+        strength, held_strength = state.strength((index, 0)), state.strength((held, 0))
+        if strength > held_strength:
+            return None  # it replaces the first: the planner's
+        fate[index] = "duplicate" if strength < held_strength else "orphan"
     if "orphan" in fate.values() and newest_results(skeleton) <= max(
         index for index, kind in fate.items() if kind == "orphan"
     ):
         return None  # the newest input, kept as text: the planner's
+    # the layout (:func:`order_messages`): each calling message, its results (already right
+    # after it: nothing moves), placeholders for its calls left without one
     items: list[Item] = []
-    size = len(kinds)
     for index in range(size):
         kind = fate.get(index)
         if kind is not None:
@@ -238,21 +262,20 @@ def quick_plan(
                     "dropped_orphan_result", index, "result of a call not in the history", result_id
                 )
             continue
-        items.append(Keep(index))
+        items.append(_keep(index))
         calling = calls.get(index)
         if not calling:
             continue
         block_end = index + 1
         while block_end < size and kinds[block_end] == TOOL:
             block_end += 1
-        for call in calling:
-            at = answer.get(call.id)  # type: ignore[arg-type]
+        answers = [answer.get((index, call.slot)) for call in calling]
+        for at in answers:
             if at is not None and not index < at < block_end:
                 return None  # moved next to its call: the planner's
-        for at in sorted(answer[call.id] for call in calling if call.id in answer):
-            items.append(Keep(at))
-        for call in calling:
-            if call.id not in answer:
+        items.extend(_keep(at) for at in sorted(at for at in answers if at is not None))
+        for call, at in zip(calling, answers, strict=True):
+            if at is None:
                 items.append(
                     Placeholder(
                         index, call.id or "", call.name, policy.placeholder, call_slot=call.slot
@@ -273,10 +296,7 @@ def quick_plan(
                 return None
             previous = kind
     if profile.results_need_name:  # (Gemini) each result names its call's function
-        pairs = sorted(
-            ((caller_of[call_id], slot_of[call_id]), at) for call_id, at in answer.items()
-        )
-        for call_ref, at in pairs:  # in call order, as ``name_results`` takes them
+        for call_ref, at in sorted(answer.items()):  # in call order, as ``name_results`` does
             call = call_at(skeleton, call_ref)
             if call.name and results[at][0].name != call.name:
                 state.plan.edit(at).result_names[0] = call.name
@@ -289,15 +309,21 @@ def quick_plan(
         items = [
             replace(item, named=True) if isinstance(item, Placeholder) else item for item in items
         ]
-    if request is not None:
-        items = _quick_ids(state, items, answer, slot_of, request)
-    if profile.first_user and skeleton.starts:  # the user bridge at the start (Bedrock): only
-        for item in items:  # if an assistant opens
+    if profile.first_user and skeleton.starts:  # the user bridge at the opening (Bedrock)
+        for item in items:
             if isinstance(item, Keep) and kinds[item.index] == SYSTEM:
                 continue
             if isinstance(item, Keep) and kinds[item.index] == ASSISTANT:
                 return None
             break
+    state.plan.items = items
+    if rewrite:  # the planner's own id step, on the pairing found here (last: the ids of a
+        # range of a history whose ids are rewritten request-wide are the request's, taken
+        # for good, so nothing may give the range to the planner after it)
+        state.answer = {call_ref: (at, 0) for call_ref, at in answer.items()}
+        state.answered_by = {(at, 0): call_ref for call_ref, at in answer.items()}
+        rewrite_ids(state)
+        items = state.plan.items
     state.changes.sort(key=_change_index)
     state.plan.items = items
     return state.plan, state.changes
@@ -309,46 +335,15 @@ def _change_index(change: Change) -> int:
 
 _ID_CODES = frozenset({"call_id_format"})
 """The problem :func:`quick_plan` also plans for in a range whose ids are rewritten
-request-wide (``Skeleton.ids``, Mistral): ids outside the provider's form."""
+request-wide (``Skeleton.ids``, Mistral): ids outside the provider's form, rewritten by the
+planner's own id step with the request's ids."""
+
+_KEEPS = [Keep(index) for index in range(256)]
+"""``Keep(index)`` for the first indexes (a plan item is immutable: one serves every plan)."""
 
 
-def _quick_ids(
-    state: PlanState,
-    items: list[Item],
-    answer: dict[str, int],
-    slot_of: dict[str, int],
-    request: RequestIds,
-) -> list[Item]:
-    """:func:`~toolmend._plan_ids.rewrite_ids` for :func:`quick_plan`'s range (every call with
-    an id of its own in the range, answered by ``answer``'s result or a placeholder among
-    ``items``): each call the profile refuses gets the request's next id, in call order, its
-    result and placeholder carry it; the items with their placeholders renumbered."""
-    skeleton, profile, plan = state.skeleton, state.profile, state.plan
-    taken, next_try = request.taken, request.next_try
-    final: dict[str, str] = {}  # old id -> new id (ids are unique in the range)
-    for index in sorted(skeleton.calls):
-        for call in skeleton.calls[index]:
-            old = call.id
-            assert old is not None
-            if acceptable_id(old, profile):
-                continue
-            new = fresh_id(old, profile, taken, next_try)
-            final[old] = new
-            plan.edit(index).call_ids[call.slot] = new
-            state.change("rewrote_call_id", index, "call id the provider would refuse", old, new)
-            at = answer.get(old)
-            if at is not None:
-                plan.edit(at).result_ids[0] = new
-    if not final:
-        return items
-    return [
-        Placeholder(
-            item.call_index, final[item.call_id], item.name, item.text, item.named, item.call_slot
-        )
-        if isinstance(item, Placeholder) and item.call_id in final
-        else item
-        for item in items
-    ]
+def _keep(index: int) -> Keep:
+    return _KEEPS[index] if index < 256 else Keep(index)
 
 
 # --- 2. layout --------------------------------------------------------------------------------

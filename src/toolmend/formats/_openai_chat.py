@@ -10,6 +10,7 @@ in ``messages``.
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
@@ -19,6 +20,8 @@ from .. import _jsontext as jsontext
 from .._edits import AsText, Bridge, CallPart, Item, Keep, Merge, MessageEdit, Placeholder, Plan
 from .._report import InvalidMessageError
 from .._skeleton import ASSISTANT, OTHER, SYSTEM, TOOL, USER, Call, Defect, Result, Skeleton
+from .._spans import all_match
+from ..profiles import compiled
 from . import register
 from ._base import Format, message_dict
 from ._openai_cross import (
@@ -49,6 +52,7 @@ __all__ = [
     "quick_live",
     "quick_valid",
     "read",
+    "repeated_results",
     "request_id_fixes",
     "result_text",
 ]
@@ -317,6 +321,83 @@ def dirty_spans(messages: Sequence[Any], profile: Profile) -> list[tuple[int, in
     return _scan(messages, profile, first_only=False)
 
 
+def repeated_results(part: Sequence[Any], profile: Profile) -> list[tuple[int, str, int]] | None:
+    """The tool messages of a damaged range that repeat, word for word, an earlier result of
+    their calling message's block, as (index, call id, index of the first), when they are all
+    that is wrong with it: each calling message of ``part`` is followed by results answering
+    every one of its calls, and without the repeats ``part`` passes the one-pass check of a profile
+    whose results pair by adjacency or count (another family's without the rules on a conversation's
+    opening: the range comes after the history's start); None otherwise.
+
+    The commonest damage of a sent history (a tool message sent twice): the judge's only
+    problem is each repeat (``duplicate_result``) and the repair drops it, which the API
+    writes without reading, judging and planning the range (issue 32)."""
+    params = _plain_params(profile) if part else None
+    if params is None or params is _SCAN_TURNS or profile.pairing not in ("adjacent", "count"):
+        return None
+    if type(params) is CrossRules:  # another family's, but not a role order
+        if (
+            params.successors is not None
+            or params.last_roles is not None
+            or "call_with_text" in profile.checks
+        ):
+            return None
+        params = _inner_rules(params)
+    repeats: list[tuple[int, str, int]] = []
+    kept: list[Any] = []
+    block: set[Any] | None = None  # the ids of the calling message whose results come now
+    first_of: dict[str, int] = {}  # call id -> its first result in the block
+    for index, message in enumerate(part):
+        if type(message) is not dict:
+            return None
+        role = message.get("role")
+        if role == "tool":
+            call_id = message.get("tool_call_id")
+            if block is None or type(call_id) is not str or call_id not in block:
+                return None
+            first = first_of.get(call_id)
+            if first is None:
+                first_of[call_id] = index
+                kept.append(message)
+            elif message == part[first]:
+                repeats.append((index, call_id, first))
+            else:
+                return None
+            continue
+        if block is not None and len(first_of) != len(block):
+            return None  # a call of the block before without its result
+        kept.append(message)
+        tool_calls = message.get("tool_calls") if role == "assistant" else None
+        if tool_calls is None:  # no block (the pass below judges the message)
+            block = None
+            continue
+        if type(tool_calls) is not list:
+            return None
+        block = {call.get("id") if type(call) is dict else None for call in tool_calls}
+        first_of = {}
+    if (block is not None and len(first_of) != len(block)) or not repeats:
+        return None
+    return repeats if _live_run(kept, params) is not None else None
+
+
+_INNER: dict[int, tuple[CrossRules, CrossRules]] = {}
+"""``id(rules)`` -> (the rules, the same without the rules on a conversation's opening)."""
+
+
+def _inner_rules(rules: CrossRules) -> CrossRules:
+    """``rules`` for a range after the history's start, which the judge holds to none of the
+    rules on how a conversation opens (``Skeleton.base``)."""
+    entry = _INNER.get(id(rules))
+    if entry is None or entry[0] is not rules:
+        inner = dataclasses.replace(
+            rules, first_user=False, no_leading_call=False, needs_message=False
+        )
+        if len(_INNER) >= 64:
+            _INNER.clear()
+        entry = _INNER[id(rules)] = (rules, inner)
+    return entry[1]
+
+
 def named_spans(
     messages: Sequence[Any], profile: Profile
 ) -> tuple[list[tuple[int, int]], list[tuple[int, str, str]]] | None:
@@ -425,6 +506,7 @@ def _scan(
     plain_results = not (result_rules or content_rule)
     text_results = content_rule or (cross is not None and cross.tool_text)
     tool_level = cross.tool_content if cross is not None else 0
+    content_looked = text_results or bool(tool_level)  # (else a result's content is not read)
     id_match = cross.id_match if cross is not None else None
     name_match = cross.name_match if cross is not None else None
     call_content = cross is not None and not (
@@ -451,10 +533,24 @@ def _scan(
     pending: set[str] | None = None
     turn_calls = turn_unreasoned = dirty = False
     unanswered: list[tuple[int, str]] = []  # (range start, id) of calls left without a result
+    # ranges may also start at a calling message right after results (see below) where the
+    # role after results is all the order rules restrict (Bedrock)
+    soft_starts = (
+        not first_only
+        and not reasoning_rule
+        and after_tool is not None
+        and cross is not None
+        and cross.successors is None
+        and cross.last_roles is None
+    )
+    soft: tuple[int, bool] | None = None  # (the range before, whether dirty) of such a start
     for index, message in enumerate(messages):
         if type(message) is not dict:
             return None
-        role = message.get("role")
+        try:
+            role = message["role"]
+        except KeyError:
+            role = None
         if successors is not None:
             kind = _KINDS.get(role) if type(role) is str else None
             order_bad = kind not in follow[previous]
@@ -473,13 +569,16 @@ def _scan(
                     if plain_results:
                         continue
                     # (:func:`_cross_result_ok` and the string rule, written out)
-                    content = message.get("content")
-                    if (type(content) is str or not text_results) and (
-                        not tool_level
-                        or (
-                            content is not None
-                            if tool_level == 1
-                            else bool(content) and (tool_level == 2 or blank_free(content))
+                    content = message.get("content") if content_looked else None
+                    if not content_looked or (
+                        (type(content) is str or not text_results)
+                        and (
+                            not tool_level
+                            or (
+                                content is not None
+                                if tool_level == 1
+                                else bool(content) and (tool_level == 2 or blank_free(content))
+                            )
                         )
                     ):
                         if not named:
@@ -516,6 +615,7 @@ def _scan(
             dirty = True
             follows_tool, follows_text = True, False
             continue
+        after_results = follows_tool
         if follows_tool:
             follows_tool = False
             if after_tool is not None and role not in after_tool:
@@ -547,6 +647,22 @@ def _scan(
                 dirty = False
             starts.append(index)
             start = index
+        elif (
+            soft_starts
+            and after_results
+            and role == "assistant"
+            and _answered_after(messages, index, message)
+        ):
+            # (Bedrock) a calling message right after results, each of its calls answered by
+            # the results right after it: if it is sound, no repair of this range or the one
+            # before takes it away or puts anything before it, and an assistant message may
+            # follow results; if it is not, the range goes on from the one before (below)
+            soft = (start, dirty)
+            if dirty:
+                spans.append((start, index))
+                dirty = False
+            starts.append(index)
+            start = index
         if role == "assistant":
             tool_calls = message.get("tool_calls")
             turn_ids = None
@@ -554,7 +670,6 @@ def _scan(
             if tool_calls is not None:
                 turn_calls = True
                 pending = set()
-                mark = len(called)
                 try:  # the plain case: every call a dict with every field sound
                     if type(tool_calls) is not list or not tool_calls or eager:
                         raise KeyError
@@ -579,12 +694,13 @@ def _scan(
                         if not name:
                             raise KeyError
                         pending.add(call_id)
-                        called.append(call_id)
-                        called_from.append(start)
                         if named:
                             turn_names[call_id] = name
                         if name_match is not None:
                             call_names.add(name)
+                    # (each id once: their order within the message tells nothing)
+                    called += pending
+                    called_from += [start] * len(pending)
                     if call_content:
                         content = message.get("content")
                         if not content and not (
@@ -594,7 +710,6 @@ def _scan(
                         ):
                             ok = False
                 except (KeyError, TypeError):  # field by field
-                    del called[mark:], called_from[mark:]
                     pending = set()
                     ok = _careful_calls(
                         message, tool_calls, pending, called, called_from, start, max_length
@@ -639,7 +754,17 @@ def _scan(
         if not ok:
             if first_only:
                 return None
+            if soft is not None:  # the range above does not start here after all
+                start, was_dirty = soft
+                starts.pop()
+                if was_dirty:
+                    spans.pop()
+                at = len(called_from) - 1
+                while at >= 0 and called_from[at] == index:
+                    called_from[at] = start
+                    at -= 1
             dirty = True
+        soft = None
     if pending or (reasoning_rule and turn_calls and turn_unreasoned):
         if first_only:
             return None
@@ -650,7 +775,7 @@ def _scan(
     if dirty:
         spans.append((start, len(messages)))
     if not eager and (
-        (id_match is not None and not all(map(id_match, called)))
+        (id_match is not None and not all_match(compiled(profile.call_id_pattern), called))
         or (name_match is not None and not all(map(name_match, call_names)))
     ):
         # an id or name outside the profile's pattern: the scan that checks each in place
@@ -710,6 +835,29 @@ def _careful_calls(
             called.append(call_id)
             called_from.append(start)
     return ok
+
+
+def _answered_after(messages: Sequence[Any], index: int, message: dict[str, Any]) -> bool:
+    """Whether every call of the calling message at ``index`` (each with its own string id) is
+    answered by the run of tool messages right after it: the planner then leaves the message
+    where it is under every policy (none of its calls is removed for want of a result)."""
+    tool_calls = message.get("tool_calls")
+    if type(tool_calls) is not list or not tool_calls:
+        return False
+    waiting: set[str] = set()
+    for call in tool_calls:
+        call_id = call.get("id") if type(call) is dict else None
+        if type(call_id) is not str or not call_id or call_id in waiting:
+            return False
+        waiting.add(call_id)
+    for position in range(index + 1, len(messages)):
+        result = messages[position]
+        if type(result) is not dict or result.get("role") != "tool":
+            break
+        call_id = result.get("tool_call_id")
+        if type(call_id) is str:
+            waiting.discard(call_id)
+    return not waiting
 
 
 def _reused(called: list[str], unanswered: list[tuple[int, str]]) -> list[tuple[int, str]]:
