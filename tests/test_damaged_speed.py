@@ -258,7 +258,8 @@ def test_a_bedrock_range_starts_at_a_calling_message_after_results() -> None:
     may start at a sound calling message right after results whose calls its results answer:
     a result repeated in a turn's third tool round is repaired in that round's range, not the
     whole turn's; the repair is the whole history's. A calling message that turns out unsound
-    there starts no range (the range goes on from the round before)."""
+    there, or one of whose calls is left without its result, starts no range (the range goes
+    on from the round before)."""
     history = [message for number in range(6) for message in _rounds_turn(number)]
     history.insert(23, copy.deepcopy(history[22]))  # turn 2, third round: its result twice
     profile = get_profile("bedrock")
@@ -268,10 +269,14 @@ def test_a_bedrock_range_starts_at_a_calling_message_after_results() -> None:
     assert fixed.messages == expected and list(fixed.changes) == changes
     unsound = copy.deepcopy(history)
     unsound[21]["tool_calls"][0]["type"] = None  # that round's calling message: not sound
-    assert openai_chat.dirty_spans(unsound, profile) == [(19, 25)]
-    expected, changes = whole_repair(formats.get("openai"), unsound, profile, Policy())
-    fixed = toolmend.repair(unsound, provider="bedrock")
-    assert fixed.messages == expected and list(fixed.changes) == changes
+    unanswered = copy.deepcopy(history)
+    del unanswered[22:24]  # that round's call without its result (the repair may remove it)
+    for broken, spans in ((unsound, [(19, 25)]), (unanswered, [(19, 23)])):
+        assert openai_chat.dirty_spans(broken, profile) == spans
+        for policy in (Policy(), Policy(missing_result="remove_call")):
+            fixed = toolmend.repair(broken, provider="bedrock", policy=policy)
+            expected, changes = whole_repair(formats.get("openai"), broken, profile, policy)
+            assert fixed.messages == expected and list(fixed.changes) == changes
 
 
 @settings(max_examples=300, deadline=None)

@@ -543,7 +543,8 @@ def _scan(
         and cross.successors is None
         and cross.last_roles is None
     )
-    soft: tuple[int, bool] | None = None  # (the range before, whether dirty) of such a start
+    soft: tuple[int, bool, int] | None = None  # such a start: (the range before, whether
+    # dirty, the start) until the message after its results tells whether it stands
     for index, message in enumerate(messages):
         if type(message) is not dict:
             return None
@@ -626,6 +627,10 @@ def _scan(
                     return None
                 dirty = True
             turn_calls = turn_unreasoned = False
+        if soft is not None:  # a range started at the calling message before its results
+            if pending:  # not all answered: the planner may take it away, so no range there
+                start = _unstart(soft, starts, spans, called_from, strays, repeats)
+            soft = None
         if pending:
             if first_only:
                 return None
@@ -647,17 +652,13 @@ def _scan(
                 dirty = False
             starts.append(index)
             start = index
-        elif (
-            soft_starts
-            and after_results
-            and role == "assistant"
-            and _answered_after(messages, index, message)
-        ):
-            # (Bedrock) a calling message right after results, each of its calls answered by
-            # the results right after it: if it is sound, no repair of this range or the one
-            # before takes it away or puts anything before it, and an assistant message may
-            # follow results; if it is not, the range goes on from the one before (below)
-            soft = (start, dirty)
+        elif soft_starts and after_results and role == "assistant" and message.get("tool_calls"):
+            # (Bedrock) a calling message right after results: if it is sound and each of its
+            # calls is answered by the results right after it, no repair of this range or the
+            # one before takes it away or puts anything before it, and an assistant message may
+            # follow results; if not, the range goes on from the one before (here if it is not
+            # sound, at the message after its results if a call is left without one)
+            soft = (start, dirty, index)
             if dirty:
                 spans.append((start, index))
                 dirty = False
@@ -755,16 +756,11 @@ def _scan(
             if first_only:
                 return None
             if soft is not None:  # the range above does not start here after all
-                start, was_dirty = soft
-                starts.pop()
-                if was_dirty:
-                    spans.pop()
-                at = len(called_from) - 1
-                while at >= 0 and called_from[at] == index:
-                    called_from[at] = start
-                    at -= 1
+                start = _unstart(soft, starts, spans, called_from, strays, repeats)
+                soft = None
             dirty = True
-        soft = None
+    if soft is not None and pending:
+        start = _unstart(soft, starts, spans, called_from, strays, repeats)
     if pending or (reasoning_rule and turn_calls and turn_unreasoned):
         if first_only:
             return None
@@ -837,27 +833,32 @@ def _careful_calls(
     return ok
 
 
-def _answered_after(messages: Sequence[Any], index: int, message: dict[str, Any]) -> bool:
-    """Whether every call of the calling message at ``index`` (each with its own string id) is
-    answered by the run of tool messages right after it: the planner then leaves the message
-    where it is under every policy (none of its calls is removed for want of a result)."""
-    tool_calls = message.get("tool_calls")
-    if type(tool_calls) is not list or not tool_calls:
-        return False
-    waiting: set[str] = set()
-    for call in tool_calls:
-        call_id = call.get("id") if type(call) is dict else None
-        if type(call_id) is not str or not call_id or call_id in waiting:
-            return False
-        waiting.add(call_id)
-    for position in range(index + 1, len(messages)):
-        result = messages[position]
-        if type(result) is not dict or result.get("role") != "tool":
-            break
-        call_id = result.get("tool_call_id")
-        if type(call_id) is str:
-            waiting.discard(call_id)
-    return not waiting
+def _unstart(
+    soft: tuple[int, int | bool, int],
+    starts: list[int],
+    spans: list[tuple[int, int]],
+    called_from: list[int],
+    strays: list[tuple[int, str]],
+    repeats: list[tuple[int, str]],
+) -> int:
+    """Take back a range start at a calling message right after results (``soft``: the
+    start of the range before it, whether that range was dirty, the calling message): the
+    range before runs on over it, so what was recorded as in the range starting there since
+    is in that range. Returns the range's start."""
+    previous, was_dirty, at = soft
+    starts.pop()
+    if was_dirty:
+        spans.pop()
+    position = len(called_from) - 1
+    while position >= 0 and called_from[position] == at:
+        called_from[position] = previous
+        position -= 1
+    for found in (strays, repeats):
+        position = len(found) - 1
+        while position >= 0 and found[position][0] == at:
+            found[position] = (previous, found[position][1])
+            position -= 1
+    return previous
 
 
 def _reused(called: list[str], unanswered: list[tuple[int, str]]) -> list[tuple[int, str]]:
