@@ -373,7 +373,10 @@ def repeated_results(part: Sequence[Any], profile: Profile) -> list[tuple[int, s
             continue
         if type(tool_calls) is not list:
             return None
-        block = {call.get("id") if type(call) is dict else None for call in tool_calls}
+        ids = [call.get("id") if type(call) is dict else None for call in tool_calls]
+        if not all(type(call_id) is str for call_id in ids):
+            return None  # a call that is no dict, or an id that is no string: the planner's
+        block = set(ids)
         first_of = {}
     if (block is not None and len(first_of) != len(block)) or not repeats:
         return None
@@ -1102,7 +1105,8 @@ def _cross_calls_ok(
         if type(call) is not dict or type(call.get("function")) is not dict:
             continue
         call_id, name = call.get("id"), call["function"].get("name")
-        names[call_id] = name
+        if type(call_id) is str:  # (an id of another type answers no result: no name wanted)
+            names[call_id] = name
         if type(call_id) is str and rules.id_match is not None and rules.id_match(call_id) is None:
             ok = False
         if type(name) is str and rules.name_match is not None and rules.name_match(name) is None:
