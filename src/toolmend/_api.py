@@ -33,7 +33,7 @@ from ._report import (
     Problem,
     Repair,
     ToolChainError,
-    _deferred,
+    deferred_field,
     logger,
 )
 from ._routing import derived_profile
@@ -455,11 +455,11 @@ class Mended:
     problem or two a message) builds it only for a hook that logs, reports or records it."""
 
     messages: Any
-    changes: Sequence[Change] = _deferred("changes")
+    changes: Sequence[Change] = deferred_field("changes")
     parts: Sequence[tuple[Damage, Plan, list[Any]]] = ()
     """Each range's damage, plan and new messages (in range order), for callers that must
     follow where a message went (trim); empty from the hooks."""
-    problems: Sequence[Problem] = _deferred("problems")
+    problems: Sequence[Problem] = deferred_field("problems")
     """The problems of the ranges mended, in order."""
     loops: tuple[Problem, ...] = ()
     """What the hooks' loop guard found (see :func:`toolmend.detect_loops`)."""
