@@ -7,7 +7,10 @@ held by a work counter, never by a clock."""
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import logging
+import pickle
 import sys
 from collections.abc import Iterator
 from typing import Any
@@ -201,3 +204,14 @@ def test_what_the_one_pass_repair_says_is_left_is_what_the_judge_finds(
     if fixed.changed and not callable(fixed.left):
         module = formats.get("openai")
         assert tuple(judge(module.read(list(fixed.messages)), get_profile(provider))) == fixed.left
+
+
+def test_a_hooks_result_pickles_and_copies_as_one_built_eagerly() -> None:
+    """(``Mended.of_repair`` holds a reader of the repair, a closure: pickled as it is, it
+    would raise.)"""
+    mended = hooks.mend(_history(), provider="mistral", source="test", format="openai")
+    fixed = toolmend.repair(_history(), provider="mistral")
+    eager = Mended(fixed.messages, fixed.changes, problems=fixed.problems)
+    assert pickle.loads(pickle.dumps(mended)) == eager
+    assert copy.copy(mended) == eager and copy.deepcopy(mended) == eager
+    assert dataclasses.replace(mended, failed=True) == dataclasses.replace(eager, failed=True)
