@@ -31,6 +31,7 @@ from toolmend._report import (
     Change,
     InvalidHistoryError,
     Problem,
+    Repair,
     ToolChainError,
     ToolLoopError,
     UnknownNameError,
@@ -117,7 +118,13 @@ def compatible_provider(host: str | None, model: object) -> str:
 def change_codes(changes: Sequence[Change]) -> list[str]:
     """How a log line names each change: ``code@index[id,...]`` (ids and codes, never
     content). Each id is escaped by :func:`toolmend._escape.log`, so no id can end the list,
-    the token or the line."""
+    the token or the line; one search over all the ids tells when none needs it
+    (:func:`toolmend._escape.log_safe`), and only then are they written as they are."""
+    if escape.log_safe([value for change in changes for value in change.ids]):
+        return [
+            f"{c.code}@{c.index}[{','.join(c.ids)}]" if c.ids else f"{c.code}@{c.index}"
+            for c in changes
+        ]
     return [
         f"{c.code}@{c.index}" + (f"[{','.join(map(escape.log, c.ids))}]" if c.ids else "")
         for c in changes
@@ -197,18 +204,23 @@ def log_repair(
 ) -> None:
     """The one line every hook writes about a history on logger ``toolmend`` (codes, message
     indexes and ids, never content): what it repaired (INFO; WARNING with ``problems_left``),
-    else the ``problems`` it found and left (WARNING), else nothing."""
+    else the ``problems`` it found and left (WARNING), else nothing. Its text is built only
+    when the logger takes a record of that level: a line naming each of a thousand changes
+    costs more than the repair that made them."""
     if changes:
         left = len(problems_left)
+        level = logging.WARNING if left else logging.INFO
+        if not logger.isEnabledFor(level):
+            return
         logger.log(
-            logging.WARNING if left else logging.INFO,
+            level,
             "toolmend repaired %s for %s: %s%s",
             log_source(source),
             _shown(provider),
             " ".join(change_codes(changes)),
             f"; {left} problem(s) left: {problem_codes(problems_left)}" if left else "",
         )
-    elif problems:
+    elif problems and logger.isEnabledFor(logging.WARNING):
         logger.warning(
             "toolmend found %d problem(s) in %s for %s and changed nothing: %s",
             len(problems),
@@ -216,6 +228,13 @@ def log_repair(
             _shown(provider),
             problem_codes(problems),
         )
+
+
+def _logged(changed: bool, left: int) -> bool:
+    """Whether :func:`log_repair` would write a line about a repair that ``changed`` the
+    history (INFO, WARNING with problems ``left``) or not (WARNING when it found problems):
+    asked before its arguments (the report) are read."""
+    return logger.isEnabledFor(logging.INFO if changed and not left else logging.WARNING)
 
 
 def mend(
@@ -289,13 +308,11 @@ def mend(
         result = repair(messages, provider=provider, format=format, policy=options.policy)
         if budgets.abandoned():  # the hook stopped waiting and sent the original: say nothing
             return Mended(messages, failed=True)
-        problems_left = result.problems
-        if result.changes:
-            # the one-pass check vouches for nearly every repair; judged in full only when not
-            vouched = fastpath.vouch(result.messages, provider=provider, format=format)
-            problems_left = () if vouched is not None else result.problems_left
+        changed = result.changed  # (the report, built lazily by some repairs, stays unbuilt)
+        problems_left = _left(result, provider, format) if changed else result.problems
         left = len(problems_left)
-        if not quiet:  # in the try: a line that cannot be written sends the original
+        # in the try: a line that cannot be written sends the original
+        if not quiet and _logged(changed, left):
             log_repair(source, provider, result.changes, problems_left, result.problems)
         if reporting and telemetry.is_active():
             _report(source, provider, started, result.changes, left, loops, request)
@@ -330,9 +347,21 @@ def mend(
         if reporting and request:
             _report_failure(source, provider, started)
         return Mended(messages, failed=True)
-    return Mended(
-        result.messages, result.changes, problems=result.problems, loops=loops, left=problems_left
-    )
+    return Mended.of_repair(result, loops=loops, left=problems_left)
+
+
+def _left(result: Repair, provider: str, format: str | None) -> tuple[Problem, ...]:
+    """What the history ``result`` repaired still breaks: what the repair knows, when it
+    knows (its ``left`` given as a tuple: the one-pass names and ids repair,
+    :func:`toolmend._quickmend.quick_mend`, answers only for a history that passes every
+    other rule of the profile, and the names and ids it writes are those the profile wants);
+    else the one-pass check, which vouches for nearly every repair, and the full judge
+    (``Repair.problems_left``) only when it cannot."""
+    known = result.left
+    if not callable(known):
+        return known
+    vouched = fastpath.vouch(result.messages, provider=provider, format=format)
+    return () if vouched is not None else result.problems_left
 
 
 def _report(

@@ -376,6 +376,10 @@ def test_the_one_pass_repair_agrees_with_the_full_path(history: list[Any], provi
     assert list(repaired.problems) == problems
     if repaired.changes:
         assert repaired.problems_left == ()
+        # the judge itself (the one-pass repair hands back "nothing left" unjudged)
+        assert (
+            judge(formats.get("openai").read(list(repaired.messages)), get_profile(provider)) == []
+        )
 
 
 _MISTRAL_DAMAGE = (

@@ -33,6 +33,7 @@ from ._report import (
     Problem,
     Repair,
     ToolChainError,
+    deferred_field,
     logger,
 )
 from ._routing import derived_profile
@@ -273,9 +274,11 @@ def repair(
         return Repair(original, (), problems, problems)
     if quick is not None:
         # every message's names or ids: the report (a change and a problem or two a message)
-        # is built when it is read (issue 32)
+        # is built when it is read (issue 32). Nothing is left: quick_mend answers only for a
+        # history that passes every other rule, and writes the names and ids the profile wants
+        # (tests/test_fastpath.py holds it to the full judge), so no judge runs on it again
         _log_structure(module, messages, quick[0])
-        return Repair._deferred(quick[0], True, quick[1], _judged_later(module, quick[0], profile))
+        return Repair._deferred(quick[0], True, quick[1])
     assert damaged is not None
     mended = mend_damage(module, messages, profile, chosen, damaged, parts_before=0, later=True)
     if mended.later is not None:  # a damaged history bound for Mistral: ids rewritten apart
@@ -446,14 +449,17 @@ class Mended:
     (``toolmend.integrations.hooks.mend``).
 
     ``messages`` is the history to send; ``changes`` and ``problems`` are the edits made and what
-    the input broke (ids and codes, safe to log)."""
+    the input broke (ids and codes, safe to log). A hook's result for a repair
+    (:meth:`of_repair`) reads both through the :class:`toolmend.Repair` on first read: a
+    repair that builds its report lazily (Mistral's ids, Gemini's names: a change and a
+    problem or two a message) builds it only for a hook that logs, reports or records it."""
 
     messages: Any
-    changes: Sequence[Change] = ()
+    changes: Sequence[Change] = deferred_field("changes")
     parts: Sequence[tuple[Damage, Plan, list[Any]]] = ()
     """Each range's damage, plan and new messages (in range order), for callers that must
     follow where a message went (trim); empty from the hooks."""
-    problems: Sequence[Problem] = ()
+    problems: Sequence[Problem] = deferred_field("problems")
     """The problems of the ranges mended, in order."""
     loops: tuple[Problem, ...] = ()
     """What the hooks' loop guard found (see :func:`toolmend.detect_loops`)."""
@@ -468,6 +474,32 @@ class Mended:
     """From :func:`mend_damage` with ``later``, where it rewrote a stretch's ids: the function
     that builds ``changes`` and ``problems`` (both left empty), for a report built when it is
     first read (:meth:`toolmend.Repair._deferred`)."""
+
+    @classmethod
+    def of_repair(
+        cls, repair: Repair, *, loops: tuple[Problem, ...] = (), left: tuple[Problem, ...] = ()
+    ) -> Mended:
+        """A hook's result for ``repair``: its messages; its ``changes`` and ``problems`` read
+        from ``repair`` when first read (then kept, the same tuples as the repair's), so the
+        repair's own report stays unbuilt until someone asks (:meth:`toolmend.Repair._deferred`).
+        ``==``, ``repr`` and :func:`dataclasses.replace` read them, as for a result built
+        eagerly."""
+        made = object.__new__(cls)
+        made.__dict__.update(
+            messages=repair.messages,
+            parts=(),
+            loops=loops,
+            left=left,
+            failed=False,
+            whole=False,
+            later=None,
+            _later=(lambda: (repair.changes, repair.problems), repair.changed),
+        )
+        return made
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled (and copied) as a result built eagerly (a repair's reader is no data)."""
+        return (type(self), tuple(getattr(self, f.name) for f in dataclasses.fields(self)))
 
 
 def find_damage(

@@ -118,6 +118,13 @@ def _deferred(name: str) -> Any:
     return _Deferred(name)
 
 
+def deferred_field(name: str) -> Any:
+    """:func:`_deferred` for another frozen dataclass whose ``changes`` and ``problems`` may be
+    built on first read the same way (``_later`` in the instance's ``__dict__``: the builder
+    and whether it changes anything): ``toolmend._api.Mended``, a hook's result."""
+    return _Deferred(name)
+
+
 Builder = Callable[[], tuple[Sequence[Change], Sequence[Problem]]]
 """What :meth:`Repair._deferred` takes: a function building the changes and the problems."""
 
