@@ -17,7 +17,7 @@ import logging
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import toolmend
@@ -362,6 +362,7 @@ def _snapshot(history: list[Any]) -> str:
     ),
     provider=st.sampled_from(CHAT_PROVIDERS),
 )
+@example(history=[{"role": "assistant", "content": None}], provider="mistral")
 def test_the_one_pass_repair_agrees_with_the_full_path(history: list[Any], provider: str) -> None:
     """``toolmend.repair`` (with the fast path, the cross-family check and the one-pass
     names and ids) and the full read, judge and plan give the same messages, the same changes
@@ -374,7 +375,7 @@ def test_the_one_pass_repair_agrees_with_the_full_path(history: list[Any], provi
     assert (repaired.messages is history) == (full is history)
     assert list(repaired.changes) == changes
     assert list(repaired.problems) == problems
-    if repaired.changes:
+    if repaired.changes and repaired.messages:  # (nothing mends a history left empty)
         assert repaired.problems_left == ()
         # the judge itself (the one-pass repair hands back "nothing left" unjudged)
         assert (
@@ -383,6 +384,7 @@ def test_the_one_pass_repair_agrees_with_the_full_path(history: list[Any], provi
 
 
 _MISTRAL_DAMAGE = (
+    "empty",
     "user",
     "system",
     "text",
@@ -409,6 +411,8 @@ def _mistral_damaged(draw: st.DrawFn) -> list[Any]:
         position = draw(st.integers(1, len(history)))
         if damage == "user":
             history.insert(position, user("are you still there?"))
+        elif damage == "empty":  # dropped by the repair: what follows meets what came before
+            history.insert(position, {"role": "assistant", "content": None})
         elif damage == "system":
             history.insert(position, {"role": "system", "content": "be brief"})
         elif damage == "text":
@@ -433,8 +437,26 @@ def _mistral_damaged(draw: st.DrawFn) -> list[Any]:
     return history
 
 
+_EMPTY_AFTER_RESULTS = [
+    user("user 1"),
+    calls("call_a", "call_b"),
+    result("call_a"),
+    result("call_b"),
+    assistant("text"),
+    user("user 5"),
+    calls("call_d"),
+    result("call_d"),
+    {"role": "assistant", "content": None},  # dropped: "user 9" would follow a result
+    user("user 9"),
+]
+"""Found by hypothesis: a range started at the empty assistant message, whose repair drops
+it, left the result before it followed by a user message (the whole history's repair puts
+an assistant message between them)."""
+
+
 @settings(max_examples=300, deadline=None)
 @given(history=st.one_of(_mistral_damaged(), _cross_family_histories()))
+@example(history=_EMPTY_AFTER_RESULTS)
 def test_mistral_ranges_agree_with_the_full_path(history: list[Any]) -> None:
     """Bound for Mistral, a damaged history is cut into ranges (its rules between any two
     messages and on the last one allow a range to start at a user message right after sound
@@ -658,7 +680,10 @@ def test_a_damaged_history_bound_for_mistral_judges_only_its_damaged_ranges(
     monkeypatch.setattr(toolmend._api, "judge", counting_judge)
     monkeypatch.setattr(toolmend._api, "plan_repair", no_planner)
     fixed = toolmend.repair(history, provider="mistral")
-    assert judged == [2, 2]  # each unanswered call and the text after it
+    # each damaged turn: its question, the call left unanswered and the text after it (the
+    # range starts at the question: a repair under missing_result="remove_call" may take the
+    # calling message away, so no range starts there)
+    assert judged == [3, 3]
     assert fixed.messages == full
     assert list(fixed.changes) == changes and list(fixed.problems) == problems
     assert [change.code for change in fixed.changes].count("rewrote_call_id") == 20

@@ -39,7 +39,7 @@ from ._report import (
 from ._routing import derived_profile
 from ._rules import judge
 from ._skeleton import RequestIds, Skeleton
-from .formats import Format, _openai_chat, detect, get
+from .formats import Format, detect, get
 from .profiles import Profile, get_profile
 
 __all__ = [
@@ -581,11 +581,11 @@ def _damage_in(
                 yield from _with_stretches(module, messages, profile, spans, *request)
                 return
     # (a range whose only fault is a result sent twice: written without the full path)
-    fused = fused and module.name == "openai" and profile.pairing in ("adjacent", "count")
+    fused = fused and module.quick_plans and profile.pairing in ("adjacent", "count")
     for low, high in spans:
         if fused and low:  # (after the history's start: no rule on the opening applies)
             part = messages[low:high]
-            repeats = _openai_chat.repeated_results(part, profile)
+            repeats = module.repeated_results(part, profile)
             if repeats is not None:
                 mended = _without_repeats(part, profile, low, repeats)
                 if mended is not None:
@@ -729,7 +729,11 @@ def mend_damage(
             reader = result_reader(module, part)
             # the common damages (a repeated result, a missing one, an orphan) planned in one
             # pass; anything else by the planner
-            quick = quick_plan(damage.skeleton, profile, policy, reader, codes)
+            quick = (
+                quick_plan(damage.skeleton, profile, policy, reader, codes)
+                if module.quick_plans
+                else None
+            )
             plan, made = quick or plan_repair(damage.skeleton, profile, policy, reader, codes)
             applied: list[Any] = module.apply(part, plan)
         except NonFiniteNumberError:

@@ -148,7 +148,8 @@ def quick_plan(
     """The plan and changes of ``plan_repair`` for a damaged range of chat messages whose only
     faults are the common ones (a result repeated, a call left without its result, a result
     whose call is not in the range), found without the pairing engine and the planner's
-    steps; None for anything else (the full planner decides).
+    steps; None for anything else (the full planner decides). Asked only of a format whose
+    ``Format.quick_plans`` says its ranges are applied as the planner's items (OpenAI chat).
 
     A damaged range is a few messages, yet the full planner's steps cost more than reading and
     judging them: most of a damaged history's repair (issue 32). What it plans here is what
@@ -167,7 +168,6 @@ def quick_plan(
         skeleton.whole
         or not problem_codes <= (wanted | _ID_CODES if request is not None else wanted)
         or skeleton.layout != MESSAGES
-        or skeleton.format != "openai"
         or profile.pairing == "ordered"
         or profile.reasoning_in_tool_turns
         or profile.alternation is not None

@@ -167,6 +167,19 @@ class Format:
         with the result it would get inside the whole history; None when it cannot tell."""
         return None
 
+    quick_plans: ClassVar[bool] = False
+    """Whether the planner's one-pass plan of the common damages
+    (:func:`toolmend._plan_messages.quick_plan`) may plan this format's ranges: its messages
+    are applied item by item as the planner's (OpenAI chat)."""
+
+    def repeated_results(
+        self, part: Sequence[Any], profile: Profile, /
+    ) -> list[tuple[int, str, int]] | None:
+        """For a damaged range after the history's start: each result sent twice word for
+        word, as (index, call id, index of the first), when that is the range's only fault;
+        None otherwise (the range is read, judged and planned)."""
+        return None
+
     def named_spans(
         self, messages: Sequence[Any], profile: Profile, /
     ) -> tuple[list[tuple[int, int]], list[tuple[int, str, str]]] | None:

@@ -650,6 +650,12 @@ def _scan(
             and (after_tool is None or follows_text)
             and (successors is None or _ordered_start(role, follows_text, order_bad, anywhere))
         ):
+            if successors is not None:
+                # (role order) a range starts here only if the message stays where it is: one
+                # the repair drops (an empty assistant message) would leave the range before
+                # followed by what comes after it, which its role order may refuse (a user
+                # message after results); so the start is taken back as Bedrock's soft one is
+                soft = (start, dirty, index)
             if dirty:
                 spans.append((start, index))
                 dirty = False
@@ -1700,6 +1706,8 @@ class OpenAIChat(Format):
     dirty_spans = staticmethod(dirty_spans)
     named_spans = staticmethod(named_spans)
     request_id_fixes = staticmethod(request_id_fixes)
+    repeated_results = staticmethod(repeated_results)
+    quick_plans = True
 
     def keeps_apart(self, role: Any) -> bool:
         """Tool (and legacy function) messages each answer one call id."""
