@@ -370,7 +370,9 @@ def _bench_damage(draw: st.DrawFn) -> list[Any]:
         _repeated_results(),
         damaged_conversations(id_style="any").map(lambda case: case[1]),
     ),
-    provider=st.one_of(st.just("openai"), st.sampled_from(CHAT_PROVIDERS)),
+    provider=st.one_of(
+        st.sampled_from(["openai", "anthropic", "gemini-litellm"]), st.sampled_from(CHAT_PROVIDERS)
+    ),
     policy=st.sampled_from(POLICIES),
 )
 def test_a_range_mended_from_its_messages_is_the_full_paths(

@@ -29,6 +29,7 @@ from ._policy import Policy
 from ._report import Builder, Change, Problem
 from ._skeleton import RequestIds
 from .formats import Format, _openai_chat
+from .formats._openai_cross import CrossRules
 from .profiles import Check, Profile
 
 __all__ = [
@@ -420,16 +421,25 @@ def mend_range(
     (``tests/test_damaged_speed.py``)."""
     if (
         profile.pairing != "adjacent"
-        or profile.call_id_scope == "request"
         or profile.results_need_name
+        or profile.role_successors is not None
         or policy.missing_result != "placeholder"
         or policy.orphan_result != "drop"
         or module.name != "openai"
     ):
         return None
     params = _openai_chat._plain_params(profile)
-    if params is None or params is _openai_chat._SCAN_TURNS or type(params) is not tuple:
+    if params is None or params is _openai_chat._SCAN_TURNS:
         return None
+    if type(params) is CrossRules:  # another family's, but not a role order
+        if (
+            params.successors is not None
+            or params.last_roles is not None
+            or "call_with_text" in profile.checks
+        ):
+            return None
+        params = _openai_chat._inner_rules(params)  # (after the history's start)
+    request_wide = profile.call_id_scope == "request"
     report = Report(profile, base)
     changes: list[Change] = []
     items: list[Item] = []
@@ -516,6 +526,11 @@ def mend_range(
         owner = index
     if owner >= 0 and len(answered) < len(block):
         _answer_missing(report, changes, items, placeheld, policy, owner, block, answered)
+    # (Anthropic) ids unique in the request: each later call with an id is a problem, and the
+    # planner rewrites it unless a placeholder answers all but one call with the id
+    repeated = request_wide and len(uses) < sum(uses.values())
+    if repeated and not _repeated_call_ids(report, part, uses, placeheld):
+        return None
     if not report.problems:
         return None
     for index in orphans:  # its id called nowhere in the range (else the planner's)
@@ -619,3 +634,38 @@ def _change_index(change: Change) -> int:
 
 def _problem_index(problem: Problem) -> int:
     return problem.index
+
+
+def _repeated_call_ids(
+    report: Report,
+    part: Sequence[Any],
+    uses: dict[str, int],
+    placeheld: list[tuple[int, int, str, str]],
+) -> bool:
+    """The judge's ``duplicate_call_id`` for each call whose id an earlier call of the range
+    has (ids unique in the request); False where two calls with one id both keep it (the
+    planner's id step rewrites the later one: not planned here)."""
+    held = {(owner, slot) for owner, slot, _, _ in placeheld}
+    kept: set[str] = set()  # the ids of the calls that keep theirs
+    seen: set[str] = set()
+    for index, message in enumerate(part):
+        tool_calls = message.get("tool_calls") if message["role"] == "assistant" else None
+        for slot, call in enumerate(tool_calls or ()):
+            call_id = call["id"]
+            if uses[call_id] < 2:
+                continue
+            if call_id in seen:
+                report.add(
+                    "duplicate_call_id",
+                    index,
+                    "two calls share one id",
+                    id=call_id,
+                    ids=(call_id,),
+                    slot=slot,
+                )
+            seen.add(call_id)
+            if (index, slot) not in held:
+                if call_id in kept:
+                    return False
+                kept.add(call_id)
+    return True
