@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import string
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from ._edits import Item, Keep, Placeholder, Plan
@@ -421,7 +422,6 @@ def mend_range(
     (``tests/test_damaged_speed.py``)."""
     if (
         profile.pairing != "adjacent"
-        or profile.results_need_name
         or profile.role_successors is not None
         or policy.missing_result != "placeholder"
         or policy.orphan_result != "drop"
@@ -440,12 +440,15 @@ def mend_range(
             return None
         params = _openai_chat._inner_rules(params)  # (after the history's start)
     request_wide = profile.call_id_scope == "request"
+    named = profile.results_need_name  # (Gemini) each result names its call's function
+    filled: list[tuple[int, str, str]] = []  # (Gemini) result message, name, call id
     report = Report(profile, base)
     changes: list[Change] = []
     items: list[Item] = []
     uses: dict[str, int] = {}  # call id -> how many calls of the range have it
     placeheld: list[tuple[int, int, str, str]] = []  # calling message, slot, id, name
     orphans: list[int] = []
+    mismatched: list[int] = []  # (Gemini) the results without their call's function name
     owner = -1  # the calling message whose results come now
     block: dict[str, tuple[int, str]] = {}  # its call ids -> (slot, name)
     answered: dict[str, int] = {}  # its call ids answered -> the answering message
@@ -461,6 +464,11 @@ def mend_range(
                 if call_id not in block:
                     return None  # ``unknown_result_id``: the planner's
                 first = answered.get(call_id)
+                name = block[call_id][1]
+                if named and message.get("name") != name:
+                    if first is None:
+                        filled.append((index, name, call_id))
+                    mismatched.append(index)
                 if first is None:
                     answered[call_id] = index
                     items.append(_keep(index))
@@ -518,26 +526,51 @@ def mend_range(
             call_id, function = call.get("id"), call.get("function")
             if type(call_id) is not str or call_id in block or type(function) is not dict:
                 return None
-            name = function.get("name")
-            if type(name) is not str or not acceptable_id(call_id, profile):
+            function_name = function.get("name")
+            if type(function_name) is not str or not function_name:
                 return None
-            block[call_id] = (slot, name)
+            if not acceptable_id(call_id, profile):
+                return None
+            block[call_id] = (slot, function_name)
             uses[call_id] = uses.get(call_id, 0) + 1
         owner = index
     if owner >= 0 and len(answered) < len(block):
         _answer_missing(report, changes, items, placeheld, policy, owner, block, answered)
+    for index in mismatched:  # the judge's, after the pairing's at the same index
+        call_id = part[index]["tool_call_id"]
+        report.add(
+            "result_name_mismatch",
+            index,
+            "tool message without the called function's name",
+            id=call_id,
+            ids=(call_id,),
+        )
     # (Anthropic) ids unique in the request: each later call with an id is a problem, and the
     # planner rewrites it unless a placeholder answers all but one call with the id
     repeated = request_wide and len(uses) < sum(uses.values())
     if repeated and not _repeated_call_ids(report, part, uses, placeheld):
         return None
-    if not report.problems:
-        return None
+    if len(report.problems) == len(mismatched):
+        return None  # (names alone: ``quick_names``)
     for index in orphans:  # its id called nowhere in the range (else the planner's)
         call_id = part[index]["tool_call_id"]
         if call_id in uses or _openai_chat._live_run(_with_call(part[index]), params) is None:
             return None
     plan = Plan(items)
+    if named:
+        for index, name, call_id in filled:
+            plan.edit(index).result_names[0] = name
+            changes.append(
+                Change(
+                    "filled_result_name",
+                    base + index,
+                    f"function name {name!r} taken from the call",
+                    (call_id,),
+                )
+            )
+        plan.items = items = [
+            replace(item, named=True) if type(item) is Placeholder else item for item in items
+        ]
     if placeheld and any(uses[call_id] > 1 for _, _, call_id, _ in placeheld):
         # the planner's id step: a placeheld call whose id another call has gets a new one
         taken = set(uses)
@@ -619,11 +652,15 @@ def _keep(index: int) -> Keep:
 
 
 def _with_call(result: dict[str, Any]) -> list[Any]:
-    """A result after a call with its id: what the one-pass check holds of the result alone."""
+    """A result after a call with its id (and its name: a result no call owns is not held to
+    one): what the one-pass check holds of the result alone."""
+    name = result.get("name")
+    if type(name) is not str or not name:
+        name, result = "f", {**result, "name": "f"}
     call = {
         "id": result["tool_call_id"],
         "type": "function",
-        "function": {"name": "f", "arguments": "{}"},
+        "function": {"name": name, "arguments": "{}"},
     }
     return [{"role": "assistant", "content": None, "tool_calls": [call]}, result]
 
