@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import string
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Any
 
 from ._edits import Item, Keep, Placeholder, Plan
@@ -421,7 +420,7 @@ def mend_range(
     rule has anything to say. Property tests hold it to the full path
     (``tests/test_damaged_speed.py``)."""
     if (
-        profile.pairing != "adjacent"
+        profile.pairing not in ("adjacent", "count")
         or profile.role_successors is not None
         or policy.missing_result != "placeholder"
         or policy.orphan_result != "drop"
@@ -511,7 +510,9 @@ def mend_range(
         if role not in _OTHER_ROLES:
             return None
         if owner >= 0 and len(answered) < len(block):
-            _answer_missing(report, changes, items, placeheld, policy, owner, block, answered)
+            _answer_missing(
+                report, changes, items, placeheld, policy, owner, block, answered, named
+            )
         items.append(_keep(index))
         owner = -1
         tool_calls = message.get("tool_calls") if role == "assistant" else None
@@ -535,7 +536,10 @@ def mend_range(
             uses[call_id] = uses.get(call_id, 0) + 1
         owner = index
     if owner >= 0 and len(answered) < len(block):
-        _answer_missing(report, changes, items, placeheld, policy, owner, block, answered)
+        _answer_missing(report, changes, items, placeheld, policy, owner, block, answered, named)
+    if profile.pairing == "count":  # (DeepSeek) the judge counts results, the planner pairs ids
+        report.problems = []
+        _count_pairing(report, part)
     for index in mismatched:  # the judge's, after the pairing's at the same index
         call_id = part[index]["tool_call_id"]
         report.add(
@@ -568,9 +572,6 @@ def mend_range(
                     (call_id,),
                 )
             )
-        plan.items = items = [
-            replace(item, named=True) if type(item) is Placeholder else item for item in items
-        ]
     if placeheld and any(uses[call_id] > 1 for _, _, call_id, _ in placeheld):
         # the planner's id step: a placeheld call whose id another call has gets a new one
         taken = set(uses)
@@ -623,16 +624,18 @@ def _answer_missing(
     owner: int,
     block: dict[str, tuple[int, str]],
     answered: dict[str, int],
+    named: bool,
 ) -> None:
     """The calls of message ``owner`` left without their result (``block`` minus
     ``answered``): the judge's ``missing_result`` and the planner's placeholders after the
-    block's results, in call order, each with its change."""
+    block's results (``named``: stating the call's function), in call order, each with its
+    change."""
     missing = tuple(sorted(set(block).difference(answered)))
     report.add("missing_result", owner, f"{len(missing)} call(s) without a result", ids=missing)
     for call_id, (slot, name) in block.items():  # (in slot order: the message's order)
         if call_id in answered:
             continue
-        items.append(Placeholder(owner, call_id, name, policy.placeholder, call_slot=slot))
+        items.append(Placeholder(owner, call_id, name, policy.placeholder, named, slot))
         placeheld.append((owner, slot, call_id, name))
         changes.append(
             Change(
@@ -706,3 +709,33 @@ def _repeated_call_ids(
                     return False
                 kept.add(call_id)
     return True
+
+
+def _count_pairing(report: Report, part: Sequence[Any]) -> None:
+    """The judge's pairing by count (DeepSeek: as many tool messages right after the calling
+    message as it has calls) of a range :func:`mend_range` has read."""
+    owner, remaining = -1, 0
+    for index, message in enumerate(part):
+        role = message["role"]
+        if role == "tool":
+            if remaining <= 0:
+                report.add("orphan_result", index, "tool result without a pending call")
+            else:
+                remaining -= 1
+            continue
+        if remaining > 0:
+            report.add(
+                "missing_result",
+                owner,
+                f"{remaining} call(s) without a result",
+                ids=tuple(call["id"] for call in part[owner]["tool_calls"]),
+            )
+        found = message.get("tool_calls") if role == "assistant" else None
+        owner, remaining = (index, len(found)) if found else (-1, 0)
+    if remaining > 0:
+        report.add(
+            "missing_result",
+            owner,
+            f"{remaining} call(s) without a result",
+            ids=tuple(call["id"] for call in part[owner]["tool_calls"]),
+        )
