@@ -21,7 +21,7 @@ import string
 from collections.abc import Sequence
 from typing import Any
 
-from ._edits import Item, Keep, Placeholder, Plan
+from ._edits import Keep, Placeholder, Plan
 from ._findings import Report
 from ._jsontext import NonFiniteNumberError, UnwritableValueError
 from ._plan_ids import acceptable_id, fresh_id
@@ -443,7 +443,7 @@ def mend_range(
     filled: list[tuple[int, str, str]] = []  # (Gemini) result message, name, call id
     report = Report(profile, base)
     changes: list[Change] = []
-    items: list[Item] = []
+    items: list[Any] = []  # kept messages, and (call, slot, id, name) for each placeholder
     uses: dict[str, int] = {}  # call id -> how many calls of the range have it
     placeheld: list[tuple[int, int, str, str]] = []  # calling message, slot, id, name
     orphans: list[int] = []
@@ -483,7 +483,7 @@ def mend_range(
                     first=first + base,
                 )
                 changes.append(
-                    Change(
+                    _change(
                         "dropped_duplicate_result",
                         base + index,
                         "second result for one call",
@@ -499,7 +499,7 @@ def mend_range(
             )
             orphans.append(index)
             changes.append(
-                Change(
+                _change(
                     "dropped_orphan_result",
                     base + index,
                     "result of a call not in the history",
@@ -565,42 +565,37 @@ def mend_range(
         for index, name, call_id in filled:
             plan.edit(index).result_names[0] = name
             changes.append(
-                Change(
+                _change(
                     "filled_result_name",
                     base + index,
                     f"function name {name!r} taken from the call",
                     (call_id,),
                 )
             )
+    renamed: dict[tuple[int, int], str] = {}
     if placeheld and any(uses[call_id] > 1 for _, _, call_id, _ in placeheld):
         # the planner's id step: a placeheld call whose id another call has gets a new one
         taken = set(uses)
         next_try: dict[str, int] = {}
-        renamed: dict[tuple[int, int], str] = {}
         for owner, slot, call_id, _ in placeheld:
             if uses[call_id] > 1:
                 new_id = fresh_id(call_id, profile, taken, next_try)
                 renamed[(owner, slot)] = new_id
                 plan.edit(owner).call_ids[slot] = new_id
                 changes.append(
-                    Change(
+                    _change(
                         "rewrote_call_id",
                         base + owner,
                         "call id another call has, for the call the placeholder answers",
                         (call_id, new_id),
                     )
                 )
+    if placeheld:  # each placeholder made once, with its call's final id
+        text = policy.placeholder
         plan.items = [
-            Placeholder(
-                item.call_index,
-                renamed[(item.call_index, item.call_slot)],
-                item.name,
-                item.text,
-                item.named,
-                item.call_slot,
-            )
-            if type(item) is Placeholder and (item.call_index, item.call_slot) in renamed
-            else item
+            item
+            if type(item) is Keep
+            else Placeholder(item[0], renamed.get(item[:2], item[2]), item[3], text, named, item[1])
             for item in items
         ]
     try:
@@ -618,7 +613,7 @@ def mend_range(
 def _answer_missing(
     report: Report,
     changes: list[Change],
-    items: list[Item],
+    items: list[Any],
     placeheld: list[tuple[int, int, str, str]],
     policy: Policy,
     owner: int,
@@ -635,10 +630,10 @@ def _answer_missing(
     for call_id, (slot, name) in block.items():  # (in slot order: the message's order)
         if call_id in answered:
             continue
-        items.append(Placeholder(owner, call_id, name, policy.placeholder, named, slot))
         placeheld.append((owner, slot, call_id, name))
+        items.append(placeheld[-1])  # (made a :class:`Placeholder` once its id is known)
         changes.append(
-            Change(
+            _change(
                 "answered_missing_call",
                 report.base + owner,
                 "call answered with the placeholder",
