@@ -371,7 +371,7 @@ def _bench_damage(draw: st.DrawFn) -> list[Any]:
         damaged_conversations(id_style="any").map(lambda case: case[1]),
     ),
     provider=st.one_of(
-        st.sampled_from(["openai", "deepseek", "anthropic", "gemini"]),
+        st.sampled_from(["openai", "deepseek", "anthropic", "gemini", "bedrock"]),
         st.sampled_from(CHAT_PROVIDERS),
     ),
     policy=st.sampled_from(POLICIES),

@@ -17,8 +17,9 @@ objects), the same changes and the same problems, in the same order; ids come fr
 
 from __future__ import annotations
 
+import itertools
 import string
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ._edits import Keep, Placeholder, Plan
@@ -27,7 +28,7 @@ from ._jsontext import NonFiniteNumberError, UnwritableValueError
 from ._plan_ids import acceptable_id, fresh_id
 from ._policy import Policy
 from ._report import Builder, Change, Problem
-from ._skeleton import RequestIds
+from ._skeleton import SYSTEM, TOOL, RequestIds
 from .formats import Format, _openai_chat
 from .formats._openai_cross import CrossRules
 from .profiles import Check, Profile
@@ -421,7 +422,6 @@ def mend_range(
     (``tests/test_damaged_speed.py``)."""
     if (
         profile.pairing not in ("adjacent", "count")
-        or profile.role_successors is not None
         or policy.missing_result != "placeholder"
         or policy.orphan_result != "drop"
         or module.name != "openai"
@@ -598,6 +598,9 @@ def mend_range(
             else Placeholder(item[0], renamed.get(item[:2], item[2]), item[3], text, named, item[1])
             for item in items
         ]
+    successors = profile.role_successors
+    if successors is not None and not _order_kept(part, plan.items, successors):
+        return None
     try:
         repaired: list[Any] = module.apply(part, plan)
     except (NonFiniteNumberError, UnwritableValueError):
@@ -734,3 +737,27 @@ def _count_pairing(report: Report, part: Sequence[Any]) -> None:
             f"{remaining} call(s) without a result",
             ids=tuple(call["id"] for call in part[owner]["tool_calls"]),
         )
+
+
+def _order_kept(
+    part: Sequence[Any], items: Sequence[Any], successors: Mapping[str, frozenset[str]]
+) -> bool:
+    """Under a profile with a role order (Bedrock: after results, only the model or more
+    results), whether the range breaks none of it before the repair (else the judge's
+    ``role_order`` is the planner's) and none after it (else ``quick_plan`` leaves the range to
+    the planner's bridges)."""
+    kinds = [_openai_chat._KINDS[message["role"]] for message in part]
+    for previous, kind in itertools.pairwise(kinds):
+        allowed = successors.get(previous)
+        if allowed is not None and kind not in allowed:
+            return False
+    after_tool = successors.get(TOOL, frozenset())
+    previous = ""
+    for item in items:
+        kind = kinds[item.index] if type(item) is Keep else TOOL
+        if (kind == SYSTEM and previous and SYSTEM not in successors.get(previous, {SYSTEM})) or (
+            previous == TOOL and kind not in after_tool
+        ):
+            return False
+        previous = kind
+    return True
