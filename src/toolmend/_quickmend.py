@@ -418,8 +418,11 @@ def mend_range(
     ``orphan_result``, ``duplicate_result``) and ``quick_plan``'s items, changes and new ids,
     applied by the format; it answers only where the repaired range passes the profile's
     one-pass check and each dropped orphan passes it after a call with its id, so no other
-    rule has anything to say. Property tests hold it to the full path
-    (``tests/test_damaged_speed.py``)."""
+    rule has anything to say. Under counting pairing (DeepSeek) the problems are the judge's
+    count; under result names (Gemini) the answered results get their call's name; under a
+    role order (Bedrock) neither the range nor its repair may break it; ids unique in the
+    request (Anthropic) add the judge's ``duplicate_call_id``. Property tests hold it to the
+    full path (``tests/test_damaged_speed.py``)."""
     if (
         profile.pairing not in ("adjacent", "count")
         or policy.missing_result != "placeholder"
