@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 import toolmend
 import toolmend._api
 import toolmend._planstate
+import toolmend._quickmend
 from toolmend import formats
 from toolmend._api import _read_range, result_reader
 from toolmend._plan_messages import quick_plan
@@ -185,7 +186,7 @@ def test_names_outside_the_damaged_ranges_are_filled_in_one_pass(
 ) -> None:
     """Bound for Gemini, a damaged history lacks the result names everywhere: the names
     outside the damaged ranges are filled in one pass (no range is cut for them, none is
-    named on its own), only the damaged ranges are read and judged, and the report of the
+    named on its own), the damaged ranges are mended on their own, and the report of the
     names is built when it is read; everything as the whole history's repair gives it."""
     history = _long_history(20)
     history.insert(4, copy.deepcopy(history[3]))  # turn 0: a result repeated
@@ -211,7 +212,7 @@ def test_names_outside_the_damaged_ranges_are_filled_in_one_pass(
     monkeypatch.setattr(toolmend._api, "judge", counting_judge)
     monkeypatch.setattr(toolmend._api, "quick_names", per_range)
     fixed = toolmend.repair(history, provider=provider)
-    assert judged == [4, 3]
+    assert judged == []  # (the damaged ranges mended from their messages: ``mend_range``)
     assert "_later" in vars(fixed)  # the report is not built yet
     assert fixed.changed
     assert fixed.messages == expected
@@ -323,6 +324,105 @@ def test_a_result_sent_twice_is_dropped_without_reading_its_range(
     expected, changes = whole_repair(formats.get("openai"), history, profile, Policy())
     problems = judge(openai_chat.read(history), profile)
     assert [problem.code for problem in problems] == ["duplicate_result"] * 2
+
+    def no_judge(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a range was judged")
+
+    monkeypatch.setattr(toolmend._api, "judge", no_judge)
+    fixed = toolmend.repair(history, provider="openai")
+    assert fixed.messages == expected
+    assert list(fixed.changes) == changes
+    assert list(fixed.problems) == problems
+
+
+@st.composite
+def _bench_damage(draw: st.DrawFn) -> list[Any]:
+    """A long tool-heavy conversation damaged as ``benchmarks/bench_core.damage`` damages it
+    (results dropped, calling messages dropped, user messages inserted, messages sent twice,
+    results repeated with another text), so that its ranges lie between its start and end."""
+    history: list[Any] = []
+    for number in range(draw(st.integers(4, 10))):
+        ids = [f"call_{number}{letter}" for letter in "abc"[: draw(st.integers(1, 3))]]
+        history += [user(f"question {number}"), *_turn(*ids)]
+        if draw(st.booleans()):
+            history.append(assistant(f"answer {number}"))
+    for _ in range(draw(st.integers(1, 4))):
+        at = draw(st.integers(1, len(history) - 2))
+        action = draw(st.integers(0, 4))
+        dropped = "tool_calls" if action == 1 else "tool_call_id"  # a call or a result
+        if action < 2 and history[at].get(dropped):
+            del history[at]
+        elif action == 2:
+            history.insert(at, user("are you still there?"))
+        elif action == 3:
+            history.insert(at, history[at - 1])
+        elif history[at]["role"] == "tool":
+            other = dict(history[at])
+            other["content"] = draw(st.sampled_from(["", "Tool execution aborted", "other"]))
+            history.insert(at + 1, other)
+    return history
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    history=st.one_of(
+        _bench_damage(),
+        _repeated_results(),
+        damaged_conversations(id_style="any").map(lambda case: case[1]),
+    ),
+    provider=st.one_of(
+        st.sampled_from(["openai", "deepseek", "anthropic", "gemini", "bedrock"]),
+        st.sampled_from(CHAT_PROVIDERS),
+    ),
+    policy=st.sampled_from(POLICIES),
+)
+def test_a_range_mended_from_its_messages_is_the_full_paths(
+    history: list[Any], provider: str, policy: Policy
+) -> None:
+    """Where ``mend_range`` answers for a damaged range (between the history's start and its
+    end), it has the messages, changes and problems of the range read, judged, planned and
+    applied."""
+    profile = get_profile(provider)
+    module = formats.get("openai")
+    for low, high in _ranges(history, provider):
+        if not low or high == len(history):
+            continue
+        part = history[low:high]
+        mended = toolmend._quickmend.mend_range(module, part, profile, policy, low)
+        if mended is None:
+            continue
+        skeleton = _read_range(module, history, low, high)
+        problems = judge(skeleton, profile)
+        assert mended[2] == problems
+        plan, changes = plan_repair(
+            skeleton, profile, policy, result_reader(module, part), {p.code for p in problems}
+        )
+        assert mended[1] == changes
+        assert mended[0] == module.apply(part, plan)
+        assert mended[3] == {c.id for found in skeleton.calls.values() for c in found}
+
+
+def test_the_common_damages_are_mended_without_reading_their_ranges(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Bound for OpenAI, a calling message sent twice, a missing result, an orphan after a user
+    message and a repeated result: no range is read or judged, and the repair is the whole
+    history's (new ids for the copy's calls, which the placeholders answer), with the judge's
+    problems."""
+    history = _long_history(12)
+    history.insert(4, copy.deepcopy(history[3]))  # turn 0: its second result, repeated
+    del history[14]  # turn 2: a result missing
+    history.insert(26, result("call_gone", "late"))  # after turn 4's user message: an orphan
+    history.insert(37, history[37])  # turn 7: its calling message sent twice
+    profile = get_profile("openai")
+    expected, changes = whole_repair(formats.get("openai"), history, profile, Policy())
+    problems = judge(openai_chat.read(history), profile)
+    assert {change.code for change in changes} == {
+        "dropped_duplicate_result",
+        "answered_missing_call",
+        "dropped_orphan_result",
+        "rewrote_call_id",
+    }
 
     def no_judge(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("a range was judged")

@@ -582,7 +582,9 @@ def test_a_damaged_history_bound_for_gemini_judges_only_its_damaged_range(
     fixed = toolmend.repair(history, provider="gemini")
     assert fixed.messages == full and list(fixed.changes) == changes
     assert [change.code for change in fixed.changes].count("filled_result_name") == 2
-    assert judged == [2]  # the damaged range: the unanswered call and the text after it
+    # the damaged range (the unanswered call and the text after it) is mended from its
+    # messages (``mend_range``): no range is judged
+    assert judged == []
 
 
 def test_a_sound_history_bound_for_bedrock_takes_the_one_pass(

@@ -23,7 +23,14 @@ from ._findings import Report
 from ._jsontext import NonFiniteNumberError, UnwritableValueError, locate
 from ._plan_messages import quick_plan
 from ._policy import Mode, Policy, as_policy
-from ._quickmend import fill_names, quick_mend, quick_names, rewrite_stretch, stretch_report
+from ._quickmend import (
+    fill_names,
+    mend_range,
+    quick_mend,
+    quick_names,
+    rewrite_stretch,
+    stretch_report,
+)
 from ._repair import plan_repair
 from ._report import (
     Builder,
@@ -590,6 +597,13 @@ def _damage_in(
                 mended = _without_repeats(part, profile, low, repeats)
                 if mended is not None:
                     yield mended
+                    continue
+            elif policy is not None and high < len(messages):
+                # (before the history's end: no newest input to keep) the common damages,
+                # judged and planned straight from the messages
+                direct = mend_range(module, part, profile, policy, low)
+                if direct is not None:
+                    yield Named(low, high, *direct)
                     continue
         if quick:
             part = messages[low:high]
