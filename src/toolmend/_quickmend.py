@@ -427,7 +427,7 @@ def mend_range(
         profile.pairing not in ("adjacent", "count")
         or policy.missing_result != "placeholder"
         or policy.orphan_result != "drop"
-        or module.name != "openai"
+        or not module.quick_plans
     ):
         return None
     params = _openai_chat._plain_params(profile)
