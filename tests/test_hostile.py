@@ -838,3 +838,39 @@ def test_cli_a_directory_and_a_missing_file(
         assert exit.value.code == 2
         err = capsys.readouterr().err
         assert err.startswith(f"toolmend: {path}: ") and err.count("\n") == 1
+
+
+_CROSS_TARGETS = ["openai", "deepseek", "anthropic", "bedrock", "gemini", "mistral", "groq"]
+
+
+@pytest.mark.parametrize("provider", _CROSS_TARGETS)
+@pytest.mark.parametrize(
+    ("at", "key"), [(1, "role"), (3, "role"), (5, "role"), (1, "tool_calls"), (2, "tool_call_id")]
+)
+@pytest.mark.parametrize("value", [[], {}, [[]]])
+def test_an_unhashable_value_in_a_damaged_history_is_named_not_a_type_error(
+    provider: str, at: int, key: str, value: Any
+) -> None:
+    """The one-pass checks, the range scan and the one-walk range repair put roles and ids in
+    sets and dict keys: a list or a dict where a string belongs must reach the full path, which
+    names the message (or reads the history), never raise ``TypeError`` from a set lookup (the
+    merge of the third speed round did, for roles and call ids)."""
+    history: list[Any] = [
+        {"role": "user", "content": "hi"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+            ],
+        },
+        {"role": "tool", "tool_call_id": "call_1", "content": "x"},
+        {"role": "tool", "tool_call_id": "call_1", "content": "x"},  # a repeat: a damaged range
+        {"role": "assistant", "content": "ok"},
+        {"role": "user", "content": "q2"},
+    ]
+    broken = copy.deepcopy(history)
+    broken[at][key] = value
+    for run in (toolmend.repair, toolmend.check):
+        with contextlib.suppress(toolmend.InvalidHistoryError):
+            run(broken, provider=provider)

@@ -510,7 +510,7 @@ def mend_range(
                 )
             )
             continue
-        if role not in _OTHER_ROLES:
+        if type(role) is not str or role not in _OTHER_ROLES:
             return None
         if owner >= 0 and len(answered) < len(block):
             _answer_missing(

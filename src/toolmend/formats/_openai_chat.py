@@ -555,6 +555,8 @@ def _scan(
             role = message["role"]
         except KeyError:
             role = None
+        if type(role) is not str and role is not None:
+            return None  # (a role of another type, unhashable perhaps: the full path names it)
         if successors is not None:
             kind = _KINDS.get(role) if type(role) is str else None
             order_bad = kind not in follow[previous]

@@ -265,7 +265,9 @@ def cross_valid(messages: Sequence[Any], rules: CrossRules) -> list[Any] | None:
     last_roles = rules.last_roles
     if last_roles is not None:
         last = messages[-1]
-        if type(last) is not dict or last["role"] not in last_roles:
+        if type(last) is not dict or type(last.get("role")) is not str:
+            return None
+        if last["role"] not in last_roles:
             return None
     if rules.id_match is not None and not _first_id_ok(messages, rules.id_match):
         return None  # the first id tells a history of refused ids (Mistral's) at once
@@ -778,7 +780,9 @@ def cross_fixes(
     last_roles = relaxed.last_roles
     if last_roles is not None:
         last = messages[-1]
-        if type(last) is not dict or last["role"] not in last_roles:
+        if type(last) is not dict or type(last.get("role")) is not str:
+            return None
+        if last["role"] not in last_roles:
             return None
     try:
         if rules.names:
