@@ -28,9 +28,9 @@ from ._jsontext import NonFiniteNumberError, UnwritableValueError
 from ._plan_ids import acceptable_id, fresh_id
 from ._policy import Policy
 from ._report import Builder, Change, Problem
+from ._rules import pair_by_count
 from ._skeleton import SYSTEM, TOOL, RequestIds
 from .formats import Format, _openai_chat
-from .formats._openai_cross import CrossRules
 from .profiles import Check, Profile
 
 __all__ = [
@@ -430,17 +430,9 @@ def mend_range(
         or not module.quick_plans
     ):
         return None
-    params = _openai_chat._plain_params(profile)
-    if params is None or params is _openai_chat._SCAN_TURNS:
+    params = _openai_chat.range_params(profile)  # (after the history's start)
+    if params is None:
         return None
-    if type(params) is CrossRules:  # another family's, but not a role order
-        if (
-            params.successors is not None
-            or params.last_roles is not None
-            or "call_with_text" in profile.checks
-        ):
-            return None
-        params = _openai_chat._inner_rules(params)  # (after the history's start)
     request_wide = profile.call_id_scope == "request"
     named = profile.results_need_name  # (Gemini) each result names its call's function
     filled: list[tuple[int, str, str]] = []  # (Gemini) result message, name, call id
@@ -542,7 +534,12 @@ def mend_range(
         _answer_missing(report, changes, items, placeheld, policy, owner, block, answered, named)
     if profile.pairing == "count":  # (DeepSeek) the judge counts results, the planner pairs ids
         report.problems = []
-        _count_pairing(report, part)
+        pair_by_count(
+            [message["role"] for message in part],
+            lambda index: part[index].get("tool_calls"),
+            lambda index: tuple(call["id"] for call in part[index]["tool_calls"]),
+            report,
+        )
     for index in mismatched:  # the judge's, after the pairing's at the same index
         call_id = part[index]["tool_call_id"]
         report.add(
@@ -710,36 +707,6 @@ def _repeated_call_ids(
                     return False
                 kept.add(call_id)
     return True
-
-
-def _count_pairing(report: Report, part: Sequence[Any]) -> None:
-    """The judge's pairing by count (DeepSeek: as many tool messages right after the calling
-    message as it has calls) of a range :func:`mend_range` has read."""
-    owner, remaining = -1, 0
-    for index, message in enumerate(part):
-        role = message["role"]
-        if role == "tool":
-            if remaining <= 0:
-                report.add("orphan_result", index, "tool result without a pending call")
-            else:
-                remaining -= 1
-            continue
-        if remaining > 0:
-            report.add(
-                "missing_result",
-                owner,
-                f"{remaining} call(s) without a result",
-                ids=tuple(call["id"] for call in part[owner]["tool_calls"]),
-            )
-        found = message.get("tool_calls") if role == "assistant" else None
-        owner, remaining = (index, len(found)) if found else (-1, 0)
-    if remaining > 0:
-        report.add(
-            "missing_result",
-            owner,
-            f"{remaining} call(s) without a result",
-            ids=tuple(call["id"] for call in part[owner]["tool_calls"]),
-        )
 
 
 def _order_kept(

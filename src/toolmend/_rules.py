@@ -58,7 +58,8 @@ A block-layout skeleton (Anthropic, Gemini, Bedrock) is paired by the profile's
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
+from typing import Any
 
 from ._block_rules import (
     check_blocks,
@@ -74,7 +75,7 @@ from ._skeleton import ASSISTANT, BLOCKS, OTHER, SYSTEM, TOOL, USER, Result, Ske
 from .formats import get
 from .profiles import PROFILES, Profile, compiled
 
-__all__ = ["judge"]
+__all__ = ["judge", "pair_by_count"]
 
 
 def judge(skeleton: Skeleton, profile: Profile) -> list[Problem]:
@@ -221,9 +222,22 @@ def _missing(report: Report, owner: int, expected: set[str], answered: Collectio
 
 def _pair_by_count(skeleton: Skeleton, report: Report) -> None:
     """DeepSeek: as many tool messages right after the calling message as it has calls."""
-    calls = skeleton.calls
+    pair_by_count(skeleton.kinds, skeleton.calls.get, lambda index: _ids(skeleton, index), report)
+
+
+def pair_by_count(
+    kinds: Sequence[str],
+    calls_at: Callable[[int], Any],
+    ids_at: Callable[[int], tuple[str, ...]],
+    report: Report,
+) -> None:
+    """The pairing by count (DeepSeek: as many tool messages right after the calling message
+    as it has calls) over messages of ``kinds``: ``calls_at(index)`` the calls of an assistant
+    message (empty or None for none), ``ids_at(index)`` their ids. The judge's over a skeleton,
+    and :func:`toolmend._quickmend.mend_range`'s over a range's messages, which must report
+    exactly what the judge reports."""
     owner, remaining = -1, 0
-    for index, kind in enumerate(skeleton.kinds):
+    for index, kind in enumerate(kinds):
         if kind == TOOL:
             if remaining <= 0:
                 report.add("orphan_result", index, "tool result without a pending call")
@@ -232,19 +246,13 @@ def _pair_by_count(skeleton: Skeleton, report: Report) -> None:
             continue
         if remaining > 0:
             report.add(
-                "missing_result",
-                owner,
-                f"{remaining} call(s) without a result",
-                ids=_ids(skeleton, owner),
+                "missing_result", owner, f"{remaining} call(s) without a result", ids=ids_at(owner)
             )
-        found = calls.get(index) if kind == ASSISTANT else None
+        found = calls_at(index) if kind == ASSISTANT else None
         owner, remaining = (index, len(found)) if found else (-1, 0)
     if remaining > 0:
         report.add(
-            "missing_result",
-            owner,
-            f"{remaining} call(s) without a result",
-            ids=_ids(skeleton, owner),
+            "missing_result", owner, f"{remaining} call(s) without a result", ids=ids_at(owner)
         )
 
 

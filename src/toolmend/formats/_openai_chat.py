@@ -48,6 +48,7 @@ __all__ = [
     "kind_of",
     "live_rounds",
     "named_spans",
+    "range_params",
     "quick_fixes",
     "quick_live",
     "quick_valid",
@@ -332,17 +333,9 @@ def repeated_results(part: Sequence[Any], profile: Profile) -> list[tuple[int, s
     The commonest damage of a sent history (a tool message sent twice): the judge's only
     problem is each repeat (``duplicate_result``) and the repair drops it, which the API
     writes without reading, judging and planning the range (issue 32)."""
-    params = _plain_params(profile) if part else None
-    if params is None or params is _SCAN_TURNS or profile.pairing not in ("adjacent", "count"):
+    params = range_params(profile) if part else None
+    if params is None or profile.pairing not in ("adjacent", "count"):
         return None
-    if type(params) is CrossRules:  # another family's, but not a role order
-        if (
-            params.successors is not None
-            or params.last_roles is not None
-            or "call_with_text" in profile.checks
-        ):
-            return None
-        params = _inner_rules(params)
     repeats: list[tuple[int, str, int]] = []
     kept: list[Any] = []
     block: set[Any] | None = None  # the ids of the calling message whose results come now
@@ -381,6 +374,26 @@ def repeated_results(part: Sequence[Any], profile: Profile) -> list[tuple[int, s
     if (block is not None and len(first_of) != len(block)) or not repeats:
         return None
     return repeats if _live_run(kept, params) is not None else None
+
+
+def range_params(profile: Profile) -> Any:
+    """The one-pass rules a damaged range after the history's start is held to by the
+    repairs that write it without the full path (:func:`repeated_results`,
+    :func:`toolmend._quickmend.mend_range`): the profile's plain rules, or another family's
+    without its rules on a conversation's opening; None when they cannot judge a range (a
+    per-turn rule, a role order, a rule on the last message, text beside calls)."""
+    params = _plain_params(profile)
+    if params is None or params is _SCAN_TURNS:
+        return None
+    if type(params) is CrossRules:  # another family's, but not a role order
+        if (
+            params.successors is not None
+            or params.last_roles is not None
+            or "call_with_text" in profile.checks
+        ):
+            return None
+        params = _inner_rules(params)
+    return params
 
 
 _INNER: dict[int, tuple[CrossRules, CrossRules]] = {}
