@@ -27,7 +27,7 @@ from toolmend import Change, formats
 from toolmend._api import Mended
 from toolmend._rules import judge
 from toolmend.integrations import hooks, telemetry
-from toolmend.profiles import get_profile
+from toolmend.profiles import _base, get_profile
 
 from support.cases import assistant, calls, result, user
 from support.histories import valid_conversations
@@ -215,3 +215,46 @@ def test_a_hooks_result_pickles_and_copies_as_one_built_eagerly() -> None:
     assert pickle.loads(pickle.dumps(mended)) == eager
     assert copy.copy(mended) == eager and copy.deepcopy(mended) == eager
     assert dataclasses.replace(mended, failed=True) == dataclasses.replace(eager, failed=True)
+
+
+def _profile_with_a_broken_text() -> Any:
+    """Mistral's profile with an error text that cannot be written (a user-made profile's
+    typo): the one-pass id rewrite reports with it."""
+    mistral = get_profile("mistral")
+    checks = dict(mistral.checks)
+    checks["call_id_format"] = dataclasses.replace(
+        checks["call_id_format"], error="Tool call id was {id but"
+    )
+    return dataclasses.replace(mistral, name="mymistral", checks=_base.checks(**checks))
+
+
+_REFUSED_IDS = [
+    {"role": "user", "content": "hi"},
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "call_xabcdefghi",
+                "type": "function",
+                "function": {"name": "f", "arguments": "{}"},
+            }
+        ],
+    },
+    {"role": "tool", "tool_call_id": "call_xabcdefghi", "content": "ok"},
+    {"role": "assistant", "content": "done"},
+    {"role": "user", "content": "hi"},
+]
+
+
+def test_a_report_that_cannot_be_built_fails_inside_the_repair_and_the_hook_fails_open() -> None:
+    """The report built on first read must not move a failure out of the repair: an error text
+    that cannot be written raises from ``toolmend.repair`` itself, and a hook (which reads no
+    report when nobody logs) sends the original and says it failed, as before the report was
+    built lazily (found by the review of the fourth speed round)."""
+    profile = _profile_with_a_broken_text()
+    with pytest.raises(ValueError, match="expected '}'"):
+        toolmend.repair(_REFUSED_IDS, provider=profile)
+    mended = hooks.mend(_REFUSED_IDS, provider=profile, source="test")
+    assert mended.failed
+    assert mended.messages is _REFUSED_IDS

@@ -19,7 +19,7 @@ from typing import Any, Literal, overload
 
 from ._edits import Plan
 from ._escape import log as _log_text
-from ._findings import Report
+from ._findings import Report, check_texts
 from ._jsontext import NonFiniteNumberError, UnwritableValueError, locate
 from ._plan_messages import quick_plan
 from ._policy import Mode, Policy, as_policy
@@ -285,11 +285,13 @@ def repair(
         # history that passes every other rule, and writes the names and ids the profile wants
         # (tests/test_fastpath.py holds it to the full judge), so no judge runs on it again
         _log_structure(module, messages, quick[0])
+        check_texts(profile)  # (a text that cannot be written fails here, not when read)
         return Repair._deferred(quick[0], True, quick[1])
     assert damaged is not None
     mended = mend_damage(module, messages, profile, chosen, damaged, parts_before=0, later=True)
     if mended.later is not None:  # a damaged history bound for Mistral: ids rewritten apart
         _log_structure(module, messages, mended.messages)
+        check_texts(profile)
         return Repair._deferred(
             mended.messages, True, mended.later, _judged_later(module, mended.messages, profile)
         )
@@ -360,6 +362,7 @@ def _names_apart(
         )
     _log_structure(module, messages, mended.messages)
     range_changes = mended.changes
+    check_texts(profile)
     return Repair._deferred(
         mended.messages,
         True,

@@ -9,7 +9,7 @@ from typing import Any
 from ._report import Problem
 from .profiles import Profile
 
-__all__ = ["Report"]
+__all__ = ["Report", "check_texts"]
 
 
 class Report:
@@ -108,3 +108,23 @@ def _fields_of(template: str) -> tuple[str, ...] | None:
         _FIELDS.clear()
     _FIELDS[template] = found
     return found
+
+
+_WRITTEN: dict[int, Profile] = {}
+"""``id(profile)`` -> the profile whose error texts :func:`check_texts` has parsed."""
+
+
+def check_texts(profile: Profile) -> None:
+    """Parse each error text of ``profile`` once, so that a text that cannot be written
+    (a user-made profile's ``"Tool call id was {id but"``) raises where the repair runs
+    (inside a hook's ``try``, which then sends the original) and not where a report built
+    on first read (``toolmend.Repair``) is read, after the request was sent. Once per
+    profile object: a repair pays a dictionary lookup."""
+    if _WRITTEN.get(id(profile)) is profile:
+        return
+    for check in profile.checks.values():
+        for _ in string.Formatter().parse(check.error):  # ValueError: no text to write
+            pass
+    if len(_WRITTEN) >= 256:
+        _WRITTEN.clear()
+    _WRITTEN[id(profile)] = profile
