@@ -260,15 +260,8 @@ def cross_valid(messages: Sequence[Any], rules: CrossRules) -> list[Any] | None:
 
     The loop is the plain pass's with the profile's rules added, written out for ``rules``
     alone (:func:`_pass_for`): a rule the profile lacks costs nothing, not even a test."""
-    if not messages or not opening_ok(messages, rules):
+    if not _ends_ok(messages, rules):
         return None
-    last_roles = rules.last_roles
-    if last_roles is not None:
-        last = messages[-1]
-        if type(last) is not dict or type(last.get("role")) is not str:
-            return None
-        if last["role"] not in last_roles:
-            return None
     if rules.id_match is not None and not _first_id_ok(messages, rules.id_match):
         return None  # the first id tells a history of refused ids (Mistral's) at once
     found: list[Any] | None = _pass_for(rules, "check")(messages)
@@ -749,6 +742,18 @@ _RELAXED: dict[int, tuple[CrossRules, CrossRules, CrossRules]] = {}
 those without the rules on a conversation's opening either)."""
 
 
+def _ends_ok(messages: Sequence[Any], rules: CrossRules) -> bool:
+    """Whether ``messages`` is not empty and passes ``rules``' rules on its first messages and
+    on the role of its last one (a role of another type, a list perhaps, passes none)."""
+    if not messages or not opening_ok(messages, rules):
+        return False
+    last_roles = rules.last_roles
+    if last_roles is None:
+        return True
+    last = messages[-1]
+    return type(last) is dict and type(last.get("role")) is str and last["role"] in last_roles
+
+
 def cross_fixes(
     messages: Sequence[Any], rules: CrossRules, id_length: int | None = None, opening: bool = True
 ) -> Fixes | None:
@@ -775,15 +780,8 @@ def cross_fixes(
     if (not rules.names and rules.id_match is None) or (rules.names and rules.id_match):
         return None
     relaxed = entry[1] if opening else entry[2]
-    if not messages or not opening_ok(messages, relaxed):
+    if not _ends_ok(messages, relaxed):
         return None
-    last_roles = relaxed.last_roles
-    if last_roles is not None:
-        last = messages[-1]
-        if type(last) is not dict or type(last.get("role")) is not str:
-            return None
-        if last["role"] not in last_roles:
-            return None
     try:
         if rules.names:
             names = _pass_for(relaxed, "names")(messages)
