@@ -10,9 +10,10 @@ in ``messages``.
 from __future__ import annotations
 
 import bisect
+import itertools
 import dataclasses
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +33,7 @@ from ._openai_cross import (
     cross_rules,
     cross_valid,
     opening_ok,
+    scan_pass,
 )
 
 if TYPE_CHECKING:
@@ -475,9 +477,22 @@ def _scan(
     first_only: bool,
     eager: bool = False,
     names: list[tuple[int, str, str]] | None = None,
+    resume: bool = True,
 ) -> list[tuple[int, int]] | None:
     """The ranges of :func:`dirty_spans` (``first_only``: ``[]`` when the history is valid,
     None at its first problem, for :func:`quick_valid`).
+
+    Most of a damaged history is sound, so the scan hands the sound stretches to the vouch's
+    own pass (:func:`toolmend.formats._openai_cross.scan_pass`, about half the cost a message):
+    it runs from a clean point until the first message it cannot vouch for, and the careful
+    loop below takes over from the last range start before that message (:func:`_resume_at`:
+    its state there follows from the message before it, which the pass vouched for) until the
+    range has closed and a sound message with no call waiting follows, then hands back. Each
+    message is read at most twice (the pass, then the loop from the last range start), so the
+    scan stays linear. What needs the whole history's bookkeeping (a stray or repeated result,
+    an unanswered or repeated id called also in a stretch the pass vouched for, an id or name
+    outside the profile's pattern) is rare, and then the scan runs again without the pass
+    (``resume=False``: every message through the loop, as it always did).
 
     Most messages of a damaged history are sound, so each message first meets a test of the
     fields a sound one has, read once (a call's by subscript, in ``try``: a missing field
@@ -561,228 +576,278 @@ def _scan(
     )
     soft: tuple[int, bool, int] | None = None  # such a start: (the range before, whether
     # dirty, the start) until the message after its results tells whether it stands
-    for index, message in enumerate(messages):
-        if type(message) is not dict:
-            return None
-        try:
-            role = message["role"]
-        except KeyError:
-            role = None
-        if type(role) is not str and role is not None:
-            return None  # (a role of another type, unhashable perhaps: the full path names it)
-        if successors is not None:
-            kind = _KINDS.get(role) if type(role) is str else None
-            order_bad = kind not in follow[previous]
-            previous = kind
-            if order_bad:
-                dirty = True  # (no range starts at this message: it is the current range's)
-        if role == "tool":
-            call_id: Any = message.get("tool_call_id")
-            if type(call_id) is str and call_id:
-                try:
-                    pending.remove(call_id)  # type: ignore[union-attr]
-                except (KeyError, AttributeError):
-                    pass  # no call waits for it (or none at all): the careful code below
-                else:  # the plain case: it answers a waiting call
-                    follows_tool, follows_text = True, False
-                    if plain_results:
-                        continue
-                    # (:func:`_cross_result_ok` and the string rule, written out)
-                    content = message.get("content") if content_looked else None
-                    if not content_looked or (
-                        (type(content) is str or not text_results)
-                        and (
-                            not tool_level
-                            or (
-                                content is not None
-                                if tool_level == 1
-                                else bool(content) and (tool_level == 2 or blank_free(content))
-                            )
-                        )
-                    ):
-                        if not named:
-                            continue
-                        name = turn_names.get(call_id)
-                        if message.get("name") == name:
-                            continue
-                        if names is not None and type(name) is str and name:
-                            names.append((index, call_id, name))  # its only fault: apart
-                            continue
-                    if first_only:
-                        return None
-                    dirty = True
-                    continue
-            repeat = False
-            if pending is not None and repeats_pass and type(call_id) is str and call_id:
-                if turn_ids is None:  # once a turn: n repeats must not scan n calls each
-                    turn_ids = _called_ids(tool_calls)
-                repeat = call_id in turn_ids
-            if repeat:  # a repeat, which the provider takes; but see the widening below
-                if not first_only:
-                    repeats.append((start, call_id))
-                follows_tool, follows_text = True, False
-                if (not content_rule or type(message.get("content")) is str) and (
-                    not result_rules or _cross_result_ok(message, call_id, cross, turn_names)
-                ):
-                    continue
-            elif not first_only:
-                if type(call_id) is not str:
-                    return None  # no id: the whole history's planner may give it to any call
-                strays.append((start, call_id))
-            if first_only:
+    fast = None  # the vouch's pass for the sound stretches (see above)
+    if (
+        resume
+        and not first_only
+        and not eager
+        and not reasoning_rule
+        and successors is None
+        and (cross is None or cross.last_roles is None)
+        and type(messages) is list
+    ):
+        fast = _scan_pass(profile, cross, names is not None)
+    size = len(messages)
+    numbered: Iterator[tuple[int, Any]] = enumerate(messages)
+    rest: Iterator[Any] = iter(messages)  # (the pass's) what neither has read yet
+    fast_ids: list[str] = []  # the ids of the calls in the stretches the pass vouched for
+    fast_names: set[str] = set()  # their function names, where a pattern judges them
+    found = names if names is not None else []  # (the pass's) results lacking their name
+    stretches: list[tuple[int, int]] = []  # the stretches [low, high) the pass vouched for
+    low = 0 if fast is not None else -1  # where the pass runs next (-1: not now)
+    until = -1 if fast is not None else size  # the loop hands back only after this message
+    while True:
+        if low >= 0:
+            assert fast is not None
+            try:
+                failed = fast(enumerate(rest, low), fast_ids, found, fast_names)
+            except (KeyError, TypeError):  # at the message it was reading
+                failed = size - rest.__length_hint__() - 1  # type: ignore[attr-defined]
+            if failed < 0:
+                stretches.append((low, size))
+                break
+            at, before, drop = _resume_at(messages, low, failed, user_starts, soft_starts, after_tool)
+            stretches.append((low, at))
+            if drop:
+                del fast_ids[-drop:]  # (the loop reads their calls again)
+            while found and found[-1][0] >= at:
+                found.pop()
+            if at > low:  # the loop's state after the sound message before ``at``
+                prior = messages[at - 1]
+                follows_tool = prior["role"] == "tool"
+                follows_text = prior["role"] == "assistant" and prior.get("tool_calls") is None
+                pending = None
+                if before is not None:
+                    start = before
+            until = failed
+            numbered = enumerate(itertools.chain(messages[at : failed + 1], rest), at)
+        for index, message in numbered:
+            if type(message) is not dict:
                 return None
-            dirty = True
-            follows_tool, follows_text = True, False
-            continue
-        after_results = follows_tool
-        if follows_tool:
-            follows_tool = False
-            if after_tool is not None and role not in after_tool:
-                dirty = True  # (in the tool messages' range: no range starts here)
-        if reasoning_rule and role == "user":
-            if turn_calls and turn_unreasoned:  # the turn this user message closes is bad
+            try:
+                role = message["role"]
+            except KeyError:
+                role = None
+            if type(role) is not str and role is not None:
+                return None  # (a role of another type, unhashable perhaps: the full path names it)
+            if successors is not None:
+                kind = _KINDS.get(role) if type(role) is str else None
+                order_bad = kind not in follow[previous]
+                previous = kind
+                if order_bad:
+                    dirty = True  # (no range starts at this message: it is the current range's)
+            if role == "tool":
+                call_id: Any = message.get("tool_call_id")
+                if type(call_id) is str and call_id:
+                    try:
+                        pending.remove(call_id)  # type: ignore[union-attr]
+                    except (KeyError, AttributeError):
+                        pass  # no call waits for it (or none at all): the careful code below
+                    else:  # the plain case: it answers a waiting call
+                        follows_tool, follows_text = True, False
+                        if plain_results:
+                            continue
+                        # (:func:`_cross_result_ok` and the string rule, written out)
+                        content = message.get("content") if content_looked else None
+                        if not content_looked or (
+                            (type(content) is str or not text_results)
+                            and (
+                                not tool_level
+                                or (
+                                    content is not None
+                                    if tool_level == 1
+                                    else bool(content) and (tool_level == 2 or blank_free(content))
+                                )
+                            )
+                        ):
+                            if not named:
+                                continue
+                            name = turn_names.get(call_id)
+                            if message.get("name") == name:
+                                continue
+                            if names is not None and type(name) is str and name:
+                                names.append((index, call_id, name))  # its only fault: apart
+                                continue
+                        if first_only:
+                            return None
+                        dirty = True
+                        continue
+                repeat = False
+                if pending is not None and repeats_pass and type(call_id) is str and call_id:
+                    if turn_ids is None:  # once a turn: n repeats must not scan n calls each
+                        turn_ids = _called_ids(tool_calls)
+                    repeat = call_id in turn_ids
+                if repeat:  # a repeat, which the provider takes; but see the widening below
+                    if not first_only:
+                        repeats.append((start, call_id))
+                    follows_tool, follows_text = True, False
+                    if (not content_rule or type(message.get("content")) is str) and (
+                        not result_rules or _cross_result_ok(message, call_id, cross, turn_names)
+                    ):
+                        continue
+                elif not first_only:
+                    if type(call_id) is not str:
+                        return None  # no id: the whole history's planner may give it to any call
+                    strays.append((start, call_id))
                 if first_only:
                     return None
                 dirty = True
-            turn_calls = turn_unreasoned = False
-        if soft is not None:  # a range started at the calling message before its results
-            if pending:  # not all answered: the planner may take it away, so no range there
-                start = _unstart(soft, starts, spans, called_from, strays, repeats)
-            soft = None
-        if pending:
-            if first_only:
-                return None
-            dirty = True
-            unanswered.extend((start, call_id) for call_id in pending)
-        elif (
-            index
-            and not first_only
-            and (role == "user" if user_starts else (role != "system" and role != "developer"))
-            # (not at a system message: the last range then holds the history's trailing
-            # run of results with any system messages after it, the newest input)
-            # after tool messages only some roles may come (Bedrock): a range starts after
-            # sound assistant text only, which no repair of the range before takes away
-            and (after_tool is None or follows_text)
-            and (successors is None or _ordered_start(role, follows_text, order_bad, anywhere))
-        ):
-            if successors is not None:
-                # (role order) a range starts here only if the message stays where it is: one
-                # the repair drops (an empty assistant message) would leave the range before
-                # followed by what comes after it, which its role order may refuse (a user
-                # message after results); so the start is taken back as Bedrock's soft one is
-                soft = (start, dirty, index)
-            if dirty:
-                spans.append((start, index))
-                dirty = False
-            starts.append(index)
-            start = index
-        elif soft_starts and after_results and role == "assistant" and message.get("tool_calls"):
-            # (Bedrock) a calling message right after results: if it is sound and each of its
-            # calls is answered by the results right after it, no repair of this range or the
-            # one before takes it away or puts anything before it, and an assistant message may
-            # follow results; if not, the range goes on from the one before (here if it is not
-            # sound, at the message after its results if a call is left without one)
-            soft = (start, dirty, index)
-            if dirty:
-                spans.append((start, index))
-                dirty = False
-            starts.append(index)
-            start = index
-        if role == "assistant":
-            tool_calls = message.get("tool_calls")
-            turn_ids = None
-            ok = True
-            if tool_calls is not None:
-                turn_calls = True
-                pending = set()
-                try:  # the plain case: every call a dict with every field sound
-                    if type(tool_calls) is not list or not tool_calls or eager:
-                        raise KeyError
-                    if named:
-                        turn_names.clear()
-                    for call in tool_calls:
-                        call_id = call["id"]
-                        function = call["function"]
-                        if (
-                            type(call) is not dict
-                            or call["type"] is None
-                            or type(call_id) is not str
-                            or not call_id
-                            or len(call_id) > max_length
-                            or call_id in pending
-                            or type(function) is not dict
-                        ):
-                            raise KeyError
-                        name = function["name"]
-                        if type(function["arguments"]) is not str or type(name) is not str:
-                            raise KeyError
-                        if not name:
-                            raise KeyError
-                        pending.add(call_id)
-                        if named:
-                            turn_names[call_id] = name
-                        if name_match is not None:
-                            call_names.add(name)
-                    # (each id once: their order within the message tells nothing)
-                    called += pending
-                    called_from += [start] * len(pending)
-                    if call_content:
-                        content = message.get("content")
-                        if not content and not (
-                            cross.call_content_null_ok  # type: ignore[union-attr]
-                            if content is None
-                            else cross.call_content_empty_ok  # type: ignore[union-attr]
-                        ):
-                            ok = False
-                except (KeyError, TypeError):  # field by field
-                    pending = set()
-                    ok = _careful_calls(
-                        message, tool_calls, pending, called, called_from, start, max_length
-                    )
-                    if call_rules and not _cross_calls_ok(message, tool_calls, cross, turn_names):
-                        ok = False
-                    if type(tool_calls) is not list or not tool_calls:
-                        tool_calls = ()
-            else:
-                if call_rules:
-                    turn_names.clear()
-                pending = None
-                ok = bool(message.get("content"))
-            if "function_call" in message:
-                ok = False
-            if reasoning_looked:
-                if "reasoning_content" in message:
-                    ok = ok and reasoning_field_ok
-                    if message["reasoning_content"] is None:
-                        turn_unreasoned = True
-                else:
-                    turn_unreasoned = True
-            follows_text = ok and pending is None and not order_bad
-        else:
-            pending = None
-            follows_text = False
-            if role == "user":
-                ok = "tool_calls" not in message and (
-                    not user_level
-                    or (
-                        bool(message.get("content"))
-                        if user_level == 2
-                        else _level_ok(message.get("content"), user_level)
-                    )
-                )
-            elif role == "system" or role == "developer":
-                ok = "tool_calls" not in message and (
-                    not system_level or _level_ok(message.get("content"), system_level)
-                )
-            else:
-                ok = False
-        if not ok:
-            if first_only:
-                return None
-            if soft is not None:  # the range above does not start here after all
-                start = _unstart(soft, starts, spans, called_from, strays, repeats)
+                follows_tool, follows_text = True, False
+                continue
+            after_results = follows_tool
+            if follows_tool:
+                follows_tool = False
+                if after_tool is not None and role not in after_tool:
+                    dirty = True  # (in the tool messages' range: no range starts here)
+            if reasoning_rule and role == "user":
+                if turn_calls and turn_unreasoned:  # the turn this user message closes is bad
+                    if first_only:
+                        return None
+                    dirty = True
+                turn_calls = turn_unreasoned = False
+            if soft is not None:  # a range started at the calling message before its results
+                if pending:  # not all answered: the planner may take it away, so no range there
+                    start = _unstart(soft, starts, spans, called_from, strays, repeats)
                 soft = None
-            dirty = True
+            if pending:
+                if first_only:
+                    return None
+                dirty = True
+                unanswered.extend((start, call_id) for call_id in pending)
+            elif (
+                index
+                and not first_only
+                and (role == "user" if user_starts else (role != "system" and role != "developer"))
+                # (not at a system message: the last range then holds the history's trailing
+                # run of results with any system messages after it, the newest input)
+                # after tool messages only some roles may come (Bedrock): a range starts after
+                # sound assistant text only, which no repair of the range before takes away
+                and (after_tool is None or follows_text)
+                and (successors is None or _ordered_start(role, follows_text, order_bad, anywhere))
+            ):
+                if successors is not None:
+                    # (role order) a range starts here only if the message stays where it is: one
+                    # the repair drops (an empty assistant message) would leave the range before
+                    # followed by what comes after it, which its role order may refuse (a user
+                    # message after results); so the start is taken back as Bedrock's soft one is
+                    soft = (start, dirty, index)
+                if dirty:
+                    spans.append((start, index))
+                    dirty = False
+                starts.append(index)
+                start = index
+            elif soft_starts and after_results and role == "assistant" and message.get("tool_calls"):
+                # (Bedrock) a calling message right after results: if it is sound and each of its
+                # calls is answered by the results right after it, no repair of this range or the
+                # one before takes it away or puts anything before it, and an assistant message may
+                # follow results; if not, the range goes on from the one before (here if it is not
+                # sound, at the message after its results if a call is left without one)
+                soft = (start, dirty, index)
+                if dirty:
+                    spans.append((start, index))
+                    dirty = False
+                starts.append(index)
+                start = index
+            if role == "assistant":
+                tool_calls = message.get("tool_calls")
+                turn_ids = None
+                ok = True
+                if tool_calls is not None:
+                    turn_calls = True
+                    pending = set()
+                    try:  # the plain case: every call a dict with every field sound
+                        if type(tool_calls) is not list or not tool_calls or eager:
+                            raise KeyError
+                        if named:
+                            turn_names.clear()
+                        for call in tool_calls:
+                            call_id = call["id"]
+                            function = call["function"]
+                            if (
+                                type(call) is not dict
+                                or call["type"] is None
+                                or type(call_id) is not str
+                                or not call_id
+                                or len(call_id) > max_length
+                                or call_id in pending
+                                or type(function) is not dict
+                            ):
+                                raise KeyError
+                            name = function["name"]
+                            if type(function["arguments"]) is not str or type(name) is not str:
+                                raise KeyError
+                            if not name:
+                                raise KeyError
+                            pending.add(call_id)
+                            if named:
+                                turn_names[call_id] = name
+                            if name_match is not None:
+                                call_names.add(name)
+                        # (each id once: their order within the message tells nothing)
+                        called += pending
+                        called_from += [start] * len(pending)
+                        if call_content:
+                            content = message.get("content")
+                            if not content and not (
+                                cross.call_content_null_ok  # type: ignore[union-attr]
+                                if content is None
+                                else cross.call_content_empty_ok  # type: ignore[union-attr]
+                            ):
+                                ok = False
+                    except (KeyError, TypeError):  # field by field
+                        pending = set()
+                        ok = _careful_calls(
+                            message, tool_calls, pending, called, called_from, start, max_length
+                        )
+                        if call_rules and not _cross_calls_ok(message, tool_calls, cross, turn_names):
+                            ok = False
+                        if type(tool_calls) is not list or not tool_calls:
+                            tool_calls = ()
+                else:
+                    if call_rules:
+                        turn_names.clear()
+                    pending = None
+                    ok = bool(message.get("content"))
+                if "function_call" in message:
+                    ok = False
+                if reasoning_looked:
+                    if "reasoning_content" in message:
+                        ok = ok and reasoning_field_ok
+                        if message["reasoning_content"] is None:
+                            turn_unreasoned = True
+                    else:
+                        turn_unreasoned = True
+                follows_text = ok and pending is None and not order_bad
+            else:
+                pending = None
+                follows_text = False
+                if role == "user":
+                    ok = "tool_calls" not in message and (
+                        not user_level
+                        or (
+                            bool(message.get("content"))
+                            if user_level == 2
+                            else _level_ok(message.get("content"), user_level)
+                        )
+                    )
+                elif role == "system" or role == "developer":
+                    ok = "tool_calls" not in message and (
+                        not system_level or _level_ok(message.get("content"), system_level)
+                    )
+                else:
+                    ok = False
+            if not ok:
+                if first_only:
+                    return None
+                if soft is not None:  # the range above does not start here after all
+                    start = _unstart(soft, starts, spans, called_from, strays, repeats)
+                    soft = None
+                dirty = True
+            if index > until and ok and pending is None and not dirty and soft is None:
+                low = index + 1  # a clean point: the pass goes on from the next message
+                break
+        else:
+            break
     if soft is not None and pending:
         start = _unstart(soft, starts, spans, called_from, strays, repeats)
     if pending or (reasoning_rule and turn_calls and turn_unreasoned):
@@ -795,13 +860,32 @@ def _scan(
     if dirty:
         spans.append((start, len(messages)))
     if not eager and (
-        (id_match is not None and not all_match(compiled(profile.call_id_pattern), called))
-        or (name_match is not None and not all(map(name_match, call_names)))
+        (
+            id_match is not None
+            and not (
+                all_match(compiled(profile.call_id_pattern), called)
+                and all_match(compiled(profile.call_id_pattern), fast_ids)
+            )
+        )
+        or (
+            name_match is not None
+            and not (all(map(name_match, call_names)) and all(map(name_match, fast_names)))
+        )
     ):
         # an id or name outside the profile's pattern: the scan that checks each in place
+        # (after the pass, the scan without it decides: the names it gathered are not all
+        # the plainly checked calls')
         if names is not None:
             names.clear()
+        if fast is not None:
+            return _scan(messages, profile, first_only=False, names=names, resume=False)
         return _scan(messages, profile, first_only=first_only, eager=True, names=names)
+    if fast_ids and _needs_whole(fast_ids, called, strays, repeats, unanswered, cross):
+        # an id the ranges look up is called in a stretch the pass vouched for, whose calls
+        # it does not record: the scan without the pass (rare: a reused id)
+        if names is not None:
+            names.clear()
+        return _scan(messages, profile, first_only=False, names=names, resume=False)
     if unanswered:
         # a call the placeholder will answer, whose id another call has: its range reaches
         # over every range calling that id, where the planner sees both and renames it
@@ -811,9 +895,167 @@ def _scan(
         # (each range alone would not see the other's call), as a stray result's are
         strays.extend((start, call_id) for call_id, start in _repeated_ids(called, called_from))
     if strays or (repeats and spans):
+        if stretches:  # the first range start of each stretch the pass vouched for
+            starts.extend(_first_starts(messages, stretches, user_starts, soft_starts, after_tool))
+            starts.sort()
         callers = _callers(called, called_from, [*strays, *repeats])
         spans = _widen_for_strays(spans, starts, callers, strays, repeats, len(messages))
     return spans
+
+
+_SCAN_RULES: dict[int, tuple[Profile, CrossRules | None]] = {}
+"""``id(profile)`` -> (the profile, the rules of its scan pass when the one-pass scan judges
+it without another family's rules)."""
+
+
+def _scan_pass(profile: Profile, cross: CrossRules | None, record: bool) -> Callable[..., int]:
+    """The vouch's pass the range scan of ``profile`` runs over sound stretches (see
+    :func:`_scan`): for the rules ``cross`` (another family's), or the profile's own, which
+    the vouch's rules model as well (:func:`toolmend.formats._openai_cross.cross_rules`);
+    ``record``: the results lacking their name are recorded, not failed."""
+    rules = cross
+    if rules is None:
+        entry = _SCAN_RULES.get(id(profile))
+        if entry is None or entry[0] is not profile:
+            if len(_SCAN_RULES) >= 256:
+                _SCAN_RULES.clear()
+            entry = _SCAN_RULES[id(profile)] = (profile, cross_rules(profile))
+        rules = entry[1]
+    if rules is None:
+        return _no_pass
+    return scan_pass(rules, record and rules.names)
+
+
+def _no_pass(numbered: Iterator[tuple[int, Any]], *_: Any) -> int:
+    """A scan pass that vouches for nothing (the loop reads every message)."""
+    for index, _message in numbered:
+        return index
+    return -1
+
+
+def _resume_at(
+    messages: Sequence[Any],
+    low: int,
+    failed: int,
+    user_starts: bool,
+    soft_starts: bool,
+    after_tool: frozenset[str] | None,
+) -> tuple[int, int | None, int]:
+    """Where the careful loop of :func:`_scan` takes over from the pass that ran from the
+    clean point ``low`` and could not vouch for message ``failed`` (``len(messages)``: a call
+    left waiting at the end): the last range start in ``(low, failed]``, else ``low`` (the
+    loop's own state is the one there); the start of the range before it when it is a soft
+    start (Bedrock: a later message may take it back), else None; and how many call ids the
+    pass gathered from the messages the loop reads again (before ``failed``)."""
+    at = min(failed, len(messages) - 1)
+    kind = 0
+    while at > low:
+        kind = _start_kind(messages, at, low, user_starts, soft_starts, after_tool, at == failed)
+        if kind:
+            break
+        at -= 1
+    before = None
+    if kind == 2:
+        earlier = at - 1
+        while earlier >= low:
+            if _start_kind(messages, earlier, low, user_starts, soft_starts, after_tool, False):
+                before = earlier
+                break
+            earlier -= 1
+    drop = 0
+    for message in messages[at:failed]:  # (vouched for: dicts, each call a dict with an id)
+        if message["role"] == "assistant":
+            tool_calls = message.get("tool_calls")
+            if tool_calls:
+                drop += len(tool_calls)
+    return at, before, drop
+
+
+def _start_kind(
+    messages: Sequence[Any],
+    at: int,
+    low: int,
+    user_starts: bool,
+    soft_starts: bool,
+    after_tool: frozenset[str] | None,
+    failed: bool,
+) -> int:
+    """Whether :func:`_scan`'s loop starts a range at message ``at`` (1; 2: a soft start),
+    or not (0), where the messages from the clean point ``low`` to ``at`` are sound (the
+    pass vouched for them; ``failed``: all but ``at``, which may hold anything) and the one
+    before ``low`` left no call waiting: the loop's test of a range start, from the message
+    before."""
+    if at == 0:
+        return 0
+    message = messages[at]
+    if type(message) is not dict:
+        return 0
+    role = message.get("role")
+    if (type(role) is not str and role is not None) or role == "tool":
+        return 0
+    if failed and _waiting(messages, at, low):
+        return 0
+    before = messages[at - 1]
+    prior = before["role"]
+    if (role == "user" if user_starts else (role != "system" and role != "developer")) and (
+        after_tool is None or (prior == "assistant" and before.get("tool_calls") is None)
+    ):
+        return 1
+    if soft_starts and prior == "tool" and role == "assistant" and message.get("tool_calls"):
+        return 2
+    return 0
+
+
+def _waiting(messages: Sequence[Any], at: int, low: int) -> bool:
+    """Whether a call waits for its result at message ``at``, the messages from ``low`` to it
+    sound (each tool message answered one waiting call) and ``low`` no tool message."""
+    count = 0
+    before = at - 1
+    while before > low and messages[before]["role"] == "tool":
+        count += 1
+        before -= 1
+    message = messages[before]
+    tool_calls = message.get("tool_calls") if message["role"] == "assistant" else None
+    return tool_calls is not None and count < len(tool_calls)
+
+
+def _first_starts(
+    messages: Sequence[Any],
+    stretches: list[tuple[int, int]],
+    user_starts: bool,
+    soft_starts: bool,
+    after_tool: frozenset[str] | None,
+) -> list[int]:
+    """The first range start of each stretch ``[low, high)`` the pass of :func:`_scan`
+    vouched for (the loop did not record them; the widening of a stray's range looks up
+    the start after its own)."""
+    found = []
+    for low, high in stretches:
+        for at in range(low, high):
+            if _start_kind(messages, at, low, user_starts, soft_starts, after_tool, False):
+                found.append(at)
+                break
+    return found
+
+
+def _needs_whole(
+    fast_ids: list[str],
+    called: list[str],
+    strays: list[tuple[int, str]],
+    repeats: list[tuple[int, str]],
+    unanswered: list[tuple[int, str]],
+    cross: CrossRules | None,
+) -> bool:
+    """Whether an id the widening of :func:`_scan` looks up (a stray or repeated result's, an
+    unanswered call's, one called twice where ids are unique in the request) is called in a
+    stretch the pass vouched for (``fast_ids``), which records no range per call."""
+    wanted = {call_id for _, call_id in (*strays, *repeats, *unanswered)}
+    if wanted and not wanted.isdisjoint(fast_ids):
+        return True
+    if cross is None or not cross.request_ids:
+        return False
+    seen = set(fast_ids)
+    return len(seen) != len(fast_ids) or not seen.isdisjoint(called)
 
 
 def _careful_calls(

@@ -32,7 +32,15 @@ from .._skeleton import ASSISTANT, SYSTEM, TOOL, USER
 if TYPE_CHECKING:
     from ..profiles import Profile
 
-__all__ = ["CrossRules", "Fixes", "cross_fixes", "cross_rules", "cross_valid", "opening_ok"]
+__all__ = [
+    "CrossRules",
+    "Fixes",
+    "cross_fixes",
+    "cross_rules",
+    "cross_valid",
+    "opening_ok",
+    "scan_pass",
+]
 
 MODELLED = frozenset(
     {
@@ -268,6 +276,35 @@ def cross_valid(messages: Sequence[Any], rules: CrossRules) -> list[Any] | None:
     return found
 
 
+def scan_pass(rules: CrossRules, record: bool) -> Callable[..., int]:
+    """The pass of :data:`_LOOP` that lets a range scan
+    (:func:`toolmend.formats._openai_chat.dirty_spans`) skip the sound stretches of a damaged
+    history at the cost of the vouch: called as ``scan(numbered, ids, found, function_names)``
+    with ``numbered`` an ``enumerate`` of the messages from a clean point (no call waiting),
+    it returns the index of the first message it cannot vouch for (``len(messages)`` when a
+    call is left waiting at the end), or -1 when it reaches the end; a missing field or one of
+    the wrong kind raises ``KeyError`` or ``TypeError`` at the message being read. A repeated
+    result is a failure here (the scan records it); the ids of each calling message it passes
+    go into ``ids``, the function names into ``function_names`` where a name pattern is
+    checked after the loop, and with ``record`` (the rules relaxed of their names) each result
+    lacking its call's function name into ``found`` as (index, call id, name), the rules'
+    other tests of the id and name patterns and of ids unique in the request being left to
+    the caller."""
+    if record:
+        entry = _RECORDING.get(id(rules))
+        if entry is None or entry[0] is not rules:
+            if len(_RECORDING) >= 64:
+                _RECORDING.clear()
+            entry = _RECORDING[id(rules)] = (rules, replace(rules, names=False))
+        return _pass_for(entry[1], "scan_names")
+    return _pass_for(rules, "scan")
+
+
+_RECORDING: dict[int, tuple[CrossRules, CrossRules]] = {}
+"""``id(rules)`` -> (the rules, the same without the result-name rule, for the names a scan
+records)."""
+
+
 def _first_id_ok(messages: Sequence[Any], id_match: Callable[[str], Any]) -> bool:
     """False when the first call of the first few messages has an id outside the pattern; True
     when it is in it, or when it is not there or not a string (the pass decides)."""
@@ -281,7 +318,11 @@ def _first_id_ok(messages: Sequence[Any], id_match: Callable[[str], Any]) -> boo
 
 
 _LOOP = """
+#if scan
+def cross_pass(messages, ids, found, function_names):
+#else
 def cross_pass(messages):
+#endif
     pending = None  # the turn's calls still waiting for their results (``turn``), or None
 #if names
     turn = {}  # (with their function names) one for all turns: no allocation a turn
@@ -290,10 +331,10 @@ def cross_pass(messages):
 #endif
     tool_calls = ()  # the calls of the turn whose results come now
     called = None  # their ids, gathered at the turn's first repeated result
-#if gather_ids
+#if gather_ids and not scan
     ids = []
 #endif
-#if gather_names
+#if gather_names and not scan
     function_names = set()
 #endif
 #if mode == "ids"
@@ -303,13 +344,15 @@ def cross_pass(messages):
     refused = {}  # the turn's refused ids -> their position in ``calls``
 #elif mode == "names"
     found = []
-#else
+#elif mode == "check"
     live = []
 #endif
 #if successors
     previous = ""  # the kind of the message before (none at first)
 #endif
-#if mode != "check"
+#if scan
+    for index, message in messages:
+#elif mode != "check"
     for index, message in enumerate(messages):
 #else
     for message in messages:
@@ -351,7 +394,7 @@ def cross_pass(messages):
             if message.get("name") != name:
                 return None
 #endif
-#if mode == "names"
+#if record
             if message.get("name") != name:
                 found.append((index, call_id, name))
 #elif mode == "ids"
@@ -440,7 +483,7 @@ def cross_pass(messages):
 #else
                 pending.add(call_id)
 #endif
-#if gather_ids
+#if gather_ids and not scan
                 ids.append(call_id)
 #endif
 #if gather_names
@@ -456,6 +499,9 @@ def cross_pass(messages):
 #endif
                 else:
                     kept.append(call_id)
+#endif
+#if scan
+            ids += pending  # (each id once: their order within the message tells nothing)
 #endif
         elif role == "user":
             if "tool_calls" in message:
@@ -486,8 +532,14 @@ def cross_pass(messages):
 #endif
         else:
             return None
+#if scan
+    if pending:
+        return index + 1  # (the calls of the last message are in ``ids``)
+    return -1
+#else
     if pending:
         return None
+#endif
 #if request_ids
     if len(set(ids)) != len(ids):
         return None
@@ -496,7 +548,7 @@ def cross_pass(messages):
     if not ids_match(ids):
         return None
 #endif
-#if gather_names
+#if gather_names and not scan
     if not all(map(name_match, function_names)):
         return None
 #endif
@@ -504,7 +556,7 @@ def cross_pass(messages):
     return calls, results, kept
 #elif mode == "names"
     return found
-#else
+#elif mode == "check"
     return live
 #endif
 """
@@ -515,7 +567,8 @@ agreement properties of ``tests/test_fastpath.py`` hold every profile's pass to 
 
 ``mode``: ``"check"`` returns the live run (:func:`cross_valid`); ``"names"`` the tool
 messages lacking their call's function name and ``"ids"`` the calls whose id is outside the
-pattern, their results and the ids kept (:func:`cross_fixes`). The source is this template and
+pattern, their results and the ids kept (:func:`cross_fixes`); ``"scan"`` and ``"scan_names"``
+the stretch a range scan vouches for (:func:`scan_pass`). The source is this template and
 the profile's constants (numbers, booleans, the content tests of :data:`_FAILS`), never
 anything from a history."""
 
@@ -560,6 +613,8 @@ def _pass_for(
     ):
         source = source.replace(name, repr(value))
     source = source.replace("REFUSED", _refused_test(refuse))
+    if switches["scan"]:  # a failure is where it happens (see :func:`scan_pass`)
+        source = source.replace("return None", "return index")
     namespace: dict[str, Any] = {
         f"BEFORE_{kind.upper()}": _before(rules.successors, kind)
         for kind in (USER, ASSISTANT, SYSTEM, TOOL)
@@ -591,12 +646,15 @@ def _switches(rules: CrossRules, mode: str, id_length: int | None = None) -> dic
         bounded = _ANY_NAME.fullmatch(pattern.pattern)
         if bounded is not None:
             name_max = int(bounded.group(1))  # a length test, not a pattern (Anthropic's)
+    scan = mode in ("scan", "scan_names")
     return {
         "mode": mode,
+        "scan": scan,
+        "record": mode in ("names", "scan_names"),
         "successors": rules.successors is not None,
-        "repeats_pass": rules.repeats_pass,
-        "named": rules.names,
-        "names": rules.names or mode == "names",
+        "repeats_pass": rules.repeats_pass and not scan,
+        "named": rules.names and mode != "scan_names",
+        "names": rules.names or mode in ("names", "scan_names"),
         "tool_text": rules.tool_text,
         "tool_content": rules.tool_content,
         "user_content": rules.user_content,
@@ -608,8 +666,8 @@ def _switches(rules: CrossRules, mode: str, id_length: int | None = None) -> dic
         "gather_ids": rules.id_match is not None or rules.request_ids,
         "gather_names": rules.name_match is not None and name_max is None,
         "name_max": name_max,
-        "request_ids": rules.request_ids,
-        "id_match": rules.id_match is not None,
+        "request_ids": rules.request_ids and not scan,
+        "id_match": rules.id_match is not None and not scan,
         "id_length": id_length,
     }
 
