@@ -577,6 +577,7 @@ def _scan(
     soft: tuple[int, bool, int] | None = None  # such a start: (the range before, whether
     # dirty, the start) until the message after its results tells whether it stands
     fast = None  # the vouch's pass for the sound stretches (see above)
+    recording = False  # whether it records the results lacking their name (numbered)
     if (
         resume
         and not first_only
@@ -586,7 +587,7 @@ def _scan(
         and (cross is None or cross.last_roles is None)
         and type(messages) is list
     ):
-        fast = _scan_pass(profile, cross, names is not None)
+        fast, recording = _scan_pass(profile, cross, names is not None)
     size = len(messages)
     numbered: Iterator[tuple[int, Any]] = enumerate(messages)
     rest: Iterator[Any] = iter(messages)  # (the pass's) what neither has read yet
@@ -599,13 +600,23 @@ def _scan(
     while True:
         if low >= 0:
             assert fast is not None
+            # (the loop has read the message at ``low`` from ``rest``, but not looked at it)
+            ahead = itertools.chain(messages[low : size - rest.__length_hint__()], rest)  # type: ignore[attr-defined]
             try:
-                failed = fast(enumerate(rest, low), fast_ids, found, fast_names)
+                sound = fast(
+                    enumerate(ahead, low) if recording else ahead,
+                    pending is not None,
+                    fast_ids,
+                    found,
+                    fast_names,
+                )
             except (KeyError, TypeError):  # at the message it was reading
-                failed = size - rest.__length_hint__() - 1  # type: ignore[attr-defined]
-            if failed < 0:
+                sound = None
+            if sound:
                 stretches.append((low, size))
                 break
+            # where it stopped: the last message it read, or the end (a call waits there)
+            failed = size if sound is False else size - rest.__length_hint__() - 1  # type: ignore[attr-defined]
             at, before, drop = _resume_at(messages, low, failed, user_starts, soft_starts, after_tool)
             stretches.append((low, at))
             if drop:
@@ -621,7 +632,11 @@ def _scan(
                     start = before
             until = failed
             numbered = enumerate(itertools.chain(messages[at : failed + 1], rest), at)
+            # (``at`` is ``low``: the loop goes on from there as if the pass had not run)
         for index, message in numbered:
+            if index > until and not dirty and not pending and soft is None:
+                low = index  # a clean point past the failure: the pass goes on from here
+                break
             if type(message) is not dict:
                 return None
             try:
@@ -843,9 +858,6 @@ def _scan(
                     start = _unstart(soft, starts, spans, called_from, strays, repeats)
                     soft = None
                 dirty = True
-            if index > until and ok and pending is None and not dirty and soft is None:
-                low = index + 1  # a clean point: the pass goes on from the next message
-                break
         else:
             break
     if soft is not None and pending:
@@ -895,11 +907,24 @@ def _scan(
         # (each range alone would not see the other's call), as a stray result's are
         strays.extend((start, call_id) for call_id, start in _repeated_ids(called, called_from))
     if strays or (repeats and spans):
-        if stretches:  # the first range start of each stretch the pass vouched for
-            starts.extend(_first_starts(messages, stretches, user_starts, soft_starts, after_tool))
-            starts.sort()
+
+        def stop_after(start: int) -> int:
+            """The range start after ``start``, or the end, where the loop recorded no range
+            start in the stretches the pass vouched for (see :func:`_widen_for_strays`)."""
+            position = bisect.bisect_right(starts, start)
+            stop = starts[position] if position < len(starts) else size
+            at = bisect.bisect_right(stretches, (start, size))
+            while at < len(stretches) and stretches[at][0] < stop:
+                found = _first_start(messages, *stretches[at], user_starts, soft_starts, after_tool)
+                if found is not None:
+                    return min(found, stop)
+                at += 1
+            return stop
+
         callers = _callers(called, called_from, [*strays, *repeats])
-        spans = _widen_for_strays(spans, starts, callers, strays, repeats, len(messages))
+        spans = _widen_for_strays(
+            spans, starts, callers, strays, repeats, size, stop_after if stretches else None
+        )
     return spans
 
 
@@ -908,11 +933,14 @@ _SCAN_RULES: dict[int, tuple[Profile, CrossRules | None]] = {}
 it without another family's rules)."""
 
 
-def _scan_pass(profile: Profile, cross: CrossRules | None, record: bool) -> Callable[..., int]:
+def _scan_pass(
+    profile: Profile, cross: CrossRules | None, record: bool
+) -> tuple[Callable[..., bool | None], bool]:
     """The vouch's pass the range scan of ``profile`` runs over sound stretches (see
     :func:`_scan`): for the rules ``cross`` (another family's), or the profile's own, which
     the vouch's rules model as well (:func:`toolmend.formats._openai_cross.cross_rules`);
-    ``record``: the results lacking their name are recorded, not failed."""
+    and whether it records the results lacking their name (``record``, where the rules want
+    names), which it then reads numbered."""
     rules = cross
     if rules is None:
         entry = _SCAN_RULES.get(id(profile))
@@ -922,15 +950,16 @@ def _scan_pass(profile: Profile, cross: CrossRules | None, record: bool) -> Call
             entry = _SCAN_RULES[id(profile)] = (profile, cross_rules(profile))
         rules = entry[1]
     if rules is None:
-        return _no_pass
-    return scan_pass(rules, record and rules.names)
+        return _no_pass, False
+    record = record and rules.names
+    return scan_pass(rules, record), record
 
 
-def _no_pass(numbered: Iterator[tuple[int, Any]], *_: Any) -> int:
+def _no_pass(messages: Iterator[Any], *_: Any) -> bool | None:
     """A scan pass that vouches for nothing (the loop reads every message)."""
-    for index, _message in numbered:
-        return index
-    return -1
+    for _message in messages:
+        return None
+    return True
 
 
 def _resume_at(
@@ -1019,23 +1048,21 @@ def _waiting(messages: Sequence[Any], at: int, low: int) -> bool:
     return tool_calls is not None and count < len(tool_calls)
 
 
-def _first_starts(
+def _first_start(
     messages: Sequence[Any],
-    stretches: list[tuple[int, int]],
+    low: int,
+    high: int,
     user_starts: bool,
     soft_starts: bool,
     after_tool: frozenset[str] | None,
-) -> list[int]:
-    """The first range start of each stretch ``[low, high)`` the pass of :func:`_scan`
-    vouched for (the loop did not record them; the widening of a stray's range looks up
-    the start after its own)."""
-    found = []
-    for low, high in stretches:
-        for at in range(low, high):
-            if _start_kind(messages, at, low, user_starts, soft_starts, after_tool, False):
-                found.append(at)
-                break
-    return found
+) -> int | None:
+    """The first range start in the stretch ``[low, high)`` the pass of :func:`_scan`
+    vouched for (the loop recorded none there; the widening of a stray's range looks up the
+    start after its own), or None."""
+    for at in range(low, high):
+        if _start_kind(messages, at, low, user_starts, soft_starts, after_tool, False):
+            return at
+    return None
 
 
 def _needs_whole(
@@ -1411,8 +1438,10 @@ def _widen_for_strays(
     strays: list[tuple[int, str]],
     repeats: list[tuple[int, str]],
     size: int,
+    stop_of: Callable[[int], int] | None = None,
 ) -> list[tuple[int, int]]:
-    """Widen each stray result's range over every range calling its id, then merge.
+    """Widen each stray result's range over every range calling its id, then merge
+    (``stop_of``: the range start after a given one, where ``starts`` does not hold them all).
 
     Every one, not only the nearest: with an id used by several turns, the whole history's
     planner gives the stray to an earlier call still waiting for its result, which may lie
@@ -1424,9 +1453,12 @@ def _widen_for_strays(
     earlier call with its id that still waits (whose range is then dirty): its range is widened
     over the dirty ranges calling its id."""
 
-    def stop_of(start: int) -> int:
+    def recorded_stop(start: int) -> int:
         position = bisect.bisect_right(starts, start)
         return starts[position] if position < len(starts) else size
+
+    if stop_of is None:
+        stop_of = recorded_stop
 
     def dirty(start: int) -> bool:
         position = bisect.bisect_right(spans, (start, size + 1)) - 1

@@ -276,14 +276,16 @@ def cross_valid(messages: Sequence[Any], rules: CrossRules) -> list[Any] | None:
     return found
 
 
-def scan_pass(rules: CrossRules, record: bool) -> Callable[..., int]:
+def scan_pass(rules: CrossRules, record: bool) -> Callable[..., bool | None]:
     """The pass of :data:`_LOOP` that lets a range scan
     (:func:`toolmend.formats._openai_chat.dirty_spans`) skip the sound stretches of a damaged
-    history at the cost of the vouch: called as ``scan(numbered, ids, found, function_names)``
-    with ``numbered`` an ``enumerate`` of the messages from a clean point (no call waiting),
-    it returns the index of the first message it cannot vouch for (``len(messages)`` when a
-    call is left waiting at the end), or -1 when it reaches the end; a missing field or one of
-    the wrong kind raises ``KeyError`` or ``TypeError`` at the message being read. A repeated
+    history at the cost of the vouch: called as
+    ``scan(messages, answered, ids, found, function_names)`` with ``messages`` an iterator
+    over the messages from a clean point (no call waiting; ``answered``: right after a call
+    turn's results; with ``record``, an ``enumerate`` of it), it returns None at the first message it cannot
+    vouch for (the caller knows which from its iterator: the last one read), False when a
+    call is left waiting at the end, True when all are sound; a missing field or one of the
+    wrong kind raises ``KeyError`` or ``TypeError`` at the message being read. A repeated
     result is a failure here (the scan records it); the ids of each calling message it passes
     go into ``ids``, the function names into ``function_names`` where a name pattern is
     checked after the loop, and with ``record`` (the rules relaxed of their names) each result
@@ -319,7 +321,7 @@ def _first_id_ok(messages: Sequence[Any], id_match: Callable[[str], Any]) -> boo
 
 _LOOP = """
 #if scan
-def cross_pass(messages, ids, found, function_names):
+def cross_pass(messages, answered, ids, found, function_names):
 #else
 def cross_pass(messages):
 #endif
@@ -328,6 +330,10 @@ def cross_pass(messages):
     turn = {}  # (with their function names) one for all turns: no allocation a turn
 #else
     turn = set()  # one for all turns: no allocation a turn
+#endif
+#if scan
+    if answered:  # (after a call turn's results, every call answered)
+        pending = turn
 #endif
     tool_calls = ()  # the calls of the turn whose results come now
     called = None  # their ids, gathered at the turn's first repeated result
@@ -350,7 +356,9 @@ def cross_pass(messages):
 #if successors
     previous = ""  # the kind of the message before (none at first)
 #endif
-#if scan
+#if scan and not record
+    for message in messages:
+#elif scan
     for index, message in messages:
 #elif mode != "check"
     for index, message in enumerate(messages):
@@ -533,9 +541,7 @@ def cross_pass(messages):
         else:
             return None
 #if scan
-    if pending:
-        return index + 1  # (the calls of the last message are in ``ids``)
-    return -1
+    return not pending  # (False: a call waits at the end; its message's ids are in ``ids``)
 #else
     if pending:
         return None
@@ -613,8 +619,6 @@ def _pass_for(
     ):
         source = source.replace(name, repr(value))
     source = source.replace("REFUSED", _refused_test(refuse))
-    if switches["scan"]:  # a failure is where it happens (see :func:`scan_pass`)
-        source = source.replace("return None", "return index")
     namespace: dict[str, Any] = {
         f"BEFORE_{kind.upper()}": _before(rules.successors, kind)
         for kind in (USER, ASSISTANT, SYSTEM, TOOL)
