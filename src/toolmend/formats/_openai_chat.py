@@ -627,15 +627,18 @@ def _scan(
                 prior = messages[at - 1]
                 follows_tool = prior["role"] == "tool"
                 follows_text = prior["role"] == "assistant" and prior.get("tool_calls") is None
-                pending = None
+                pending = soft = None
                 if before is not None:
                     start = before
             until = failed
             numbered = enumerate(itertools.chain(messages[at : failed + 1], rest), at)
             # (``at`` is ``low``: the loop goes on from there as if the pass had not run)
         for index, message in numbered:
-            if index > until and not dirty and not pending and soft is None:
-                low = index  # a clean point past the failure: the pass goes on from here
+            if index > until and not dirty and not pending:
+                # a clean point past the failure: the pass goes on from here (a soft start
+                # before it stands: no call waits at this message, which is no tool message,
+                # or the pass fails at once and the loop goes on from here)
+                low = index
                 break
             if type(message) is not dict:
                 return None
