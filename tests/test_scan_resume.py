@@ -102,7 +102,9 @@ def _long_damaged(draw: st.DrawFn) -> list[Any]:
         elif action == 5:  # an id reused far away: a stray or a call of a sound turn's id
             ids = [m["tool_call_id"] for m in history if type(m) is dict and "tool_call_id" in m]
             if ids:
-                history.insert(at, draw(st.sampled_from([result, calls]))(draw(st.sampled_from(ids))))
+                history.insert(
+                    at, draw(st.sampled_from([result, calls]))(draw(st.sampled_from(ids)))
+                )
         elif action == 6 and type(message) is dict:
             history[at] = draw(st.sampled_from(_ODD))(copy.deepcopy(message))
         elif type(message) is dict:

@@ -10,8 +10,9 @@ in ``messages``.
 from __future__ import annotations
 
 import bisect
-import itertools
 import dataclasses
+import itertools
+import operator
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
@@ -590,7 +591,7 @@ def _scan(
         fast, recording = _scan_pass(profile, cross, names is not None)
     size = len(messages)
     numbered: Iterator[tuple[int, Any]] = enumerate(messages)
-    rest: Iterator[Any] = iter(messages)  # (the pass's) what neither has read yet
+    rest = iter(messages)  # what neither has read yet (its length hint: how far they are)
     fast_ids: list[str] = []  # the ids of the calls in the stretches the pass vouched for
     fast_names: set[str] = set()  # their function names, where a pattern judges them
     found = names if names is not None else []  # (the pass's) results lacking their name
@@ -601,7 +602,7 @@ def _scan(
         if low >= 0:
             assert fast is not None
             # (the loop has read the message at ``low`` from ``rest``, but not looked at it)
-            ahead = itertools.chain(messages[low : size - rest.__length_hint__()], rest)  # type: ignore[attr-defined]
+            ahead = itertools.chain(messages[low : size - operator.length_hint(rest)], rest)
             try:
                 sound = fast(
                     enumerate(ahead, low) if recording else ahead,
@@ -616,8 +617,10 @@ def _scan(
                 stretches.append((low, size))
                 break
             # where it stopped: the last message it read, or the end (a call waits there)
-            failed = size if sound is False else size - rest.__length_hint__() - 1  # type: ignore[attr-defined]
-            at, before, drop = _resume_at(messages, low, failed, user_starts, soft_starts, after_tool)
+            failed = size if sound is False else size - operator.length_hint(rest) - 1
+            at, before, drop = _resume_at(
+                messages, low, failed, user_starts, soft_starts, after_tool
+            )
             stretches.append((low, at))
             if drop:
                 del fast_ids[-drop:]  # (the loop reads their calls again)
@@ -754,7 +757,9 @@ def _scan(
                     dirty = False
                 starts.append(index)
                 start = index
-            elif soft_starts and after_results and role == "assistant" and message.get("tool_calls"):
+            elif (
+                soft_starts and after_results and role == "assistant" and message.get("tool_calls")
+            ):
                 # (Bedrock) a calling message right after results: if it is sound and each of its
                 # calls is answered by the results right after it, no repair of this range or the
                 # one before takes it away or puts anything before it, and an assistant message may
@@ -817,7 +822,9 @@ def _scan(
                         ok = _careful_calls(
                             message, tool_calls, pending, called, called_from, start, max_length
                         )
-                        if call_rules and not _cross_calls_ok(message, tool_calls, cross, turn_names):
+                        if call_rules and not _cross_calls_ok(
+                            message, tool_calls, cross, turn_names
+                        ):
                             ok = False
                         if type(tool_calls) is not list or not tool_calls:
                             tool_calls = ()

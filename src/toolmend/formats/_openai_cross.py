@@ -279,19 +279,20 @@ def cross_valid(messages: Sequence[Any], rules: CrossRules) -> list[Any] | None:
 def scan_pass(rules: CrossRules, record: bool) -> Callable[..., bool | None]:
     """The pass of :data:`_LOOP` that lets a range scan
     (:func:`toolmend.formats._openai_chat.dirty_spans`) skip the sound stretches of a damaged
-    history at the cost of the vouch: called as
-    ``scan(messages, answered, ids, found, function_names)`` with ``messages`` an iterator
-    over the messages from a clean point (no call waiting; ``answered``: right after a call
-    turn's results; with ``record``, an ``enumerate`` of it), it returns None at the first message it cannot
-    vouch for (the caller knows which from its iterator: the last one read), False when a
-    call is left waiting at the end, True when all are sound; a missing field or one of the
-    wrong kind raises ``KeyError`` or ``TypeError`` at the message being read. A repeated
-    result is a failure here (the scan records it); the ids of each calling message it passes
-    go into ``ids``, the function names into ``function_names`` where a name pattern is
-    checked after the loop, and with ``record`` (the rules relaxed of their names) each result
-    lacking its call's function name into ``found`` as (index, call id, name), the rules'
-    other tests of the id and name patterns and of ids unique in the request being left to
-    the caller."""
+    history at the cost of the vouch.
+
+    Called as ``scan(messages, answered, ids, found, function_names)``, ``messages`` an
+    iterator over the messages from a clean point (no call waiting; ``answered``: right after
+    a call turn's results; with ``record``, an ``enumerate`` of it), it returns None at the
+    first message it cannot vouch for (the caller knows which from its iterator: the last one
+    read), False when a call is left waiting at the end, True when all are sound; a missing
+    field or one of the wrong kind raises ``KeyError`` or ``TypeError`` at the message being
+    read. A repeated result is a failure here (the scan records it). The ids of each calling
+    message it passes go into ``ids``, the function names into ``function_names`` where a
+    name pattern is checked after the loop, and with ``record`` (the rules relaxed of their
+    names) each result lacking its call's function name into ``found`` as (index, call id,
+    name); the tests of the id and name patterns and of ids unique in the request are the
+    caller's."""
     if record:
         entry = _RECORDING.get(id(rules))
         if entry is None or entry[0] is not rules:
