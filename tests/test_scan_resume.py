@@ -289,3 +289,25 @@ def test_the_hand_backs_keep_the_scan_linear(provider: str) -> None:
         return count
 
     assert lines(120) / lines(30) < 4.5
+
+
+@pytest.mark.parametrize("answered", [True, False])
+@pytest.mark.parametrize("later", [1, 4])
+def test_a_role_order_is_kept_across_a_hand_back(answered: bool, later: int) -> None:
+    """Mistral's role order, where the loop hands back right after a turn's results (a result
+    repeated earlier in the turn, its range closed at the next calling message): the pass
+    knows the role before it (a user message may not follow results), and the loop taking
+    over again after it knows the role before that (a stray result after the next question,
+    with the answer between or not, at once or after a tool round)."""
+    history = _history(12)
+    turn = 5 * 8
+    history.insert(turn + 3, history[turn + 2])  # turn 5: its first result sent twice
+    if not answered:
+        del history[turn + 8]  # the answer: results, then the next question
+    question = turn + (9 if answered else 8)
+    history.insert(question + later, result("call_gone", "late"))
+    profile = get_profile("mistral")
+    assert history[question]["role"] == "user"
+    assert openai_chat.dirty_spans(history, profile) == openai_chat._scan(
+        history, profile, first_only=False, resume=False
+    )

@@ -579,17 +579,17 @@ def _scan(
     # dirty, the start) until the message after its results tells whether it stands
     fast = None  # the vouch's pass for the sound stretches (see above)
     recording = False  # whether it records the results lacking their name (numbered)
-    if (
-        resume
-        and not first_only
-        and not eager
-        and not reasoning_rule
-        and successors is None
-        and (cross is None or cross.last_roles is None)
-        and type(messages) is list
-    ):
+    if resume and not first_only and not eager and not reasoning_rule and type(messages) is list:
         fast, recording = _scan_pass(profile, cross, names is not None)
     size = len(messages)
+    # what tells a range start from the message before it (see :func:`_start_kind`)
+    starting = (
+        user_starts,
+        soft_starts,
+        after_tool,
+        None if successors is None else follow,
+        anywhere,
+    )
     numbered: Iterator[tuple[int, Any]] = enumerate(messages)
     rest = iter(messages)  # what neither has read yet (its length hint: how far they are)
     fast_ids: list[str] = []  # the ids of the calls in the stretches the pass vouched for
@@ -610,6 +610,7 @@ def _scan(
                     fast_ids,
                     found,
                     fast_names,
+                    previous or "",
                 )
             except (KeyError, TypeError):  # at the message it was reading
                 sound = None
@@ -618,9 +619,7 @@ def _scan(
                 break
             # where it stopped: the last message it read, or the end (a call waits there)
             failed = size if sound is False else size - operator.length_hint(rest) - 1
-            at, before, drop = _resume_at(
-                messages, low, failed, user_starts, soft_starts, after_tool
-            )
+            at, before, drop = _resume_at(messages, low, failed, starting)
             stretches.append((low, at))
             if drop:
                 del fast_ids[-drop:]  # (the loop reads their calls again)
@@ -630,6 +629,8 @@ def _scan(
                 prior = messages[at - 1]
                 follows_tool = prior["role"] == "tool"
                 follows_text = prior["role"] == "assistant" and prior.get("tool_calls") is None
+                if successors is not None:
+                    previous = _KINDS.get(prior["role"])
                 pending = soft = None
                 if before is not None:
                     start = before
@@ -877,8 +878,15 @@ def _scan(
             return None
         dirty = True
         unanswered.extend((start, call_id) for call_id in pending or ())
-    if cross is not None and cross.last_roles is not None:
-        dirty = dirty or messages[-1].get("role") not in cross.last_roles  # (a prefix too)
+    if (
+        cross is not None
+        and cross.last_roles is not None
+        and not dirty
+        and messages[-1].get("role") not in cross.last_roles  # (a prefix too)
+    ):
+        dirty = True
+        if stretches and stretches[-1][1] == size:  # (the pass read to the end)
+            start = _last_start(messages, *stretches[-1], starting, start)
     if dirty:
         spans.append((start, len(messages)))
     if not eager and (
@@ -925,7 +933,7 @@ def _scan(
             stop = starts[position] if position < len(starts) else size
             at = bisect.bisect_right(stretches, (start, size))
             while at < len(stretches) and stretches[at][0] < stop:
-                found = _first_start(messages, *stretches[at], user_starts, soft_starts, after_tool)
+                found = _first_start(messages, *stretches[at], starting)
                 if found is not None:
                     return min(found, stop)
                 at += 1
@@ -972,13 +980,17 @@ def _no_pass(messages: Iterator[Any], *_: Any) -> bool | None:
     return True
 
 
+Starting = tuple[
+    bool, bool, "frozenset[str] | None", "dict[str | None, frozenset[str | None]] | None", bool
+]
+"""What tells a range start in :func:`_scan`: whether ranges start at user messages only,
+whether at a calling message right after results (a soft start), the roles allowed after
+results, the role order's follow table (None without one), whether an assistant message may
+follow any message."""
+
+
 def _resume_at(
-    messages: Sequence[Any],
-    low: int,
-    failed: int,
-    user_starts: bool,
-    soft_starts: bool,
-    after_tool: frozenset[str] | None,
+    messages: Sequence[Any], low: int, failed: int, starting: Starting
 ) -> tuple[int, int | None, int]:
     """Where the careful loop of :func:`_scan` takes over from the pass that ran from the
     clean point ``low`` and could not vouch for message ``failed`` (``len(messages)``: a call
@@ -989,7 +1001,7 @@ def _resume_at(
     at = min(failed, len(messages) - 1)
     kind = 0
     while at > low:
-        kind = _start_kind(messages, at, low, user_starts, soft_starts, after_tool, at == failed)
+        kind = _start_kind(messages, at, low, starting, at == failed)
         if kind:
             break
         at -= 1
@@ -997,7 +1009,7 @@ def _resume_at(
     if kind == 2:
         earlier = at - 1
         while earlier >= low:
-            if _start_kind(messages, earlier, low, user_starts, soft_starts, after_tool, False):
+            if _start_kind(messages, earlier, low, starting, False):
                 before = earlier
                 break
             earlier -= 1
@@ -1011,13 +1023,7 @@ def _resume_at(
 
 
 def _start_kind(
-    messages: Sequence[Any],
-    at: int,
-    low: int,
-    user_starts: bool,
-    soft_starts: bool,
-    after_tool: frozenset[str] | None,
-    failed: bool,
+    messages: Sequence[Any], at: int, low: int, starting: Starting, failed: bool
 ) -> int:
     """Whether :func:`_scan`'s loop starts a range at message ``at`` (1; 2: a soft start),
     or not (0), where the messages from the clean point ``low`` to ``at`` are sound (the
@@ -1036,6 +1042,16 @@ def _start_kind(
         return 0
     before = messages[at - 1]
     prior = before["role"]
+    user_starts, soft_starts, after_tool, follow, anywhere = starting
+    if follow is not None:  # a role order: a start where the role may come, taken back if
+        # the message after its results finds a call waiting, or the message is not sound (2)
+        if (_KINDS.get(role) if type(role) is str else None) not in follow[_KINDS.get(prior)]:
+            return 0
+        if role == "assistant":
+            return 2 if anywhere else 0
+        return (
+            2 if role == "user" and prior == "assistant" and before.get("tool_calls") is None else 0
+        )
     if (role == "user" if user_starts else (role != "system" and role != "developer")) and (
         after_tool is None or (prior == "assistant" and before.get("tool_calls") is None)
     ):
@@ -1058,21 +1074,26 @@ def _waiting(messages: Sequence[Any], at: int, low: int) -> bool:
     return tool_calls is not None and count < len(tool_calls)
 
 
-def _first_start(
-    messages: Sequence[Any],
-    low: int,
-    high: int,
-    user_starts: bool,
-    soft_starts: bool,
-    after_tool: frozenset[str] | None,
-) -> int | None:
+def _first_start(messages: Sequence[Any], low: int, high: int, starting: Starting) -> int | None:
     """The first range start in the stretch ``[low, high)`` the pass of :func:`_scan`
     vouched for (the loop recorded none there; the widening of a stray's range looks up the
     start after its own), or None."""
     for at in range(low, high):
-        if _start_kind(messages, at, low, user_starts, soft_starts, after_tool, False):
+        if _start_kind(messages, at, low, starting, False):
             return at
     return None
+
+
+def _last_start(
+    messages: Sequence[Any], low: int, high: int, starting: Starting, start: int
+) -> int:
+    """The last range start in the stretch ``[low, high)`` the pass of :func:`_scan`
+    vouched for, else ``start`` (the loop's, before it): where the range that ends the
+    history begins (a rule on the last message)."""
+    for at in range(high - 1, low - 1, -1):
+        if _start_kind(messages, at, low, starting, False):
+            return at
+    return start
 
 
 def _needs_whole(

@@ -281,9 +281,11 @@ def scan_pass(rules: CrossRules, record: bool) -> Callable[..., bool | None]:
     (:func:`toolmend.formats._openai_chat.dirty_spans`) skip the sound stretches of a damaged
     history at the cost of the vouch.
 
-    Called as ``scan(messages, answered, ids, found, function_names)``, ``messages`` an
-    iterator over the messages from a clean point (no call waiting; ``answered``: right after
-    a call turn's results; with ``record``, an ``enumerate`` of it), it returns None at the
+    Called as ``scan(messages, answered, ids, found, function_names, previous)``,
+    ``messages`` an iterator over the messages from a clean point (no call waiting;
+    ``answered``: right after a call turn's results; with ``record``, an ``enumerate`` of it;
+    ``previous``: the kind of the message before, ``""`` for none, where the rules hold a
+    role order), it returns None at the
     first message it cannot vouch for (the caller knows which from its iterator: the last one
     read), False when a call is left waiting at the end, True when all are sound; a missing
     field or one of the wrong kind raises ``KeyError`` or ``TypeError`` at the message being
@@ -322,7 +324,7 @@ def _first_id_ok(messages: Sequence[Any], id_match: Callable[[str], Any]) -> boo
 
 _LOOP = """
 #if scan
-def cross_pass(messages, answered, ids, found, function_names):
+def cross_pass(messages, answered, ids, found, function_names, previous):
 #else
 def cross_pass(messages):
 #endif
@@ -354,7 +356,7 @@ def cross_pass(messages):
 #elif mode == "check"
     live = []
 #endif
-#if successors
+#if successors and not scan
     previous = ""  # the kind of the message before (none at first)
 #endif
 #if scan and not record
