@@ -953,12 +953,12 @@ it without another family's rules)."""
 
 def _scan_pass(
     profile: Profile, cross: CrossRules | None, record: bool
-) -> tuple[Callable[..., bool | None], bool]:
+) -> tuple[Callable[..., bool | None] | None, bool]:
     """The vouch's pass the range scan of ``profile`` runs over sound stretches (see
     :func:`_scan`): for the rules ``cross`` (another family's), or the profile's own, which
-    the vouch's rules model as well (:func:`toolmend.formats._openai_cross.cross_rules`);
-    and whether it records the results lacking their name (``record``, where the rules want
-    names), which it then reads numbered."""
+    the vouch's rules model as well (:func:`toolmend.formats._openai_cross.cross_rules`;
+    None where they do not); and whether it records the results lacking their name
+    (``record``, where the rules want names), which it then reads numbered."""
     rules = cross
     if rules is None:
         entry = _SCAN_RULES.get(id(profile))
@@ -968,16 +968,9 @@ def _scan_pass(
             entry = _SCAN_RULES[id(profile)] = (profile, cross_rules(profile))
         rules = entry[1]
     if rules is None:
-        return _no_pass, False
+        return None, False
     record = record and rules.names
     return scan_pass(rules, record), record
-
-
-def _no_pass(messages: Iterator[Any], *_: Any) -> bool | None:
-    """A scan pass that vouches for nothing (the loop reads every message)."""
-    for _message in messages:
-        return None
-    return True
 
 
 Starting = tuple[
