@@ -926,17 +926,23 @@ def _scan(
         strays.extend((start, call_id) for call_id, start in _repeated_ids(called, called_from))
     if strays or (repeats and spans):
 
+        stops: dict[int, int] = {}  # (many strays share a range)
+
         def stop_after(start: int) -> int:
             """The range start after ``start``, or the end, where the loop recorded no range
             start in the stretches the pass vouched for (see :func:`_widen_for_strays`)."""
-            position = bisect.bisect_right(starts, start)
-            stop = starts[position] if position < len(starts) else size
-            at = bisect.bisect_right(stretches, (start, size))
-            while at < len(stretches) and stretches[at][0] < stop:
-                found = _first_start(messages, *stretches[at], starting)
-                if found is not None:
-                    return min(found, stop)
-                at += 1
+            stop = stops.get(start)
+            if stop is None:
+                position = bisect.bisect_right(starts, start)
+                stop = starts[position] if position < len(starts) else size
+                at = bisect.bisect_right(stretches, (start, size))
+                while at < len(stretches) and stretches[at][0] < stop:
+                    found = _first_start(messages, *stretches[at], starting)
+                    if found is not None:
+                        stop = min(found, stop)
+                        break
+                    at += 1
+                stops[start] = stop
             return stop
 
         callers = _callers(called, called_from, [*strays, *repeats])
