@@ -925,7 +925,6 @@ def _scan(
         # (each range alone would not see the other's call), as a stray result's are
         strays.extend((start, call_id) for call_id, start in _repeated_ids(called, called_from))
     if strays or (repeats and spans):
-
         stops: dict[int, int] = {}  # (many strays share a range)
 
         def stop_after(start: int) -> int:
