@@ -158,7 +158,8 @@ def _history(turns: int) -> list[Any]:
 
 
 def _lines_in(code: Any, run: Callable[[], object]) -> int:
-    """The lines of ``code`` (one function's) executed by ``run()``."""
+    """The lines executed by ``run()``: of ``code`` (one function's), or of every function
+    (None)."""
     count = 0
 
     def local(frame: FrameType, event: str, arg: Any) -> Any:
@@ -168,7 +169,7 @@ def _lines_in(code: Any, run: Callable[[], object]) -> int:
         return local
 
     def global_(frame: FrameType, event: str, arg: Any) -> Any:
-        return local if frame.f_code is code else None
+        return local if code is None or frame.f_code is code else None
 
     previous = sys.gettrace()
     sys.settrace(global_)
@@ -272,21 +273,7 @@ def test_the_hand_backs_keep_the_scan_linear(provider: str) -> None:
         assert openai_chat.dirty_spans(history, profile) == openai_chat._scan(
             history, profile, first_only=False, resume=False
         )
-        count = 0
-
-        def local(frame: FrameType, event: str, arg: Any) -> Any:
-            nonlocal count
-            if event == "line":
-                count += 1
-            return local
-
-        previous = sys.gettrace()
-        sys.settrace(lambda frame, event, arg: local)
-        try:
-            openai_chat.dirty_spans(history, profile)
-        finally:
-            sys.settrace(previous)
-        return count
+        return _lines_in(None, lambda: openai_chat.dirty_spans(history, profile))
 
     assert lines(120) / lines(30) < 4.5
 
