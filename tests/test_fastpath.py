@@ -661,10 +661,11 @@ def test_a_damaged_history_bound_for_mistral_judges_only_its_damaged_ranges(
 ) -> None:
     """Mistral's role order and last-message rules hold between any two messages, and its id
     rewrite takes ids from the whole request: a damaged history was read, judged and planned
-    whole. Now only the damaged tool rounds are (a range starts at an assistant message where
-    nothing waits, or at a user message after sound assistant text), each planned in one pass
-    (``quick_plan``, its ids from the request's rewrite), every other call gets its new id in
-    one pass, and the repair is the whole history's, ids included."""
+    whole. Now only the damaged tool rounds are looked at (a range starts at an assistant
+    message where nothing waits, or at a user message after sound assistant text), each
+    mended straight from its messages (``mend_range``, its ids from the request's rewrite:
+    no range is read or judged), every other call gets its new id in one pass, and the repair
+    is the whole history's, ids included."""
     history = _mistral_history(20, {5, 12})
     module, profile = formats.get("openai"), get_profile("mistral")
     full, changes = whole_repair(module, history, profile, Policy())
@@ -682,10 +683,11 @@ def test_a_damaged_history_bound_for_mistral_judges_only_its_damaged_ranges(
     monkeypatch.setattr(toolmend._api, "judge", counting_judge)
     monkeypatch.setattr(toolmend._api, "plan_repair", no_planner)
     fixed = toolmend.repair(history, provider="mistral")
-    # each damaged turn: its question, the call left unanswered and the text after it (the
-    # range starts at the question: a repair under missing_result="remove_call" may take the
-    # calling message away, so no range starts there)
-    assert judged == [3, 3]
+    # each damaged turn (its question, the call left unanswered and the text after it: the
+    # range starts at the question, as a repair under missing_result="remove_call" may take
+    # the calling message away) is mended without a judge
+    assert judged == []
+    assert openai_chat.dirty_spans(history, profile) == [(20, 23), (47, 50)]
     assert fixed.messages == full
     assert list(fixed.changes) == changes and list(fixed.problems) == problems
     assert [change.code for change in fixed.changes].count("rewrote_call_id") == 20

@@ -588,7 +588,8 @@ def _damage_in(
         if spans != [(0, len(messages))]:
             request = module.request_id_fixes(messages, profile, spans)
             if request is not None:  # ids rewritten request-wide (Mistral)
-                yield from _with_stretches(module, messages, profile, spans, *request)
+                fast = policy if fused else None  # (ranges mended from their messages)
+                yield from _with_stretches(module, messages, profile, spans, *request, fast)
                 return
     # (a range whose only fault is a result sent twice: written without the full path)
     fused = fused and module.quick_plans and profile.pairing in ("adjacent", "count")
@@ -628,19 +629,28 @@ def _with_stretches(
     ranges: list[tuple[int, int]],
     taken: set[str],
     stretches: list[tuple[int, int, list[tuple[int, int, str]], list[tuple[int, int]]]],
-) -> Iterator[Damage | Stretch]:
+    policy: Policy | None = None,
+) -> Iterator[Damage | Named | Stretch]:
     """:func:`_damage_in` for a profile whose call ids are rewritten request-wide (Mistral):
     the damaged ranges, each skeleton holding the request's id rewrite, and the sound
     stretches between them whose ids need rewriting, in history order (the order the whole
-    history's planner makes the ids in)."""
+    history's planner makes the ids in). With ``policy`` (:func:`repair`), a range between
+    the history's start and its end with only the common damages comes :class:`Named`,
+    mended straight from its messages with the request's ids (:func:`mend_range`)."""
     request = RequestIds(taken)
     position = 0
-    for low, high in [*ranges, (len(messages), len(messages))]:
+    size = len(messages)
+    for low, high in [*ranges, (size, size)]:
         while position < len(stretches) and stretches[position][0] < low:
             yield Stretch(*stretches[position], request, profile)
             position += 1
         if low == high:
             continue
+        if policy is not None and low > 0 and high < size:
+            direct = mend_range(module, messages[low:high], profile, policy, low, request=request)
+            if direct is not None:
+                yield Named(low, high, *direct)
+                continue
         skeleton = _read_range(module, messages, low, high)
         skeleton.ids = request
         found = judge(skeleton, profile)

@@ -18,6 +18,7 @@ objects), the same changes and the same problems, in the same order; ids come fr
 from __future__ import annotations
 
 import itertools
+import re
 import string
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -31,7 +32,7 @@ from ._report import Builder, Change, Problem
 from ._rules import pair_by_count
 from ._skeleton import SYSTEM, TOOL, RequestIds
 from .formats import Format, _openai_chat
-from .profiles import Check, Profile
+from .profiles import Check, Profile, compiled
 
 __all__ = [
     "fill_names",
@@ -400,7 +401,13 @@ message is a result to the judge)."""
 
 
 def mend_range(
-    module: Format, part: Sequence[Any], profile: Profile, policy: Policy, base: int
+    module: Format,
+    part: Sequence[Any],
+    profile: Profile,
+    policy: Policy,
+    base: int,
+    *,
+    request: RequestIds | None = None,
 ) -> tuple[list[Any], list[Change], list[Problem], set[str | None]] | None:
     """A damaged range ``part`` of chat messages (from message ``base``, after the history's
     start and before its end) mended of the common damages without a skeleton, a judge or a
@@ -422,17 +429,32 @@ def mend_range(
     count; under result names (Gemini) the answered results get their call's name; under a
     role order (Bedrock) neither the range nor its repair may break it; ids unique in the
     request (Anthropic) add the judge's ``duplicate_call_id``. Property tests hold it to the
-    full path (``tests/test_damaged_speed.py``)."""
+    full path (``tests/test_damaged_speed.py``).
+
+    ``request``: the call id rewrite of the whole request, for a profile whose refused ids are
+    rewritten request-wide (Mistral, :func:`toolmend._api._with_stretches`): each refused id of
+    the range (and a placeheld call's id another call has) gets the id the request's planner
+    gives it, in history order (``call_id_format`` on the call and on each result carrying
+    it), results pair with the latest calling message (``Profile.pairing`` ``"latest"``) and
+    the role order holds before and after the repair. Where it answers None, ``request`` is
+    as it was (the full path makes the range's ids after it)."""
     if (
-        profile.pairing not in ("adjacent", "count")
+        profile.pairing not in (("adjacent", "count") if request is None else ("latest",))
         or policy.missing_result != "placeholder"
         or policy.orphan_result != "drop"
         or not module.quick_plans
     ):
         return None
-    params = _openai_chat.range_params(profile)  # (after the history's start)
+    params = (  # (after the history's start; with ``request``, before its end)
+        _openai_chat.range_params(profile)
+        if request is None
+        else _openai_chat.ordered_range_params(profile)
+    )
     if params is None:
         return None
+    pattern = compiled(profile.call_id_pattern) if request is not None else None
+    refused: set[tuple[int, int]] = set()  # (with ``request``) the calls whose id it refuses
+    answers: list[tuple[int, int, int]] = []  # (with ``request``) result, its call's message, slot
     request_wide = profile.call_id_scope == "request"
     named = profile.results_need_name  # (Gemini) each result names its call's function
     filled: list[tuple[int, str, str]] = []  # (Gemini) result message, name, call id
@@ -466,6 +488,8 @@ def mend_range(
                 if first is None:
                     answered[call_id] = index
                     items.append(_keep(index))
+                    if request is not None:
+                        answers.append((index, owner, block[call_id][0]))
                     continue
                 if uses[call_id] > 1 or message != part[first]:
                     return None  # an earlier call with the id still open, or another text
@@ -486,12 +510,21 @@ def mend_range(
                     )
                 )
                 continue
-            report.add(
-                "orphan_result",
-                index,
-                "tool result without a calling message before it",
-                ids=(call_id,),
-            )
+            if request is None:
+                report.add(
+                    "orphan_result",
+                    index,
+                    "tool result without a calling message before it",
+                    ids=(call_id,),
+                )
+            else:  # (the latest pairing's words)
+                report.add(
+                    "orphan_result",
+                    index,
+                    "tool result without a calling message",
+                    id=call_id,
+                    ids=(call_id,),
+                )
             orphans.append(index)
             changes.append(
                 _change(
@@ -526,7 +559,9 @@ def mend_range(
             if type(function_name) is not str or not function_name:
                 return None
             if not acceptable_id(call_id, profile):
-                return None
+                if pattern is None or pattern.fullmatch(call_id) is not None:
+                    return None  # (an id the pattern takes but the planner rewrites)
+                refused.add((index, slot))
             block[call_id] = (slot, function_name)
             uses[call_id] = uses.get(call_id, 0) + 1
         owner = index
@@ -573,7 +608,18 @@ def mend_range(
                 )
             )
     renamed: dict[tuple[int, int], str] = {}
-    if placeheld and any(uses[call_id] > 1 for _, _, call_id, _ in placeheld):
+    undo: _Undo | None = None
+    if request is not None:  # the request's ids, made last: nothing after them may fail
+        if not _order_kept(part, items, profile.role_successors or {}):
+            return None
+        _id_problems(report, part, refused, pattern)
+        undo = _request_ids(part, profile, request, plan, changes, base, refused, placeheld, uses)
+        renamed = undo.renamed
+        for index, owner, slot in answers:
+            new_id = renamed.get((owner, slot))
+            if new_id is not None:
+                plan.edit(index).result_ids[0] = new_id
+    elif placeheld and any(uses[call_id] > 1 for _, _, call_id, _ in placeheld):
         # the planner's id step: a placeheld call whose id another call has gets a new one
         taken = set(uses)
         next_try: dict[str, int] = {}
@@ -599,18 +645,119 @@ def mend_range(
             for item in items
         ]
     successors = profile.role_successors
-    if successors is not None and not _order_kept(part, plan.items, successors):
+    if undo is None and successors is not None and not _order_kept(part, plan.items, successors):
         return None
     try:
         repaired: list[Any] = module.apply(part, plan)
     except (NonFiniteNumberError, UnwritableValueError):
+        if undo is not None:
+            undo.back(request)
         return None
     if _openai_chat._live_run(repaired, params) is None:
+        if undo is not None:
+            undo.back(request)
         return None
     changes.sort(key=_change_index)
     problems = report.problems
     problems.sort(key=_problem_index)
     return repaired, changes, problems, set(uses)
+
+
+class _Undo:
+    """The ids :func:`_request_ids` made from a request's rewrite, and how to take them back
+    (the range goes to the full path, which makes them again in its turn)."""
+
+    __slots__ = ("made", "renamed", "tried")
+
+    def __init__(self) -> None:
+        self.renamed: dict[tuple[int, int], str] = {}  # (calling message, slot) -> new id
+        self.made: list[str] = []
+        self.tried: dict[str, int | None] = {}  # seed -> its counter before
+
+    def back(self, request: RequestIds | None) -> None:
+        """``request`` as it was before the ids were made."""
+        assert request is not None
+        request.taken.difference_update(self.made)
+        for seed, counter in self.tried.items():
+            if counter is None:
+                del request.next_try[seed]
+            else:
+                request.next_try[seed] = counter
+
+
+def _request_ids(
+    part: Sequence[Any],
+    profile: Profile,
+    request: RequestIds,
+    plan: Plan,
+    changes: list[Change],
+    base: int,
+    refused: set[tuple[int, int]],
+    placeheld: list[tuple[int, int, str, str]],
+    uses: dict[str, int],
+) -> _Undo:
+    """The planner's id step (:func:`toolmend._plan_ids.rewrite_ids`) over a range of a
+    request whose ids are rewritten request-wide: in message and slot order, each call whose
+    id the profile refuses, and each placeheld call whose id another call of the range has,
+    gets the request's next id for its seed (``rewrote_call_id``)."""
+    undo = _Undo()
+    shared = {(owner, slot) for owner, slot, call_id, _ in placeheld if uses[call_id] > 1}
+    taken, next_try, renamed = request.taken, request.next_try, undo.renamed
+    for index, message in enumerate(part):
+        tool_calls = message.get("tool_calls") if message["role"] == "assistant" else None
+        for slot, call in enumerate(tool_calls or ()):
+            ref = (index, slot)
+            if ref not in refused and ref not in shared:
+                continue
+            call_id = call["id"]
+            if call_id not in undo.tried:
+                undo.tried[call_id] = next_try.get(call_id)
+            new_id = fresh_id(call_id, profile, taken, next_try)
+            undo.made.append(new_id)
+            renamed[ref] = new_id
+            plan.edit(index).call_ids[slot] = new_id
+            detail = (
+                "call id the provider would refuse"
+                if ref in refused
+                else "call id another call has, for the call the placeholder answers"
+            )
+            changes.append(_change("rewrote_call_id", base + index, detail, (call_id, new_id)))
+    return undo
+
+
+def _id_problems(
+    report: Report,
+    part: Sequence[Any],
+    refused: set[tuple[int, int]],
+    pattern: re.Pattern[str] | None,
+) -> None:
+    """The judge's ``call_id_format`` on each call of ``refused`` (message and slot order),
+    then on each result whose id is outside ``pattern`` (under the profile's result code)."""
+    for index, slot in sorted(refused):
+        call_id = part[index]["tool_calls"][slot]["id"]
+        report.add(
+            "call_id_format",
+            index,
+            "call id outside the provider's pattern",
+            id=call_id,
+            ids=(call_id,),
+            slot=slot,
+        )
+    if pattern is None:
+        return
+    code = "result_id_format" if report.wants("result_id_format") else "call_id_format"
+    for index, message in enumerate(part):
+        if message["role"] == "tool":
+            result_id = message["tool_call_id"]
+            if pattern.fullmatch(result_id) is None:
+                report.add(
+                    code,
+                    index,
+                    "result id outside the provider's pattern",
+                    id=result_id,
+                    ids=(result_id,),
+                    slot=0,
+                )
 
 
 def _answer_missing(

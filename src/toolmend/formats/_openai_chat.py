@@ -48,6 +48,7 @@ __all__ = [
     "kind_of",
     "live_rounds",
     "named_spans",
+    "ordered_range_params",
     "range_params",
     "quick_fixes",
     "quick_live",
@@ -412,6 +413,37 @@ def _inner_rules(rules: CrossRules) -> CrossRules:
             _INNER.clear()
         entry = _INNER[id(rules)] = (rules, inner)
     return entry[1]
+
+
+_MIDDLE: dict[int, tuple[Profile, CrossRules | None]] = {}
+"""``id(profile)`` -> (the profile, :func:`ordered_range_params`' answer for it)."""
+
+
+def ordered_range_params(profile: Profile) -> CrossRules | None:
+    """:func:`range_params` for a profile whose ranges :func:`_ordered_rules` tells and whose
+    refused call ids are rewritten request-wide (Mistral): the one-pass rules a damaged range
+    between the history's start and its end is held to (the role order between its messages,
+    none of the rules on a conversation's opening or on its last message, no id pattern: the
+    request's rewrite gives every refused id one in the profile's form); None for any other
+    profile."""
+    entry = _MIDDLE.get(id(profile))
+    if entry is not None and entry[0] is profile:
+        return entry[1]
+    rules = _plain_params(profile)
+    middle = None
+    if (
+        type(rules) is CrossRules
+        and rules.id_match is not None
+        and (rules.successors is not None or rules.last_roles is not None)
+        and "call_with_text" not in profile.checks
+    ):
+        ordered = _ordered_rules(rules, profile)
+        if ordered is not None and ordered.id_match is None:
+            middle = dataclasses.replace(_inner_rules(ordered), last_roles=None)
+    if len(_MIDDLE) >= 64:
+        _MIDDLE.clear()
+    _MIDDLE[id(profile)] = (profile, middle)
+    return middle
 
 
 def named_spans(
