@@ -612,7 +612,7 @@ def mend_range(
     if request is not None:  # the request's ids, made last: nothing after them may fail
         if not _order_kept(part, items, profile.role_successors or {}):
             return None
-        _id_problems(report, part, refused, pattern)
+        _id_problems(report, part, refused, pattern, profile)
         undo = _request_ids(part, profile, request, plan, changes, base, refused, placeheld, uses)
         renamed = undo.renamed
         for index, owner, slot in answers:
@@ -730,34 +730,29 @@ def _id_problems(
     part: Sequence[Any],
     refused: set[tuple[int, int]],
     pattern: re.Pattern[str] | None,
+    profile: Profile,
 ) -> None:
     """The judge's ``call_id_format`` on each call of ``refused`` (message and slot order),
-    then on each result whose id is outside ``pattern`` (under the profile's result code)."""
-    for index, slot in sorted(refused):
-        call_id = part[index]["tool_calls"][slot]["id"]
-        report.add(
-            "call_id_format",
-            index,
-            "call id outside the provider's pattern",
-            id=call_id,
-            ids=(call_id,),
-            slot=slot,
-        )
-    if pattern is None:
+    then on each result whose id is outside ``pattern`` (under the profile's result code), as
+    :func:`stretch_report` writes them."""
+    code = "call_id_format"
+    result_code = "result_id_format" if "result_id_format" in profile.checks else code
+    check, result_check = profile.checks.get(code), profile.checks.get(result_code)
+    found, base = report.problems, report.base
+    if check is not None:
+        call_problem = _maker(profile, check, code, "call id outside the provider's pattern")
+        for index, slot in sorted(refused):
+            found.append(call_problem(base + index, part[index]["tool_calls"][slot]["id"], slot))
+    if pattern is None or result_check is None:
         return
-    code = "result_id_format" if report.wants("result_id_format") else "call_id_format"
+    result_problem = _maker(
+        profile, result_check, result_code, "result id outside the provider's pattern"
+    )
     for index, message in enumerate(part):
         if message["role"] == "tool":
             result_id = message["tool_call_id"]
             if pattern.fullmatch(result_id) is None:
-                report.add(
-                    code,
-                    index,
-                    "result id outside the provider's pattern",
-                    id=result_id,
-                    ids=(result_id,),
-                    slot=0,
-                )
+                found.append(result_problem(base + index, result_id, 0))
 
 
 def _answer_missing(
