@@ -424,7 +424,7 @@ class Stretch:
     the damaged ranges (see :func:`toolmend._quickmend.rewrite_stretch`). Its ``problems``
     are built when first read."""
 
-    __slots__ = ("_problems", "calls", "high", "low", "request", "results")
+    __slots__ = ("_problems", "calls", "high", "low", "made", "request", "results")
 
     def __init__(
         self,
@@ -432,10 +432,13 @@ class Stretch:
         high: int,
         calls: list[tuple[int, int, str]],
         results: list[tuple[int, int]],
+        part: list[Any],
+        tails: list[str],
         request: RequestIds,
         profile: Profile,
     ) -> None:
         self.low, self.high, self.calls, self.results = low, high, calls, results
+        self.made = (part, tails)  # (the stretch copied with each refused id's tail)
         self.request = request
         self._problems: list[Problem] | Profile = profile
 
@@ -628,7 +631,9 @@ def _with_stretches(
     profile: Profile,
     ranges: list[tuple[int, int]],
     taken: set[str],
-    stretches: list[tuple[int, int, list[tuple[int, int, str]], list[tuple[int, int]]]],
+    stretches: list[
+        tuple[int, int, list[tuple[int, int, str]], list[tuple[int, int]], list[Any], list[str]]
+    ],
     policy: Policy | None = None,
 ) -> Iterator[Damage | Named | Stretch]:
     """:func:`_damage_in` for a profile whose call ids are rewritten request-wide (Mistral):
@@ -734,7 +739,14 @@ def mend_damage(
             repaired.extend(messages[position : damage.low])
             low, high = damage.low, damage.high
             rewritten, new_ids = rewrite_stretch(
-                messages, profile, low, high, damage.calls, damage.results, damage.request
+                messages,
+                profile,
+                low,
+                high,
+                damage.calls,
+                damage.results,
+                damage.request,
+                damage.made,
             )
             repaired.extend(rewritten)
             stretches.append((len(changes), len(problems), damage, new_ids))

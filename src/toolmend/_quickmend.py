@@ -194,6 +194,7 @@ def rewrite_stretch(
     calls: list[tuple[int, int, str]],
     results: list[tuple[int, int]],
     request: RequestIds,
+    made: tuple[list[Any], list[str]] | None = None,
 ) -> tuple[list[Any], list[str]]:
     """A sound stretch ``messages[low:high]`` of a damaged history between its damaged ranges
     (Mistral), its only fault call ids outside the profile's form: each call of ``calls``
@@ -202,8 +203,14 @@ def rewrite_stretch(
     of each changed message and call). The ids come from ``request``, the whole request's
     rewrite shared with the other stretches and the damaged ranges, in history order (see
     :class:`toolmend._skeleton.RequestIds`). Returns the stretch and the new ids, in call
-    order; :func:`stretch_report` builds its changes and problems."""
+    order; :func:`stretch_report` builds its changes and problems.
+
+    ``made``: the stretch already copied with some new ids, and those ids (each refused id's
+    tail, from ``Format.request_id_fixes``'s walk): taken as it is where the request's ids are
+    those (the common case), else made again."""
     new_ids = fresh_ids([old for _, _, old in calls], profile, request.taken, request.next_try)
+    if made is not None and new_ids == made[1]:
+        return made[0], new_ids
     part = list(messages[low:high])
     copy_index = -1
     for (index, slot, _), new in zip(calls, new_ids, strict=True):

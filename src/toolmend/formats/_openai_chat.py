@@ -993,10 +993,13 @@ def _ids_rewritten(profile: Profile) -> bool:
     )
 
 
-IdStretch = tuple[int, int, list[tuple[int, int, str]], list[tuple[int, int]]]
+IdStretch = tuple[int, int, list[tuple[int, int, str]], list[tuple[int, int]], list[Any], list[str]]
 """A sound stretch ``[low, high)`` between damaged ranges, its calls whose id is outside the
 profile's form (message index, slot, id) and the tool messages answering them (index, the
-call's position in that list), indexes the history's."""
+call's position in that list), indexes the history's; then the stretch rewritten with each of
+those ids' last ``call_id_length`` characters as its new id, and those tails, in call order:
+the ids the request's rewrite gives them in the common case, made in the walk that finds them
+(:func:`toolmend._quickmend.rewrite_stretch` takes them where its ids are those)."""
 
 
 def request_id_fixes(
@@ -1009,7 +1012,10 @@ def request_id_fixes(
     when the profile's ranges hold every fault (nothing is rewritten outside them).
 
     One walk: the stretches are sound (plain dicts, each call's results right after it, as the
-    scan checked), the ranges may hold anything the reader reads."""
+    scan checked), the ranges may hold anything the reader reads. Each stretch comes copied
+    with its refused ids' tails as their new ids, as :func:`toolmend._quickmend.rewrite_stretch`
+    copies it (a second walk over the stretches' calls was a tenth of a damaged history's
+    repair, issue 32)."""
     rules = _plain_params(profile)
     if type(rules) is not CrossRules or rules.id_match is None:
         return None
@@ -1040,32 +1046,48 @@ def _stretch_fixes(
     id_match: Callable[[str], Any],
     length: int,
     taken: set[str],
-) -> tuple[list[tuple[int, int, str]], list[tuple[int, int]]]:
+) -> tuple[list[tuple[int, int, str]], list[tuple[int, int]], list[Any], list[str]]:
     """The calls of the sound ``messages[low:high]`` whose id ``id_match`` refuses (one not
     ``length`` long at once), and the tool messages answering them (index, the call's position
-    in the list); each call id added to ``taken``."""
+    in the list); each call id added to ``taken``. Then ``messages[low:high]`` with each of
+    those calls and results copied (a shallow copy of each changed message, ``tool_calls``
+    list and call) under the last ``length`` characters of its id, and those tails."""
     calls: list[tuple[int, int, str]] = []
     results: list[tuple[int, int]] = []
+    tails: list[str] = []
     refused: dict[str, int] = {}  # the turn's refused ids -> their position in ``calls``
     add = taken.add
-    for index, message in enumerate(messages[low:high], low):
+    part = messages[low:high]
+    if type(part) is not list:
+        part = list(part)
+    for at, message in enumerate(part):
         role = message["role"]
         if role == "tool":
             if refused:
                 position = refused.get(message["tool_call_id"])
                 if position is not None:
-                    results.append((index, position))
+                    results.append((low + at, position))
+                    copy = part[at] = dict(message)
+                    copy["tool_call_id"] = tails[position]
         elif role == "assistant":
             tool_calls = message.get("tool_calls")
             if tool_calls:
                 refused = {}
+                copied = None
                 for slot, call in enumerate(tool_calls):
                     call_id = call["id"]
                     add(call_id)
                     if len(call_id) != length or id_match(call_id) is None:
                         refused[call_id] = len(calls)
-                        calls.append((index, slot, call_id))
-    return calls, results
+                        calls.append((low + at, slot, call_id))
+                        if copied is None:
+                            copy = part[at] = dict(message)
+                            copied = copy["tool_calls"] = list(tool_calls)
+                        tail = call_id[-length:]
+                        tails.append(tail)
+                        new = copied[slot] = dict(call)
+                        new["id"] = tail
+    return calls, results, part, tails
 
 
 def _add_call_ids(message: Any, taken: set[str]) -> None:
