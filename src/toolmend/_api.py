@@ -433,12 +433,13 @@ class Stretch:
         calls: list[tuple[int, int, str]],
         results: list[tuple[int, int]],
         part: list[Any],
+        seeds: list[str],
         tails: list[str],
         request: RequestIds,
         profile: Profile,
     ) -> None:
         self.low, self.high, self.calls, self.results = low, high, calls, results
-        self.made = (part, tails)  # (the stretch copied with each refused id's tail)
+        self.made = (part, seeds, tails)  # (the stretch copied with each refused id's tail)
         self.request = request
         self._problems: list[Problem] | Profile = profile
 
@@ -632,7 +633,15 @@ def _with_stretches(
     ranges: list[tuple[int, int]],
     taken: set[str],
     stretches: list[
-        tuple[int, int, list[tuple[int, int, str]], list[tuple[int, int]], list[Any], list[str]]
+        tuple[
+            int,
+            int,
+            list[tuple[int, int, str]],
+            list[tuple[int, int]],
+            list[Any],
+            list[str],
+            list[str],
+        ]
     ],
     policy: Policy | None = None,
 ) -> Iterator[Damage | Named | Stretch]:

@@ -42,6 +42,7 @@ __all__ = [
     "quick_names",
     "rewrite_stretch",
     "stretch_report",
+    "tail_ids",
 ]
 
 Mended = tuple[list[Any], list[Change], list[Problem]]
@@ -194,7 +195,7 @@ def rewrite_stretch(
     calls: list[tuple[int, int, str]],
     results: list[tuple[int, int]],
     request: RequestIds,
-    made: tuple[list[Any], list[str]] | None = None,
+    made: tuple[list[Any], list[str], list[str]] | None = None,
 ) -> tuple[list[Any], list[str]]:
     """A sound stretch ``messages[low:high]`` of a damaged history between its damaged ranges
     (Mistral), its only fault call ids outside the profile's form: each call of ``calls``
@@ -205,12 +206,16 @@ def rewrite_stretch(
     :class:`toolmend._skeleton.RequestIds`). Returns the stretch and the new ids, in call
     order; :func:`stretch_report` builds its changes and problems.
 
-    ``made``: the stretch already copied with some new ids, and those ids (each refused id's
-    tail, from ``Format.request_id_fixes``'s walk): taken as it is where the request's ids are
-    those (the common case), else made again."""
+    ``made``: the stretch already copied with new ids, the refused ids (in call order) and
+    those new ids (each refused id's tail, from ``Format.request_id_fixes``'s walk): taken as
+    it is where the request's ids are those (:func:`tail_ids`: the common case), else the
+    stretch is made again."""
+    length = profile.call_id_length
+    if made is not None and length is not None and made[1]:
+        found = tail_ids(made[1], made[2], length, request.taken, request.next_try)
+        if found is not None:
+            return made[0], found
     new_ids = fresh_ids([old for _, _, old in calls], profile, request.taken, request.next_try)
-    if made is not None and new_ids == made[1]:
-        return made[0], new_ids
     part = list(messages[low:high])
     copy_index = -1
     for (index, slot, _), new in zip(calls, new_ids, strict=True):
@@ -283,22 +288,37 @@ def fresh_ids(
     to ``fresh_id`` one seed at a time."""
     length = profile.call_id_length
     counters = {} if next_try is None else next_try
-    fresh = not counters or counters.keys().isdisjoint(seeds)  # (no seed tried before)
-    if length is not None and seeds and fresh:
-        found = [seed[-length:] for seed in seeds]
-        joined = "".join(found)
-        if len(joined) == length * len(found) and joined.isascii() and joined.isalnum():
-            unique = set(found)
-            if (
-                len(unique) == len(found)
-                and taken.isdisjoint(unique)
-                and len(set(seeds)) == len(seeds)
-            ):
-                taken |= unique
-                if next_try is not None:
-                    next_try.update(dict.fromkeys(seeds, 1))
-                return found
+    if length is not None and seeds:
+        found = tail_ids(seeds, [seed[-length:] for seed in seeds], length, taken, next_try)
+        if found is not None:
+            return found
     return [fresh_id(seed, profile, taken, counters) for seed in seeds]
+
+
+def tail_ids(
+    seeds: list[str],
+    tails: list[str],
+    length: int,
+    taken: set[str],
+    next_try: dict[str, int] | None,
+) -> list[str] | None:
+    """``tails`` (each seed's last ``length`` characters), the ids :func:`fresh_ids` gives
+    ``seeds`` in the common case, when they are those ids: every tail ``length`` letters and
+    digits, the seeds and the tails all different, no tail taken, no seed tried before (in
+    ``next_try``); ``taken`` and ``next_try`` then updated as ``fresh_id`` one seed at a
+    time would. None (nothing changed) otherwise."""
+    if next_try and not next_try.keys().isdisjoint(seeds):
+        return None  # (a seed tried before: its next try is not its tail)
+    joined = "".join(tails)
+    if len(joined) != length * len(tails) or not joined.isascii() or not joined.isalnum():
+        return None
+    unique = set(tails)
+    if len(unique) != len(tails) or not taken.isdisjoint(unique) or len(set(seeds)) != len(seeds):
+        return None
+    taken |= unique
+    if next_try is not None:
+        next_try.update(dict.fromkeys(seeds, 1))
+    return tails
 
 
 def _problem(

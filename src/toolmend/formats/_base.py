@@ -215,6 +215,7 @@ class Format:
                     list[tuple[int, int]],
                     list[Any],
                     list[str],
+                    list[str],
                 ]
             ],
         ]
@@ -225,9 +226,9 @@ class Format:
         of the history, and each sound stretch between the ranges (low, high) with the calls
         whose id to rewrite (message index, slot, id) and the results answering them (message
         index, the call's position in that list), then the stretch rewritten with each of
-        those ids' tail (its last ``Profile.call_id_length`` characters) as its new id, and
-        the tails (see :func:`toolmend._quickmend.rewrite_stretch`). None when the ranges hold
-        every fault."""
+        those ids' tail (its last ``Profile.call_id_length`` characters) as its new id, those
+        ids and the tails (see :func:`toolmend._quickmend.rewrite_stretch`). None when the
+        ranges hold every fault."""
         return None
 
     def __repr__(self) -> str:

@@ -993,11 +993,14 @@ def _ids_rewritten(profile: Profile) -> bool:
     )
 
 
-IdStretch = tuple[int, int, list[tuple[int, int, str]], list[tuple[int, int]], list[Any], list[str]]
+IdStretch = tuple[
+    int, int, list[tuple[int, int, str]], list[tuple[int, int]], list[Any], list[str], list[str]
+]
 """A sound stretch ``[low, high)`` between damaged ranges, its calls whose id is outside the
 profile's form (message index, slot, id) and the tool messages answering them (index, the
 call's position in that list), indexes the history's; then the stretch rewritten with each of
-those ids' last ``call_id_length`` characters as its new id, and those tails, in call order:
+those ids' last ``call_id_length`` characters as its new id, those ids and their tails, in
+call order:
 the ids the request's rewrite gives them in the common case, made in the walk that finds them
 (:func:`toolmend._quickmend.rewrite_stretch` takes them where its ids are those)."""
 
@@ -1046,14 +1049,16 @@ def _stretch_fixes(
     id_match: Callable[[str], Any],
     length: int,
     taken: set[str],
-) -> tuple[list[tuple[int, int, str]], list[tuple[int, int]], list[Any], list[str]]:
+) -> tuple[list[tuple[int, int, str]], list[tuple[int, int]], list[Any], list[str], list[str]]:
     """The calls of the sound ``messages[low:high]`` whose id ``id_match`` refuses (one not
     ``length`` long at once), and the tool messages answering them (index, the call's position
     in the list); each call id added to ``taken``. Then ``messages[low:high]`` with each of
     those calls and results copied (a shallow copy of each changed message, ``tool_calls``
-    list and call) under the last ``length`` characters of its id, and those tails."""
+    list and call) under the last ``length`` characters of its id, those ids and their tails,
+    in call order."""
     calls: list[tuple[int, int, str]] = []
     results: list[tuple[int, int]] = []
+    seeds: list[str] = []
     tails: list[str] = []
     refused: dict[str, int] = {}  # the turn's refused ids -> their position in ``calls``
     add = taken.add
@@ -1084,10 +1089,11 @@ def _stretch_fixes(
                             copy = part[at] = dict(message)
                             copied = copy["tool_calls"] = list(tool_calls)
                         tail = call_id[-length:]
+                        seeds.append(call_id)
                         tails.append(tail)
                         new = copied[slot] = dict(call)
                         new["id"] = tail
-    return calls, results, part, tails
+    return calls, results, part, seeds, tails
 
 
 def _add_call_ids(message: Any, taken: set[str]) -> None:
