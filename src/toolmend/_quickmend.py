@@ -312,8 +312,8 @@ def tail_ids(
     joined = "".join(tails)
     if len(joined) != length * len(tails) or not joined.isascii() or not joined.isalnum():
         return None
-    unique = set(tails)
-    if len(unique) != len(tails) or not taken.isdisjoint(unique) or len(set(seeds)) != len(seeds):
+    unique = set(tails)  # (tails all different: the seeds too, as a seed's tail is its own)
+    if len(unique) != len(tails) or not taken.isdisjoint(unique):
         return None
     taken |= unique
     if next_try is not None:
@@ -752,6 +752,11 @@ def _request_ids(
     return undo
 
 
+_ID_MAKERS: dict[int, tuple[Profile, Any, Any]] = {}
+"""``id(profile)`` -> (the profile, the makers of its problems on a call's and on a result's
+id outside its pattern, None where it reports none): made once per profile."""
+
+
 def _id_problems(
     report: Report,
     part: Sequence[Any],
@@ -762,19 +767,32 @@ def _id_problems(
     """The judge's ``call_id_format`` on each call of ``refused`` (message and slot order),
     then on each result whose id is outside ``pattern`` (under the profile's result code), as
     :func:`stretch_report` writes them."""
-    code = "call_id_format"
-    result_code = "result_id_format" if "result_id_format" in profile.checks else code
-    check, result_check = profile.checks.get(code), profile.checks.get(result_code)
+    entry = _ID_MAKERS.get(id(profile))
+    if entry is None or entry[0] is not profile:
+        code = "call_id_format"
+        result_code = "result_id_format" if "result_id_format" in profile.checks else code
+        check, result_check = profile.checks.get(code), profile.checks.get(result_code)
+        entry = (
+            profile,
+            None
+            if check is None
+            else _maker(profile, check, code, "call id outside the provider's pattern"),
+            None
+            if result_check is None
+            else _maker(
+                profile, result_check, result_code, "result id outside the provider's pattern"
+            ),
+        )
+        if len(_ID_MAKERS) >= 64:
+            _ID_MAKERS.clear()
+        _ID_MAKERS[id(profile)] = entry
+    _, call_problem, result_problem = entry
     found, base = report.problems, report.base
-    if check is not None:
-        call_problem = _maker(profile, check, code, "call id outside the provider's pattern")
+    if call_problem is not None:
         for index, slot in sorted(refused):
             found.append(call_problem(base + index, part[index]["tool_calls"][slot]["id"], slot))
-    if pattern is None or result_check is None:
+    if pattern is None or result_problem is None:
         return
-    result_problem = _maker(
-        profile, result_check, result_code, "result id outside the provider's pattern"
-    )
     for index, message in enumerate(part):
         if message["role"] == "tool":
             result_id = message["tool_call_id"]
