@@ -748,3 +748,28 @@ def test_show_marks_the_messages_whose_ids_a_stretch_rewrote(
     assert ranged == timeline._origins(module, history, "mistral", Policy(), size)
     assert ranged is not None  # each call and its result edited; a lost one's placeholder
     assert [o.kind for o in ranged].count("edited") == 2 * 6 - len(damaged)
+
+
+@pytest.mark.parametrize("kept", ["Xy7QpL2mZ", "abcdefghi"])
+def test_a_kept_id_that_is_another_calls_tail_is_not_given_twice(kept: str) -> None:
+    """Bound for Mistral, a refused id's new id is its tail unless an id the request keeps is
+    that tail (only a kept id can be: a refused id is never nine letters and digits): then the
+    one-pass rewrite gives what the whole history's planner gives, and no two calls one id."""
+    history = [
+        user(),
+        calls("call_Xy7QpL2mZ", "call_abcdefghi"),
+        result("call_Xy7QpL2mZ"),
+        result("call_abcdefghi"),
+        assistant("ok"),
+        user("and?"),
+        calls(kept),
+        result(kept),
+        assistant("done"),
+        user("thanks"),
+    ]
+    repaired = toolmend.repair(history, provider="mistral")
+    full, changes, problems = _full_path(history, "mistral")
+    assert repaired.messages == full
+    assert list(repaired.changes) == changes and list(repaired.problems) == problems
+    ids = [call["id"] for m in repaired.messages for call in m.get("tool_calls") or ()]
+    assert len(set(ids)) == 3 and kept in ids

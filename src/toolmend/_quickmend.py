@@ -141,9 +141,17 @@ def _rewrite_ids(
     if check is None or result_check is None:
         return None
     indexes, slots, seeds = calls[0::3], calls[1::3], calls[2::3]
-    taken = set(seeds)
-    taken.update(kept)
-    new_ids = fresh_ids(seeds, profile, taken)
+    length = profile.call_id_length
+    found = None
+    if length is not None and _tails_never_refused(profile):
+        # (no refused id is a tail: only the kept ids can be one)
+        found = tail_ids(seeds, [seed[-length:] for seed in seeds], length, set(kept), None)
+    if found is not None:
+        new_ids = found
+    else:
+        taken = set(seeds)
+        taken.update(kept)
+        new_ids = fresh_ids(seeds, profile, taken)
     repaired = list(messages)
     copy_index = -1
     for index, slot, new in zip(indexes, slots, new_ids, strict=True):
@@ -293,6 +301,36 @@ def fresh_ids(
         if found is not None:
             return found
     return [fresh_id(seed, profile, taken, counters) for seed in seeds]
+
+
+_TAILS_TAKEN: dict[int, tuple[Profile, bool]] = {}
+"""``id(profile)`` -> (the profile, :func:`_tails_never_refused`' answer)."""
+
+
+def _tails_never_refused(profile: Profile) -> bool:
+    """Whether every ``call_id_length`` ASCII letters and digits are in the profile's id
+    pattern (Mistral's ``[a-zA-Z0-9]{9}``): a tail (:func:`tail_ids`) is then never an id the
+    profile refuses, so only the ids it keeps can take a tail before it is made."""
+    entry = _TAILS_TAKEN.get(id(profile))
+    if entry is None or entry[0] is not profile:
+        pattern = compiled(profile.call_id_pattern)
+        length = profile.call_id_length
+        count = re.fullmatch(r"\[[^\]\\]+\]\{(\d+)\}", pattern.pattern) if pattern else None
+        ok = (
+            pattern is not None
+            and count is not None
+            and length is not None
+            and int(count.group(1)) == length
+            and (profile.call_id_max_length is None or profile.call_id_max_length >= length)
+            and all(pattern.fullmatch(letter * length) for letter in _ALNUM)
+        )
+        if len(_TAILS_TAKEN) >= 64:
+            _TAILS_TAKEN.clear()
+        entry = _TAILS_TAKEN[id(profile)] = (profile, ok)
+    return entry[1]
+
+
+_ALNUM = string.ascii_letters + string.digits
 
 
 def tail_ids(
