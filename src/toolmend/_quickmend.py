@@ -768,25 +768,36 @@ def _request_ids(
     undo = _Undo()
     shared = {(owner, slot) for owner, slot, call_id, _ in placeheld if uses[call_id] > 1}
     taken, next_try, renamed = request.taken, request.next_try, undo.renamed
-    for index, message in enumerate(part):
-        tool_calls = message.get("tool_calls") if message["role"] == "assistant" else None
-        for slot, call in enumerate(tool_calls or ()):
-            ref = (index, slot)
-            if ref not in refused and ref not in shared:
-                continue
-            call_id = call["id"]
+    rewritten = [  # (message, slot, id), in message and slot order
+        (index, slot, part[index]["tool_calls"][slot]["id"])
+        for index, slot in sorted(refused | shared)
+    ]
+    seeds = [call_id for _, _, call_id in rewritten]
+    length = profile.call_id_length
+    new_ids = (  # the common case at once: each id's tail (see :func:`tail_ids`)
+        tail_ids(seeds, [seed[-length:] for seed in seeds], length, taken, next_try)
+        if length is not None and seeds
+        else None
+    )
+    if new_ids is not None:
+        undo.tried = dict.fromkeys(seeds)  # (none tried before)
+    else:
+        new_ids = []
+        for call_id in seeds:
             if call_id not in undo.tried:
                 undo.tried[call_id] = next_try.get(call_id)
-            new_id = fresh_id(call_id, profile, taken, next_try)
-            undo.made.append(new_id)
-            renamed[ref] = new_id
-            plan.edit(index).call_ids[slot] = new_id
-            detail = (
-                "call id the provider would refuse"
-                if ref in refused
-                else "call id another call has, for the call the placeholder answers"
-            )
-            changes.append(_change("rewrote_call_id", base + index, detail, (call_id, new_id)))
+            new_ids.append(fresh_id(call_id, profile, taken, next_try))
+    undo.made = new_ids
+    for (index, slot, call_id), new_id in zip(rewritten, new_ids, strict=True):
+        ref = (index, slot)
+        renamed[ref] = new_id
+        plan.edit(index).call_ids[slot] = new_id
+        detail = (
+            "call id the provider would refuse"
+            if ref in refused
+            else "call id another call has, for the call the placeholder answers"
+        )
+        changes.append(_change("rewrote_call_id", base + index, detail, (call_id, new_id)))
     return undo
 
 
