@@ -489,7 +489,7 @@ def test_a_mistral_range_mended_with_the_requests_ids_is_the_full_paths(
     waiting = list(stretches)
     for low, high in spans:
         while waiting and waiting[0][0] < low:
-            seeds = [old for _, _, old in waiting.pop(0)[2]]
+            seeds = waiting.pop(0)[2][2::3]
             toolmend._quickmend.fresh_ids(seeds, profile, full.taken, full.next_try)
         quick = RequestIds(set(full.taken), dict(full.next_try))
         before = (set(quick.taken), dict(quick.next_try))

@@ -430,8 +430,8 @@ class Stretch:
         self,
         low: int,
         high: int,
-        calls: list[tuple[int, int, str]],
-        results: list[tuple[int, int]],
+        calls: list[Any],
+        results: list[int],
         part: list[Any],
         seeds: list[str],
         tails: list[str],
@@ -446,7 +446,7 @@ class Stretch:
     @property
     def edited(self) -> set[int]:
         """The indexes of the messages the rewrite changes (calls and their results)."""
-        return {index for index, _, _ in self.calls} | {index for index, _ in self.results}
+        return {*self.calls[0::3], *self.results[0::2]}
 
     @property
     def problems(self) -> list[Problem]:
@@ -632,17 +632,7 @@ def _with_stretches(
     profile: Profile,
     ranges: list[tuple[int, int]],
     taken: set[str],
-    stretches: list[
-        tuple[
-            int,
-            int,
-            list[tuple[int, int, str]],
-            list[tuple[int, int]],
-            list[Any],
-            list[str],
-            list[str],
-        ]
-    ],
+    stretches: list[tuple[int, int, list[Any], list[int], list[Any], list[str], list[str]]],
     policy: Policy | None = None,
 ) -> Iterator[Damage | Named | Stretch]:
     """:func:`_damage_in` for a profile whose call ids are rewritten request-wide (Mistral):

@@ -200,19 +200,20 @@ def rewrite_stretch(
     profile: Profile,
     low: int,
     high: int,
-    calls: list[tuple[int, int, str]],
-    results: list[tuple[int, int]],
+    calls: list[Any],
+    results: list[int],
     request: RequestIds,
     made: tuple[list[Any], list[str], list[str]] | None = None,
 ) -> tuple[list[Any], list[str]]:
     """A sound stretch ``messages[low:high]`` of a damaged history between its damaged ranges
     (Mistral), its only fault call ids outside the profile's form: each call of ``calls``
-    (message index, slot, id) gets a new id, and each tool message of ``results`` (index, the
-    call's position in ``calls``) its call's, as the planner's edits make them (a shallow copy
-    of each changed message and call). The ids come from ``request``, the whole request's
-    rewrite shared with the other stretches and the damaged ranges, in history order (see
-    :class:`toolmend._skeleton.RequestIds`). Returns the stretch and the new ids, in call
-    order; :func:`stretch_report` builds its changes and problems.
+    (message index, slot, id, flat) gets a new id, and each tool message of ``results``
+    (index, the call's position among ``calls``, flat) its call's, as the planner's edits
+    make them (a shallow copy of each changed message and call). The ids come from
+    ``request``, the whole request's rewrite shared with the other stretches and the damaged
+    ranges, in history order (see :class:`toolmend._skeleton.RequestIds`). Returns the
+    stretch and the new ids, in call order; :func:`stretch_report` builds its changes and
+    problems.
 
     ``made``: the stretch already copied with new ids, the refused ids (in call order) and
     those new ids (each refused id's tail, from ``Format.request_id_fixes``'s walk): taken as
@@ -223,17 +224,17 @@ def rewrite_stretch(
         found = tail_ids(made[1], made[2], length, request.taken, request.next_try)
         if found is not None:
             return made[0], found
-    new_ids = fresh_ids([old for _, _, old in calls], profile, request.taken, request.next_try)
+    new_ids = fresh_ids(calls[2::3], profile, request.taken, request.next_try)
     part = list(messages[low:high])
     copy_index = -1
-    for (index, slot, _), new in zip(calls, new_ids, strict=True):
+    for index, slot, new in zip(calls[0::3], calls[1::3], new_ids, strict=True):
         if index != copy_index:
             copy = part[index - low] = dict(messages[index])
             tool_calls = copy["tool_calls"] = list(copy["tool_calls"])
             copy_index = index
         call = tool_calls[slot] = dict(tool_calls[slot])
         call["id"] = new
-    for index, position in results:
+    for index, position in zip(results[0::2], results[1::2], strict=True):
         copy = part[index - low] = dict(messages[index])
         copy["tool_call_id"] = new_ids[position]
     return part, new_ids
@@ -241,15 +242,15 @@ def rewrite_stretch(
 
 def stretch_report(
     profile: Profile,
-    calls: list[tuple[int, int, str]],
-    results: list[tuple[int, int]],
+    calls: list[Any],
+    results: list[int],
     new_ids: list[str] | None,
 ) -> tuple[list[Change], list[Problem]]:
     """The changes (``rewrote_call_id``, in call order; none when ``new_ids`` is None, the
     stretch not rewritten) and the problems (``call_id_format`` on each call, in slot order,
     and on each result under the profile's result code, in message order: each call message's
-    results come right after it) of a stretch of :func:`rewrite_stretch`, as the whole
-    history's planner and judge report them."""
+    results come right after it) of a stretch of :func:`rewrite_stretch` (``calls`` and
+    ``results`` flat, as there), as the whole history's planner and judge report them."""
     code = "call_id_format"
     check = profile.checks[code]
     result_code = "result_id_format" if "result_id_format" in profile.checks else code
@@ -260,23 +261,26 @@ def stretch_report(
         result_code,
         "result id outside the provider's pattern",
     )
+    indexes, slots, seeds = calls[0::3], calls[1::3], calls[2::3]
     changes: list[Change] = []
     if new_ids is not None:
         detail = "call id the provider would refuse"
         changes = [
             _change("rewrote_call_id", index, detail, (old, new))
-            for (index, _, old), new in zip(calls, new_ids, strict=True)
+            for index, old, new in zip(indexes, seeds, new_ids, strict=True)
         ]
     problems: list[Problem] = []
-    next_result, count = 0, len(results)
-    for index, slot, old in calls:
-        while next_result < count and results[next_result][0] < index:
-            at, position = results[next_result]
-            problems.append(result_problem(at, calls[position][2], 0))
+    result_indexes, positions = results[0::2], results[1::2]
+    next_result, count = 0, len(result_indexes)
+    for index, slot, old in zip(indexes, slots, seeds, strict=True):
+        while next_result < count and result_indexes[next_result] < index:
+            at = result_indexes[next_result]
+            problems.append(result_problem(at, seeds[positions[next_result]], 0))
             next_result += 1
         problems.append(call_problem(index, old, slot))
-    for at, position in results[next_result:]:
-        problems.append(result_problem(at, calls[position][2], 0))
+    rest = zip(result_indexes[next_result:], positions[next_result:], strict=True)
+    for at, position in rest:
+        problems.append(result_problem(at, seeds[position], 0))
     return changes, problems
 
 

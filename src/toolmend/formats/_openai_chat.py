@@ -993,14 +993,14 @@ def _ids_rewritten(profile: Profile) -> bool:
     )
 
 
-IdStretch = tuple[
-    int, int, list[tuple[int, int, str]], list[tuple[int, int]], list[Any], list[str], list[str]
-]
+IdStretch = tuple[int, int, list[Any], list[int], list[Any], list[str], list[str]]
 """A sound stretch ``[low, high)`` between damaged ranges, its calls whose id is outside the
-profile's form (message index, slot, id) and the tool messages answering them (index, the
-call's position in that list), indexes the history's; then the stretch rewritten with each of
-those ids' last ``call_id_length`` characters as its new id, those ids and their tails, in
-call order:
+profile's form (message index, slot, id, flat: three items a call) and the tool messages
+answering them (index, the call's position among those calls, flat: two items a result),
+indexes the history's (flat: a tuple a call and a result were a third of the objects a
+damaged history's repair made, each counted and walked by the garbage collector); then the
+stretch rewritten with each of those ids' last ``call_id_length`` characters as its new id,
+those ids and their tails, in call order:
 the ids the request's rewrite gives them in the common case, made in the walk that finds them
 (:func:`toolmend._quickmend.rewrite_stretch` takes them where its ids are those)."""
 
@@ -1049,15 +1049,15 @@ def _stretch_fixes(
     id_match: Callable[[str], Any],
     length: int,
     taken: set[str],
-) -> tuple[list[tuple[int, int, str]], list[tuple[int, int]], list[Any], list[str], list[str]]:
+) -> tuple[list[Any], list[int], list[Any], list[str], list[str]]:
     """The calls of the sound ``messages[low:high]`` whose id ``id_match`` refuses (one not
-    ``length`` long at once), and the tool messages answering them (index, the call's position
-    in the list); each call id added to ``taken``. Then ``messages[low:high]`` with each of
-    those calls and results copied (a shallow copy of each changed message, ``tool_calls``
-    list and call) under the last ``length`` characters of its id, those ids and their tails,
-    in call order."""
-    calls: list[tuple[int, int, str]] = []
-    results: list[tuple[int, int]] = []
+    ``length`` long at once: index, slot, id, flat), and the tool messages answering them
+    (index, the call's position among those calls, flat); each call id added to ``taken``.
+    Then ``messages[low:high]`` with each of those calls and results copied (a shallow copy
+    of each changed message, ``tool_calls`` list and call) under the last ``length``
+    characters of its id, those ids and their tails, in call order."""
+    calls: list[Any] = []
+    results: list[int] = []
     seeds: list[str] = []
     tails: list[str] = []
     refused: dict[str, int] = {}  # the turn's refused ids -> their position in ``calls``
@@ -1071,20 +1071,20 @@ def _stretch_fixes(
             if refused:
                 position = refused.get(message["tool_call_id"])
                 if position is not None:
-                    results.append((low + at, position))
+                    results += low + at, position
                     copy = part[at] = dict(message)
                     copy["tool_call_id"] = tails[position]
         elif role == "assistant":
             tool_calls = message.get("tool_calls")
             if tool_calls:
-                refused = {}
+                refused.clear()  # (one for all turns: no allocation a turn)
                 copied = None
                 for slot, call in enumerate(tool_calls):
                     call_id = call["id"]
                     add(call_id)
                     if len(call_id) != length or id_match(call_id) is None:
-                        refused[call_id] = len(calls)
-                        calls.append((low + at, slot, call_id))
+                        refused[call_id] = len(seeds)
+                        calls += low + at, slot, call_id
                         if copied is None:
                             copy = part[at] = dict(message)
                             copied = copy["tool_calls"] = list(tool_calls)
