@@ -521,6 +521,11 @@ def mend_range(
     )
     if params is None:
         return None
+    if request is not None and not (  # (a role out of order: the full path's, found first)
+        all(type(message) is dict and _known_role(message.get("role")) for message in part)
+        and _order_kept(part, (), profile.role_successors or {})
+    ):
+        return None
     pattern = compiled(profile.call_id_pattern) if request is not None else None
     refused: set[tuple[int, int]] = set()  # (with ``request``) the calls whose id it refuses
     answers: list[tuple[int, int, int]] = []  # (with ``request``) result, its call's message, slot
@@ -947,6 +952,10 @@ def _repeated_call_ids(
                     return False
                 kept.add(call_id)
     return True
+
+
+def _known_role(role: Any) -> bool:
+    return type(role) is str and role in _openai_chat._KINDS
 
 
 def _order_kept(
