@@ -22,6 +22,7 @@ from toolmend._plan_messages import quick_plan
 from toolmend._policy import Policy
 from toolmend._repair import plan_repair
 from toolmend._rules import judge
+from toolmend._skeleton import RequestIds
 from toolmend.formats import _openai_chat as openai_chat
 from toolmend.profiles import PROFILES, get_profile
 
@@ -336,7 +337,7 @@ def test_a_result_sent_twice_is_dropped_without_reading_its_range(
 
 
 @st.composite
-def _bench_damage(draw: st.DrawFn) -> list[Any]:
+def _bench_damage(draw: st.DrawFn, answered: bool = False) -> list[Any]:
     """A long tool-heavy conversation damaged as ``benchmarks/bench_core.damage`` damages it
     (results dropped, calling messages dropped, user messages inserted, messages sent twice,
     results repeated with another text), so that its ranges lie between its start and end."""
@@ -344,7 +345,7 @@ def _bench_damage(draw: st.DrawFn) -> list[Any]:
     for number in range(draw(st.integers(4, 10))):
         ids = [f"call_{number}{letter}" for letter in "abc"[: draw(st.integers(1, 3))]]
         history += [user(f"question {number}"), *_turn(*ids)]
-        if draw(st.booleans()):
+        if answered or draw(st.booleans()):  # (``answered``: every turn ends on its answer)
             history.append(assistant(f"answer {number}"))
     for _ in range(draw(st.integers(1, 4))):
         at = draw(st.integers(1, len(history) - 2))
@@ -429,6 +430,116 @@ def test_the_common_damages_are_mended_without_reading_their_ranges(
 
     monkeypatch.setattr(toolmend._api, "judge", no_judge)
     fixed = toolmend.repair(history, provider="openai")
+    assert fixed.messages == expected
+    assert list(fixed.changes) == changes
+    assert list(fixed.problems) == problems
+
+
+@st.composite
+def _mistral_bench_damage(draw: st.DrawFn) -> list[Any]:
+    """:func:`_bench_damage`'s histories with call ids of every style (OpenAI's, one id reused
+    every round, Mistral's own nine: a mix in one history), each turn ending on its answer
+    (Mistral takes no user message right after results) and the request on the user's turn,
+    as a request to Mistral does."""
+    style = draw(st.sampled_from(["openai", "reused", "mixed"]))
+    history = copy.deepcopy(draw(_bench_damage(answered=True)))
+    new_ids: dict[str, str] = {}  # each id of the history -> its id in the chosen style
+    for message in history:
+        for call in message.get("tool_calls") or ():
+            old = call["id"]  # call_<turn><letter>
+            if old not in new_ids:
+                if style == "reused":
+                    new_ids[old] = f"call_{old[-1]}"  # one id per slot, every round
+                elif style == "mixed" and draw(st.booleans()):
+                    new_ids[old] = f"Ab{old[-1]}{int(old[5:-1]):06d}"  # Mistral's form: kept
+                else:
+                    new_ids[old] = old
+            call["id"] = new_ids[old]
+        if message["role"] == "tool":
+            message["tool_call_id"] = new_ids.get(message["tool_call_id"], "call_lost")
+    return [*history, user("thanks")]
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    history=st.one_of(
+        _mistral_bench_damage(),
+        _bench_damage(),
+        _repeated_results(),
+        damaged_conversations(id_style="any").map(lambda case: case[1]),
+    ),
+    policy=st.sampled_from(POLICIES),
+)
+def test_a_mistral_range_mended_with_the_requests_ids_is_the_full_paths(
+    history: list[Any], policy: Policy
+) -> None:
+    """Bound for Mistral (every refused id rewritten request-wide, in history order), where
+    ``mend_range`` answers for a damaged range with the request's ids, it has the messages,
+    changes and problems of the range read, judged and planned with them, and leaves the
+    request's ids taken and counters as that planner does; where it answers None, it leaves
+    them as they were (the full path then makes the range's ids)."""
+    profile = get_profile("mistral")
+    module = formats.get("openai")
+    spans = _ranges(history, "mistral")
+    found = openai_chat.request_id_fixes(history, profile, spans) if spans else None
+    if found is None:
+        return
+    taken, stretches = found
+    full = RequestIds(set(taken))
+    waiting = list(stretches)
+    for low, high in spans:
+        while waiting and waiting[0][0] < low:
+            seeds = waiting.pop(0)[2][2::3]
+            toolmend._quickmend.fresh_ids(seeds, profile, full.taken, full.next_try)
+        quick = RequestIds(set(full.taken), dict(full.next_try))
+        before = (set(quick.taken), dict(quick.next_try))
+        part = history[low:high]
+        mended = (
+            toolmend._quickmend.mend_range(module, part, profile, policy, low, request=quick)
+            if low and high < len(history)
+            else None
+        )
+        skeleton = _read_range(module, history, low, high)
+        skeleton.ids = full
+        problems = judge(skeleton, profile)
+        plan, changes = plan_repair(
+            skeleton, profile, policy, result_reader(module, part), {p.code for p in problems}
+        )
+        if mended is None:
+            assert (quick.taken, quick.next_try) == before
+            continue
+        assert mended[2] == problems
+        assert mended[1] == changes
+        assert mended[0] == module.apply(part, plan)
+        assert mended[3] == {c.id for found in skeleton.calls.values() for c in found}
+        assert (quick.taken, quick.next_try) == (full.taken, full.next_try)
+
+
+def test_mistral_ranges_are_mended_without_reading_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Bound for Mistral, a calling message sent twice, a missing result and a repeated
+    result: no range is read or judged (each mended from its messages with the request's new
+    ids, made in history order between the stretches'), and the repair is the whole
+    history's, ids and problems included."""
+    history = _long_history(12)
+    history.insert(4, copy.deepcopy(history[3]))  # turn 0: its second result, repeated
+    del history[14]  # turn 2: a result missing
+    history.insert(36, history[36])  # turn 7: its calling message sent twice
+    history.append(user("thanks"))  # (Mistral: the request ends on the user's turn)
+    profile = get_profile("mistral")
+    assert openai_chat.dirty_spans(history, profile) == [(1, 5), (11, 15), (35, 40)]
+    expected, changes = whole_repair(formats.get("openai"), history, profile, Policy())
+    problems = judge(openai_chat.read(history), profile)
+    assert {change.code for change in changes} == {
+        "dropped_duplicate_result",
+        "answered_missing_call",
+        "rewrote_call_id",
+    }
+
+    def no_judge(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a range was judged")
+
+    monkeypatch.setattr(toolmend._api, "judge", no_judge)
+    fixed = toolmend.repair(history, provider="mistral")
     assert fixed.messages == expected
     assert list(fixed.changes) == changes
     assert list(fixed.problems) == problems

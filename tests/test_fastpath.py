@@ -661,10 +661,11 @@ def test_a_damaged_history_bound_for_mistral_judges_only_its_damaged_ranges(
 ) -> None:
     """Mistral's role order and last-message rules hold between any two messages, and its id
     rewrite takes ids from the whole request: a damaged history was read, judged and planned
-    whole. Now only the damaged tool rounds are (a range starts at an assistant message where
-    nothing waits, or at a user message after sound assistant text), each planned in one pass
-    (``quick_plan``, its ids from the request's rewrite), every other call gets its new id in
-    one pass, and the repair is the whole history's, ids included."""
+    whole. Now only the damaged tool rounds are looked at (a range starts at an assistant
+    message where nothing waits, or at a user message after sound assistant text), each
+    mended straight from its messages (``mend_range``, its ids from the request's rewrite:
+    no range is read or judged), every other call gets its new id in one pass, and the repair
+    is the whole history's, ids included."""
     history = _mistral_history(20, {5, 12})
     module, profile = formats.get("openai"), get_profile("mistral")
     full, changes = whole_repair(module, history, profile, Policy())
@@ -682,10 +683,11 @@ def test_a_damaged_history_bound_for_mistral_judges_only_its_damaged_ranges(
     monkeypatch.setattr(toolmend._api, "judge", counting_judge)
     monkeypatch.setattr(toolmend._api, "plan_repair", no_planner)
     fixed = toolmend.repair(history, provider="mistral")
-    # each damaged turn: its question, the call left unanswered and the text after it (the
-    # range starts at the question: a repair under missing_result="remove_call" may take the
-    # calling message away, so no range starts there)
-    assert judged == [3, 3]
+    # each damaged turn (its question, the call left unanswered and the text after it: the
+    # range starts at the question, as a repair under missing_result="remove_call" may take
+    # the calling message away) is mended without a judge
+    assert judged == []
+    assert openai_chat.dirty_spans(history, profile) == [(20, 23), (47, 50)]
     assert fixed.messages == full
     assert list(fixed.changes) == changes and list(fixed.problems) == problems
     assert [change.code for change in fixed.changes].count("rewrote_call_id") == 20
@@ -746,3 +748,28 @@ def test_show_marks_the_messages_whose_ids_a_stretch_rewrote(
     assert ranged == timeline._origins(module, history, "mistral", Policy(), size)
     assert ranged is not None  # each call and its result edited; a lost one's placeholder
     assert [o.kind for o in ranged].count("edited") == 2 * 6 - len(damaged)
+
+
+@pytest.mark.parametrize("kept", ["Xy7QpL2mZ", "abcdefghi"])
+def test_a_kept_id_that_is_another_calls_tail_is_not_given_twice(kept: str) -> None:
+    """Bound for Mistral, a refused id's new id is its tail unless an id the request keeps is
+    that tail (only a kept id can be: a refused id is never nine letters and digits): then the
+    one-pass rewrite gives what the whole history's planner gives, and no two calls one id."""
+    history = [
+        user(),
+        calls("call_Xy7QpL2mZ", "call_abcdefghi"),
+        result("call_Xy7QpL2mZ"),
+        result("call_abcdefghi"),
+        assistant("ok"),
+        user("and?"),
+        calls(kept),
+        result(kept),
+        assistant("done"),
+        user("thanks"),
+    ]
+    repaired = toolmend.repair(history, provider="mistral")
+    full, changes, problems = _full_path(history, "mistral")
+    assert repaired.messages == full
+    assert list(repaired.changes) == changes and list(repaired.problems) == problems
+    ids = [call["id"] for m in repaired.messages for call in m.get("tool_calls") or ()]
+    assert len(set(ids)) == 3 and kept in ids

@@ -145,7 +145,7 @@ def test_one_pass_scan_agrees_with_the_full_judge(provider: str, case: Any) -> N
         ]
         # ids rewritten request-wide (Mistral): the sound stretches' refused ids
         request = openai_chat.request_id_fixes(damaged, profile, spans)
-        for low, _, calls, results in request[1] if request is not None else ():
+        for low, _, calls, results, *_ in request[1] if request is not None else ():
             parts.append((low, stretch_report(profile, calls, results, None)[1]))
         found = [
             problem

@@ -424,25 +424,29 @@ class Stretch:
     the damaged ranges (see :func:`toolmend._quickmend.rewrite_stretch`). Its ``problems``
     are built when first read."""
 
-    __slots__ = ("_problems", "calls", "high", "low", "request", "results")
+    __slots__ = ("_problems", "calls", "high", "low", "made", "request", "results")
 
     def __init__(
         self,
         low: int,
         high: int,
-        calls: list[tuple[int, int, str]],
-        results: list[tuple[int, int]],
+        calls: list[Any],
+        results: list[int],
+        part: list[Any],
+        seeds: list[str],
+        tails: list[str],
         request: RequestIds,
         profile: Profile,
     ) -> None:
         self.low, self.high, self.calls, self.results = low, high, calls, results
+        self.made = (part, seeds, tails)  # (the stretch copied with each refused id's tail)
         self.request = request
         self._problems: list[Problem] | Profile = profile
 
     @property
     def edited(self) -> set[int]:
         """The indexes of the messages the rewrite changes (calls and their results)."""
-        return {index for index, _, _ in self.calls} | {index for index, _ in self.results}
+        return {*self.calls[0::3], *self.results[0::2]}
 
     @property
     def problems(self) -> list[Problem]:
@@ -588,7 +592,8 @@ def _damage_in(
         if spans != [(0, len(messages))]:
             request = module.request_id_fixes(messages, profile, spans)
             if request is not None:  # ids rewritten request-wide (Mistral)
-                yield from _with_stretches(module, messages, profile, spans, *request)
+                fast = policy if fused else None  # (ranges mended from their messages)
+                yield from _with_stretches(module, messages, profile, spans, *request, fast)
                 return
     # (a range whose only fault is a result sent twice: written without the full path)
     fused = fused and module.quick_plans and profile.pairing in ("adjacent", "count")
@@ -627,20 +632,29 @@ def _with_stretches(
     profile: Profile,
     ranges: list[tuple[int, int]],
     taken: set[str],
-    stretches: list[tuple[int, int, list[tuple[int, int, str]], list[tuple[int, int]]]],
-) -> Iterator[Damage | Stretch]:
+    stretches: list[tuple[int, int, list[Any], list[int], list[Any], list[str], list[str]]],
+    policy: Policy | None = None,
+) -> Iterator[Damage | Named | Stretch]:
     """:func:`_damage_in` for a profile whose call ids are rewritten request-wide (Mistral):
     the damaged ranges, each skeleton holding the request's id rewrite, and the sound
     stretches between them whose ids need rewriting, in history order (the order the whole
-    history's planner makes the ids in)."""
+    history's planner makes the ids in). With ``policy`` (:func:`repair`), a range between
+    the history's start and its end with only the common damages comes :class:`Named`,
+    mended straight from its messages with the request's ids (:func:`mend_range`)."""
     request = RequestIds(taken)
     position = 0
-    for low, high in [*ranges, (len(messages), len(messages))]:
+    size = len(messages)
+    for low, high in [*ranges, (size, size)]:
         while position < len(stretches) and stretches[position][0] < low:
             yield Stretch(*stretches[position], request, profile)
             position += 1
         if low == high:
             continue
+        if policy is not None and low > 0 and high < size:
+            direct = mend_range(module, messages[low:high], profile, policy, low, request=request)
+            if direct is not None:
+                yield Named(low, high, *direct)
+                continue
         skeleton = _read_range(module, messages, low, high)
         skeleton.ids = request
         found = judge(skeleton, profile)
@@ -724,7 +738,14 @@ def mend_damage(
             repaired.extend(messages[position : damage.low])
             low, high = damage.low, damage.high
             rewritten, new_ids = rewrite_stretch(
-                messages, profile, low, high, damage.calls, damage.results, damage.request
+                messages,
+                profile,
+                low,
+                high,
+                damage.calls,
+                damage.results,
+                damage.request,
+                damage.made,
             )
             repaired.extend(rewritten)
             stretches.append((len(changes), len(problems), damage, new_ids))

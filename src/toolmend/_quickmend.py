@@ -18,6 +18,7 @@ objects), the same changes and the same problems, in the same order; ids come fr
 from __future__ import annotations
 
 import itertools
+import re
 import string
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -31,7 +32,7 @@ from ._report import Builder, Change, Problem
 from ._rules import pair_by_count
 from ._skeleton import SYSTEM, TOOL, RequestIds
 from .formats import Format, _openai_chat
-from .profiles import Check, Profile
+from .profiles import Check, Profile, compiled
 
 __all__ = [
     "fill_names",
@@ -41,6 +42,7 @@ __all__ = [
     "quick_names",
     "rewrite_stretch",
     "stretch_report",
+    "tail_ids",
 ]
 
 Mended = tuple[list[Any], list[Change], list[Problem]]
@@ -139,9 +141,17 @@ def _rewrite_ids(
     if check is None or result_check is None:
         return None
     indexes, slots, seeds = calls[0::3], calls[1::3], calls[2::3]
-    taken = set(seeds)
-    taken.update(kept)
-    new_ids = fresh_ids(seeds, profile, taken)
+    length = profile.call_id_length
+    found = None
+    if length is not None and _tails_never_refused(profile):
+        # (no refused id is a tail: only the kept ids can be one)
+        found = tail_ids(seeds, [seed[-length:] for seed in seeds], length, set(kept), None)
+    if found is not None:
+        new_ids = found
+    else:
+        taken = set(seeds)
+        taken.update(kept)
+        new_ids = fresh_ids(seeds, profile, taken)
     repaired = list(messages)
     copy_index = -1
     for index, slot, new in zip(indexes, slots, new_ids, strict=True):
@@ -190,29 +200,41 @@ def rewrite_stretch(
     profile: Profile,
     low: int,
     high: int,
-    calls: list[tuple[int, int, str]],
-    results: list[tuple[int, int]],
+    calls: list[Any],
+    results: list[int],
     request: RequestIds,
+    made: tuple[list[Any], list[str], list[str]] | None = None,
 ) -> tuple[list[Any], list[str]]:
     """A sound stretch ``messages[low:high]`` of a damaged history between its damaged ranges
     (Mistral), its only fault call ids outside the profile's form: each call of ``calls``
-    (message index, slot, id) gets a new id, and each tool message of ``results`` (index, the
-    call's position in ``calls``) its call's, as the planner's edits make them (a shallow copy
-    of each changed message and call). The ids come from ``request``, the whole request's
-    rewrite shared with the other stretches and the damaged ranges, in history order (see
-    :class:`toolmend._skeleton.RequestIds`). Returns the stretch and the new ids, in call
-    order; :func:`stretch_report` builds its changes and problems."""
-    new_ids = fresh_ids([old for _, _, old in calls], profile, request.taken, request.next_try)
+    (message index, slot, id, flat) gets a new id, and each tool message of ``results``
+    (index, the call's position among ``calls``, flat) its call's, as the planner's edits
+    make them (a shallow copy of each changed message and call). The ids come from
+    ``request``, the whole request's rewrite shared with the other stretches and the damaged
+    ranges, in history order (see :class:`toolmend._skeleton.RequestIds`). Returns the
+    stretch and the new ids, in call order; :func:`stretch_report` builds its changes and
+    problems.
+
+    ``made``: the stretch already copied with new ids, the refused ids (in call order) and
+    those new ids (each refused id's tail, from ``Format.request_id_fixes``'s walk): taken as
+    it is where the request's ids are those (:func:`tail_ids`: the common case), else the
+    stretch is made again."""
+    length = profile.call_id_length
+    if made is not None and length is not None and made[1]:
+        found = tail_ids(made[1], made[2], length, request.taken, request.next_try)
+        if found is not None:
+            return made[0], found
+    new_ids = fresh_ids(calls[2::3], profile, request.taken, request.next_try)
     part = list(messages[low:high])
     copy_index = -1
-    for (index, slot, _), new in zip(calls, new_ids, strict=True):
+    for index, slot, new in zip(calls[0::3], calls[1::3], new_ids, strict=True):
         if index != copy_index:
             copy = part[index - low] = dict(messages[index])
             tool_calls = copy["tool_calls"] = list(copy["tool_calls"])
             copy_index = index
         call = tool_calls[slot] = dict(tool_calls[slot])
         call["id"] = new
-    for index, position in results:
+    for index, position in zip(results[0::2], results[1::2], strict=True):
         copy = part[index - low] = dict(messages[index])
         copy["tool_call_id"] = new_ids[position]
     return part, new_ids
@@ -220,15 +242,15 @@ def rewrite_stretch(
 
 def stretch_report(
     profile: Profile,
-    calls: list[tuple[int, int, str]],
-    results: list[tuple[int, int]],
+    calls: list[Any],
+    results: list[int],
     new_ids: list[str] | None,
 ) -> tuple[list[Change], list[Problem]]:
     """The changes (``rewrote_call_id``, in call order; none when ``new_ids`` is None, the
     stretch not rewritten) and the problems (``call_id_format`` on each call, in slot order,
     and on each result under the profile's result code, in message order: each call message's
-    results come right after it) of a stretch of :func:`rewrite_stretch`, as the whole
-    history's planner and judge report them."""
+    results come right after it) of a stretch of :func:`rewrite_stretch` (``calls`` and
+    ``results`` flat, as there), as the whole history's planner and judge report them."""
     code = "call_id_format"
     check = profile.checks[code]
     result_code = "result_id_format" if "result_id_format" in profile.checks else code
@@ -239,23 +261,26 @@ def stretch_report(
         result_code,
         "result id outside the provider's pattern",
     )
+    indexes, slots, seeds = calls[0::3], calls[1::3], calls[2::3]
     changes: list[Change] = []
     if new_ids is not None:
         detail = "call id the provider would refuse"
         changes = [
             _change("rewrote_call_id", index, detail, (old, new))
-            for (index, _, old), new in zip(calls, new_ids, strict=True)
+            for index, old, new in zip(indexes, seeds, new_ids, strict=True)
         ]
     problems: list[Problem] = []
-    next_result, count = 0, len(results)
-    for index, slot, old in calls:
-        while next_result < count and results[next_result][0] < index:
-            at, position = results[next_result]
-            problems.append(result_problem(at, calls[position][2], 0))
+    result_indexes, positions = results[0::2], results[1::2]
+    next_result, count = 0, len(result_indexes)
+    for index, slot, old in zip(indexes, slots, seeds, strict=True):
+        while next_result < count and result_indexes[next_result] < index:
+            at = result_indexes[next_result]
+            problems.append(result_problem(at, seeds[positions[next_result]], 0))
             next_result += 1
         problems.append(call_problem(index, old, slot))
-    for at, position in results[next_result:]:
-        problems.append(result_problem(at, calls[position][2], 0))
+    rest = zip(result_indexes[next_result:], positions[next_result:], strict=True)
+    for at, position in rest:
+        problems.append(result_problem(at, seeds[position], 0))
     return changes, problems
 
 
@@ -275,22 +300,67 @@ def fresh_ids(
     to ``fresh_id`` one seed at a time."""
     length = profile.call_id_length
     counters = {} if next_try is None else next_try
-    fresh = not counters or counters.keys().isdisjoint(seeds)  # (no seed tried before)
-    if length is not None and seeds and fresh:
-        found = [seed[-length:] for seed in seeds]
-        joined = "".join(found)
-        if len(joined) == length * len(found) and joined.isascii() and joined.isalnum():
-            unique = set(found)
-            if (
-                len(unique) == len(found)
-                and taken.isdisjoint(unique)
-                and len(set(seeds)) == len(seeds)
-            ):
-                taken |= unique
-                if next_try is not None:
-                    next_try.update(dict.fromkeys(seeds, 1))
-                return found
+    if length is not None and seeds:
+        found = tail_ids(seeds, [seed[-length:] for seed in seeds], length, taken, next_try)
+        if found is not None:
+            return found
     return [fresh_id(seed, profile, taken, counters) for seed in seeds]
+
+
+_TAILS_TAKEN: dict[int, tuple[Profile, bool]] = {}
+"""``id(profile)`` -> (the profile, :func:`_tails_never_refused`' answer)."""
+
+
+def _tails_never_refused(profile: Profile) -> bool:
+    """Whether every ``call_id_length`` ASCII letters and digits are in the profile's id
+    pattern (Mistral's ``[a-zA-Z0-9]{9}``): a tail (:func:`tail_ids`) is then never an id the
+    profile refuses, so only the ids it keeps can take a tail before it is made."""
+    entry = _TAILS_TAKEN.get(id(profile))
+    if entry is None or entry[0] is not profile:
+        pattern = compiled(profile.call_id_pattern)
+        length = profile.call_id_length
+        count = re.fullmatch(r"\[[^\]\\]+\]\{(\d+)\}", pattern.pattern) if pattern else None
+        ok = (
+            pattern is not None
+            and count is not None
+            and length is not None
+            and int(count.group(1)) == length
+            and (profile.call_id_max_length is None or profile.call_id_max_length >= length)
+            and all(pattern.fullmatch(letter * length) for letter in _ALNUM)
+        )
+        if len(_TAILS_TAKEN) >= 64:
+            _TAILS_TAKEN.clear()
+        entry = _TAILS_TAKEN[id(profile)] = (profile, ok)
+    return entry[1]
+
+
+_ALNUM = string.ascii_letters + string.digits
+
+
+def tail_ids(
+    seeds: list[str],
+    tails: list[str],
+    length: int,
+    taken: set[str],
+    next_try: dict[str, int] | None,
+) -> list[str] | None:
+    """``tails`` (each seed's last ``length`` characters), the ids :func:`fresh_ids` gives
+    ``seeds`` in the common case, when they are those ids: every tail ``length`` letters and
+    digits, the seeds and the tails all different, no tail taken, no seed tried before (in
+    ``next_try``); ``taken`` and ``next_try`` then updated as ``fresh_id`` one seed at a
+    time would. None (nothing changed) otherwise."""
+    if next_try and not next_try.keys().isdisjoint(seeds):
+        return None  # (a seed tried before: its next try is not its tail)
+    joined = "".join(tails)
+    if len(joined) != length * len(tails) or not joined.isascii() or not joined.isalnum():
+        return None
+    unique = set(tails)  # (tails all different: the seeds too, as a seed's tail is its own)
+    if len(unique) != len(tails) or not taken.isdisjoint(unique):
+        return None
+    taken |= unique
+    if next_try is not None:
+        next_try.update(dict.fromkeys(seeds, 1))
+    return tails
 
 
 def _problem(
@@ -400,7 +470,13 @@ message is a result to the judge)."""
 
 
 def mend_range(
-    module: Format, part: Sequence[Any], profile: Profile, policy: Policy, base: int
+    module: Format,
+    part: Sequence[Any],
+    profile: Profile,
+    policy: Policy,
+    base: int,
+    *,
+    request: RequestIds | None = None,
 ) -> tuple[list[Any], list[Change], list[Problem], set[str | None]] | None:
     """A damaged range ``part`` of chat messages (from message ``base``, after the history's
     start and before its end) mended of the common damages without a skeleton, a judge or a
@@ -422,17 +498,37 @@ def mend_range(
     count; under result names (Gemini) the answered results get their call's name; under a
     role order (Bedrock) neither the range nor its repair may break it; ids unique in the
     request (Anthropic) add the judge's ``duplicate_call_id``. Property tests hold it to the
-    full path (``tests/test_damaged_speed.py``)."""
+    full path (``tests/test_damaged_speed.py``).
+
+    ``request``: the call id rewrite of the whole request, for a profile whose refused ids are
+    rewritten request-wide (Mistral, :func:`toolmend._api._with_stretches`): each refused id of
+    the range (and a placeheld call's id another call has) gets the id the request's planner
+    gives it, in history order (``call_id_format`` on the call and on each result carrying
+    it), results pair with the latest calling message (``Profile.pairing`` ``"latest"``) and
+    the role order holds before and after the repair. Where it answers None, ``request`` is
+    as it was (the full path makes the range's ids after it)."""
     if (
-        profile.pairing not in ("adjacent", "count")
+        profile.pairing not in (("adjacent", "count") if request is None else ("latest",))
         or policy.missing_result != "placeholder"
         or policy.orphan_result != "drop"
         or not module.quick_plans
     ):
         return None
-    params = _openai_chat.range_params(profile)  # (after the history's start)
+    params = (  # (after the history's start; with ``request``, before its end)
+        _openai_chat.range_params(profile)
+        if request is None
+        else _openai_chat.ordered_range_params(profile)
+    )
     if params is None:
         return None
+    if request is not None and not (  # (a role out of order: the full path's, found first)
+        all(type(message) is dict and _known_role(message.get("role")) for message in part)
+        and _order_kept(part, (), profile.role_successors or {})
+    ):
+        return None
+    pattern = compiled(profile.call_id_pattern) if request is not None else None
+    refused: set[tuple[int, int]] = set()  # (with ``request``) the calls whose id it refuses
+    answers: list[tuple[int, int, int]] = []  # (with ``request``) result, its call's message, slot
     request_wide = profile.call_id_scope == "request"
     named = profile.results_need_name  # (Gemini) each result names its call's function
     filled: list[tuple[int, str, str]] = []  # (Gemini) result message, name, call id
@@ -466,6 +562,8 @@ def mend_range(
                 if first is None:
                     answered[call_id] = index
                     items.append(_keep(index))
+                    if request is not None:
+                        answers.append((index, owner, block[call_id][0]))
                     continue
                 if uses[call_id] > 1 or message != part[first]:
                     return None  # an earlier call with the id still open, or another text
@@ -486,12 +584,21 @@ def mend_range(
                     )
                 )
                 continue
-            report.add(
-                "orphan_result",
-                index,
-                "tool result without a calling message before it",
-                ids=(call_id,),
-            )
+            if request is None:
+                report.add(
+                    "orphan_result",
+                    index,
+                    "tool result without a calling message before it",
+                    ids=(call_id,),
+                )
+            else:  # (the latest pairing's words)
+                report.add(
+                    "orphan_result",
+                    index,
+                    "tool result without a calling message",
+                    id=call_id,
+                    ids=(call_id,),
+                )
             orphans.append(index)
             changes.append(
                 _change(
@@ -526,7 +633,9 @@ def mend_range(
             if type(function_name) is not str or not function_name:
                 return None
             if not acceptable_id(call_id, profile):
-                return None
+                if pattern is None or pattern.fullmatch(call_id) is not None:
+                    return None  # (an id the pattern takes but the planner rewrites)
+                refused.add((index, slot))
             block[call_id] = (slot, function_name)
             uses[call_id] = uses.get(call_id, 0) + 1
         owner = index
@@ -573,7 +682,18 @@ def mend_range(
                 )
             )
     renamed: dict[tuple[int, int], str] = {}
-    if placeheld and any(uses[call_id] > 1 for _, _, call_id, _ in placeheld):
+    undo: _Undo | None = None
+    if request is not None:  # the request's ids, made last: nothing after them may fail
+        if not _order_kept(part, items, profile.role_successors or {}):
+            return None
+        _id_problems(report, part, refused, pattern, profile)
+        undo = _request_ids(part, profile, request, plan, changes, base, refused, placeheld, uses)
+        renamed = undo.renamed
+        for index, owner, slot in answers:
+            new_id = renamed.get((owner, slot))
+            if new_id is not None:
+                plan.edit(index).result_ids[0] = new_id
+    elif placeheld and any(uses[call_id] > 1 for _, _, call_id, _ in placeheld):
         # the planner's id step: a placeheld call whose id another call has gets a new one
         taken = set(uses)
         next_try: dict[str, int] = {}
@@ -599,18 +719,143 @@ def mend_range(
             for item in items
         ]
     successors = profile.role_successors
-    if successors is not None and not _order_kept(part, plan.items, successors):
+    if undo is None and successors is not None and not _order_kept(part, plan.items, successors):
         return None
     try:
         repaired: list[Any] = module.apply(part, plan)
     except (NonFiniteNumberError, UnwritableValueError):
+        if undo is not None:
+            undo.back(request)
         return None
     if _openai_chat._live_run(repaired, params) is None:
+        if undo is not None:
+            undo.back(request)
         return None
     changes.sort(key=_change_index)
     problems = report.problems
     problems.sort(key=_problem_index)
     return repaired, changes, problems, set(uses)
+
+
+class _Undo:
+    """The ids :func:`_request_ids` made from a request's rewrite, and how to take them back
+    (the range goes to the full path, which makes them again in its turn)."""
+
+    __slots__ = ("made", "renamed", "tried")
+
+    def __init__(self) -> None:
+        self.renamed: dict[tuple[int, int], str] = {}  # (calling message, slot) -> new id
+        self.made: list[str] = []
+        self.tried: dict[str, int | None] = {}  # seed -> its counter before
+
+    def back(self, request: RequestIds | None) -> None:
+        """``request`` as it was before the ids were made."""
+        assert request is not None
+        request.taken.difference_update(self.made)
+        for seed, counter in self.tried.items():
+            if counter is None:
+                del request.next_try[seed]
+            else:
+                request.next_try[seed] = counter
+
+
+def _request_ids(
+    part: Sequence[Any],
+    profile: Profile,
+    request: RequestIds,
+    plan: Plan,
+    changes: list[Change],
+    base: int,
+    refused: set[tuple[int, int]],
+    placeheld: list[tuple[int, int, str, str]],
+    uses: dict[str, int],
+) -> _Undo:
+    """The planner's id step (:func:`toolmend._plan_ids.rewrite_ids`) over a range of a
+    request whose ids are rewritten request-wide: in message and slot order, each call whose
+    id the profile refuses, and each placeheld call whose id another call of the range has,
+    gets the request's next id for its seed (``rewrote_call_id``)."""
+    undo = _Undo()
+    shared = {(owner, slot) for owner, slot, call_id, _ in placeheld if uses[call_id] > 1}
+    taken, next_try, renamed = request.taken, request.next_try, undo.renamed
+    rewritten = [  # (message, slot, id), in message and slot order
+        (index, slot, part[index]["tool_calls"][slot]["id"])
+        for index, slot in sorted(refused | shared)
+    ]
+    seeds = [call_id for _, _, call_id in rewritten]
+    length = profile.call_id_length
+    new_ids = (  # the common case at once: each id's tail (see :func:`tail_ids`)
+        tail_ids(seeds, [seed[-length:] for seed in seeds], length, taken, next_try)
+        if length is not None and seeds
+        else None
+    )
+    if new_ids is not None:
+        undo.tried = dict.fromkeys(seeds)  # (none tried before)
+    else:
+        new_ids = []
+        for call_id in seeds:
+            if call_id not in undo.tried:
+                undo.tried[call_id] = next_try.get(call_id)
+            new_ids.append(fresh_id(call_id, profile, taken, next_try))
+    undo.made = new_ids
+    for (index, slot, call_id), new_id in zip(rewritten, new_ids, strict=True):
+        ref = (index, slot)
+        renamed[ref] = new_id
+        plan.edit(index).call_ids[slot] = new_id
+        detail = (
+            "call id the provider would refuse"
+            if ref in refused
+            else "call id another call has, for the call the placeholder answers"
+        )
+        changes.append(_change("rewrote_call_id", base + index, detail, (call_id, new_id)))
+    return undo
+
+
+_ID_MAKERS: dict[int, tuple[Profile, Any, Any]] = {}
+"""``id(profile)`` -> (the profile, the makers of its problems on a call's and on a result's
+id outside its pattern, None where it reports none): made once per profile."""
+
+
+def _id_problems(
+    report: Report,
+    part: Sequence[Any],
+    refused: set[tuple[int, int]],
+    pattern: re.Pattern[str] | None,
+    profile: Profile,
+) -> None:
+    """The judge's ``call_id_format`` on each call of ``refused`` (message and slot order),
+    then on each result whose id is outside ``pattern`` (under the profile's result code), as
+    :func:`stretch_report` writes them."""
+    entry = _ID_MAKERS.get(id(profile))
+    if entry is None or entry[0] is not profile:
+        code = "call_id_format"
+        result_code = "result_id_format" if "result_id_format" in profile.checks else code
+        check, result_check = profile.checks.get(code), profile.checks.get(result_code)
+        entry = (
+            profile,
+            None
+            if check is None
+            else _maker(profile, check, code, "call id outside the provider's pattern"),
+            None
+            if result_check is None
+            else _maker(
+                profile, result_check, result_code, "result id outside the provider's pattern"
+            ),
+        )
+        if len(_ID_MAKERS) >= 64:
+            _ID_MAKERS.clear()
+        _ID_MAKERS[id(profile)] = entry
+    _, call_problem, result_problem = entry
+    found, base = report.problems, report.base
+    if call_problem is not None:
+        for index, slot in sorted(refused):
+            found.append(call_problem(base + index, part[index]["tool_calls"][slot]["id"], slot))
+    if pattern is None or result_problem is None:
+        return
+    for index, message in enumerate(part):
+        if message["role"] == "tool":
+            result_id = message["tool_call_id"]
+            if pattern.fullmatch(result_id) is None:
+                found.append(result_problem(base + index, result_id, 0))
 
 
 def _answer_missing(
@@ -707,6 +952,10 @@ def _repeated_call_ids(
                     return False
                 kept.add(call_id)
     return True
+
+
+def _known_role(role: Any) -> bool:
+    return type(role) is str and role in _openai_chat._KINDS
 
 
 def _order_kept(

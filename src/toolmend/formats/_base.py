@@ -205,14 +205,21 @@ class Format:
     def request_id_fixes(
         self, messages: Sequence[Any], profile: Profile, spans: list[tuple[int, int]], /
     ) -> (
-        tuple[set[str], list[tuple[int, int, list[tuple[int, int, str]], list[tuple[int, int]]]]]
+        tuple[
+            set[str],
+            list[tuple[int, int, list[Any], list[int], list[Any], list[str], list[str]]],
+        ]
         | None
     ):
         """For a damaged history whose ranges are ``spans`` (from :meth:`dirty_spans`), when
         the profile's call ids are rewritten request-wide outside them (Mistral): every call id
         of the history, and each sound stretch between the ranges (low, high) with the calls
-        whose id to rewrite (message index, slot, id) and the results answering them (message
-        index, the call's position in that list). None when the ranges hold every fault."""
+        whose id to rewrite (message index, slot, id, flat) and the results answering them
+        (message index, the call's position among those calls, flat), then the stretch
+        rewritten with each of those ids' tail (its last ``Profile.call_id_length``
+        characters) as its new id, those ids and the tails (see
+        :func:`toolmend._quickmend.rewrite_stretch`). None when the ranges hold every
+        fault."""
         return None
 
     def __repr__(self) -> str:

@@ -51,6 +51,7 @@ __all__ = [
     "kind_of",
     "live_rounds",
     "named_spans",
+    "ordered_range_params",
     "range_params",
     "quick_fixes",
     "quick_live",
@@ -415,6 +416,37 @@ def _inner_rules(rules: CrossRules) -> CrossRules:
             _INNER.clear()
         entry = _INNER[id(rules)] = (rules, inner)
     return entry[1]
+
+
+_MIDDLE: dict[int, tuple[Profile, CrossRules | None]] = {}
+"""``id(profile)`` -> (the profile, :func:`ordered_range_params`' answer for it)."""
+
+
+def ordered_range_params(profile: Profile) -> CrossRules | None:
+    """:func:`range_params` for a profile whose ranges :func:`_ordered_rules` tells and whose
+    refused call ids are rewritten request-wide (Mistral): the one-pass rules a damaged range
+    between the history's start and its end is held to (the role order between its messages,
+    none of the rules on a conversation's opening or on its last message, no id pattern: the
+    request's rewrite gives every refused id one in the profile's form); None for any other
+    profile."""
+    entry = _MIDDLE.get(id(profile))
+    if entry is not None and entry[0] is profile:
+        return entry[1]
+    rules = _plain_params(profile)
+    middle = None
+    if (
+        type(rules) is CrossRules
+        and rules.id_match is not None
+        and (rules.successors is not None or rules.last_roles is not None)
+        and "call_with_text" not in profile.checks
+    ):
+        ordered = _ordered_rules(rules, profile)
+        if ordered is not None and ordered.id_match is None:
+            middle = dataclasses.replace(_inner_rules(ordered), last_roles=None)
+    if len(_MIDDLE) >= 64:
+        _MIDDLE.clear()
+    _MIDDLE[id(profile)] = (profile, middle)
+    return middle
 
 
 def named_spans(
@@ -1259,10 +1291,16 @@ def _ids_rewritten(profile: Profile) -> bool:
     )
 
 
-IdStretch = tuple[int, int, list[tuple[int, int, str]], list[tuple[int, int]]]
+IdStretch = tuple[int, int, list[Any], list[int], list[Any], list[str], list[str]]
 """A sound stretch ``[low, high)`` between damaged ranges, its calls whose id is outside the
-profile's form (message index, slot, id) and the tool messages answering them (index, the
-call's position in that list), indexes the history's."""
+profile's form (message index, slot, id, flat: three items a call) and the tool messages
+answering them (index, the call's position among those calls, flat: two items a result),
+indexes the history's (flat: a tuple a call and a result were a third of the objects a
+damaged history's repair made, each counted and walked by the garbage collector); then the
+stretch rewritten with each of those ids' last ``call_id_length`` characters as its new id,
+those ids and their tails, in call order:
+the ids the request's rewrite gives them in the common case, made in the walk that finds them
+(:func:`toolmend._quickmend.rewrite_stretch` takes them where its ids are those)."""
 
 
 def request_id_fixes(
@@ -1275,7 +1313,10 @@ def request_id_fixes(
     when the profile's ranges hold every fault (nothing is rewritten outside them).
 
     One walk: the stretches are sound (plain dicts, each call's results right after it, as the
-    scan checked), the ranges may hold anything the reader reads."""
+    scan checked), the ranges may hold anything the reader reads. Each stretch comes copied
+    with its refused ids' tails as their new ids, as :func:`toolmend._quickmend.rewrite_stretch`
+    copies it (a second walk over the stretches' calls was a tenth of a damaged history's
+    repair, issue 32)."""
     rules = _plain_params(profile)
     if type(rules) is not CrossRules or rules.id_match is None:
         return None
@@ -1306,32 +1347,51 @@ def _stretch_fixes(
     id_match: Callable[[str], Any],
     length: int,
     taken: set[str],
-) -> tuple[list[tuple[int, int, str]], list[tuple[int, int]]]:
+) -> tuple[list[Any], list[int], list[Any], list[str], list[str]]:
     """The calls of the sound ``messages[low:high]`` whose id ``id_match`` refuses (one not
-    ``length`` long at once), and the tool messages answering them (index, the call's position
-    in the list); each call id added to ``taken``."""
-    calls: list[tuple[int, int, str]] = []
-    results: list[tuple[int, int]] = []
+    ``length`` long at once: index, slot, id, flat), and the tool messages answering them
+    (index, the call's position among those calls, flat); each call id added to ``taken``.
+    Then ``messages[low:high]`` with each of those calls and results copied (a shallow copy
+    of each changed message, ``tool_calls`` list and call) under the last ``length``
+    characters of its id, those ids and their tails, in call order."""
+    calls: list[Any] = []
+    results: list[int] = []
+    seeds: list[str] = []
+    tails: list[str] = []
     refused: dict[str, int] = {}  # the turn's refused ids -> their position in ``calls``
     add = taken.add
-    for index, message in enumerate(messages[low:high], low):
+    part = messages[low:high]
+    if type(part) is not list:
+        part = list(part)
+    for at, message in enumerate(part):
         role = message["role"]
         if role == "tool":
             if refused:
                 position = refused.get(message["tool_call_id"])
                 if position is not None:
-                    results.append((index, position))
+                    results += low + at, position
+                    copy = part[at] = dict(message)
+                    copy["tool_call_id"] = tails[position]
         elif role == "assistant":
             tool_calls = message.get("tool_calls")
             if tool_calls:
-                refused = {}
+                refused.clear()  # (one for all turns: no allocation a turn)
+                copied = None
                 for slot, call in enumerate(tool_calls):
                     call_id = call["id"]
                     add(call_id)
                     if len(call_id) != length or id_match(call_id) is None:
-                        refused[call_id] = len(calls)
-                        calls.append((index, slot, call_id))
-    return calls, results
+                        refused[call_id] = len(seeds)
+                        calls += low + at, slot, call_id
+                        if copied is None:
+                            copy = part[at] = dict(message)
+                            copied = copy["tool_calls"] = list(tool_calls)
+                        tail = call_id[-length:]
+                        seeds.append(call_id)
+                        tails.append(tail)
+                        new = copied[slot] = dict(call)
+                        new["id"] = tail
+    return calls, results, part, seeds, tails
 
 
 def _add_call_ids(message: Any, taken: set[str]) -> None:
