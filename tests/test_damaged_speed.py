@@ -6,6 +6,7 @@ what the full path gives; these tests hold them to it and count the work they sk
 from __future__ import annotations
 
 import copy
+import pickle
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ from hypothesis import strategies as st
 
 import toolmend
 import toolmend._api
+import toolmend._findings
 import toolmend._planstate
 import toolmend._quickmend
 from toolmend import formats
@@ -432,3 +434,47 @@ def test_the_common_damages_are_mended_without_reading_their_ranges(
     assert fixed.messages == expected
     assert list(fixed.changes) == changes
     assert list(fixed.problems) == problems
+
+
+def _commonly_damaged() -> list[dict[str, Any]]:
+    """A result repeated, one missing, an orphan after a user message and a calling message
+    sent twice, each in a range between the history's start and its end."""
+    history = _long_history(12)
+    history.insert(9, copy.deepcopy(history[8]))  # turn 1: its second result, repeated
+    del history[14]  # turn 2: a result missing
+    history.insert(26, result("call_gone", "late"))  # after turn 4's user message: an orphan
+    history.insert(37, history[37])  # turn 7: its calling message sent twice
+    return history
+
+
+@pytest.mark.parametrize("provider", ["openai", "deepseek", "anthropic", "bedrock", "gemini"])
+def test_a_damaged_historys_problems_are_written_when_its_report_is_read(
+    monkeypatch: pytest.MonkeyPatch, provider: str
+) -> None:
+    """The ranges mended in one walk (``mended_range``, ``_without_repeats``) keep what they
+    found and write no problem (its text formatted from the provider's template) until the
+    report is read; then the result is the one built eagerly from the whole history's judge
+    and planner: ``==``, ``repr``, pickling and copies, changes and problems in their order."""
+    history = _commonly_damaged()
+    profile = get_profile(provider)
+    expected, changes = whole_repair(formats.get("openai"), history, profile, Policy())
+    problems = judge(openai_chat.read(history), profile)
+    eager = toolmend.Repair(expected, tuple(changes), tuple(problems))
+    written: list[str] = []
+    real_add = toolmend._findings.Report.add
+
+    def counting_add(self: Any, code: str, *args: Any, **kwargs: Any) -> None:
+        written.append(code)
+        real_add(self, code, *args, **kwargs)
+
+    monkeypatch.setattr(toolmend._findings.Report, "add", counting_add)
+    fixed = toolmend.repair(history, provider=provider)
+    assert fixed.changed and fixed.messages == expected
+    assert "problems" not in vars(fixed) and written == []
+    assert fixed.problems == eager.problems and written
+    assert list(fixed.changes) == changes
+    assert fixed == eager and repr(fixed) == repr(eager)
+    for lazy in (toolmend.repair(history, provider=provider) for _ in range(3)):
+        assert pickle.loads(pickle.dumps(lazy)) == eager
+        assert copy.copy(lazy) == eager and copy.deepcopy(lazy) == eager
+    assert fixed.problems_left == ()

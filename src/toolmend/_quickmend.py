@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ._edits import Keep, Placeholder, Plan
-from ._findings import Report
+from ._findings import Pending, Report
 from ._jsontext import NonFiniteNumberError, UnwritableValueError
 from ._plan_ids import acceptable_id, fresh_id
 from ._policy import Policy
@@ -37,6 +37,7 @@ __all__ = [
     "fill_names",
     "fresh_ids",
     "mend_range",
+    "mended_range",
     "quick_mend",
     "quick_names",
     "rewrite_stretch",
@@ -402,15 +403,26 @@ message is a result to the judge)."""
 def mend_range(
     module: Format, part: Sequence[Any], profile: Profile, policy: Policy, base: int
 ) -> tuple[list[Any], list[Change], list[Problem], set[str | None]] | None:
+    """:func:`mended_range` with its problems written (see there)."""
+    found = mended_range(module, part, profile, policy, base)
+    if found is None:
+        return None
+    return found[0], found[1], found[2].build(), found[3]
+
+
+def mended_range(
+    module: Format, part: Sequence[Any], profile: Profile, policy: Policy, base: int
+) -> tuple[list[Any], list[Change], Pending, set[str | None]] | None:
     """A damaged range ``part`` of chat messages (from message ``base``, after the history's
     start and before its end) mended of the common damages without a skeleton, a judge or a
     planner: calls left without their result, results whose call is in no message of the
     range, results repeated word for word within their block, and a calling message sent twice
     (the copy whose calls are left unanswered gets new ids for them, as the planner's id step
     gives a placeheld call whose id another call has). Returns the range repaired, the changes
-    and problems the full path makes for it (in its order), and the range's call ids; None for
-    anything else, or under a profile the plain one-pass check does not model (the full path
-    decides).
+    and problems the full path makes for it (in its order; the problems as a :class:`Pending`
+    report, written when built: :func:`mend_range` builds them), and the range's call ids; None
+    for anything else, or under a profile the plain one-pass check does not model (the full
+    path decides).
 
     Each damaged range cost 40-60 us of reading, judging and planning whatever its size, most
     of a damaged history's repair after the range scan (issue 32). What it makes here is what
@@ -436,7 +448,7 @@ def mend_range(
     request_wide = profile.call_id_scope == "request"
     named = profile.results_need_name  # (Gemini) each result names its call's function
     filled: list[tuple[int, str, str]] = []  # (Gemini) result message, name, call id
-    report = Report(profile, base)
+    report = Pending(profile, base)
     changes: list[Change] = []
     items: list[Any] = []  # kept messages, and (call, slot, id, name) for each placeholder
     uses: dict[str, int] = {}  # call id -> how many calls of the range have it
@@ -533,7 +545,7 @@ def mend_range(
     if owner >= 0 and len(answered) < len(block):
         _answer_missing(report, changes, items, placeheld, policy, owner, block, answered, named)
     if profile.pairing == "count":  # (DeepSeek) the judge counts results, the planner pairs ids
-        report.problems = []
+        report.found = []
         pair_by_count(
             [message["role"] for message in part],
             lambda index: part[index].get("tool_calls"),
@@ -554,7 +566,7 @@ def mend_range(
     repeated = request_wide and len(uses) < sum(uses.values())
     if repeated and not _repeated_call_ids(report, part, uses, placeheld):
         return None
-    if len(report.problems) == len(mismatched):
+    if len(report.found) == len(mismatched):
         return None  # (names alone: ``quick_names``)
     for index in orphans:  # its id called nowhere in the range (else the planner's)
         call_id = part[index]["tool_call_id"]
@@ -608,13 +620,12 @@ def mend_range(
     if _openai_chat._live_run(repaired, params) is None:
         return None
     changes.sort(key=_change_index)
-    problems = report.problems
-    problems.sort(key=_problem_index)
-    return repaired, changes, problems, set(uses)
+    report.found.sort(key=_found_index)  # (the problems' order: their indexes, less ``base``)
+    return repaired, changes, report, set(uses)
 
 
 def _answer_missing(
-    report: Report,
+    report: Pending,
     changes: list[Change],
     items: list[Any],
     placeheld: list[tuple[int, int, str, str]],
@@ -670,12 +681,12 @@ def _change_index(change: Change) -> int:
     return change.index
 
 
-def _problem_index(problem: Problem) -> int:
-    return problem.index
+def _found_index(found: tuple[str, int, str, dict[str, Any]]) -> int:
+    return found[1]
 
 
 def _repeated_call_ids(
-    report: Report,
+    report: Pending,
     part: Sequence[Any],
     uses: dict[str, int],
     placeheld: list[tuple[int, int, str, str]],
