@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import pickle
+import re
 from typing import Any
 
 import pytest
@@ -16,6 +17,7 @@ from hypothesis import strategies as st
 import toolmend
 import toolmend._api
 import toolmend._findings
+import toolmend._plan_ids
 import toolmend._planstate
 import toolmend._quickmend
 from toolmend import formats
@@ -478,3 +480,62 @@ def test_a_damaged_historys_problems_are_written_when_its_report_is_read(
         assert pickle.loads(pickle.dumps(lazy)) == eager
         assert copy.copy(lazy) == eager and copy.deepcopy(lazy) == eager
     assert fixed.problems_left == ()
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "bedrock", "gemini"])
+def test_a_damaged_history_is_not_walked_for_names_or_ids_it_does_not_lack(
+    monkeypatch: pytest.MonkeyPatch, provider: str
+) -> None:
+    """The one-pass check failed on a damage, and the history's first call id is one the
+    target takes (its first result names its call, bound for Gemini): the one-pass names and
+    ids repair is not tried (it would walk up to the damage only to give up), and the repair
+    is the whole history's. A history whose first id is refused (bound for Mistral) or whose
+    first result lacks its name still takes it."""
+    history = _commonly_damaged()
+    if provider == "gemini":
+        history = [
+            {**message, "name": "get_weather"} if message["role"] == "tool" else message
+            for message in history
+        ]
+    profile = get_profile(provider)
+    expected, changes = whole_repair(formats.get("openai"), history, profile, Policy())
+    walked: list[int] = []
+    real_fixes = openai_chat.cross_fixes
+
+    def counting_fixes(messages: Any, *args: Any) -> Any:
+        walked.append(len(messages))
+        return real_fixes(messages, *args)
+
+    monkeypatch.setattr(openai_chat, "cross_fixes", counting_fixes)
+    fixed = toolmend.repair(history, provider=provider)
+    assert fixed.messages == expected and list(fixed.changes) == changes
+    assert len(history) not in walked  # (a range may still be tried for its names alone)
+    refused = [user("go"), *_turn("call_aaaaaaaaaaaaaaaaaaaaaaaa", "call_bbbbbbbbbbbbbbbbbbbb")]
+    refused += [assistant("done"), user("thanks")]
+    for target, sound in (("mistral", refused), ("gemini", _long_history(2))):
+        fixed = toolmend.repair(sound, provider=target)
+        assert len(sound) in walked and fixed.changed and fixed.problems_left == ()
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    call_id=st.one_of(
+        st.none(), st.text(max_size=70), st.from_regex(r"[A-Za-z0-9]{9}", fullmatch=True)
+    ),
+    provider=st.sampled_from(sorted(PROFILES)),
+)
+def test_an_ids_test_worked_out_once_is_the_profiles_rules(
+    call_id: str | None, provider: str
+) -> None:
+    """``_plan_ids.id_test`` (a profile's id limits and pattern looked up once) takes exactly
+    the ids the profile's fields allow."""
+    profile = get_profile(provider)
+    allowed = bool(call_id)
+    if call_id and profile.call_id_max_length is not None:
+        allowed &= len(call_id) <= profile.call_id_max_length
+    if call_id and profile.call_id_length is not None:
+        allowed &= len(call_id) == profile.call_id_length
+    if call_id and profile.call_id_pattern:
+        allowed &= re.fullmatch(profile.call_id_pattern, call_id) is not None
+    assert toolmend._plan_ids.id_test(profile)(call_id) is allowed
+    assert toolmend._plan_ids.acceptable_id(call_id, profile) is allowed

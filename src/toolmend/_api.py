@@ -256,7 +256,7 @@ def repair(
     if module.quick_valid(messages, profile):
         return Repair(original)  # the common case: one tight pass that builds nothing
     # a cross-family target's names or ids on every message, nothing else: one pass lists them
-    quick = quick_mend(module, messages, profile)
+    quick = quick_mend(module, messages, profile, vouched_against=True)
     if quick is None and profile.results_need_name and chosen.frontier != "keep":
         # the names a damaged history bound for Gemini lacks outside its damaged ranges:
         # filled in one pass, the ranges mended on their own

@@ -25,7 +25,7 @@ from typing import Any
 from ._edits import Keep, Placeholder, Plan
 from ._findings import Pending, Report
 from ._jsontext import NonFiniteNumberError, UnwritableValueError
-from ._plan_ids import acceptable_id, fresh_id
+from ._plan_ids import fresh_id, id_test
 from ._policy import Policy
 from ._report import Builder, Change, Problem
 from ._rules import pair_by_count
@@ -50,11 +50,14 @@ Quick = tuple[list[Any], Builder]
 built on first read: :meth:`toolmend.Repair._deferred`)."""
 
 
-def quick_mend(module: Format, messages: Sequence[Any], profile: Profile) -> Quick | None:
+def quick_mend(
+    module: Format, messages: Sequence[Any], profile: Profile, *, vouched_against: bool = False
+) -> Quick | None:
     """The repaired list of ``toolmend.repair(messages, provider=profile)`` and the builder of
     its changes and problems, when the only edits it makes are result names or call ids; None
-    when the full path must decide (anything else is wrong, or the history is valid)."""
-    fixes = module.quick_fixes(messages, profile)
+    when the full path must decide (anything else is wrong, or the history is valid).
+    ``vouched_against``: ``Format.quick_valid`` failed on it (see ``Format.quick_fixes``)."""
+    fixes = module.quick_fixes(messages, profile, vouched_against=vouched_against)
     if fixes is None:
         return None
     names, calls, results, kept = fixes
@@ -446,6 +449,7 @@ def mended_range(
     if params is None:
         return None
     request_wide = profile.call_id_scope == "request"
+    id_ok = id_test(profile)  # (what the planner's id step keeps)
     named = profile.results_need_name  # (Gemini) each result names its call's function
     filled: list[tuple[int, str, str]] = []  # (Gemini) result message, name, call id
     report = Pending(profile, base)
@@ -537,7 +541,7 @@ def mended_range(
             function_name = function.get("name")
             if type(function_name) is not str or not function_name:
                 return None
-            if not acceptable_id(call_id, profile):
+            if not id_ok(call_id):
                 return None
             block[call_id] = (slot, function_name)
             uses[call_id] = uses.get(call_id, 0) + 1
