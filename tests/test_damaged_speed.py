@@ -367,10 +367,50 @@ def _bench_damage(draw: st.DrawFn) -> list[Any]:
     return history
 
 
+@st.composite
+def _interrupted_blocks(draw: st.DrawFn) -> list[Any]:
+    """Conversations whose blocks of results are interrupted by other messages (a user message
+    sent while the tools ran, a system note, assistant text, another calling message), some
+    results repeated, moved further, named or not: the results after the interruption are
+    moved next to their call, unless another call has their id."""
+    history: list[Any] = []
+    for number in range(draw(st.integers(3, 6))):
+        ids = [f"call_{number}{letter}" for letter in "abc"[: draw(st.integers(1, 3))]]
+        if number and draw(st.integers(0, 5)) == 0:
+            ids[-1] = "call_0a"  # (an id a call of another turn has)
+        history += [user(f"question {number}"), *_turn(*ids)]
+        if draw(st.booleans()):
+            history.append(assistant(f"answer {number}"))
+    tools = [i for i, m in enumerate(history) if m["role"] == "tool"]
+    for at in sorted(draw(st.lists(st.sampled_from(tools), min_size=1, max_size=3)), reverse=True):
+        for _ in range(draw(st.integers(1, 2))):
+            history.insert(
+                at + draw(st.integers(0, 1)),
+                draw(
+                    st.sampled_from(
+                        [
+                            user("are you still there?"),
+                            {"role": "system", "content": "note"},
+                            assistant("working on it"),
+                            calls("call_other"),
+                            history[at],
+                        ]
+                    )
+                ),
+            )
+    if draw(st.booleans()):
+        history = [
+            {**m, "name": "get_weather"} if m["role"] == "tool" and draw(st.booleans()) else m
+            for m in history
+        ]
+    return history
+
+
 @settings(max_examples=400, deadline=None)
 @given(
     history=st.one_of(
         _bench_damage(),
+        _interrupted_blocks(),
         _repeated_results(),
         damaged_conversations(id_style="any").map(lambda case: case[1]),
     ),
@@ -539,3 +579,49 @@ def test_an_ids_test_worked_out_once_is_the_profiles_rules(
         allowed &= re.fullmatch(profile.call_id_pattern, call_id) is not None
     assert toolmend._plan_ids.id_test(profile)(call_id) is allowed
     assert toolmend._plan_ids.acceptable_id(call_id, profile) is allowed
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    history=st.one_of(_interrupted_blocks(), _bench_damage()),
+    provider=st.sampled_from(CHAT_PROVIDERS),
+    policy=st.sampled_from(POLICIES),
+)
+def test_a_repair_of_interrupted_blocks_is_the_whole_historys(
+    history: list[Any], provider: str, policy: Policy
+) -> None:
+    """``toolmend.repair`` (ranges mended in one walk, results moved past the messages that
+    interrupt their block) gives the messages, changes and problems of the whole history
+    read, judged and planned."""
+    profile = get_profile(provider)
+    fixed = toolmend.repair(history, provider=provider, policy=policy)
+    expected, changes = whole_repair(formats.get("openai"), history, profile, policy)
+    assert fixed.messages == expected
+    assert list(fixed.changes) == changes
+    assert list(fixed.problems) == judge(openai_chat.read(history), profile)
+
+
+@pytest.mark.parametrize("provider", ["openai", "deepseek", "anthropic", "gemini"])
+def test_results_after_a_user_message_are_moved_without_reading_their_range(
+    monkeypatch: pytest.MonkeyPatch, provider: str
+) -> None:
+    """A user message sent while the tools ran, inside a block of results (what most damaged
+    ranges of the 10k bench history are): the results after it are moved next to their
+    call and the message after them, as the planner does, without reading, judging or
+    planning the range."""
+    history = _long_history(6)
+    history.insert(8, user("are you still there?"))  # turn 1: between its two results
+    history.insert(18, user("still there?"))  # turn 3: between its call and its results
+    profile = get_profile(provider)
+    expected, changes = whole_repair(formats.get("openai"), history, profile, Policy())
+    problems = judge(openai_chat.read(history), profile)
+    assert [c.code for c in changes].count("moved_result") == 3
+
+    def no_judge(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a range was judged")
+
+    monkeypatch.setattr(toolmend._api, "judge", no_judge)
+    fixed = toolmend.repair(history, provider=provider)
+    assert fixed.messages == expected
+    assert list(fixed.changes) == changes
+    assert list(fixed.problems) == problems

@@ -462,6 +462,9 @@ def mended_range(
     owner = -1  # the calling message whose results come now
     block: dict[str, tuple[int, str]] = {}  # its call ids -> (slot, name)
     answered: dict[str, int] = {}  # its call ids answered -> the answering message
+    caller = -1  # the last calling message (``block`` and ``answered`` are its)
+    late: list[tuple[int, str, int]] = []  # results after messages that interrupt their block
+    gaps: dict[int, int] = {}  # where in ``items`` a block's placeholders start -> its message
     for index, message in enumerate(part):
         if type(message) is not dict:
             return None
@@ -508,6 +511,16 @@ def mended_range(
                 "tool result without a calling message before it",
                 ids=(call_id,),
             )
+            if caller >= 0 and call_id in block and call_id not in answered:
+                # the last calling message's result after messages that interrupt its block
+                # (a user message sent while the tools ran): moved next to its call, the
+                # messages between after it, as the planner lays them out
+                answered[call_id] = index
+                late.append((index, call_id, caller))
+                name = block[call_id][1]
+                if named and message.get("name") != name:
+                    filled.append((index, name, call_id))  # (no name problem: an orphan's)
+                continue
             orphans.append(index)
             changes.append(
                 _change(
@@ -521,6 +534,7 @@ def mended_range(
         if type(role) is not str or role not in _OTHER_ROLES:
             return None
         if owner >= 0 and len(answered) < len(block):
+            gaps[len(items)] = owner
             _answer_missing(
                 report, changes, items, placeheld, policy, owner, block, answered, named
             )
@@ -545,9 +559,13 @@ def mended_range(
                 return None
             block[call_id] = (slot, function_name)
             uses[call_id] = uses.get(call_id, 0) + 1
-        owner = index
+        owner = caller = index
     if owner >= 0 and len(answered) < len(block):
         _answer_missing(report, changes, items, placeheld, policy, owner, block, answered, named)
+    if late:
+        if any(uses[call_id] > 1 for _, call_id, _ in late):
+            return None  # (which call a result of a shared id answers: the planner's)
+        items, placeheld = _moved_late(part, base, late, gaps, items, placeheld, changes)
     if profile.pairing == "count":  # (DeepSeek) the judge counts results, the planner pairs ids
         report.found = []
         pair_by_count(
@@ -658,6 +676,64 @@ def _answer_missing(
                 (call_id,),
             )
         )
+
+
+def _moved_late(
+    part: Sequence[Any],
+    base: int,
+    late: list[tuple[int, str, int]],
+    gaps: dict[int, int],
+    items: list[Any],
+    placeheld: list[tuple[int, int, str, str]],
+    changes: list[Change],
+) -> tuple[list[Any], list[tuple[int, int, str, str]]]:
+    """The planner's layout of results that come after messages interrupting their calling
+    message's block (``late``: result index, call id, calling message): each result right
+    after the block's own results (``moved_result``), before the placeholders of the calls
+    still unanswered, and no placeholder (nor ``answered_missing_call``) for its call; each
+    message between the calling message and its last late result that stays
+    (``moved_message``). The judge's problems stand (``missing_result`` at the calling
+    message, ``orphan_result`` on each late result). Returns the items and placeheld calls."""
+    answered_late = {(caller, call_id) for _, call_id, caller in late}
+    by_caller: dict[int, list[int]] = {}
+    for index, _, caller in late:
+        by_caller.setdefault(caller, []).append(index)
+    laid: list[Any] = []
+    for position, item in enumerate(items):
+        caller = gaps.get(position, -1)
+        if caller in by_caller:
+            laid.extend(_keep(index) for index in by_caller[caller])
+        if type(item) is tuple and (item[0], item[2]) in answered_late:
+            continue  # (a placeholder for a call answered after all)
+        laid.append(item)
+    changes[:] = [
+        change
+        for change in changes
+        if change.code != "answered_missing_call"
+        or (change.index - base, change.ids[0]) not in answered_late
+    ]
+    for index, call_id, caller in late:
+        changes.append(
+            _change(
+                "moved_result",
+                base + index,
+                f"moved next to its call in message {base + caller}",
+                (call_id,),
+            )
+        )
+    for caller, indexes in by_caller.items():
+        for between in range(caller + 1, indexes[-1]):
+            if part[between]["role"] != "tool":
+                changes.append(
+                    _change(
+                        "moved_message",
+                        base + between,
+                        "moved after the tool results it interrupted",
+                        (),
+                    )
+                )
+    kept = [call for call in placeheld if (call[0], call[2]) not in answered_late]
+    return laid, kept
 
 
 _KEEPS = [Keep(index) for index in range(256)]
