@@ -465,6 +465,10 @@ def mended_range(
     caller = -1  # the last calling message (``block`` and ``answered`` are its)
     late: list[tuple[int, str, int]] = []  # results after messages that interrupt their block
     gaps: dict[int, int] = {}  # where in ``items`` a block's placeholders start -> its message
+    blocks: dict[int, dict[str, int]] = {}  # calling message -> its ``answered``
+    callers_of: dict[str, list[int]] = {}  # call id -> the calling messages with it, in order
+    repeats_moved: set[int] = set()  # of ``late``: results repeated in their block that
+    # answer an earlier call
     for index, message in enumerate(part):
         if type(message) is not dict:
             return None
@@ -486,8 +490,31 @@ def mended_range(
                     answered[call_id] = index
                     items.append(_keep(index))
                     continue
-                if uses[call_id] > 1 or message != part[first]:
-                    return None  # an earlier call with the id still open, or another text
+                if message != part[first]:
+                    return None  # another text: the planner's strength test
+                if uses[call_id] > 1:
+                    # the pairing pairs a result with the latest calling message whose call
+                    # with its id is open: an earlier one (a calling message sent twice, its
+                    # result too), and the result moves next to that call
+                    earlier = _open_caller(callers_of[call_id], call_id, blocks)
+                    if earlier < 0:
+                        return None  # (a second result for every call with the id)
+                    blocks[earlier][call_id] = index
+                    late.append((index, call_id, earlier))
+                    repeats_moved.add(index)
+                    if named and message.get("name") != (
+                        earlier_name := _name_in(part[earlier], call_id)
+                    ):
+                        filled.append((index, earlier_name, call_id))
+                    report.add(
+                        "duplicate_result",
+                        index,
+                        "call answered twice",
+                        id=call_id,
+                        ids=(call_id,),
+                        first=first + base,
+                    )
+                    continue
                 report.add(
                     "duplicate_result",
                     index,
@@ -559,11 +586,13 @@ def mended_range(
                 return None
             block[call_id] = (slot, function_name)
             uses[call_id] = uses.get(call_id, 0) + 1
+            callers_of.setdefault(call_id, []).append(index)
         owner = caller = index
+        blocks[index] = answered
     if owner >= 0 and len(answered) < len(block):
         _answer_missing(report, changes, items, placeheld, policy, owner, block, answered, named)
     if late:
-        if any(uses[call_id] > 1 for _, call_id, _ in late):
+        if any(uses[call_id] > 1 for i, call_id, _ in late if i not in repeats_moved):
             return None  # (which call a result of a shared id answers: the planner's)
         items, placeheld = _moved_late(part, base, late, gaps, items, placeheld, changes)
     if profile.pairing == "count":  # (DeepSeek) the judge counts results, the planner pairs ids
@@ -678,6 +707,23 @@ def _answer_missing(
         )
 
 
+def _open_caller(callers: list[int], call_id: str, blocks: dict[int, dict[str, int]]) -> int:
+    """The latest of ``callers`` whose call with ``call_id`` has no result yet (-1: none), as
+    the pairing by id looks it up."""
+    for caller in reversed(callers):
+        if call_id not in blocks[caller]:
+            return caller
+    return -1
+
+
+def _name_in(message: Any, call_id: str) -> Any:
+    """The function name of ``message``'s call with ``call_id`` (the walk checked them)."""
+    for call in message["tool_calls"]:
+        if call["id"] == call_id:
+            return call["function"]["name"]
+    return None
+
+
 def _moved_late(
     part: Sequence[Any],
     base: int,
@@ -721,17 +767,19 @@ def _moved_late(
                 (call_id,),
             )
         )
+    aside: set[int] = set()  # (the spans of two calling messages may overlap)
     for caller, indexes in by_caller.items():
-        for between in range(caller + 1, indexes[-1]):
-            if part[between]["role"] != "tool":
-                changes.append(
-                    _change(
-                        "moved_message",
-                        base + between,
-                        "moved after the tool results it interrupted",
-                        (),
-                    )
-                )
+        aside.update(
+            between
+            for between in range(caller + 1, max(indexes))
+            if part[between]["role"] != "tool"
+        )
+    for between in sorted(aside):
+        changes.append(
+            _change(
+                "moved_message", base + between, "moved after the tool results it interrupted", ()
+            )
+        )
     kept = [call for call in placeheld if (call[0], call[2]) not in answered_late]
     return laid, kept
 
