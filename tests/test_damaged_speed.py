@@ -6,6 +6,8 @@ what the full path gives; these tests hold them to it and count the work they sk
 from __future__ import annotations
 
 import copy
+import pickle
+import re
 from typing import Any
 
 import pytest
@@ -14,6 +16,8 @@ from hypothesis import strategies as st
 
 import toolmend
 import toolmend._api
+import toolmend._findings
+import toolmend._plan_ids
 import toolmend._planstate
 import toolmend._quickmend
 from toolmend import formats
@@ -364,10 +368,50 @@ def _bench_damage(draw: st.DrawFn, answered: bool = False) -> list[Any]:
     return history
 
 
+@st.composite
+def _interrupted_blocks(draw: st.DrawFn, other_calls: bool = True) -> list[Any]:
+    """Conversations whose blocks of results are interrupted by other messages (a user message
+    sent while the tools ran, a system note, assistant text, another calling message unless
+    not ``other_calls``), some results repeated, moved further, named or not: the results after
+    the interruption are moved next to their call, unless another call has their id."""
+    history: list[Any] = []
+    for number in range(draw(st.integers(3, 6))):
+        ids = [f"call_{number}{letter}" for letter in "abc"[: draw(st.integers(1, 3))]]
+        if number and draw(st.integers(0, 5)) == 0:
+            ids[-1] = "call_0a"  # (an id a call of another turn has)
+        history += [user(f"question {number}"), *_turn(*ids)]
+        if draw(st.booleans()):
+            history.append(assistant(f"answer {number}"))
+    tools = [i for i, m in enumerate(history) if m["role"] == "tool"]
+    for at in sorted(draw(st.lists(st.sampled_from(tools), min_size=1, max_size=3)), reverse=True):
+        for _ in range(draw(st.integers(1, 2))):
+            history.insert(
+                at + draw(st.integers(0, 1)),
+                draw(
+                    st.sampled_from(
+                        [
+                            user("are you still there?"),
+                            {"role": "system", "content": "note"},
+                            assistant("working on it"),
+                            calls("call_other") if other_calls else user("hello?"),
+                            history[at],
+                        ]
+                    )
+                ),
+            )
+    if draw(st.booleans()):
+        history = [
+            {**m, "name": "get_weather"} if m["role"] == "tool" and draw(st.booleans()) else m
+            for m in history
+        ]
+    return history
+
+
 @settings(max_examples=400, deadline=None)
 @given(
     history=st.one_of(
         _bench_damage(),
+        _interrupted_blocks(),
         _repeated_results(),
         damaged_conversations(id_style="any").map(lambda case: case[1]),
     ),
@@ -430,6 +474,185 @@ def test_the_common_damages_are_mended_without_reading_their_ranges(
 
     monkeypatch.setattr(toolmend._api, "judge", no_judge)
     fixed = toolmend.repair(history, provider="openai")
+    assert fixed.messages == expected
+    assert list(fixed.changes) == changes
+    assert list(fixed.problems) == problems
+
+
+def _commonly_damaged() -> list[dict[str, Any]]:
+    """A result repeated, one missing, an orphan after a user message and a calling message
+    sent twice, each in a range between the history's start and its end."""
+    history = _long_history(12)
+    history.insert(9, copy.deepcopy(history[8]))  # turn 1: its second result, repeated
+    del history[14]  # turn 2: a result missing
+    history.insert(26, result("call_gone", "late"))  # after turn 4's user message: an orphan
+    history.insert(37, history[37])  # turn 7: its calling message sent twice
+    return history
+
+
+@pytest.mark.parametrize("provider", ["openai", "deepseek", "anthropic", "bedrock", "gemini"])
+def test_a_damaged_historys_problems_are_written_when_its_report_is_read(
+    monkeypatch: pytest.MonkeyPatch, provider: str
+) -> None:
+    """The ranges mended in one walk (``mended_range``, ``_without_repeats``) keep what they
+    found and write no problem (its text formatted from the provider's template) until the
+    report is read; then the result is the one built eagerly from the whole history's judge
+    and planner: ``==``, ``repr``, pickling and copies, changes and problems in their order."""
+    history = _commonly_damaged()
+    profile = get_profile(provider)
+    expected, changes = whole_repair(formats.get("openai"), history, profile, Policy())
+    problems = judge(openai_chat.read(history), profile)
+    eager = toolmend.Repair(expected, tuple(changes), tuple(problems))
+    written: list[str] = []
+    real_add = toolmend._findings.Report.add
+
+    def counting_add(self: Any, code: str, *args: Any, **kwargs: Any) -> None:
+        written.append(code)
+        real_add(self, code, *args, **kwargs)
+
+    monkeypatch.setattr(toolmend._findings.Report, "add", counting_add)
+    fixed = toolmend.repair(history, provider=provider)
+    assert fixed.changed and fixed.messages == expected
+    assert "problems" not in vars(fixed) and written == []
+    assert fixed.problems == eager.problems and written
+    assert list(fixed.changes) == changes
+    assert fixed == eager and repr(fixed) == repr(eager)
+    for lazy in (toolmend.repair(history, provider=provider) for _ in range(3)):
+        assert pickle.loads(pickle.dumps(lazy)) == eager
+        assert copy.copy(lazy) == eager and copy.deepcopy(lazy) == eager
+    assert fixed.problems_left == ()
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "bedrock", "gemini"])
+def test_a_damaged_history_is_not_walked_for_names_or_ids_it_does_not_lack(
+    monkeypatch: pytest.MonkeyPatch, provider: str
+) -> None:
+    """The one-pass check failed on a damage, and the history's first call id is one the
+    target takes (its first result names its call, bound for Gemini): the one-pass names and
+    ids repair is not tried (it would walk up to the damage only to give up), and the repair
+    is the whole history's. A history whose first id is refused (bound for Mistral) or whose
+    first result lacks its name still takes it."""
+    history = _commonly_damaged()
+    if provider == "gemini":
+        history = [
+            {**message, "name": "get_weather"} if message["role"] == "tool" else message
+            for message in history
+        ]
+    profile = get_profile(provider)
+    expected, changes = whole_repair(formats.get("openai"), history, profile, Policy())
+    walked: list[int] = []
+    real_fixes = openai_chat.cross_fixes
+
+    def counting_fixes(messages: Any, *args: Any) -> Any:
+        walked.append(len(messages))
+        return real_fixes(messages, *args)
+
+    monkeypatch.setattr(openai_chat, "cross_fixes", counting_fixes)
+    fixed = toolmend.repair(history, provider=provider)
+    assert fixed.messages == expected and list(fixed.changes) == changes
+    assert len(history) not in walked  # (a range may still be tried for its names alone)
+    refused = [user("go"), *_turn("call_aaaaaaaaaaaaaaaaaaaaaaaa", "call_bbbbbbbbbbbbbbbbbbbb")]
+    refused += [assistant("done"), user("thanks")]
+    for target, sound in (("mistral", refused), ("gemini", _long_history(2))):
+        fixed = toolmend.repair(sound, provider=target)
+        assert len(sound) in walked and fixed.changed and fixed.problems_left == ()
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    call_id=st.one_of(
+        st.none(), st.text(max_size=70), st.from_regex(r"[A-Za-z0-9]{9}", fullmatch=True)
+    ),
+    provider=st.sampled_from(sorted(PROFILES)),
+)
+def test_an_ids_test_worked_out_once_is_the_profiles_rules(
+    call_id: str | None, provider: str
+) -> None:
+    """``_plan_ids.id_test`` (a profile's id limits and pattern looked up once) takes exactly
+    the ids the profile's fields allow."""
+    profile = get_profile(provider)
+    allowed = bool(call_id)
+    if call_id and profile.call_id_max_length is not None:
+        allowed &= len(call_id) <= profile.call_id_max_length
+    if call_id and profile.call_id_length is not None:
+        allowed &= len(call_id) == profile.call_id_length
+    if call_id and profile.call_id_pattern:
+        allowed &= re.fullmatch(profile.call_id_pattern, call_id) is not None
+    assert toolmend._plan_ids.id_test(profile)(call_id) is allowed
+    assert toolmend._plan_ids.acceptable_id(call_id, profile) is allowed
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    # (not another calling message between a block's results: with a result repeated after
+    # it at the history's end, the ranges and the whole history disagree under DeepSeek's
+    # counting pairing, on main before this change too: left to the range scan's owner)
+    history=st.one_of(_interrupted_blocks(other_calls=False), _bench_damage()),
+    provider=st.sampled_from(CHAT_PROVIDERS),
+    policy=st.sampled_from(POLICIES),
+)
+def test_a_repair_of_interrupted_blocks_is_the_whole_historys(
+    history: list[Any], provider: str, policy: Policy
+) -> None:
+    """``toolmend.repair`` (ranges mended in one walk, results moved past the messages that
+    interrupt their block) gives the messages, changes and problems of the whole history
+    read, judged and planned."""
+    profile = get_profile(provider)
+    fixed = toolmend.repair(history, provider=provider, policy=policy)
+    expected, changes = whole_repair(formats.get("openai"), history, profile, policy)
+    assert fixed.messages == expected
+    assert list(fixed.changes) == changes
+    assert list(fixed.problems) == judge(openai_chat.read(history), profile)
+
+
+@pytest.mark.parametrize("provider", ["openai", "deepseek", "anthropic", "gemini"])
+def test_results_after_a_user_message_are_moved_without_reading_their_range(
+    monkeypatch: pytest.MonkeyPatch, provider: str
+) -> None:
+    """A user message sent while the tools ran, inside a block of results (what most damaged
+    ranges of the 10k bench history are): the results after it are moved next to their
+    call and the message after them, as the planner does, without reading, judging or
+    planning the range."""
+    history = _long_history(6)
+    history.insert(8, user("are you still there?"))  # turn 1: between its two results
+    history.insert(18, user("still there?"))  # turn 3: between its call and its results
+    profile = get_profile(provider)
+    expected, changes = whole_repair(formats.get("openai"), history, profile, Policy())
+    problems = judge(openai_chat.read(history), profile)
+    assert [c.code for c in changes].count("moved_result") == 3
+
+    def no_judge(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a range was judged")
+
+    monkeypatch.setattr(toolmend._api, "judge", no_judge)
+    fixed = toolmend.repair(history, provider=provider)
+    assert fixed.messages == expected
+    assert list(fixed.changes) == changes
+    assert list(fixed.problems) == problems
+
+
+@pytest.mark.parametrize("provider", ["openai", "deepseek", "gemini", "bedrock"])
+def test_a_repeated_result_of_a_calling_message_sent_twice_moves_to_the_first(
+    monkeypatch: pytest.MonkeyPatch, provider: str
+) -> None:
+    """A calling message sent twice, its results after the copy, one of them repeated (the
+    damaged range of the 1k bench history that the one-walk repair left to the full path):
+    the pairing gives the repeat to the first message's open call with its id, which it
+    joins; the copy moves after it; the other call gets a placeholder and a new id. Mended
+    from the messages, as the full path mends it."""
+    history = _long_history(6)
+    history.insert(12, history[11])  # turn 2: its calling message sent twice
+    history.insert(14, copy.deepcopy(history[13]))  # its first result repeated
+    profile = get_profile(provider)
+    expected, changes = whole_repair(formats.get("openai"), history, profile, Policy())
+    problems = judge(openai_chat.read(history), profile)
+    assert {"moved_result", "moved_message", "rewrote_call_id"} <= {c.code for c in changes}
+
+    def no_judge(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a range was judged")
+
+    monkeypatch.setattr(toolmend._api, "judge", no_judge)
+    fixed = toolmend.repair(history, provider=provider)
     assert fixed.messages == expected
     assert list(fixed.changes) == changes
     assert list(fixed.problems) == problems

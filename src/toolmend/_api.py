@@ -19,13 +19,13 @@ from typing import Any, Literal, overload
 
 from ._edits import Plan
 from ._escape import log as _log_text
-from ._findings import Report, check_texts
+from ._findings import Pending, check_texts
 from ._jsontext import NonFiniteNumberError, UnwritableValueError, locate
 from ._plan_messages import quick_plan
 from ._policy import Mode, Policy, as_policy
 from ._quickmend import (
     fill_names,
-    mend_range,
+    mended_range,
     quick_mend,
     quick_names,
     rewrite_stretch,
@@ -256,7 +256,7 @@ def repair(
     if module.quick_valid(messages, profile):
         return Repair(original)  # the common case: one tight pass that builds nothing
     # a cross-family target's names or ids on every message, nothing else: one pass lists them
-    quick = quick_mend(module, messages, profile)
+    quick = quick_mend(module, messages, profile, vouched_against=True)
     if quick is None and profile.results_need_name and chosen.frontier != "keep":
         # the names a damaged history bound for Gemini lacks outside its damaged ranges:
         # filled in one pass, the ranges mended on their own
@@ -289,7 +289,9 @@ def repair(
         return Repair._deferred(quick[0], True, quick[1])
     assert damaged is not None
     mended = mend_damage(module, messages, profile, chosen, damaged, parts_before=0, later=True)
-    if mended.later is not None:  # a damaged history bound for Mistral: ids rewritten apart
+    if mended.later is not None:
+        # the report of the ranges mended in one walk, and of the stretches whose ids were
+        # rewritten apart (Mistral), written when it is first read
         _log_structure(module, messages, mended.messages)
         check_texts(profile)
         return Repair._deferred(
@@ -350,8 +352,10 @@ def _names_apart(
             raise ToolChainError(problems=problems)
         return Repair(original, (), problems, problems)
     source = filled[0] if filled is not None else messages
-    mended = mend_damage(module, source, profile, policy, damaged, parts_before=0, whole=messages)
-    if mended.whole or not (names or mended.changes):
+    mended = mend_damage(
+        module, source, profile, policy, damaged, parts_before=0, whole=messages, later=True
+    )
+    if mended.whole or not (names or mended.changes or mended.later):
         repaired = mended.messages if mended.changes else messages
         _log_structure(module, messages, repaired)
         return Repair(
@@ -361,13 +365,15 @@ def _names_apart(
             _judged_later(module, repaired, profile),
         )
     _log_structure(module, messages, mended.messages)
+    ranges_later = mended.later  # (the ranges' report, problems written when first read)
     range_changes = mended.changes
+
+    def build() -> tuple[list[Change], list[Problem]]:
+        return report(ranges_later()[0] if ranges_later is not None else range_changes)
+
     check_texts(profile)
     return Repair._deferred(
-        mended.messages,
-        True,
-        lambda: report(range_changes),
-        _judged_later(module, mended.messages, profile),
+        mended.messages, True, build, _judged_later(module, mended.messages, profile)
     )
 
 
@@ -403,18 +409,45 @@ class Damage:
     problems: list[Problem]
 
 
-@dataclass(frozen=True)
 class Named:
-    """One range ``[low, high)`` of a damaged history whose only fault is result names the
-    profile wants (Gemini): mended in one pass (:func:`toolmend._quickmend.quick_names`), not
-    read, judged and planned; ``messages`` is the range repaired, ``call_ids`` its calls'."""
+    """One range ``[low, high)`` of a damaged history mended in one pass, not read, judged and
+    planned: its only fault result names the profile wants (Gemini,
+    :func:`toolmend._quickmend.quick_names`), results sent twice (:func:`_without_repeats`) or
+    the common damages (:func:`toolmend._quickmend.mended_range`). ``messages`` is the range
+    repaired, ``changes`` its changes, ``call_ids`` its calls' ids; ``problems`` what the
+    judge finds in it, written on first read when given as a :class:`toolmend._findings.Pending`
+    report (``deferred``: :func:`mend_damage` with ``later`` then leaves them to the report
+    built when it is first read)."""
 
-    low: int
-    high: int
-    messages: list[Any]
-    changes: list[Change]
-    problems: list[Problem]
-    call_ids: set[str | None]
+    __slots__ = ("_problems", "call_ids", "changes", "high", "low", "messages")
+
+    def __init__(
+        self,
+        low: int,
+        high: int,
+        messages: list[Any],
+        changes: list[Change],
+        problems: list[Problem] | Pending,
+        call_ids: set[str | None],
+    ) -> None:
+        self.low, self.high, self.messages, self.changes = low, high, messages, changes
+        self._problems = problems
+        self.call_ids = call_ids
+
+    @property
+    def deferred(self) -> bool:
+        """Whether the problems are still to be written."""
+        return type(self._problems) is not list
+
+    @property
+    def problems(self) -> list[Problem]:
+        """What the judge of the whole history reports in the range, in message order."""
+        found = self._problems
+        if type(found) is list:
+            return found
+        built: list[Problem] = found.build()  # type: ignore[union-attr]
+        self._problems = built
+        return built
 
 
 class Stretch:
@@ -485,9 +518,10 @@ class Mended:
     whole: bool = False
     """True when the ranges gave way to a repair of the whole history (:func:`mend_damage`)."""
     later: Builder | None = None
-    """From :func:`mend_damage` with ``later``, where it rewrote a stretch's ids: the function
-    that builds ``changes`` and ``problems`` (both left empty), for a report built when it is
-    first read (:meth:`toolmend.Repair._deferred`)."""
+    """From :func:`mend_damage` with ``later``, where it rewrote a stretch's ids or left a
+    range's problems unwritten, and changed something: the function that builds ``changes``
+    and ``problems`` (both left empty), for a report built when it is first read
+    (:meth:`toolmend.Repair._deferred`)."""
 
     @classmethod
     def of_repair(
@@ -609,7 +643,7 @@ def _damage_in(
             elif policy is not None and high < len(messages):
                 # (before the history's end: no newest input to keep) the common damages,
                 # judged and planned straight from the messages
-                direct = mend_range(module, part, profile, policy, low)
+                direct = mended_range(module, part, profile, policy, low)
                 if direct is not None:
                     yield Named(low, high, *direct)
                     continue
@@ -640,7 +674,8 @@ def _with_stretches(
     stretches between them whose ids need rewriting, in history order (the order the whole
     history's planner makes the ids in). With ``policy`` (:func:`repair`), a range between
     the history's start and its end with only the common damages comes :class:`Named`,
-    mended straight from its messages with the request's ids (:func:`mend_range`)."""
+    mended straight from its messages with the request's ids
+    (:func:`toolmend._quickmend.mended_range`)."""
     request = RequestIds(taken)
     position = 0
     size = len(messages)
@@ -651,7 +686,8 @@ def _with_stretches(
         if low == high:
             continue
         if policy is not None and low > 0 and high < size:
-            direct = mend_range(module, messages[low:high], profile, policy, low, request=request)
+            part = messages[low:high]
+            direct = mended_range(module, part, profile, policy, low, request=request)
             if direct is not None:
                 yield Named(low, high, *direct)
                 continue
@@ -671,7 +707,7 @@ def _without_repeats(
     its block's count an ``orphan_result``) dropped (``dropped_duplicate_result``, as the
     planner drops a copy). None where the profile does not report repeats (the full path then
     leaves the range as it is)."""
-    report = Report(profile, low)
+    report = Pending(profile, low)  # (the problems written when first read)
     if profile.pairing == "count":  # (DeepSeek) the results past a block's count: orphans
         remaining = 0
         for index, message in enumerate(part):
@@ -691,7 +727,7 @@ def _without_repeats(
                 ids=(call_id,),
                 first=first + low,
             )
-    if not report.problems:
+    if not report.found:
         return None
     dropped = {index for index, _, _ in repeats}
     changes = [
@@ -700,7 +736,7 @@ def _without_repeats(
     ]
     kept = [message for index, message in enumerate(part) if index not in dropped]
     call_ids: set[str | None] = {call["id"] for message in part for call in _calls_of(message)}
-    return Named(low, low + len(part), kept, changes, report.problems, call_ids)
+    return Named(low, low + len(part), kept, changes, report, call_ids)
 
 
 def mend_damage(
@@ -719,8 +755,10 @@ def mend_damage(
     every range). ``whole``: the history to repair whole where the ranges cannot tell
     (``messages`` itself unless given: ``messages`` may be it with names filled outside the
     ranges); ``Mended.whole`` then says so. ``later``: where a :class:`Stretch` had its ids
-    rewritten, the changes and problems are left to ``Mended.later`` (a change and a problem
-    or two for nearly every message, which cost more than the rewrite)."""
+    rewritten (a change and a problem or two for nearly every message, which cost more than
+    the rewrite), or a :class:`Named` range's problems are still to be written (a problem
+    costs more than the rest of a small range's repair), and something changed, the changes
+    and problems are left to ``Mended.later``."""
     history = messages if whole is None else whole
     repaired: list[Any] = []
     changes: list[Change] = []
@@ -733,6 +771,9 @@ def mend_damage(
     # (It calls no id a range dropped a result of: a range drops only a result the scan found
     # no waiting call for, and the scan widened that range over every range calling its id.)
     stretches: list[tuple[int, int, Stretch, list[str]]] = []
+    # with ``later``, each range whose problems are still to be written, in range order with
+    # the stretches: where its problems go in ``problems``, and the range
+    deferred: list[tuple[int, int, Stretch | Named, list[str]]] = []
     for damage in damaged:
         if type(damage) is Stretch:  # sound but for its call ids: rewritten in one pass
             repaired.extend(messages[position : damage.low])
@@ -749,6 +790,7 @@ def mend_damage(
             )
             repaired.extend(rewritten)
             stretches.append((len(changes), len(problems), damage, new_ids))
+            deferred.append(stretches[-1])
             position = high
             continue
         if type(damage) is Named:  # mended already, in one pass: copied in like a repair
@@ -757,7 +799,10 @@ def mend_damage(
             changes.extend(damage.changes)
             dropped.append({i for c in damage.changes if c.code in _DROPPING for i in c.ids})
             called.append(damage.call_ids)
-            problems.extend(damage.problems)
+            if later and damage.deferred:
+                deferred.append((len(changes), len(problems), damage, []))
+            else:
+                problems.extend(damage.problems)
             position = damage.high
             continue
         assert type(damage) is Damage
@@ -801,16 +846,21 @@ def mend_damage(
     repaired.extend(messages[position:])
     if len(called) > 1 and any(dropped) and _answers_elsewhere(_call_ids(called), dropped):
         return _mend_whole(module, history, profile, policy, parts_before)
-    if not stretches:
+    if not deferred:
         return Mended(repaired, changes, parts, problems)
 
     def report() -> tuple[list[Change], list[Problem]]:
-        """The ranges' changes and problems with each stretch's in its place."""
+        """The ranges' changes and problems with each stretch's, and each deferred range's
+        problems, in its place."""
         all_changes: list[Change] = []
         all_problems: list[Problem] = []
         done_changes = done_problems = 0
-        for at_change, at_problem, stretch, new_ids in stretches:
-            made, found = stretch_report(profile, stretch.calls, stretch.results, new_ids)
+        for at_change, at_problem, part, new_ids in deferred:
+            if isinstance(part, Named):
+                made: Sequence[Change] = ()
+                found: Sequence[Problem] = part.problems
+            else:
+                made, found = stretch_report(profile, part.calls, part.results, new_ids)
             all_changes += changes[done_changes:at_change]
             all_changes += made
             all_problems += problems[done_problems:at_problem]
@@ -820,7 +870,7 @@ def mend_damage(
         all_problems += problems[done_problems:]
         return all_changes, all_problems
 
-    if later:
+    if later and (stretches or changes):  # (something changed: ``Repair.changed`` is True)
         return Mended(repaired, (), parts, (), later=report)
     built = report()
     return Mended(repaired, built[0], parts, built[1])

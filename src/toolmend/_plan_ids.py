@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Callable
 
 from ._edits import Blocks, Item, Placeholder
 from ._planstate import CallRef, PlanState, call_at, result_at
 from .profiles import Profile, compiled
 
-__all__ = ["acceptable_id", "fresh_id", "rename_functions", "rewrite_ids"]
+__all__ = ["acceptable_id", "fresh_id", "id_test", "rename_functions", "rewrite_ids"]
 
 ALNUM = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 PAIRS = [low + high for high in ALNUM for low in ALNUM]
@@ -85,14 +86,38 @@ _fresh_id = fresh_id  # (the planner's name for it)
 def acceptable_id(call_id: str | None, profile: Profile) -> bool:
     """Whether ``profile`` takes ``call_id`` as it is (else :func:`rewrite_ids` gives the call
     a new one)."""
-    if not call_id:  # missing or "": rewritten on the call and its results alike
-        return False
-    if profile.call_id_max_length is not None and len(call_id) > profile.call_id_max_length:
-        return False
-    if profile.call_id_length is not None and len(call_id) != profile.call_id_length:
-        return False
+    return id_test(profile)(call_id)
+
+
+_ID_TESTS: dict[int, tuple[Profile, Callable[[str | None], bool]]] = {}
+"""``id(profile)`` -> (the profile, its :func:`id_test`); the profile is kept so its id cannot
+be reused while the entry lives."""
+
+
+def id_test(profile: Profile) -> Callable[[str | None], bool]:
+    """:func:`acceptable_id` for ``profile``, its limits and pattern looked up once per profile
+    (profiles are frozen): a range mended in one walk tests every call's id, and the look-ups
+    cost more than the test."""
+    entry = _ID_TESTS.get(id(profile))
+    if entry is not None and entry[0] is profile:
+        return entry[1]
+    max_length, length = profile.call_id_max_length, profile.call_id_length
     pattern = compiled(profile.call_id_pattern)
-    return pattern is None or pattern.fullmatch(call_id) is not None
+    match = pattern.fullmatch if pattern is not None else None
+
+    def test(call_id: str | None) -> bool:
+        if not call_id:  # missing or "": rewritten on the call and its results alike
+            return False
+        if max_length is not None and len(call_id) > max_length:
+            return False
+        if length is not None and len(call_id) != length:
+            return False
+        return match is None or match(call_id) is not None
+
+    if len(_ID_TESTS) >= 256:  # profiles built per call: keep the cache small
+        _ID_TESTS.clear()
+    _ID_TESTS[id(profile)] = (profile, test)
+    return test
 
 
 def rewrite_ids(state: PlanState) -> None:

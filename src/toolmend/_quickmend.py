@@ -24,9 +24,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ._edits import Keep, Placeholder, Plan
-from ._findings import Report
+from ._findings import Pending, Report
 from ._jsontext import NonFiniteNumberError, UnwritableValueError
-from ._plan_ids import acceptable_id, fresh_id
+from ._plan_ids import fresh_id, id_test
 from ._policy import Policy
 from ._report import Builder, Change, Problem
 from ._rules import pair_by_count
@@ -38,6 +38,7 @@ __all__ = [
     "fill_names",
     "fresh_ids",
     "mend_range",
+    "mended_range",
     "quick_mend",
     "quick_names",
     "rewrite_stretch",
@@ -51,11 +52,14 @@ Quick = tuple[list[Any], Builder]
 built on first read: :meth:`toolmend.Repair._deferred`)."""
 
 
-def quick_mend(module: Format, messages: Sequence[Any], profile: Profile) -> Quick | None:
+def quick_mend(
+    module: Format, messages: Sequence[Any], profile: Profile, *, vouched_against: bool = False
+) -> Quick | None:
     """The repaired list of ``toolmend.repair(messages, provider=profile)`` and the builder of
     its changes and problems, when the only edits it makes are result names or call ids; None
-    when the full path must decide (anything else is wrong, or the history is valid)."""
-    fixes = module.quick_fixes(messages, profile)
+    when the full path must decide (anything else is wrong, or the history is valid).
+    ``vouched_against``: ``Format.quick_valid`` failed on it (see ``Format.quick_fixes``)."""
+    fixes = module.quick_fixes(messages, profile, vouched_against=vouched_against)
     if fixes is None:
         return None
     names, calls, results, kept = fixes
@@ -478,15 +482,32 @@ def mend_range(
     *,
     request: RequestIds | None = None,
 ) -> tuple[list[Any], list[Change], list[Problem], set[str | None]] | None:
+    """:func:`mended_range` with its problems written (see there)."""
+    found = mended_range(module, part, profile, policy, base, request=request)
+    if found is None:
+        return None
+    return found[0], found[1], found[2].build(), found[3]
+
+
+def mended_range(
+    module: Format,
+    part: Sequence[Any],
+    profile: Profile,
+    policy: Policy,
+    base: int,
+    *,
+    request: RequestIds | None = None,
+) -> tuple[list[Any], list[Change], Pending, set[str | None]] | None:
     """A damaged range ``part`` of chat messages (from message ``base``, after the history's
     start and before its end) mended of the common damages without a skeleton, a judge or a
     planner: calls left without their result, results whose call is in no message of the
     range, results repeated word for word within their block, and a calling message sent twice
     (the copy whose calls are left unanswered gets new ids for them, as the planner's id step
     gives a placeheld call whose id another call has). Returns the range repaired, the changes
-    and problems the full path makes for it (in its order), and the range's call ids; None for
-    anything else, or under a profile the plain one-pass check does not model (the full path
-    decides).
+    and problems the full path makes for it (in its order; the problems as a :class:`Pending`
+    report, written when built: :func:`mend_range` builds them), and the range's call ids; None
+    for anything else, or under a profile the plain one-pass check does not model (the full
+    path decides).
 
     Each damaged range cost 40-60 us of reading, judging and planning whatever its size, most
     of a damaged history's repair after the range scan (issue 32). What it makes here is what
@@ -530,9 +551,10 @@ def mend_range(
     refused: set[tuple[int, int]] = set()  # (with ``request``) the calls whose id it refuses
     answers: list[tuple[int, int, int]] = []  # (with ``request``) result, its call's message, slot
     request_wide = profile.call_id_scope == "request"
+    id_ok = id_test(profile)  # (what the planner's id step keeps)
     named = profile.results_need_name  # (Gemini) each result names its call's function
     filled: list[tuple[int, str, str]] = []  # (Gemini) result message, name, call id
-    report = Report(profile, base)
+    report = Pending(profile, base)
     changes: list[Change] = []
     items: list[Any] = []  # kept messages, and (call, slot, id, name) for each placeholder
     uses: dict[str, int] = {}  # call id -> how many calls of the range have it
@@ -542,6 +564,13 @@ def mend_range(
     owner = -1  # the calling message whose results come now
     block: dict[str, tuple[int, str]] = {}  # its call ids -> (slot, name)
     answered: dict[str, int] = {}  # its call ids answered -> the answering message
+    caller = -1  # the last calling message (``block`` and ``answered`` are its)
+    late: list[tuple[int, str, int]] = []  # results after messages that interrupt their block
+    gaps: dict[int, int] = {}  # where in ``items`` a block's placeholders start -> its message
+    blocks: dict[int, dict[str, int]] = {}  # calling message -> its ``answered``
+    callers_of: dict[str, list[int]] = {}  # call id -> the calling messages with it, in order
+    repeats_moved: set[int] = set()  # of ``late``: results repeated in their block that
+    # answer an earlier call
     for index, message in enumerate(part):
         if type(message) is not dict:
             return None
@@ -565,8 +594,33 @@ def mend_range(
                     if request is not None:
                         answers.append((index, owner, block[call_id][0]))
                     continue
-                if uses[call_id] > 1 or message != part[first]:
-                    return None  # an earlier call with the id still open, or another text
+                if message != part[first]:
+                    return None  # another text: the planner's strength test
+                if uses[call_id] > 1:
+                    if request is not None:
+                        return None  # (which call it answers under the latest pairing)
+                    # the pairing pairs a result with the latest calling message whose call
+                    # with its id is open: an earlier one (a calling message sent twice, its
+                    # result too), and the result moves next to that call
+                    earlier = _open_caller(callers_of[call_id], call_id, blocks)
+                    if earlier < 0:
+                        return None  # (a second result for every call with the id)
+                    blocks[earlier][call_id] = index
+                    late.append((index, call_id, earlier))
+                    repeats_moved.add(index)
+                    if named and message.get("name") != (
+                        earlier_name := _name_in(part[earlier], call_id)
+                    ):
+                        filled.append((index, earlier_name, call_id))
+                    report.add(
+                        "duplicate_result",
+                        index,
+                        "call answered twice",
+                        id=call_id,
+                        ids=(call_id,),
+                        first=first + base,
+                    )
+                    continue
                 report.add(
                     "duplicate_result",
                     index,
@@ -599,6 +653,18 @@ def mend_range(
                     id=call_id,
                     ids=(call_id,),
                 )
+            if caller >= 0 and call_id in block and call_id not in answered:
+                if request is not None:
+                    return None  # (its id rewritten with its call's: the full path's)
+                # the last calling message's result after messages that interrupt its block
+                # (a user message sent while the tools ran): moved next to its call, the
+                # messages between after it, as the planner lays them out
+                answered[call_id] = index
+                late.append((index, call_id, caller))
+                name = block[call_id][1]
+                if named and message.get("name") != name:
+                    filled.append((index, name, call_id))  # (no name problem: an orphan's)
+                continue
             orphans.append(index)
             changes.append(
                 _change(
@@ -612,6 +678,7 @@ def mend_range(
         if type(role) is not str or role not in _OTHER_ROLES:
             return None
         if owner >= 0 and len(answered) < len(block):
+            gaps[len(items)] = owner
             _answer_missing(
                 report, changes, items, placeheld, policy, owner, block, answered, named
             )
@@ -632,17 +699,23 @@ def mend_range(
             function_name = function.get("name")
             if type(function_name) is not str or not function_name:
                 return None
-            if not acceptable_id(call_id, profile):
+            if not id_ok(call_id):
                 if pattern is None or pattern.fullmatch(call_id) is not None:
                     return None  # (an id the pattern takes but the planner rewrites)
                 refused.add((index, slot))
             block[call_id] = (slot, function_name)
             uses[call_id] = uses.get(call_id, 0) + 1
-        owner = index
+            callers_of.setdefault(call_id, []).append(index)
+        owner = caller = index
+        blocks[index] = answered
     if owner >= 0 and len(answered) < len(block):
         _answer_missing(report, changes, items, placeheld, policy, owner, block, answered, named)
+    if late:
+        if any(uses[call_id] > 1 for i, call_id, _ in late if i not in repeats_moved):
+            return None  # (which call a result of a shared id answers: the planner's)
+        items, placeheld = _moved_late(part, base, late, gaps, items, placeheld, changes)
     if profile.pairing == "count":  # (DeepSeek) the judge counts results, the planner pairs ids
-        report.problems = []
+        report.found = []
         pair_by_count(
             [message["role"] for message in part],
             lambda index: part[index].get("tool_calls"),
@@ -663,7 +736,7 @@ def mend_range(
     repeated = request_wide and len(uses) < sum(uses.values())
     if repeated and not _repeated_call_ids(report, part, uses, placeheld):
         return None
-    if len(report.problems) == len(mismatched):
+    if len(report.found) == len(mismatched):
         return None  # (names alone: ``quick_names``)
     for index in orphans:  # its id called nowhere in the range (else the planner's)
         call_id = part[index]["tool_call_id"]
@@ -732,9 +805,8 @@ def mend_range(
             undo.back(request)
         return None
     changes.sort(key=_change_index)
-    problems = report.problems
-    problems.sort(key=_problem_index)
-    return repaired, changes, problems, set(uses)
+    report.found.sort(key=_found_index)  # (the problems' order: their indexes, less ``base``)
+    return repaired, changes, report, set(uses)
 
 
 class _Undo:
@@ -816,7 +888,7 @@ id outside its pattern, None where it reports none): made once per profile."""
 
 
 def _id_problems(
-    report: Report,
+    report: Pending,
     part: Sequence[Any],
     refused: set[tuple[int, int]],
     pattern: re.Pattern[str] | None,
@@ -845,21 +917,23 @@ def _id_problems(
             _ID_MAKERS.clear()
         _ID_MAKERS[id(profile)] = entry
     _, call_problem, result_problem = entry
-    found, base = report.problems, report.base
+    base = report.base
     if call_problem is not None:
         for index, slot in sorted(refused):
-            found.append(call_problem(base + index, part[index]["tool_calls"][slot]["id"], slot))
+            report.made(
+                index, call_problem(base + index, part[index]["tool_calls"][slot]["id"], slot)
+            )
     if pattern is None or result_problem is None:
         return
     for index, message in enumerate(part):
         if message["role"] == "tool":
             result_id = message["tool_call_id"]
             if pattern.fullmatch(result_id) is None:
-                found.append(result_problem(base + index, result_id, 0))
+                report.made(index, result_problem(base + index, result_id, 0))
 
 
 def _answer_missing(
-    report: Report,
+    report: Pending,
     changes: list[Change],
     items: list[Any],
     placeheld: list[tuple[int, int, str, str]],
@@ -890,6 +964,83 @@ def _answer_missing(
         )
 
 
+def _open_caller(callers: list[int], call_id: str, blocks: dict[int, dict[str, int]]) -> int:
+    """The latest of ``callers`` whose call with ``call_id`` has no result yet (-1: none), as
+    the pairing by id looks it up."""
+    for caller in reversed(callers):
+        if call_id not in blocks[caller]:
+            return caller
+    return -1
+
+
+def _name_in(message: Any, call_id: str) -> Any:
+    """The function name of ``message``'s call with ``call_id`` (the walk checked them)."""
+    for call in message["tool_calls"]:
+        if call["id"] == call_id:
+            return call["function"]["name"]
+    return None
+
+
+def _moved_late(
+    part: Sequence[Any],
+    base: int,
+    late: list[tuple[int, str, int]],
+    gaps: dict[int, int],
+    items: list[Any],
+    placeheld: list[tuple[int, int, str, str]],
+    changes: list[Change],
+) -> tuple[list[Any], list[tuple[int, int, str, str]]]:
+    """The planner's layout of results that come after messages interrupting their calling
+    message's block (``late``: result index, call id, calling message): each result right
+    after the block's own results (``moved_result``), before the placeholders of the calls
+    still unanswered, and no placeholder (nor ``answered_missing_call``) for its call; each
+    message between the calling message and its last late result that stays
+    (``moved_message``). The judge's problems stand (``missing_result`` at the calling
+    message, ``orphan_result`` on each late result). Returns the items and placeheld calls."""
+    answered_late = {(caller, call_id) for _, call_id, caller in late}
+    by_caller: dict[int, list[int]] = {}
+    for index, _, caller in late:
+        by_caller.setdefault(caller, []).append(index)
+    laid: list[Any] = []
+    for position, item in enumerate(items):
+        caller = gaps.get(position, -1)
+        if caller in by_caller:
+            laid.extend(_keep(index) for index in by_caller[caller])
+        if type(item) is tuple and (item[0], item[2]) in answered_late:
+            continue  # (a placeholder for a call answered after all)
+        laid.append(item)
+    changes[:] = [
+        change
+        for change in changes
+        if change.code != "answered_missing_call"
+        or (change.index - base, change.ids[0]) not in answered_late
+    ]
+    for index, call_id, caller in late:
+        changes.append(
+            _change(
+                "moved_result",
+                base + index,
+                f"moved next to its call in message {base + caller}",
+                (call_id,),
+            )
+        )
+    aside: set[int] = set()  # (the spans of two calling messages may overlap)
+    for caller, indexes in by_caller.items():
+        aside.update(
+            between
+            for between in range(caller + 1, max(indexes))
+            if part[between]["role"] != "tool"
+        )
+    for between in sorted(aside):
+        changes.append(
+            _change(
+                "moved_message", base + between, "moved after the tool results it interrupted", ()
+            )
+        )
+    kept = [call for call in placeheld if (call[0], call[2]) not in answered_late]
+    return laid, kept
+
+
 _KEEPS = [Keep(index) for index in range(256)]
 
 
@@ -915,12 +1066,12 @@ def _change_index(change: Change) -> int:
     return change.index
 
 
-def _problem_index(problem: Problem) -> int:
-    return problem.index
+def _found_index(found: tuple[str, int, str, dict[str, Any]]) -> int:
+    return found[1]
 
 
 def _repeated_call_ids(
-    report: Report,
+    report: Pending,
     part: Sequence[Any],
     uses: dict[str, int],
     placeheld: list[tuple[int, int, str, str]],

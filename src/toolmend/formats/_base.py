@@ -189,7 +189,13 @@ class Format:
         return None
 
     def quick_fixes(
-        self, messages: Sequence[Any], profile: Profile, /, *, opening: bool = True
+        self,
+        messages: Sequence[Any],
+        profile: Profile,
+        /,
+        *,
+        opening: bool = True,
+        vouched_against: bool = False,
     ) -> tuple[list[tuple[int, str, str]], list[Any], list[int], list[str]] | None:
         """The only edits the full path would make, when they are result names or call ids a
         cross-family target wants on a history that passes its other rules: (tool message
@@ -199,7 +205,9 @@ class Format:
         calls kept (a new id must differ from them and from the rewritten). None
         when it cannot tell (see :mod:`toolmend._quickmend`). ``opening=False``: ``messages``
         is a range after the history's start, judged without the rules on a conversation's
-        opening."""
+        opening. ``vouched_against``: :meth:`quick_valid` failed on ``messages``; a format may
+        then answer None where a glance shows it failed on something else (the ranges repair
+        such a history as the full path does)."""
         return None
 
     def request_id_fixes(

@@ -33,6 +33,7 @@ from ._openai_cross import (
     cross_fixes,
     cross_rules,
     cross_valid,
+    fixes_likely,
     opening_ok,
     scan_pass,
 )
@@ -156,13 +157,22 @@ def quick_live(
 
 
 def quick_fixes(
-    messages: Sequence[Any], profile: Profile, /, *, opening: bool = True
+    messages: Sequence[Any],
+    profile: Profile,
+    /,
+    *,
+    opening: bool = True,
+    vouched_against: bool = False,
 ) -> Fixes | None:
     """The result names or call ids a cross-family profile wants, when nothing else is wrong
     (see :func:`toolmend.formats._openai_cross.cross_fixes`; ``opening=False`` for a range
-    after the history's start); None otherwise."""
+    after the history's start); None otherwise. ``vouched_against``: the one-pass check
+    failed on ``messages``; None also where its first call's id or first result's name says
+    that was no id or name (:func:`toolmend.formats._openai_cross.fixes_likely`)."""
     params = _plain_params(profile) if messages else None
     if type(params) is not CrossRules:
+        return None
+    if vouched_against and not fixes_likely(messages, params, profile.call_id_length):
         return None
     return cross_fixes(messages, params, profile.call_id_length, opening)
 

@@ -38,6 +38,7 @@ __all__ = [
     "cross_fixes",
     "cross_rules",
     "cross_valid",
+    "fixes_likely",
     "opening_ok",
     "scan_pass",
 ]
@@ -855,3 +856,32 @@ def cross_fixes(
     except (KeyError, TypeError):
         return None
     return ([], *found) if found is not None and found[0] else None
+
+
+def fixes_likely(messages: Sequence[Any], rules: CrossRules, id_length: int | None = None) -> bool:
+    """Whether a whole history that the one-pass check could not vouch for may be one that
+    :func:`cross_fixes` answers for: its first call's id refused (the ids of a history bound
+    for Mistral are all refused, from the first), or its first tool message without a name
+    (bound for Gemini, every result of an OpenAI-shaped history lacks it). Else the check
+    failed on something else (a damage), and :func:`cross_fixes` would walk up to it only to
+    answer None (issue 32: 0.02x ``json.dumps`` on a damaged history); the caller leaves the
+    history to its ranges, which repair it exactly as the full path does, names and ids
+    included, only not in one pass."""
+    if rules.names == (rules.id_match is not None):
+        return False  # (:func:`cross_fixes` answers for neither both nor none)
+    for message in messages:
+        if type(message) is not dict:
+            return False
+        role = message.get("role")
+        if rules.names and role == "tool":
+            name = message.get("name")
+            return type(name) is not str or not name
+        if rules.id_match is not None and role == "assistant":
+            tool_calls = message.get("tool_calls")
+            if type(tool_calls) is list and tool_calls and type(tool_calls[0]) is dict:
+                call_id = tool_calls[0].get("id")
+                return type(call_id) is str and (
+                    rules.id_match(call_id) is None
+                    or (id_length is not None and len(call_id) != id_length)
+                )
+    return False
