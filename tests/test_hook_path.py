@@ -217,14 +217,12 @@ def test_a_hooks_result_pickles_and_copies_as_one_built_eagerly() -> None:
     assert dataclasses.replace(mended, failed=True) == dataclasses.replace(eager, failed=True)
 
 
-def _profile_with_a_broken_text() -> Any:
+def _profile_with_a_broken_text(text: str = "Tool call id was {id but") -> Any:
     """Mistral's profile with an error text that cannot be written (a user-made profile's
     typo): the one-pass id rewrite reports with it."""
     mistral = get_profile("mistral")
     checks = dict(mistral.checks)
-    checks["call_id_format"] = dataclasses.replace(
-        checks["call_id_format"], error="Tool call id was {id but"
-    )
+    checks["call_id_format"] = dataclasses.replace(checks["call_id_format"], error=text)
     return dataclasses.replace(mistral, name="mymistral", checks=_base.checks(**checks))
 
 
@@ -258,3 +256,57 @@ def test_a_report_that_cannot_be_built_fails_inside_the_repair_and_the_hook_fail
     mended = hooks.mend(_REFUSED_IDS, provider=profile, source="test")
     assert mended.failed
     assert mended.messages is _REFUSED_IDS
+
+
+def _long_turns(count: int) -> list[dict[str, Any]]:
+    """``count`` sound turns, a call and its result each, with ids the profile takes."""
+    history: list[dict[str, Any]] = []
+    for turn in range(count):
+        call_id = f"call{turn:05d}"
+        call = {"id": call_id, "type": "function", "function": {"name": "f", "arguments": "{}"}}
+        history += [
+            {"role": "user", "content": f"q{turn}"},
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": call_id, "content": f"r{turn}"},
+            {"role": "assistant", "content": f"a{turn}"},
+        ]
+    return [*history, {"role": "user", "content": "last"}]
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [("Tool call id was {foo}", KeyError), ("Tool call id was {0}", IndexError)],
+)
+def test_a_text_naming_a_field_no_report_gives_fails_inside_the_repair(
+    text: str, error: type[Exception]
+) -> None:
+    """A text that parses but names a field no report writes (``{foo}``, ``{0}``) fails where
+    the repair runs too, not when the report is read (found by the review of the fifth speed
+    round: only the parse was tried before the report was handed out): on the one-pass id
+    rewrite, and on a damaged history's range mended in one walk, whose problems are written
+    on first read."""
+    profile = _profile_with_a_broken_text(text)
+    with pytest.raises(error):
+        toolmend.repair(_REFUSED_IDS, provider=profile)
+    openai = get_profile("openai")
+    checks = dict(openai.checks)
+    checks["duplicate_result"] = dataclasses.replace(checks["duplicate_result"], error=text)
+    broken = dataclasses.replace(openai, name="myopenai", checks=_base.checks(**checks))
+    history = _long_turns(6)
+    history.insert(11, history[10])  # turn 2's result sent twice: a range mid-history
+    for profile_used, messages in ((profile, _REFUSED_IDS), (broken, history)):
+        with pytest.raises(error):
+            toolmend.repair(messages, provider=profile_used)
+        mended = hooks.mend(messages, provider=profile_used, source="test")
+        assert mended.failed
+        assert mended.messages is messages
+
+
+def test_every_shipped_profiles_texts_can_be_written() -> None:
+    """The trial write of :func:`toolmend._findings.check_texts` takes every text toolmend
+    ships (Gemini's names ``{position}``, which only its own rule gives)."""
+    from toolmend._findings import check_texts
+    from toolmend.profiles import PROFILES
+
+    for profile in PROFILES.values():
+        check_texts(profile)

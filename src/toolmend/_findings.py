@@ -113,9 +113,13 @@ _DEFAULTS: dict[str, Any] = {
     "name": "",
     "property": "",
     "first": 0,
+    "position": 0,
 }
 """What :meth:`Report.add` writes for a field its caller did not give (``index``, ``id`` and
 ``ids`` aside)."""
+
+_TRIAL: dict[str, Any] = {**_DEFAULTS, "index": 0, "id": "", "ids": ""}
+"""Every field a report writes into an error text, for :func:`check_texts`' trial."""
 
 _UNREAD: Any = object()
 _FIELDS: dict[str, tuple[str, ...] | None] = {}
@@ -161,8 +165,10 @@ def check_texts(profile: Profile) -> None:
     if _WRITTEN.get(id(profile)) is profile:
         return
     for check in profile.checks.values():
-        for _ in string.Formatter().parse(check.error):  # ValueError: no text to write
-            pass
+        # written once with every field a report can give (each the type it has): a text
+        # that does not parse raises ValueError, one naming a field no report gives KeyError
+        # (``{foo}``) or IndexError (``{0}``), as :meth:`Report.add` would
+        check.error.format(**_TRIAL)
     if len(_WRITTEN) >= 256:
         _WRITTEN.clear()
     _WRITTEN[id(profile)] = profile
