@@ -59,6 +59,7 @@ class Report:
             "name": "",
             "property": "",
             "first": 0,
+            "position": 0,
             **fields,
             "ids": ", ".join(ids),
         }
