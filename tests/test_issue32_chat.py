@@ -359,6 +359,34 @@ def test_an_empty_final_assistant_message_is_dropped_without_prefill() -> None:
     assert_stable(repaired, "anthropic-no-prefill", "anthropic")
 
 
+def test_an_empty_final_message_after_an_unthought_tool_exchange_with_thinking() -> None:
+    """Thinking on, no prefill: the empty final assistant message goes, which leaves the tool
+    exchange before it last; its assistant turn has no thinking block, so the exchange is
+    written as text, as it is when nothing follows it. (Hypothesis found it, ``null_content``:
+    the message went after the flattening had looked at the final exchange, and the repair
+    left ``thinking_required``; the fuzz pair anthropic->anthropic-thinking-no-prefill.)"""
+    history = [
+        user("user 1"),
+        assistant([use("toolu_1")]),
+        user([result("toolu_1", "result 2")]),
+        assistant(""),
+    ]
+    profile = "anthropic-thinking-no-prefill"
+    assert toolmend.check(history, provider="anthropic-thinking", format="anthropic") == []
+    repaired = toolmend.repair(history, provider=profile, format="anthropic")
+    assert [(c.code, c.index) for c in repaired.changes] == [
+        ("flattened_tool_traffic", 1),
+        ("flattened_tool_traffic", 2),
+        ("dropped_empty_message", 3),
+    ]
+    assert [m["role"] for m in repaired.messages] == ["user", "assistant", "user"]
+    assert "result 2" in repaired.messages[2]["content"][0]["text"]
+    assert_stable(repaired, profile, "anthropic")
+    assert toolmend.repair(history[:3], provider=profile, format="anthropic").messages == (
+        repaired.messages
+    )
+
+
 def test_a_trailing_call_without_prefill_ends_on_its_placeholder() -> None:
     repaired = toolmend.repair(TRAILING_USE, provider="anthropic-no-prefill")
     assert [c.code for c in repaired.changes] == ["answered_missing_call"]

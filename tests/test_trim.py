@@ -1010,6 +1010,67 @@ def test_an_unanswered_call_turn_holds_no_later_message_to_it() -> None:
     assert _trim_with_window(1, answered, **both) == _trim_with_window(1 << 30, answered, **both)
 
 
+def test_a_gemini_response_that_names_another_function_stays_with_its_call() -> None:
+    """Gemini pairs a turn's responses with its calls by position: a response without an id
+    named ``unknown`` answers the call before it, as the judge reads it (its name is a
+    separate rule), though the pairing engine gives it no call. The cut must not fall between
+    them, and the windowed search cuts where reading everything does. (Hypothesis found it,
+    ``drop_result_id``: the reading from the cut took the response for one whose call lay
+    before the window and passed it, dropping the call; ``align_cut`` put a cut between.)"""
+    history = to_gemini(
+        [
+            user("user 1"),
+            assistant("assistant 2"),
+            user("user 3"),
+            calling(call("call_0")),
+            {"role": "tool", "content": "result 4"},
+            assistant("assistant 5"),
+        ]
+    )
+    assert history[4]["parts"][0]["functionResponse"]["name"] == "unknown"
+    assert toolmend.atomic_groups(history, format="gemini")[3] == range(3, 5)
+    assert toolmend.align_cut(history, 4, format="gemini") == 3
+    both: dict[str, Any] = {"format": "gemini", "max_tokens": tokens(history[2:])}
+    assert _trim_with_window(1 << 30, history, **both) == history[2:]
+    assert _trim_with_window(1, history, **both) == history[2:]
+
+
+def test_a_second_responses_output_stays_with_its_call() -> None:
+    """Responses pairs outputs with calls by id alone: a second output for an answered call,
+    different from the first, lies anywhere after it, and a tail that keeps it must keep the
+    call (``group_spans`` ties them; the pairing engine calls it an orphan). Hypothesis found
+    it (``duplicate_result`` and ``merge_results``): the reading from the cut took that output
+    for one whose call lay before the window and cut after it, where ``group_spans`` and the
+    whole read kept everything from the call on; ``align_cut`` cut between them."""
+    history = to_responses(
+        [
+            user("user 1"),
+            calling(call("call_a")),
+            result("call_a", "result 2"),
+            calling(call("call_b"), call("call_c")),
+            result("call_b", "result 3\nresult 4"),
+            assistant("assistant 5"),
+            user("user 6"),
+            assistant("assistant 7"),
+            result("call_b", "result 3"),
+            user("user 8"),
+        ]
+    )
+    # the tail from call_b on fits (with the placeholder that answers call_c), no more
+    both: dict[str, Any] = {"format": "openai-responses", "max_tokens": 110}
+    whole = _trim_with_window(1 << 30, history, **both)
+    assert len(whole) == 9
+    assert whole[0] is history[3]
+    assert whole[-5:] == history[-5:]
+    assert _trim_with_window(1, history, **both) == whole
+    assert toolmend.align_cut(history, 9, format="openai-responses") == 3
+    outputs = [item for item in history if item.get("type") == "function_call_output"]
+    assert [o["output"] for o in outputs if o["call_id"] == "call_b"] == [
+        "result 3\nresult 4",
+        "result 3",
+    ]
+
+
 def _split_call_turns(history: list[Any]) -> list[Any]:
     """The Anthropic ``history`` with each assistant message that makes two or more calls
     split before its last call: the API merges the two back into one turn."""
@@ -1130,16 +1191,16 @@ _RESPONSES_ITEMS = st.lists(
         st.sampled_from("abc").map(
             lambda i: {"type": "function_call", "call_id": i, "name": "f", "arguments": "{}"}
         ),
-        st.sampled_from("abc").map(
-            lambda i: {"type": "function_call_output", "call_id": i, "output": "x"}
+        st.tuples(st.sampled_from("abc"), st.sampled_from("xy")).map(
+            lambda i: {"type": "function_call_output", "call_id": i[0], "output": i[1]}
         ),
         st.just({"role": "user", "content": "go on"}),
         st.just({"type": "message", "role": "assistant", "content": "ok"}),
     ),
     max_size=14,
 )
-"""Responses items from three call ids: reused ids, copied outputs, outputs far from their
-calls, outputs before them."""
+"""Responses items from three call ids: reused ids, copied outputs, second outputs that differ
+from the first, outputs far from their calls, outputs before them."""
 
 
 _CALL_A = {"type": "function_call", "call_id": "a", "name": "f", "arguments": "{}"}
@@ -1147,6 +1208,9 @@ _OUTPUT_A = {"type": "function_call_output", "call_id": "a", "output": "x"}
 
 
 @example(items=[_CALL_A, _CALL_A, _OUTPUT_A, _OUTPUT_A])  # two calls wait on one id
+@example(
+    items=[_CALL_A, _OUTPUT_A, {"role": "user", "content": "go on"}, {**_OUTPUT_A, "output": "y"}]
+)
 @example(items=[_CALL_A, _CALL_A, _OUTPUT_A, _CALL_A, _OUTPUT_A, _OUTPUT_A])
 @given(items=_RESPONSES_ITEMS)
 def test_responses_group_spans_are_the_atomic_groups(items: list[Any]) -> None:

@@ -22,7 +22,7 @@ runs these steps, each a small function over the shared planner state:
    the id its response kept.
 6. Per provider: :func:`strip_function_ids`, :func:`place_call_turns`, :func:`sign_calls`
    (Gemini), :func:`alternate` (Bedrock), :func:`flatten_unthought` (Anthropic with thinking),
-   :func:`end_with_user` (the Claude models without prefill).
+   :func:`drop_empty_final` and :func:`end_with_user` (the Claude models without prefill).
 
 Change codes added here: ``reordered_blocks``, ``dropped_empty_block``,
 ``dropped_thinking_block``, ``trimmed_whitespace``, ``normalized_tool_result``,
@@ -53,6 +53,7 @@ from .formats import get
 __all__ = [
     "alternate",
     "calls_apart",
+    "drop_empty_final",
     "end_with_user",
     "fix_blocks",
     "flatten_unthought",
@@ -104,6 +105,9 @@ def plan_blocks(state: PlanState, problem_codes: set[str]) -> None:
     if profile.block_pairing == "converse" and _ORDER_CODES & profile.checks.keys():
         alternate(state)
     if profile.thinking:
+        if "prefill_unsupported" in profile.checks:
+            # the empty final message goes first: what it leaves last is the final exchange
+            drop_empty_final(state)
         flatten_unthought(state)
     if "thinking_final_assistant_disabled" in profile.checks and state.skeleton.whole:
         unthink_new_final(state)
@@ -699,14 +703,45 @@ def calls_apart(state: PlanState) -> None:
 
 def end_with_user(state: PlanState) -> None:
     """The Claude models without prefill (``prefill_unsupported``): the request ends with a
-    user message. An empty final assistant message carries nothing and is dropped; a final
-    assistant message with content is kept, and the fixed user bridge goes after it (see
-    ``ANTHROPIC_NO_PREFILL`` for why). Trailing system messages are sent apart and skipped.
-    Only on the whole history: a range does not know where the request ends."""
+    user message. An empty final assistant message carries nothing and is dropped
+    (:func:`drop_empty_final`); a final assistant message with content is kept, and the fixed
+    user bridge goes after it (see ``ANTHROPIC_NO_PREFILL`` for why). Trailing system messages
+    are sent apart and skipped. Only on the whole history: a range does not know where the
+    request ends."""
+    skeleton, items = state.skeleton, state.plan.items
+    if not skeleton.whole:
+        return
+    drop_empty_final(state)
+    position = len(items) - 1
+    while position >= 0:
+        item = items[position]
+        if isinstance(item, Keep) and skeleton.kinds[item.index] == SYSTEM:
+            position -= 1
+            continue
+        break
+    if position < 0 or _side(state, items[position]) != ASSISTANT:
+        return
+    items.append(Bridge(USER, USER_BRIDGE_TEXT))
+    state.change(
+        "inserted_message",
+        source_index(items[position]),
+        "user message after the final assistant message (the model takes no prefill)",
+    )
+
+
+def drop_empty_final(state: PlanState) -> None:
+    """The Claude models without prefill: the empty final assistant message (after any
+    trailing system messages, sent apart) carries nothing and goes. With thinking on it goes
+    before :func:`flatten_unthought` reads the final exchange: the tool exchange it followed
+    is then the last, and its assistant turn must start with thinking. (Hypothesis found it:
+    dropped after the flattening, it left an unthought tool exchange last, which the
+    provider refuses.) Only on the whole history."""
     skeleton, items = state.skeleton, state.plan.items
     if not skeleton.whole:
         return
     empty_final = {d.at for d in skeleton.defects if d.code == "final_empty"}
+    if not empty_final:
+        return
     position = len(items) - 1
     while position >= 0:
         item = items[position]
@@ -719,14 +754,6 @@ def end_with_user(state: PlanState) -> None:
             position -= 1
             continue
         break
-    if position < 0 or _side(state, items[position]) != ASSISTANT:
-        return
-    items.append(Bridge(USER, USER_BRIDGE_TEXT))
-    state.change(
-        "inserted_message",
-        source_index(items[position]),
-        "user message after the final assistant message (the model takes no prefill)",
-    )
 
 
 def lead_with_user(state: PlanState) -> None:

@@ -178,10 +178,22 @@ def _spans(skeleton: Skeleton, pairing: Pairing) -> tuple[list[tuple[int, int]],
     """The ``[start, end)`` spans that must stay whole, and the loose messages.
 
     A span runs from a call to its result (or a duplicate of it). A result that answers no
-    call but sits in the block of results right after a calling message, with the id of one of
-    its calls (a second result for a reused id), stays with that block, where the provider's
-    adjacency rule reads it. Any other such result is loose: in a window of the history, its
-    call lies before the window.
+    call stays with the call the provider pairs it with, although the pairing engine gives it
+    none (it is a second, different result for its call, or it names another function), so that
+    no cut falls between the two, as the judge reads them:
+
+    * where results follow their calls, a result in the block of results right after a calling
+      message, with the id of one of its calls (a second result for a reused id), stays with
+      that block, where the provider's adjacency rule reads it; so does any result in that
+      block where results answer by position (Gemini: the n-th response of a turn answers its
+      n-th call, whatever its name or id says);
+    * where a result may lie anywhere after its call (Responses items, paired by id alone), it
+      stays with the latest earlier call with its id, as ``group_spans`` ties it.
+
+    Any other such result is loose: in a window of the history, its call lies before the
+    window. (Hypothesis found both: an id-less Gemini response named ``unknown`` and a second
+    Responses output for an answered call were loose in a window that held their call, so the
+    windowed cut passed them where reading everything cut before the call.)
     """
     spans = [
         (caller, holder + 1) if caller < holder else (holder, caller + 1)
@@ -196,24 +208,37 @@ def _spans(skeleton: Skeleton, pairing: Pairing) -> tuple[list[tuple[int, int]],
     loose: list[int] = []
     if unattached:
         kinds, calls, results = skeleton.kinds, skeleton.calls, skeleton.results
+        module = get(skeleton.format)
+        by_id = not module.results_follow_calls
+        positional = module.positional_results
+        latest: dict[str | None, int] = {}  # call id -> its latest calling message so far
         owner = -1  # the calling message whose block of results the walk is in
         owner_ids: set[str | None] = set()
         for index, kind in enumerate(kinds):
             if kind != TOOL:
                 owner = index if kind == ASSISTANT and index in calls else -1
                 owner_ids = {call.id for call in calls.get(index, ())} if owner >= 0 else set()
+                if by_id:
+                    latest.update((call.id, index) for call in calls.get(index, ()))
             elif index in holders:
                 # the message's unattached results only (a block message also holds answered
-                # ones): one with an id of the block's caller stays with the block; one whose
-                # id the caller lacks was called before the window, so the cut must pass it
+                # ones): one the provider pairs with a call in sight stays with it; one whose
+                # call is not in sight was called before the window, so the cut must pass it
                 ids = [
                     result.id
                     for result in results.get(index, ())
                     if (index, result.slot) in unattached
                 ]
-                if any(result_id in owner_ids for result_id in ids):
+                if by_id:
+                    callers = [latest.get(result_id, -1) for result_id in ids if result_id]
+                    spans.extend((caller, index + 1) for caller in callers if caller >= 0)
+                    if len(callers) < len(ids) or min(callers) < 0:
+                        loose.append(index)
+                    continue
+                held = [positional or result_id in owner_ids for result_id in ids]
+                if owner >= 0 and any(held):
                     spans.append((owner, index + 1))
-                if not all(result_id in owner_ids for result_id in ids):
+                if owner < 0 or not all(held):
                     loose.append(index)
     return spans, loose
 
