@@ -766,3 +766,38 @@ def test_mistral_ranges_are_mended_without_reading_them(monkeypatch: pytest.Monk
     assert fixed.messages == expected
     assert list(fixed.changes) == changes
     assert list(fixed.problems) == problems
+
+
+@pytest.mark.parametrize("provider", ["bedrock", "mistral"])
+def test_a_user_message_after_results_is_bridged_without_reading_its_range(
+    monkeypatch: pytest.MonkeyPatch, provider: str
+) -> None:
+    """A user message right after results (Bedrock's and Mistral's role order: the judge's
+    ``role_order``), alone in its range or with a missing result: the assistant bridge goes
+    before it, as the planner's ``bridge_role_order`` puts it, without reading, judging or
+    planning the range (Mistral: with the request's new ids). Under Bedrock also inside a
+    block of results, where the results move next to their call and the user message after
+    them, behind the bridge."""
+    history = _long_history(8)
+    history.insert(9, user("are you still there?"))  # turn 1: right after its results
+    del history[23]  # turn 4: its second result missing
+    history.insert(24, user("hello?"))  # and the user message right after the first
+    if provider == "bedrock":
+        history.insert(29, user("still there?"))  # turn 5: between its two results
+    history.append(user("thanks"))  # (Mistral: the request ends on the user's turn)
+    profile = get_profile(provider)
+    expected, changes = whole_repair(formats.get("openai"), history, profile, Policy())
+    problems = judge(openai_chat.read(history), profile)
+    assert [c.code for c in changes].count("inserted_message") == (
+        3 if provider == "bedrock" else 2
+    )
+    assert "role_order" in {p.code for p in problems}
+
+    def no_judge(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a range was judged")
+
+    monkeypatch.setattr(toolmend._api, "judge", no_judge)
+    fixed = toolmend.repair(history, provider=provider)
+    assert fixed.messages == expected
+    assert list(fixed.changes) == changes
+    assert list(fixed.problems) == problems

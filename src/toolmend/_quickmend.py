@@ -23,14 +23,15 @@ import string
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ._edits import Keep, Placeholder, Plan
+from ._edits import Bridge, Keep, Placeholder, Plan
 from ._findings import Pending, Report
 from ._jsontext import NonFiniteNumberError, UnwritableValueError
 from ._plan_ids import fresh_id, id_test
+from ._planstate import ASSISTANT_BRIDGE_TEXT
 from ._policy import Policy
 from ._report import Builder, Change, Problem
 from ._rules import pair_by_count
-from ._skeleton import SYSTEM, TOOL, RequestIds
+from ._skeleton import ASSISTANT, SYSTEM, TOOL, USER, RequestIds
 from .formats import Format, _openai_chat
 from .profiles import Check, Profile, compiled
 
@@ -517,16 +518,21 @@ def mended_range(
     one-pass check and each dropped orphan passes it after a call with its id, so no other
     rule has anything to say. Under counting pairing (DeepSeek) the problems are the judge's
     count; under result names (Gemini) the answered results get their call's name; under a
-    role order (Bedrock) neither the range nor its repair may break it; ids unique in the
-    request (Anthropic) add the judge's ``duplicate_call_id``. Property tests hold it to the
+    role order (Bedrock) each break is the judge's ``role_order`` and a message the order
+    forbids after results gets the planner's assistant bridge before it (``bridge_role_order``:
+    a user message right after results, 27 of the 139 ranges of the 10k bench history bound
+    for Bedrock), a system message it would send as user text goes to the full path; ids
+    unique in the request (Anthropic) add the judge's ``duplicate_call_id``. Property tests hold it to the
     full path (``tests/test_damaged_speed.py``).
 
     ``request``: the call id rewrite of the whole request, for a profile whose refused ids are
     rewritten request-wide (Mistral, :func:`toolmend._api._with_stretches`): each refused id of
     the range (and a placeheld call's id another call has) gets the id the request's planner
     gives it, in history order (``call_id_format`` on the call and on each result carrying
-    it), results pair with the latest calling message (``Profile.pairing`` ``"latest"``) and
-    the role order holds before and after the repair. Where it answers None, ``request`` is
+    it), results pair with the latest calling message (``Profile.pairing`` ``"latest"``), the
+    only break of the role order before the repair a user message right after results (a
+    result after a user message answers the call before it under that pairing: the full
+    path's), bridged as above. Where it answers None, ``request`` is
     as it was (the full path makes the range's ids after it)."""
     if (
         profile.pairing not in (("adjacent", "count") if request is None else ("latest",))
@@ -542,11 +548,20 @@ def mended_range(
     )
     if params is None:
         return None
-    if request is not None and not (  # (a role out of order: the full path's, found first)
-        all(type(message) is dict and _known_role(message.get("role")) for message in part)
-        and _order_kept(part, (), profile.role_successors or {})
-    ):
-        return None
+    successors = profile.role_successors
+    breaks: list[tuple[int, str, str]] = []  # the judge's ``role_order``: index, kind, before
+    if successors is not None:
+        if not all(type(message) is dict and _known_role(message.get("role")) for message in part):
+            return None
+        kinds = [_openai_chat._KINDS[message["role"]] for message in part]
+        breaks = _role_breaks(kinds, successors)
+        if request is not None and any(
+            before != TOOL or kind != USER for _, kind, before in breaks
+        ):
+            # (under the latest pairing a result after a user message answers the call
+            # before it, and a system message after results is sent as user text: the full
+            # path's, found first)
+            return None
     pattern = compiled(profile.call_id_pattern) if request is not None else None
     refused: set[tuple[int, int]] = set()  # (with ``request``) the calls whose id it refuses
     answers: list[tuple[int, int, int]] = []  # (with ``request``) result, its call's message, slot
@@ -736,7 +751,9 @@ def mended_range(
     repeated = request_wide and len(uses) < sum(uses.values())
     if repeated and not _repeated_call_ids(report, part, uses, placeheld):
         return None
-    if len(report.found) == len(mismatched):
+    if request is None:  # (the judge's last rule here; with ``request``, after the ids')
+        _order_problems(report, breaks)
+    if len(report.found) == len(mismatched) and not breaks:
         return None  # (names alone: ``quick_names``)
     for index in orphans:  # its id called nowhere in the range (else the planner's)
         call_id = part[index]["tool_call_id"]
@@ -754,12 +771,17 @@ def mended_range(
                     (call_id,),
                 )
             )
+    bridges: list[int] = []  # (a role order) where in ``items`` the planner's bridges go
+    if successors is not None:
+        found_bridges = _bridges(kinds, items, successors)
+        if found_bridges is None:
+            return None
+        bridges = found_bridges
     renamed: dict[tuple[int, int], str] = {}
     undo: _Undo | None = None
     if request is not None:  # the request's ids, made last: nothing after them may fail
-        if not _order_kept(part, items, profile.role_successors or {}):
-            return None
         _id_problems(report, part, refused, pattern, profile)
+        _order_problems(report, breaks)
         undo = _request_ids(part, profile, request, plan, changes, base, refused, placeheld, uses)
         renamed = undo.renamed
         for index, owner, slot in answers:
@@ -791,9 +813,20 @@ def mended_range(
             else Placeholder(item[0], renamed.get(item[:2], item[2]), item[3], text, named, item[1])
             for item in items
         ]
-    successors = profile.role_successors
-    if undo is None and successors is not None and not _order_kept(part, plan.items, successors):
-        return None
+    if bridges:  # (after the id step's changes, as ``bridge_role_order`` runs after it)
+        laid: list[Any] = list(plan.items)
+        plan.items = laid
+        for position in bridges:
+            changes.append(
+                _change(
+                    "inserted_message",
+                    base + laid[position].index,  # (a kept message: not a result)
+                    "assistant message inserted after tool results",
+                    (),
+                )
+            )
+        for position in reversed(bridges):
+            laid.insert(position, Bridge(ASSISTANT, ASSISTANT_BRIDGE_TEXT))
     try:
         repaired: list[Any] = module.apply(part, plan)
     except (NonFiniteNumberError, UnwritableValueError):
@@ -1109,25 +1142,44 @@ def _known_role(role: Any) -> bool:
     return type(role) is str and role in _openai_chat._KINDS
 
 
-def _order_kept(
-    part: Sequence[Any], items: Sequence[Any], successors: Mapping[str, frozenset[str]]
-) -> bool:
-    """Under a profile with a role order (Bedrock: after results, only the model or more
-    results), whether the range breaks none of it before the repair (else the judge's
-    ``role_order`` is the planner's) and none after it (else ``quick_plan`` leaves the range to
-    the planner's bridges)."""
-    kinds = [_openai_chat._KINDS[message["role"]] for message in part]
-    for previous, kind in itertools.pairwise(kinds):
-        allowed = successors.get(previous)
-        if allowed is not None and kind not in allowed:
-            return False
+def _role_breaks(
+    kinds: list[str], successors: Mapping[str, frozenset[str]]
+) -> list[tuple[int, str, str]]:
+    """Each message of a range whose kind the profile's role order forbids after the kind
+    before it (index, kind, the kind before), as the judge's ``role_order`` finds them."""
+    return [
+        (index, kind, before)
+        for index, (before, kind) in enumerate(itertools.pairwise(kinds), 1)
+        if (allowed := successors.get(before)) is not None and kind not in allowed
+    ]
+
+
+def _order_problems(report: Pending, breaks: list[tuple[int, str, str]]) -> None:
+    """The judge's ``role_order`` on each of ``breaks`` (:func:`_role_breaks`)."""
+    for index, kind, before in breaks:
+        report.add("role_order", index, f"{kind} right after {before}", role=kind, prev=before)
+
+
+def _bridges(
+    kinds: list[str], items: Sequence[Any], successors: Mapping[str, frozenset[str]]
+) -> list[int] | None:
+    """Where the planner's ``bridge_role_order`` puts its assistant bridge among ``items``
+    (kept messages and placeholders): before each item a result may not precede (a user
+    message right after results, under Bedrock's and Mistral's role order). None where
+    ``demote_system`` would send a system message as user text, or the order still breaks
+    with the bridges in (the planner's)."""
     after_tool = successors.get(TOOL, frozenset())
+    found: list[int] = []
     previous = ""
-    for item in items:
+    for position, item in enumerate(items):
         kind = kinds[item.index] if type(item) is Keep else TOOL
-        if (kind == SYSTEM and previous and SYSTEM not in successors.get(previous, {SYSTEM})) or (
-            previous == TOOL and kind not in after_tool
-        ):
-            return False
+        if kind == SYSTEM and previous and SYSTEM not in successors.get(previous, {SYSTEM}):
+            return None
+        if previous == TOOL and kind not in after_tool:
+            found.append(position)
+            previous = ASSISTANT
+        allowed = successors.get(previous) if previous else None
+        if allowed is not None and kind not in allowed:
+            return None
         previous = kind
-    return True
+    return found
