@@ -775,22 +775,19 @@ def test_a_user_message_after_results_is_bridged_without_reading_its_range(
     """A user message right after results (Bedrock's and Mistral's role order: the judge's
     ``role_order``), alone in its range or with a missing result: the assistant bridge goes
     before it, as the planner's ``bridge_role_order`` puts it, without reading, judging or
-    planning the range (Mistral: with the request's new ids). Under Bedrock also inside a
-    block of results, where the results move next to their call and the user message after
-    them, behind the bridge."""
+    planning the range (Mistral: with the request's new ids). Also inside a block of results,
+    where the results move next to their call and the user message after them, behind the
+    bridge (Mistral: the judge pairs the results after it with the call before it)."""
     history = _long_history(8)
     history.insert(9, user("are you still there?"))  # turn 1: right after its results
     del history[23]  # turn 4: its second result missing
     history.insert(24, user("hello?"))  # and the user message right after the first
-    if provider == "bedrock":
-        history.insert(29, user("still there?"))  # turn 5: between its two results
+    history.insert(29, user("still there?"))  # turn 5: between its two results
     history.append(user("thanks"))  # (Mistral: the request ends on the user's turn)
     profile = get_profile(provider)
     expected, changes = whole_repair(formats.get("openai"), history, profile, Policy())
     problems = judge(openai_chat.read(history), profile)
-    assert [c.code for c in changes].count("inserted_message") == (
-        3 if provider == "bedrock" else 2
-    )
+    assert [c.code for c in changes].count("inserted_message") == 3
     assert "role_order" in {p.code for p in problems}
 
     def no_judge(*args: Any, **kwargs: Any) -> Any:

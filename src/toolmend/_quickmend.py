@@ -556,11 +556,10 @@ def mended_range(
         kinds = [_openai_chat._KINDS[message["role"]] for message in part]
         breaks = _role_breaks(kinds, successors)
         if request is not None and any(
-            before != TOOL or kind != USER for _, kind, before in breaks
+            (before, kind) not in ((TOOL, USER), (USER, TOOL)) for _, kind, before in breaks
         ):
-            # (under the latest pairing a result after a user message answers the call
-            # before it, and a system message after results is sent as user text: the full
-            # path's, found first)
+            # (a system message after results or calls is sent as user text, a result after
+            # one answers the call before it: the full path's, found first)
             return None
     pattern = compiled(profile.call_id_pattern) if request is not None else None
     refused: set[tuple[int, int]] = set()  # (with ``request``) the calls whose id it refuses
@@ -669,11 +668,11 @@ def mended_range(
                     ids=(call_id,),
                 )
             if caller >= 0 and call_id in block and call_id not in answered:
-                if request is not None:
-                    return None  # (its id rewritten with its call's: the full path's)
                 # the last calling message's result after messages that interrupt its block
                 # (a user message sent while the tools ran): moved next to its call, the
                 # messages between after it, as the planner lays them out
+                if request is not None:  # (its id rewritten with its call's)
+                    answers.append((index, caller, block[call_id][0]))
                 answered[call_id] = index
                 late.append((index, call_id, caller))
                 name = block[call_id][1]
@@ -729,6 +728,10 @@ def mended_range(
         if any(uses[call_id] > 1 for i, call_id, _ in late if i not in repeats_moved):
             return None  # (which call a result of a shared id answers: the planner's)
         items, placeheld = _moved_late(part, base, late, gaps, items, placeheld, changes)
+        # (the latest pairing: a result after a user message answers the call before it, so
+        # the judge's problems are its own pass's, not the walk's adjacency)
+        if request is not None and not _latest_pairing(report, part):
+            return None
     if profile.pairing == "count":  # (DeepSeek) the judge counts results, the planner pairs ids
         report.found = []
         pair_by_count(
@@ -1140,6 +1143,58 @@ def _repeated_call_ids(
 
 def _known_role(role: Any) -> bool:
     return type(role) is str and role in _openai_chat._KINDS
+
+
+def _latest_pairing(report: Pending, part: Sequence[Any]) -> bool:
+    """The judge's pairing of results with the latest assistant message's calls
+    (``_rules._pair_latest``, Mistral) over a range's messages (read by the walk already), in
+    place of the walk's problems: ``missing_result``, ``orphan_result``, ``duplicate_result``.
+    False where a result answers no call of its block (``unknown_result_id``: the
+    planner's)."""
+    report.found = []
+    owner = -1
+    expected: Any = ()
+    answered: dict[str, int] = {}
+    for index, message in enumerate(part):
+        role = message["role"]
+        if role == "assistant":
+            if owner >= 0 and len(answered) != len(expected):
+                _latest_missing(report, owner, expected, answered)
+            tool_calls = message.get("tool_calls")
+            owner = index if tool_calls else -1
+            expected = {call["id"] for call in tool_calls} if tool_calls else ()
+            answered = {}
+        elif role == "tool":
+            result_id = message["tool_call_id"]
+            if owner < 0:
+                report.add(
+                    "orphan_result",
+                    index,
+                    "tool result without a calling message",
+                    id=result_id,
+                    ids=(result_id,),
+                )
+            elif result_id not in expected:
+                return False
+            elif result_id in answered:
+                report.add(
+                    "duplicate_result",
+                    index,
+                    "call answered twice",
+                    id=result_id,
+                    ids=(result_id,),
+                    first=answered[result_id] + report.base,
+                )
+            else:
+                answered[result_id] = index
+    if owner >= 0 and len(answered) != len(expected):
+        _latest_missing(report, owner, expected, answered)
+    return True
+
+
+def _latest_missing(report: Pending, owner: int, expected: Any, answered: dict[str, int]) -> None:
+    missing = tuple(sorted(expected.difference(answered)))
+    report.add("missing_result", owner, f"{len(missing)} call(s) without a result", ids=missing)
 
 
 def _role_breaks(
