@@ -631,7 +631,7 @@ def test_results_after_a_user_message_are_moved_without_reading_their_range(
     assert list(fixed.problems) == problems
 
 
-@pytest.mark.parametrize("provider", ["openai", "deepseek", "gemini", "bedrock"])
+@pytest.mark.parametrize("provider", ["openai", "deepseek", "gemini", "bedrock", "anthropic"])
 def test_a_repeated_result_of_a_calling_message_sent_twice_moves_to_the_first(
     monkeypatch: pytest.MonkeyPatch, provider: str
 ) -> None:
@@ -639,7 +639,9 @@ def test_a_repeated_result_of_a_calling_message_sent_twice_moves_to_the_first(
     damaged range of the 1k bench history that the one-walk repair left to the full path):
     the pairing gives the repeat to the first message's open call with its id, which it
     joins; the copy moves after it; the other call gets a placeholder and a new id. Mended
-    from the messages, as the full path mends it."""
+    from the messages, as the full path mends it. Under Anthropic's ids unique in the
+    request, the copy's call that keeps the id the first message's call keeps gets a new id,
+    and its result with it (``rewrote_call_id``)."""
     history = _long_history(6)
     history.insert(12, history[11])  # turn 2: its calling message sent twice
     history.insert(14, copy.deepcopy(history[13]))  # its first result repeated

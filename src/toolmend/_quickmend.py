@@ -519,11 +519,12 @@ def mended_range(
     rule has anything to say. Under counting pairing (DeepSeek) the problems are the judge's
     count; under result names (Gemini) the answered results get their call's name; under a
     role order (Bedrock) each break is the judge's ``role_order`` and a message the order
-    forbids after results gets the planner's assistant bridge before it (``bridge_role_order``:
-    a user message right after results, 27 of the 139 ranges of the 10k bench history bound
-    for Bedrock), a system message it would send as user text goes to the full path; ids
-    unique in the request (Anthropic) add the judge's ``duplicate_call_id``. Property tests hold it to the
-    full path (``tests/test_damaged_speed.py``).
+    forbids after results (a user message) gets the planner's assistant bridge before it
+    (``bridge_role_order``), a system message it would send as user text goes to the full
+    path; ids
+    unique in the request (Anthropic) add the judge's ``duplicate_call_id``, and a call that
+    keeps an id an earlier call keeps gets the planner's new id, its result too. Property
+    tests hold it to the full path (``tests/test_damaged_speed.py``).
 
     ``request``: the call id rewrite of the whole request, for a profile whose refused ids are
     rewritten request-wide (Mistral, :func:`toolmend._api._with_stretches`): each refused id of
@@ -728,10 +729,13 @@ def mended_range(
         if any(uses[call_id] > 1 for i, call_id, _ in late if i not in repeats_moved):
             return None  # (which call a result of a shared id answers: the planner's)
         items, placeheld = _moved_late(part, base, late, gaps, items, placeheld, changes)
-        # (the latest pairing: a result after a user message answers the call before it, so
-        # the judge's problems are its own pass's, not the walk's adjacency)
-        if request is not None and not _latest_pairing(report, part):
-            return None
+    if (  # (the latest pairing: a result after a user message answers the call before it,
+        # so the judge's problems are its own pass's, not the walk's adjacency)
+        request is not None
+        and (late or any(kind == TOOL for _, kind, _ in breaks))
+        and not _latest_pairing(report, part)
+    ):
+        return None
     if profile.pairing == "count":  # (DeepSeek) the judge counts results, the planner pairs ids
         report.found = []
         pair_by_count(
@@ -752,8 +756,9 @@ def mended_range(
     # (Anthropic) ids unique in the request: each later call with an id is a problem, and the
     # planner rewrites it unless a placeholder answers all but one call with the id
     repeated = request_wide and len(uses) < sum(uses.values())
-    if repeated and not _repeated_call_ids(report, part, uses, placeheld):
-        return None
+    again = _repeated_call_ids(report, part, uses, placeheld) if repeated else []
+    if again and request is not None:
+        return None  # (not a profile of request-wide ids so far)
     if request is None:  # (the judge's last rule here; with ``request``, after the ids')
         _order_problems(report, breaks)
     if len(report.found) == len(mismatched) and not breaks:
@@ -791,23 +796,24 @@ def mended_range(
             new_id = renamed.get((owner, slot))
             if new_id is not None:
                 plan.edit(index).result_ids[0] = new_id
-    elif placeheld and any(uses[call_id] > 1 for _, _, call_id, _ in placeheld):
-        # the planner's id step: a placeheld call whose id another call has gets a new one
+    elif again or (placeheld and any(uses[call_id] > 1 for _, _, call_id, _ in placeheld)):
+        # the planner's id step, in message and slot order: a placeheld call whose id another
+        # call has gets a new one; so does (ids unique in the request) a call that keeps an id
+        # an earlier call kept, and the result answering it carries it
+        shared = {(owner, slot) for owner, slot, call_id, _ in placeheld if uses[call_id] > 1}
         taken = set(uses)
         next_try: dict[str, int] = {}
-        for owner, slot, call_id, _ in placeheld:
-            if uses[call_id] > 1:
-                new_id = fresh_id(call_id, profile, taken, next_try)
-                renamed[(owner, slot)] = new_id
-                plan.edit(owner).call_ids[slot] = new_id
-                changes.append(
-                    _change(
-                        "rewrote_call_id",
-                        base + owner,
-                        "call id another call has, for the call the placeholder answers",
-                        (call_id, new_id),
-                    )
-                )
+        for owner, slot in sorted(shared.union(again)):
+            call_id = part[owner]["tool_calls"][slot]["id"]
+            new_id = fresh_id(call_id, profile, taken, next_try)
+            renamed[(owner, slot)] = new_id
+            plan.edit(owner).call_ids[slot] = new_id
+            if (owner, slot) in shared:
+                detail = "call id another call has, for the call the placeholder answers"
+            else:
+                detail = "call id the provider would refuse"
+                plan.edit(blocks[owner][call_id]).result_ids[0] = new_id
+            changes.append(_change("rewrote_call_id", base + owner, detail, (call_id, new_id)))
     if placeheld:  # each placeholder made once, with its call's final id
         text = policy.placeholder
         plan.items = [
@@ -1111,13 +1117,14 @@ def _repeated_call_ids(
     part: Sequence[Any],
     uses: dict[str, int],
     placeheld: list[tuple[int, int, str, str]],
-) -> bool:
+) -> list[tuple[int, int]]:
     """The judge's ``duplicate_call_id`` for each call whose id an earlier call of the range
-    has (ids unique in the request); False where two calls with one id both keep it (the
-    planner's id step rewrites the later one: not planned here)."""
+    has (ids unique in the request); returns the calls (message, slot) that a result answers
+    with an id an earlier such call keeps (the planner's id step rewrites them)."""
     held = {(owner, slot) for owner, slot, _, _ in placeheld}
     kept: set[str] = set()  # the ids of the calls that keep theirs
     seen: set[str] = set()
+    again: list[tuple[int, int]] = []
     for index, message in enumerate(part):
         tool_calls = message.get("tool_calls") if message["role"] == "assistant" else None
         for slot, call in enumerate(tool_calls or ()):
@@ -1136,9 +1143,9 @@ def _repeated_call_ids(
             seen.add(call_id)
             if (index, slot) not in held:
                 if call_id in kept:
-                    return False
+                    again.append((index, slot))
                 kept.add(call_id)
-    return True
+    return again
 
 
 def _known_role(role: Any) -> bool:
