@@ -631,7 +631,7 @@ def test_results_after_a_user_message_are_moved_without_reading_their_range(
     assert list(fixed.problems) == problems
 
 
-@pytest.mark.parametrize("provider", ["openai", "deepseek", "gemini", "bedrock"])
+@pytest.mark.parametrize("provider", ["openai", "deepseek", "gemini", "bedrock", "anthropic"])
 def test_a_repeated_result_of_a_calling_message_sent_twice_moves_to_the_first(
     monkeypatch: pytest.MonkeyPatch, provider: str
 ) -> None:
@@ -639,7 +639,9 @@ def test_a_repeated_result_of_a_calling_message_sent_twice_moves_to_the_first(
     damaged range of the 1k bench history that the one-walk repair left to the full path):
     the pairing gives the repeat to the first message's open call with its id, which it
     joins; the copy moves after it; the other call gets a placeholder and a new id. Mended
-    from the messages, as the full path mends it."""
+    from the messages, as the full path mends it. Under Anthropic's ids unique in the
+    request, the copy's call that keeps the id the first message's call keeps gets a new id,
+    and its result with it (``rewrote_call_id``)."""
     history = _long_history(6)
     history.insert(12, history[11])  # turn 2: its calling message sent twice
     history.insert(14, copy.deepcopy(history[13]))  # its first result repeated
@@ -763,6 +765,38 @@ def test_mistral_ranges_are_mended_without_reading_them(monkeypatch: pytest.Monk
 
     monkeypatch.setattr(toolmend._api, "judge", no_judge)
     fixed = toolmend.repair(history, provider="mistral")
+    assert fixed.messages == expected
+    assert list(fixed.changes) == changes
+    assert list(fixed.problems) == problems
+
+
+@pytest.mark.parametrize("provider", ["bedrock", "mistral"])
+def test_a_user_message_after_results_is_bridged_without_reading_its_range(
+    monkeypatch: pytest.MonkeyPatch, provider: str
+) -> None:
+    """A user message right after results (Bedrock's and Mistral's role order: the judge's
+    ``role_order``), alone in its range or with a missing result: the assistant bridge goes
+    before it, as the planner's ``bridge_role_order`` puts it, without reading, judging or
+    planning the range (Mistral: with the request's new ids). Also inside a block of results,
+    where the results move next to their call and the user message after them, behind the
+    bridge (Mistral: the judge pairs the results after it with the call before it)."""
+    history = _long_history(8)
+    history.insert(9, user("are you still there?"))  # turn 1: right after its results
+    del history[23]  # turn 4: its second result missing
+    history.insert(24, user("hello?"))  # and the user message right after the first
+    history.insert(29, user("still there?"))  # turn 5: between its two results
+    history.append(user("thanks"))  # (Mistral: the request ends on the user's turn)
+    profile = get_profile(provider)
+    expected, changes = whole_repair(formats.get("openai"), history, profile, Policy())
+    problems = judge(openai_chat.read(history), profile)
+    assert [c.code for c in changes].count("inserted_message") == 3
+    assert "role_order" in {p.code for p in problems}
+
+    def no_judge(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a range was judged")
+
+    monkeypatch.setattr(toolmend._api, "judge", no_judge)
+    fixed = toolmend.repair(history, provider=provider)
     assert fixed.messages == expected
     assert list(fixed.changes) == changes
     assert list(fixed.problems) == problems

@@ -23,14 +23,15 @@ import string
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ._edits import Keep, Placeholder, Plan
+from ._edits import Bridge, Keep, Placeholder, Plan
 from ._findings import Pending, Report
 from ._jsontext import NonFiniteNumberError, UnwritableValueError
 from ._plan_ids import fresh_id, id_test
+from ._planstate import ASSISTANT_BRIDGE_TEXT
 from ._policy import Policy
 from ._report import Builder, Change, Problem
 from ._rules import pair_by_count
-from ._skeleton import SYSTEM, TOOL, RequestIds
+from ._skeleton import ASSISTANT, SYSTEM, TOOL, USER, RequestIds
 from .formats import Format, _openai_chat
 from .profiles import Check, Profile, compiled
 
@@ -517,16 +518,22 @@ def mended_range(
     one-pass check and each dropped orphan passes it after a call with its id, so no other
     rule has anything to say. Under counting pairing (DeepSeek) the problems are the judge's
     count; under result names (Gemini) the answered results get their call's name; under a
-    role order (Bedrock) neither the range nor its repair may break it; ids unique in the
-    request (Anthropic) add the judge's ``duplicate_call_id``. Property tests hold it to the
-    full path (``tests/test_damaged_speed.py``).
+    role order (Bedrock) each break is the judge's ``role_order`` and a message the order
+    forbids after results (a user message) gets the planner's assistant bridge before it
+    (``bridge_role_order``), a system message it would send as user text goes to the full
+    path; ids
+    unique in the request (Anthropic) add the judge's ``duplicate_call_id``, and a call that
+    keeps an id an earlier call keeps gets the planner's new id, its result too. Property
+    tests hold it to the full path (``tests/test_damaged_speed.py``).
 
     ``request``: the call id rewrite of the whole request, for a profile whose refused ids are
     rewritten request-wide (Mistral, :func:`toolmend._api._with_stretches`): each refused id of
     the range (and a placeheld call's id another call has) gets the id the request's planner
     gives it, in history order (``call_id_format`` on the call and on each result carrying
-    it), results pair with the latest calling message (``Profile.pairing`` ``"latest"``) and
-    the role order holds before and after the repair. Where it answers None, ``request`` is
+    it), results pair with the latest calling message (``Profile.pairing`` ``"latest"``), the
+    only break of the role order before the repair a user message right after results (a
+    result after a user message answers the call before it under that pairing: the full
+    path's), bridged as above. Where it answers None, ``request`` is
     as it was (the full path makes the range's ids after it)."""
     if (
         profile.pairing not in (("adjacent", "count") if request is None else ("latest",))
@@ -542,11 +549,19 @@ def mended_range(
     )
     if params is None:
         return None
-    if request is not None and not (  # (a role out of order: the full path's, found first)
-        all(type(message) is dict and _known_role(message.get("role")) for message in part)
-        and _order_kept(part, (), profile.role_successors or {})
-    ):
-        return None
+    successors = profile.role_successors
+    breaks: list[tuple[int, str, str]] = []  # the judge's ``role_order``: index, kind, before
+    if successors is not None:
+        if not all(type(message) is dict and _known_role(message.get("role")) for message in part):
+            return None
+        kinds = [_openai_chat._KINDS[message["role"]] for message in part]
+        breaks = _role_breaks(kinds, successors)
+        if request is not None and any(
+            (before, kind) not in ((TOOL, USER), (USER, TOOL)) for _, kind, before in breaks
+        ):
+            # (a system message after results or calls is sent as user text, a result after
+            # one answers the call before it: the full path's, found first)
+            return None
     pattern = compiled(profile.call_id_pattern) if request is not None else None
     refused: set[tuple[int, int]] = set()  # (with ``request``) the calls whose id it refuses
     answers: list[tuple[int, int, int]] = []  # (with ``request``) result, its call's message, slot
@@ -654,11 +669,11 @@ def mended_range(
                     ids=(call_id,),
                 )
             if caller >= 0 and call_id in block and call_id not in answered:
-                if request is not None:
-                    return None  # (its id rewritten with its call's: the full path's)
                 # the last calling message's result after messages that interrupt its block
                 # (a user message sent while the tools ran): moved next to its call, the
                 # messages between after it, as the planner lays them out
+                if request is not None:  # (its id rewritten with its call's)
+                    answers.append((index, caller, block[call_id][0]))
                 answered[call_id] = index
                 late.append((index, call_id, caller))
                 name = block[call_id][1]
@@ -714,6 +729,13 @@ def mended_range(
         if any(uses[call_id] > 1 for i, call_id, _ in late if i not in repeats_moved):
             return None  # (which call a result of a shared id answers: the planner's)
         items, placeheld = _moved_late(part, base, late, gaps, items, placeheld, changes)
+    if (  # (the latest pairing: a result after a user message answers the call before it,
+        # so the judge's problems are its own pass's, not the walk's adjacency)
+        request is not None
+        and (late or any(kind == TOOL for _, kind, _ in breaks))
+        and not _latest_pairing(report, part)
+    ):
+        return None
     if profile.pairing == "count":  # (DeepSeek) the judge counts results, the planner pairs ids
         report.found = []
         pair_by_count(
@@ -734,9 +756,12 @@ def mended_range(
     # (Anthropic) ids unique in the request: each later call with an id is a problem, and the
     # planner rewrites it unless a placeholder answers all but one call with the id
     repeated = request_wide and len(uses) < sum(uses.values())
-    if repeated and not _repeated_call_ids(report, part, uses, placeheld):
-        return None
-    if len(report.found) == len(mismatched):
+    again = _repeated_call_ids(report, part, uses, placeheld) if repeated else []
+    if again and request is not None:
+        return None  # (not a profile of request-wide ids so far)
+    if request is None:  # (the judge's last rule here; with ``request``, after the ids')
+        _order_problems(report, breaks)
+    if len(report.found) == len(mismatched) and not breaks:
         return None  # (names alone: ``quick_names``)
     for index in orphans:  # its id called nowhere in the range (else the planner's)
         call_id = part[index]["tool_call_id"]
@@ -754,35 +779,41 @@ def mended_range(
                     (call_id,),
                 )
             )
+    bridges: list[int] = []  # (a role order) where in ``items`` the planner's bridges go
+    if successors is not None:
+        found_bridges = _bridges(kinds, items, successors)
+        if found_bridges is None:
+            return None
+        bridges = found_bridges
     renamed: dict[tuple[int, int], str] = {}
     undo: _Undo | None = None
     if request is not None:  # the request's ids, made last: nothing after them may fail
-        if not _order_kept(part, items, profile.role_successors or {}):
-            return None
         _id_problems(report, part, refused, pattern, profile)
+        _order_problems(report, breaks)
         undo = _request_ids(part, profile, request, plan, changes, base, refused, placeheld, uses)
         renamed = undo.renamed
         for index, owner, slot in answers:
             new_id = renamed.get((owner, slot))
             if new_id is not None:
                 plan.edit(index).result_ids[0] = new_id
-    elif placeheld and any(uses[call_id] > 1 for _, _, call_id, _ in placeheld):
-        # the planner's id step: a placeheld call whose id another call has gets a new one
+    elif again or (placeheld and any(uses[call_id] > 1 for _, _, call_id, _ in placeheld)):
+        # the planner's id step, in message and slot order: a placeheld call whose id another
+        # call has gets a new one; so does (ids unique in the request) a call that keeps an id
+        # an earlier call kept, and the result answering it carries it
+        shared = {(owner, slot) for owner, slot, call_id, _ in placeheld if uses[call_id] > 1}
         taken = set(uses)
         next_try: dict[str, int] = {}
-        for owner, slot, call_id, _ in placeheld:
-            if uses[call_id] > 1:
-                new_id = fresh_id(call_id, profile, taken, next_try)
-                renamed[(owner, slot)] = new_id
-                plan.edit(owner).call_ids[slot] = new_id
-                changes.append(
-                    _change(
-                        "rewrote_call_id",
-                        base + owner,
-                        "call id another call has, for the call the placeholder answers",
-                        (call_id, new_id),
-                    )
-                )
+        for owner, slot in sorted(shared.union(again)):
+            call_id = part[owner]["tool_calls"][slot]["id"]
+            new_id = fresh_id(call_id, profile, taken, next_try)
+            renamed[(owner, slot)] = new_id
+            plan.edit(owner).call_ids[slot] = new_id
+            if (owner, slot) in shared:
+                detail = "call id another call has, for the call the placeholder answers"
+            else:
+                detail = "call id the provider would refuse"
+                plan.edit(blocks[owner][call_id]).result_ids[0] = new_id
+            changes.append(_change("rewrote_call_id", base + owner, detail, (call_id, new_id)))
     if placeheld:  # each placeholder made once, with its call's final id
         text = policy.placeholder
         plan.items = [
@@ -791,9 +822,20 @@ def mended_range(
             else Placeholder(item[0], renamed.get(item[:2], item[2]), item[3], text, named, item[1])
             for item in items
         ]
-    successors = profile.role_successors
-    if undo is None and successors is not None and not _order_kept(part, plan.items, successors):
-        return None
+    if bridges:  # (after the id step's changes, as ``bridge_role_order`` runs after it)
+        laid: list[Any] = list(plan.items)
+        plan.items = laid
+        for position in bridges:
+            changes.append(
+                _change(
+                    "inserted_message",
+                    base + laid[position].index,  # (a kept message: not a result)
+                    "assistant message inserted after tool results",
+                    (),
+                )
+            )
+        for position in reversed(bridges):
+            laid.insert(position, Bridge(ASSISTANT, ASSISTANT_BRIDGE_TEXT))
     try:
         repaired: list[Any] = module.apply(part, plan)
     except (NonFiniteNumberError, UnwritableValueError):
@@ -1075,13 +1117,14 @@ def _repeated_call_ids(
     part: Sequence[Any],
     uses: dict[str, int],
     placeheld: list[tuple[int, int, str, str]],
-) -> bool:
+) -> list[tuple[int, int]]:
     """The judge's ``duplicate_call_id`` for each call whose id an earlier call of the range
-    has (ids unique in the request); False where two calls with one id both keep it (the
-    planner's id step rewrites the later one: not planned here)."""
+    has (ids unique in the request); returns the calls (message, slot) that a result answers
+    with an id an earlier such call keeps (the planner's id step rewrites them)."""
     held = {(owner, slot) for owner, slot, _, _ in placeheld}
     kept: set[str] = set()  # the ids of the calls that keep theirs
     seen: set[str] = set()
+    again: list[tuple[int, int]] = []
     for index, message in enumerate(part):
         tool_calls = message.get("tool_calls") if message["role"] == "assistant" else None
         for slot, call in enumerate(tool_calls or ()):
@@ -1100,34 +1143,105 @@ def _repeated_call_ids(
             seen.add(call_id)
             if (index, slot) not in held:
                 if call_id in kept:
-                    return False
+                    again.append((index, slot))
                 kept.add(call_id)
-    return True
+    return again
 
 
 def _known_role(role: Any) -> bool:
     return type(role) is str and role in _openai_chat._KINDS
 
 
-def _order_kept(
-    part: Sequence[Any], items: Sequence[Any], successors: Mapping[str, frozenset[str]]
-) -> bool:
-    """Under a profile with a role order (Bedrock: after results, only the model or more
-    results), whether the range breaks none of it before the repair (else the judge's
-    ``role_order`` is the planner's) and none after it (else ``quick_plan`` leaves the range to
-    the planner's bridges)."""
-    kinds = [_openai_chat._KINDS[message["role"]] for message in part]
-    for previous, kind in itertools.pairwise(kinds):
-        allowed = successors.get(previous)
-        if allowed is not None and kind not in allowed:
-            return False
-    after_tool = successors.get(TOOL, frozenset())
-    previous = ""
-    for item in items:
-        kind = kinds[item.index] if type(item) is Keep else TOOL
-        if (kind == SYSTEM and previous and SYSTEM not in successors.get(previous, {SYSTEM})) or (
-            previous == TOOL and kind not in after_tool
-        ):
-            return False
-        previous = kind
+def _latest_pairing(report: Pending, part: Sequence[Any]) -> bool:
+    """The judge's pairing of results with the latest assistant message's calls
+    (``_rules._pair_latest``, Mistral) over a range's messages (read by the walk already), in
+    place of the walk's problems: ``missing_result``, ``orphan_result``, ``duplicate_result``.
+    False where a result answers no call of its block (``unknown_result_id``: the
+    planner's)."""
+    report.found = []
+    owner = -1
+    expected: Any = ()
+    answered: dict[str, int] = {}
+    for index, message in enumerate(part):
+        role = message["role"]
+        if role == "assistant":
+            if owner >= 0 and len(answered) != len(expected):
+                _latest_missing(report, owner, expected, answered)
+            tool_calls = message.get("tool_calls")
+            owner = index if tool_calls else -1
+            expected = {call["id"] for call in tool_calls} if tool_calls else ()
+            answered = {}
+        elif role == "tool":
+            result_id = message["tool_call_id"]
+            if owner < 0:
+                report.add(
+                    "orphan_result",
+                    index,
+                    "tool result without a calling message",
+                    id=result_id,
+                    ids=(result_id,),
+                )
+            elif result_id not in expected:
+                return False
+            elif result_id in answered:
+                report.add(
+                    "duplicate_result",
+                    index,
+                    "call answered twice",
+                    id=result_id,
+                    ids=(result_id,),
+                    first=answered[result_id] + report.base,
+                )
+            else:
+                answered[result_id] = index
+    if owner >= 0 and len(answered) != len(expected):
+        _latest_missing(report, owner, expected, answered)
     return True
+
+
+def _latest_missing(report: Pending, owner: int, expected: Any, answered: dict[str, int]) -> None:
+    missing = tuple(sorted(expected.difference(answered)))
+    report.add("missing_result", owner, f"{len(missing)} call(s) without a result", ids=missing)
+
+
+def _role_breaks(
+    kinds: list[str], successors: Mapping[str, frozenset[str]]
+) -> list[tuple[int, str, str]]:
+    """Each message of a range whose kind the profile's role order forbids after the kind
+    before it (index, kind, the kind before), as the judge's ``role_order`` finds them."""
+    return [
+        (index, kind, before)
+        for index, (before, kind) in enumerate(itertools.pairwise(kinds), 1)
+        if (allowed := successors.get(before)) is not None and kind not in allowed
+    ]
+
+
+def _order_problems(report: Pending, breaks: list[tuple[int, str, str]]) -> None:
+    """The judge's ``role_order`` on each of ``breaks`` (:func:`_role_breaks`)."""
+    for index, kind, before in breaks:
+        report.add("role_order", index, f"{kind} right after {before}", role=kind, prev=before)
+
+
+def _bridges(
+    kinds: list[str], items: Sequence[Any], successors: Mapping[str, frozenset[str]]
+) -> list[int] | None:
+    """Where the planner's ``bridge_role_order`` puts its assistant bridge among ``items``
+    (kept messages and placeholders): before each item a result may not precede (a user
+    message right after results, under Bedrock's and Mistral's role order). None where
+    ``demote_system`` would send a system message as user text, or the order still breaks
+    with the bridges in (the planner's)."""
+    after_tool = successors.get(TOOL, frozenset())
+    found: list[int] = []
+    previous = ""
+    for position, item in enumerate(items):
+        kind = kinds[item.index] if type(item) is Keep else TOOL
+        if kind == SYSTEM and previous and SYSTEM not in successors.get(previous, {SYSTEM}):
+            return None
+        if previous == TOOL and kind not in after_tool:
+            found.append(position)
+            previous = ASSISTANT
+        allowed = successors.get(previous) if previous else None
+        if allowed is not None and kind not in allowed:
+            return None
+        previous = kind
+    return found
