@@ -199,9 +199,18 @@ def test_names_outside_the_damaged_ranges_are_filled_in_one_pass(
     profile = get_profile(provider)
     found = openai_chat.named_spans(history, profile)
     assert found is not None
-    spans, names = found
+    spans, names, filled = found
     assert spans == [(1, 5), (57, 60)]
     assert len(names) == 2 * 20 - 4  # every result but those in the ranges
+    # the scan copied each of them with its name, and left every other message as it is
+    named = {index: name for index, _, name in names}
+    assert len(filled) == len(history)
+    for index, message in enumerate(filled):
+        if index in named:
+            assert message == {**history[index], "name": named[index]}
+            assert "name" not in history[index]
+        else:
+            assert message is history[index]
     expected, changes = whole_repair(formats.get("openai"), history, profile, Policy())
     problems = judge(openai_chat.read(history), profile)
     judged: list[int] = []

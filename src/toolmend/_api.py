@@ -24,8 +24,8 @@ from ._jsontext import NonFiniteNumberError, UnwritableValueError, locate
 from ._plan_messages import quick_plan
 from ._policy import Mode, Policy, as_policy
 from ._quickmend import (
-    fill_names,
     mended_range,
+    names_report,
     quick_mend,
     quick_names,
     rewrite_stretch,
@@ -318,23 +318,24 @@ def _names_apart(
 ) -> Repair | None:
     """:func:`repair` of a damaged history under a profile whose results name their call's
     function (Gemini), from ``Format.named_spans``: the names outside the damaged ranges filled
-    in one pass, the ranges read, judged and mended on their own; the changes and problems in
-    message order, as the ranges of :func:`damage_in` (a range whose only fault is the names
-    filled by :func:`toolmend._quickmend.quick_names`) give them. The names' changes and
-    problems are built when the report is first read (:meth:`toolmend.Repair._deferred`).
-    None where the one pass cannot tell, or finds nothing (:func:`repair` then decides)."""
+    by the scan that finds the ranges, the ranges read, judged and mended on their own; the
+    changes and problems in message order, as the ranges of :func:`damage_in` (a range whose
+    only fault is the names filled by :func:`toolmend._quickmend.quick_names`) give them. The
+    names' changes and problems are built when the report is first read
+    (:meth:`toolmend.Repair._deferred`). None where the one pass cannot tell, or finds nothing
+    (:func:`repair` then decides)."""
     found = module.named_spans(messages, profile)
-    if found is None or found == ([], []):
+    if found is None or not (found[0] or found[1]):
         return None
-    spans, names = found
-    filled = fill_names(messages, profile, names) if names else None
-    if names and filled is None:
+    spans, names, named = found
+    built = names_report(profile, names) if names else None
+    if names and built is None:
         return None
     damaged = list(_damage_in(module, messages, profile, policy, True, spans=spans, fused=True))
 
     def report(changes: Sequence[Change]) -> tuple[list[Change], list[Problem]]:
         """The names' changes and problems merged with the ranges', in message order."""
-        named_changes, named_problems = filled[1]() if filled is not None else ((), ())
+        named_changes, named_problems = built() if built is not None else ((), ())
         merged = list(heapq.merge(named_changes, changes, key=_change_index))
         problems: list[Problem] = []
         at, count = 0, len(named_problems)
@@ -351,7 +352,7 @@ def _names_apart(
         if policy.mode is Mode.STRICT:
             raise ToolChainError(problems=problems)
         return Repair(original, (), problems, problems)
-    source = filled[0] if filled is not None else messages
+    source = named if names else messages
     mended = mend_damage(
         module, source, profile, policy, damaged, parts_before=0, whole=messages, later=True
     )

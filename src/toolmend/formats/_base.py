@@ -182,10 +182,11 @@ class Format:
 
     def named_spans(
         self, messages: Sequence[Any], profile: Profile, /
-    ) -> tuple[list[tuple[int, int]], list[tuple[int, str, str]]] | None:
+    ) -> tuple[list[tuple[int, int]], list[tuple[int, str, str]], list[Any]] | None:
         """For a profile whose results name their call's function: the ranges that need repair
-        for anything else, and the results outside them whose only fault is the name, as
-        (tool message index, call id, function name); None when it cannot tell."""
+        for anything else, the results outside them whose only fault is the name, as (tool
+        message index, call id, function name), and a copy of ``messages`` with those results
+        copied with their names; None when it cannot tell."""
         return None
 
     def quick_fixes(

@@ -461,31 +461,36 @@ def ordered_range_params(profile: Profile) -> CrossRules | None:
 
 def named_spans(
     messages: Sequence[Any], profile: Profile
-) -> tuple[list[tuple[int, int]], list[tuple[int, str, str]]] | None:
+) -> tuple[list[tuple[int, int]], list[tuple[int, str, str]], list[Any]] | None:
     """:func:`dirty_spans` for a profile whose results name their call's function (Gemini):
-    the ranges that need repair for anything but the names, and the tool messages outside them
-    whose only fault is the name, as (index, call id, the function's name) in message order;
-    None when the one-pass test cannot tell.
+    the ranges that need repair for anything but the names, the tool messages outside them
+    whose only fault is the name, as (index, call id, the function's name) in message order,
+    and a copy of ``messages`` with those names filled (each such message copied with its
+    name; the messages in the ranges as they are); None when the one-pass test cannot tell.
 
     Bound for Gemini, every result of an OpenAI-shaped history lacks its name, so every range
     of a damaged history was dirty and each was read (or its names filled) on its own: most of
-    the repair (issue 32). The names outside the damaged ranges are filled in one pass; the
-    planner of a damaged range fills its own."""
+    the repair (issue 32). The names outside the damaged ranges are filled by the scan that
+    finds the ranges, as it reads each result (a second walk over the results cost a tenth of
+    ``json.dumps`` at 10k messages, most of it cache misses); the planner of a damaged range
+    fills its own."""
     found: list[tuple[int, str, str]] = []
-    spans = _scan(messages, profile, first_only=False, names=found)
+    filled = list(messages)
+    spans = _scan(messages, profile, first_only=False, names=found, filled=filled)
     if spans is None:
         return None
-    if not spans:
-        return spans, found
-    outside = []
-    ranges = iter(spans)
-    low, high = next(ranges)
-    for entry in found:
-        while entry[0] >= high:
-            low, high = next(ranges, (len(messages), len(messages) + 1))
-        if entry[0] < low:
-            outside.append(entry)
-    return spans, outside
+    if not spans or not found:
+        return spans, found, filled
+    outside: list[tuple[int, str, str]] = []
+    done = 0  # (``found`` is in message order: a range's entries are found by bisection)
+    for low, high in spans:
+        first = bisect.bisect_left(found, (low,), done)  # (``(low,)`` sorts before ``low``'s)
+        outside += found[done:first]
+        done = bisect.bisect_left(found, (high,), first)
+        for index, _, _ in found[first:done]:  # in a range, whose repair names its own
+            filled[index] = messages[index]
+    outside += found[done:]
+    return spans, outside, filled
 
 
 def _scannable(messages: Sequence[Any], profile: Profile) -> bool:
@@ -521,6 +526,7 @@ def _scan(
     eager: bool = False,
     names: list[tuple[int, str, str]] | None = None,
     resume: bool = True,
+    filled: list[Any] | None = None,
 ) -> list[tuple[int, int]] | None:
     """The ranges of :func:`dirty_spans` (``first_only``: ``[]`` when the history is valid,
     None at its first problem, for :func:`quick_valid`).
@@ -548,7 +554,8 @@ def _scan(
 
     ``names`` (a profile whose results name their call's function, Gemini): a result whose
     only fault is a missing or wrong name leaves its range clean and goes into ``names`` as
-    (index, call id, the function's name), for :func:`named_spans`."""
+    (index, call id, the function's name), for :func:`named_spans`; with ``filled`` (a copy of
+    ``messages``), a copy of that result with its name at its index."""
     cross = None
     if not _scannable(messages, profile):
         # a cross-family profile: its ranges, from its rules (the vouch is cross_valid's)
@@ -637,6 +644,9 @@ def _scan(
     fast_ids: list[str] = []  # the ids of the calls in the stretches the pass vouched for
     fast_names: set[str] = set()  # their function names, where a pattern judges them
     found = names if names is not None else []  # (the pass's) results lacking their name
+    if recording and filled is None:
+        filled = list(messages)  # (the pass fills the names it records: here, for nobody)
+    extra = (filled,) if recording else ()
     stretches: list[tuple[int, int]] = []  # the stretches [low, high) the pass vouched for
     low = 0 if fast is not None else -1  # where the pass runs next (-1: not now)
     until = -1 if fast is not None else size  # the loop hands back only after this message
@@ -653,6 +663,7 @@ def _scan(
                     found,
                     fast_names,
                     previous or "",
+                    *extra,
                 )
             except (KeyError, TypeError):  # at the message it was reading
                 sound = None
@@ -666,7 +677,9 @@ def _scan(
             if drop:
                 del fast_ids[-drop:]  # (the loop reads their calls again)
             while found and found[-1][0] >= at:
-                found.pop()
+                popped = found.pop()[0]  # (the loop reads it again)
+                if filled is not None:
+                    filled[popped] = messages[popped]
             if at > low:  # the loop's state after the sound message before ``at``
                 prior = messages[at - 1]
                 follows_tool = prior["role"] == "tool"
@@ -731,6 +744,10 @@ def _scan(
                                 continue
                             if names is not None and type(name) is str and name:
                                 names.append((index, call_id, name))  # its only fault: apart
+                                if filled is not None:
+                                    named_copy = message.copy()
+                                    named_copy["name"] = name
+                                    filled[index] = named_copy
                                 continue
                         if first_only:
                             return None
@@ -949,15 +966,23 @@ def _scan(
         # the plainly checked calls')
         if names is not None:
             names.clear()
+        if filled is not None:
+            filled[:] = messages
         if fast is not None:
-            return _scan(messages, profile, first_only=False, names=names, resume=False)
-        return _scan(messages, profile, first_only=first_only, eager=True, names=names)
+            return _scan(
+                messages, profile, first_only=False, names=names, resume=False, filled=filled
+            )
+        return _scan(
+            messages, profile, first_only=first_only, eager=True, names=names, filled=filled
+        )
     if fast_ids and _needs_whole(fast_ids, called, strays, repeats, unanswered, cross):
         # an id the ranges look up is called in a stretch the pass vouched for, whose calls
         # it does not record: the scan without the pass (rare: a reused id)
         if names is not None:
             names.clear()
-        return _scan(messages, profile, first_only=False, names=names, resume=False)
+        if filled is not None:
+            filled[:] = messages
+        return _scan(messages, profile, first_only=False, names=names, resume=False, filled=filled)
     if unanswered:
         # a call the placeholder will answer, whose id another call has: its range reaches
         # over every range calling that id, where the planner sees both and renames it

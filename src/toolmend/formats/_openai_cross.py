@@ -282,7 +282,8 @@ def scan_pass(rules: CrossRules, record: bool) -> Callable[..., bool | None]:
     (:func:`toolmend.formats._openai_chat.dirty_spans`) skip the sound stretches of a damaged
     history at the cost of the vouch.
 
-    Called as ``scan(messages, answered, ids, found, function_names, previous)``,
+    Called as ``scan(messages, answered, ids, found, function_names, previous)`` (with
+    ``record``, ``filled`` after them),
     ``messages`` an iterator over the messages from a clean point (no call waiting;
     ``answered``: right after a call turn's results; with ``record``, an ``enumerate`` of it;
     ``previous``: the kind of the message before, ``""`` for none, where the rules hold a
@@ -294,7 +295,8 @@ def scan_pass(rules: CrossRules, record: bool) -> Callable[..., bool | None]:
     message it passes go into ``ids``, the function names into ``function_names`` where a
     name pattern is checked after the loop, and with ``record`` (the rules relaxed of their
     names) each result lacking its call's function name into ``found`` as (index, call id,
-    name); the tests of the id and name patterns and of ids unique in the request are the
+    name), and a copy of it with the name into ``filled`` (a list as long as the history) at
+    its index; the tests of the id and name patterns and of ids unique in the request are the
     caller's."""
     if record:
         entry = _RECORDING.get(id(rules))
@@ -324,7 +326,9 @@ def _first_id_ok(messages: Sequence[Any], id_match: Callable[[str], Any]) -> boo
 
 
 _LOOP = """
-#if scan
+#if scan and record
+def cross_pass(messages, answered, ids, found, function_names, previous, filled):
+#elif scan
 def cross_pass(messages, answered, ids, found, function_names, previous):
 #else
 def cross_pass(messages):
@@ -409,6 +413,11 @@ def cross_pass(messages):
 #if record
             if message.get("name") != name:
                 found.append((index, call_id, name))
+#if scan
+                named_copy = message.copy()  # (made here, while the message is in the cache)
+                named_copy["name"] = name
+                filled[index] = named_copy
+#endif
 #elif mode == "ids"
             at = refused.get(call_id)
             if at is not None:
