@@ -255,14 +255,14 @@ def repair(
     original, messages = messages, sequence_of(module, messages)
     if module.quick_valid(messages, profile):
         return Repair(original)  # the common case: one tight pass that builds nothing
-    # a cross-family target's names or ids on every message, nothing else: one pass lists them
-    quick = quick_mend(module, messages, profile, vouched_against=True)
-    if quick is None and profile.results_need_name and chosen.frontier != "keep":
-        # the names a damaged history bound for Gemini lacks outside its damaged ranges:
-        # filled in one pass, the ranges mended on their own
+    if profile.results_need_name and chosen.frontier != "keep":
+        # the names a history bound for Gemini lacks outside its damaged ranges (if any):
+        # filled by the scan that finds the ranges, the ranges mended on their own
         apart = _names_apart(module, messages, profile, chosen, original)
         if apart is not None:
             return apart
+    # a cross-family target's names or ids on every message, nothing else: one pass lists them
+    quick = quick_mend(module, messages, profile, vouched_against=True)
     damaged = (
         None
         if quick is not None
@@ -352,6 +352,13 @@ def _names_apart(
         if policy.mode is Mode.STRICT:
             raise ToolChainError(problems=problems)
         return Repair(original, (), problems, problems)
+    if not spans:
+        # the names alone, as :func:`toolmend._quickmend.quick_mend` gives them: the scan found
+        # nothing else wrong, and the names are those the profile wants (nothing left)
+        _log_structure(module, messages, named)
+        check_texts(profile)
+        assert built is not None
+        return Repair._deferred(named, True, built)
     source = named if names else messages
     mended = mend_damage(
         module, source, profile, policy, damaged, parts_before=0, whole=messages, later=True
