@@ -234,6 +234,43 @@ def test_names_outside_the_damaged_ranges_are_filled_in_one_pass(
     assert list(fixed.problems) == problems
 
 
+class _CountedReads(list[Any]):
+    """A range whose messages are counted as they are read in order."""
+
+    def __init__(self, messages: list[Any]) -> None:
+        super().__init__(messages)
+        self.read = 0
+
+    def __iter__(self) -> Any:
+        for message in super().__iter__():
+            self.read += 1
+            yield message
+
+
+def test_a_range_of_unnamed_results_is_not_walked_for_its_repeats() -> None:
+    """Bound for Gemini, a range whose results lack their names fails the one-pass check the
+    repeats' repair ends with, so the search for repeated results stops at the first unnamed
+    result (it read the whole range, then the check); the repair is the whole history's."""
+    history = _long_history(12)
+    history.insert(4, copy.deepcopy(history[3]))  # turn 0: its second result, repeated
+    history.insert(5, copy.deepcopy(history[3]))  # (and once more)
+    profile = get_profile("gemini")
+    part = _CountedReads(history[1:8])  # the calling message, its results and the rest
+    assert openai_chat.repeated_results(part, profile) is None
+    assert part.read == 2  # the calling message and its first result
+    names = {call["id"]: call["function"]["name"] for call in history[1]["tool_calls"]}
+    named = [
+        {**message, "name": names[message["tool_call_id"]]}
+        if message["role"] == "tool"
+        else message
+        for message in history[1:8]
+    ]
+    assert openai_chat.repeated_results(named, profile) == [(3, "call_0b", 2), (4, "call_0b", 2)]
+    expected, changes = whole_repair(formats.get("openai"), history, profile, Policy())
+    fixed = toolmend.repair(history, provider="gemini")
+    assert fixed.messages == expected and list(fixed.changes) == changes
+
+
 def test_a_copied_result_is_a_duplicate_without_the_stub_test(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
