@@ -199,9 +199,18 @@ def test_names_outside_the_damaged_ranges_are_filled_in_one_pass(
     profile = get_profile(provider)
     found = openai_chat.named_spans(history, profile)
     assert found is not None
-    spans, names = found
+    spans, names, filled = found
     assert spans == [(1, 5), (57, 60)]
-    assert len(names) == 2 * 20 - 4  # every result but those in the ranges
+    assert len(names) == 3 * (2 * 20 - 4)  # every result but those in the ranges (flat)
+    # the scan copied each of them with its name, and left every other message as it is
+    named = dict(zip(names[0::3], names[2::3], strict=True))
+    assert len(filled) == len(history)
+    for index, message in enumerate(filled):
+        if index in named:
+            assert message == {**history[index], "name": named[index]}
+            assert "name" not in history[index]
+        else:
+            assert message is history[index]
     expected, changes = whole_repair(formats.get("openai"), history, profile, Policy())
     problems = judge(openai_chat.read(history), profile)
     judged: list[int] = []
@@ -223,6 +232,43 @@ def test_names_outside_the_damaged_ranges_are_filled_in_one_pass(
     assert fixed.messages == expected
     assert list(fixed.changes) == changes
     assert list(fixed.problems) == problems
+
+
+class _CountedReads(list[Any]):
+    """A range whose messages are counted as they are read in order."""
+
+    def __init__(self, messages: list[Any]) -> None:
+        super().__init__(messages)
+        self.read = 0
+
+    def __iter__(self) -> Any:
+        for message in super().__iter__():
+            self.read += 1
+            yield message
+
+
+def test_a_range_of_unnamed_results_is_not_walked_for_its_repeats() -> None:
+    """Bound for Gemini, a range whose results lack their names fails the one-pass check the
+    repeats' repair ends with, so the search for repeated results stops at the first unnamed
+    result (it read the whole range, then the check); the repair is the whole history's."""
+    history = _long_history(12)
+    history.insert(4, copy.deepcopy(history[3]))  # turn 0: its second result, repeated
+    history.insert(5, copy.deepcopy(history[3]))  # (and once more)
+    profile = get_profile("gemini")
+    part = _CountedReads(history[1:8])  # the calling message, its results and the rest
+    assert openai_chat.repeated_results(part, profile) is None
+    assert part.read == 2  # the calling message and its first result
+    names = {call["id"]: call["function"]["name"] for call in history[1]["tool_calls"]}
+    named = [
+        {**message, "name": names[message["tool_call_id"]]}
+        if message["role"] == "tool"
+        else message
+        for message in history[1:8]
+    ]
+    assert openai_chat.repeated_results(named, profile) == [(3, "call_0b", 2), (4, "call_0b", 2)]
+    expected, changes = whole_repair(formats.get("openai"), history, profile, Policy())
+    fixed = toolmend.repair(history, provider="gemini")
+    assert fixed.messages == expected and list(fixed.changes) == changes
 
 
 def test_a_copied_result_is_a_duplicate_without_the_stub_test(
@@ -553,9 +599,13 @@ def test_a_damaged_history_is_not_walked_for_names_or_ids_it_does_not_lack(
     assert len(history) not in walked  # (a range may still be tried for its names alone)
     refused = [user("go"), *_turn("call_aaaaaaaaaaaaaaaaaaaaaaaa", "call_bbbbbbbbbbbbbbbbbbbb")]
     refused += [assistant("done"), user("thanks")]
-    for target, sound in (("mistral", refused), ("gemini", _long_history(2))):
-        fixed = toolmend.repair(sound, provider=target)
-        assert len(sound) in walked and fixed.changed and fixed.problems_left == ()
+    fixed = toolmend.repair(refused, provider="mistral")
+    assert len(refused) in walked and fixed.changed and fixed.problems_left == ()
+    # bound for Gemini, the names come from the range scan (see the test below)
+    sound = _long_history(2)
+    fixed = toolmend.repair(sound, provider="gemini")
+    assert len(sound) not in walked and fixed.changed and fixed.left == ()
+    assert fixed.problems_left == ()
 
 
 @settings(max_examples=300, deadline=None)

@@ -24,8 +24,8 @@ from ._jsontext import NonFiniteNumberError, UnwritableValueError, locate
 from ._plan_messages import quick_plan
 from ._policy import Mode, Policy, as_policy
 from ._quickmend import (
-    fill_names,
     mended_range,
+    names_report,
     quick_mend,
     quick_names,
     rewrite_stretch,
@@ -255,14 +255,14 @@ def repair(
     original, messages = messages, sequence_of(module, messages)
     if module.quick_valid(messages, profile):
         return Repair(original)  # the common case: one tight pass that builds nothing
-    # a cross-family target's names or ids on every message, nothing else: one pass lists them
-    quick = quick_mend(module, messages, profile, vouched_against=True)
-    if quick is None and profile.results_need_name and chosen.frontier != "keep":
-        # the names a damaged history bound for Gemini lacks outside its damaged ranges:
-        # filled in one pass, the ranges mended on their own
+    if profile.results_need_name and chosen.frontier != "keep":
+        # the names a history bound for Gemini lacks outside its damaged ranges (if any):
+        # filled by the scan that finds the ranges, the ranges mended on their own
         apart = _names_apart(module, messages, profile, chosen, original)
         if apart is not None:
             return apart
+    # a cross-family target's names or ids on every message, nothing else: one pass lists them
+    quick = quick_mend(module, messages, profile, vouched_against=True)
     damaged = (
         None
         if quick is not None
@@ -318,23 +318,24 @@ def _names_apart(
 ) -> Repair | None:
     """:func:`repair` of a damaged history under a profile whose results name their call's
     function (Gemini), from ``Format.named_spans``: the names outside the damaged ranges filled
-    in one pass, the ranges read, judged and mended on their own; the changes and problems in
-    message order, as the ranges of :func:`damage_in` (a range whose only fault is the names
-    filled by :func:`toolmend._quickmend.quick_names`) give them. The names' changes and
-    problems are built when the report is first read (:meth:`toolmend.Repair._deferred`).
-    None where the one pass cannot tell, or finds nothing (:func:`repair` then decides)."""
+    by the scan that finds the ranges, the ranges read, judged and mended on their own; the
+    changes and problems in message order, as the ranges of :func:`damage_in` (a range whose
+    only fault is the names filled by :func:`toolmend._quickmend.quick_names`) give them. The
+    names' changes and problems are built when the report is first read
+    (:meth:`toolmend.Repair._deferred`). None where the one pass cannot tell, or finds nothing
+    (:func:`repair` then decides)."""
     found = module.named_spans(messages, profile)
-    if found is None or found == ([], []):
+    if found is None or not (found[0] or found[1]):
         return None
-    spans, names = found
-    filled = fill_names(messages, profile, names) if names else None
-    if names and filled is None:
+    spans, names, named = found
+    built = names_report(profile, names) if names else None
+    if names and built is None:
         return None
     damaged = list(_damage_in(module, messages, profile, policy, True, spans=spans, fused=True))
 
     def report(changes: Sequence[Change]) -> tuple[list[Change], list[Problem]]:
         """The names' changes and problems merged with the ranges', in message order."""
-        named_changes, named_problems = filled[1]() if filled is not None else ((), ())
+        named_changes, named_problems = built() if built is not None else ((), ())
         merged = list(heapq.merge(named_changes, changes, key=_change_index))
         problems: list[Problem] = []
         at, count = 0, len(named_problems)
@@ -351,7 +352,14 @@ def _names_apart(
         if policy.mode is Mode.STRICT:
             raise ToolChainError(problems=problems)
         return Repair(original, (), problems, problems)
-    source = filled[0] if filled is not None else messages
+    if not spans:
+        # the names alone, as :func:`toolmend._quickmend.quick_mend` gives them: the scan found
+        # nothing else wrong, and the names are those the profile wants (nothing left)
+        _log_structure(module, messages, named)
+        check_texts(profile)
+        assert built is not None
+        return Repair._deferred(named, True, built)
+    source = named if names else messages
     mended = mend_damage(
         module, source, profile, policy, damaged, parts_before=0, whole=messages, later=True
     )

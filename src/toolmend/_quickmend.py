@@ -36,10 +36,10 @@ from .formats import Format, _openai_chat
 from .profiles import Check, Profile, compiled
 
 __all__ = [
-    "fill_names",
     "fresh_ids",
     "mend_range",
     "mended_range",
+    "names_report",
     "quick_mend",
     "quick_names",
     "rewrite_stretch",
@@ -84,34 +84,21 @@ def quick_names(module: Format, part: Sequence[Any], profile: Profile, base: int
     return named[0], list(changes), list(problems)
 
 
-def fill_names(
-    messages: Sequence[Any], profile: Profile, names: list[tuple[int, str, str]]
-) -> Quick | None:
-    """The names of ``names`` (tool message index, call id, function name) filled in a copy of
-    ``messages``, and the builder of their changes and problems; None when the profile does
-    not report them. For the results outside a damaged history's ranges whose only fault is
-    the name (``Format.named_spans``)."""
-    return _fill_names(messages, profile, names)
-
-
-def _fill_names(
-    messages: Sequence[Any], profile: Profile, names: list[tuple[int, str, str]], base: int = 0
-) -> Quick | None:
-    """Each tool message of ``names`` gets its call's function name (``filled_result_name``,
-    reported as ``result_name_mismatch``), as ``name_results`` plans it; the changes and
-    problems name message ``base + index``."""
+def names_report(profile: Profile, names: list[Any], base: int = 0) -> Builder | None:
+    """The builder of the changes and problems of filling the names of ``names`` (tool message
+    index, call id, function name, flat: three items a result; ``filled_result_name``, reported as
+    ``result_name_mismatch``), as ``name_results`` plans them, naming message ``base + index``;
+    None when the profile does not report them (the full path then finds nothing and changes
+    nothing). For the names ``Format.named_spans`` filled outside a damaged history's
+    ranges."""
     code = "result_name_mismatch"
     check = profile.checks.get(code)
-    if check is None:  # not reported: the full path finds nothing and changes nothing
+    if check is None:
         return None
-    repaired = list(messages)
-    for index, _, name in names:
-        copy = dict(messages[index])
-        copy["name"] = name
-        repaired[index] = copy
 
     def build() -> tuple[list[Change], list[Problem]]:
         problem = _maker(profile, check, code, "tool message without the called function's name")
+        indexes, call_ids = names[0::3], names[1::3]
         changes = [
             _change(
                 "filled_result_name",
@@ -119,11 +106,31 @@ def _fill_names(
                 f"function name {name!r} taken from the call",
                 (call_id,),
             )
-            for index, call_id, name in names
+            for index, call_id, name in zip(indexes, call_ids, names[2::3], strict=True)
         ]
-        problems = [problem(base + index, call_id, 0) for index, call_id, _ in names]
+        problems = [
+            problem(base + index, call_id, 0)
+            for index, call_id in zip(indexes, call_ids, strict=True)
+        ]
         return changes, problems
 
+    return build
+
+
+def _fill_names(
+    messages: Sequence[Any], profile: Profile, names: list[Any], base: int = 0
+) -> Quick | None:
+    """Each tool message of ``names`` (index, call id, function name, flat) gets its call's function
+    name in a copy of ``messages``, and the builder of the changes and problems
+    (:func:`names_report`); None when the profile does not report them."""
+    build = names_report(profile, names, base)
+    if build is None:
+        return None
+    repaired = list(messages)
+    for index, name in zip(names[0::3], names[2::3], strict=True):
+        copy = messages[index].copy()  # (a plain dict: the one-pass test read it as one)
+        copy["name"] = name
+        repaired[index] = copy
     return repaired, build
 
 

@@ -182,10 +182,11 @@ class Format:
 
     def named_spans(
         self, messages: Sequence[Any], profile: Profile, /
-    ) -> tuple[list[tuple[int, int]], list[tuple[int, str, str]]] | None:
+    ) -> tuple[list[tuple[int, int]], list[Any], list[Any]] | None:
         """For a profile whose results name their call's function: the ranges that need repair
-        for anything else, and the results outside them whose only fault is the name, as
-        (tool message index, call id, function name); None when it cannot tell."""
+        for anything else, the results outside them whose only fault is the name, as tool
+        message index, call id and function name (flat: three items a result), and a copy of
+        ``messages`` with those results copied with their names; None when it cannot tell."""
         return None
 
     def quick_fixes(
@@ -196,10 +197,11 @@ class Format:
         *,
         opening: bool = True,
         vouched_against: bool = False,
-    ) -> tuple[list[tuple[int, str, str]], list[Any], list[int], list[str]] | None:
+    ) -> tuple[list[Any], list[Any], list[int], list[str]] | None:
         """The only edits the full path would make, when they are result names or call ids a
-        cross-family target wants on a history that passes its other rules: (tool message
-        index, call id, function name) to name; message index, slot and id of each call whose
+        cross-family target wants on a history that passes its other rules: tool message
+        index, call id and function name of each result to name, flat (three items a result);
+        message index, slot and id of each call whose
         id to rewrite, flat (three items a call); tool message index and position of its call
         among those of each of their results, flat (two items a result); and the ids of the
         calls kept (a new id must differ from them and from the rewritten). None
@@ -237,6 +239,8 @@ class Format:
 def message_dict(message: Any) -> dict[str, Any]:
     """A message as a new dict (for the writers that build a message from others): a mapping
     copied, an SDK object dumped without its unset fields, a plain object's public attributes."""
+    if type(message) is dict:
+        return message.copy()  # (the common case, without the abstract class's test)
     if isinstance(message, Mapping):
         return dict(message)
     dump = getattr(message, "model_dump", None)

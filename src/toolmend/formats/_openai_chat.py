@@ -350,6 +350,9 @@ def repeated_results(part: Sequence[Any], profile: Profile) -> list[tuple[int, s
     params = range_params(profile) if part else None
     if params is None or profile.pairing not in ("adjacent", "count"):
         return None
+    # (Gemini) a result without a name fails the one-pass check below, kept or repeated (a
+    # repeat is its first word for word): every result of an OpenAI-shaped history lacks it
+    unnamed = type(params) is CrossRules and params.names
     repeats: list[tuple[int, str, int]] = []
     kept: list[Any] = []
     block: set[Any] | None = None  # the ids of the calling message whose results come now
@@ -362,6 +365,8 @@ def repeated_results(part: Sequence[Any], profile: Profile) -> list[tuple[int, s
             call_id = message.get("tool_call_id")
             if block is None or type(call_id) is not str or call_id not in block:
                 return None
+            if unnamed and "name" not in message:
+                return None  # (the range's repair names it)
             first = first_of.get(call_id)
             if first is None:
                 first_of[call_id] = index
@@ -461,31 +466,37 @@ def ordered_range_params(profile: Profile) -> CrossRules | None:
 
 def named_spans(
     messages: Sequence[Any], profile: Profile
-) -> tuple[list[tuple[int, int]], list[tuple[int, str, str]]] | None:
+) -> tuple[list[tuple[int, int]], list[Any], list[Any]] | None:
     """:func:`dirty_spans` for a profile whose results name their call's function (Gemini):
-    the ranges that need repair for anything but the names, and the tool messages outside them
-    whose only fault is the name, as (index, call id, the function's name) in message order;
-    None when the one-pass test cannot tell.
+    the ranges that need repair for anything but the names, the tool messages outside them
+    whose only fault is the name, as index, call id and the function's name (flat: three items
+    a result) in message order, and a copy of ``messages`` with those names filled (each such
+    message copied with its name; the messages in the ranges as they are); None when the
+    one-pass test cannot tell.
 
     Bound for Gemini, every result of an OpenAI-shaped history lacks its name, so every range
     of a damaged history was dirty and each was read (or its names filled) on its own: most of
-    the repair (issue 32). The names outside the damaged ranges are filled in one pass; the
-    planner of a damaged range fills its own."""
-    found: list[tuple[int, str, str]] = []
-    spans = _scan(messages, profile, first_only=False, names=found)
+    the repair (issue 32). The names outside the damaged ranges are filled by the scan that
+    finds the ranges, as it reads each result (a second walk over them, after the scan, read
+    each again from memory); the repair of a damaged range fills its own."""
+    found: list[Any] = []
+    filled = list(messages)
+    spans = _scan(messages, profile, first_only=False, names=found, filled=filled)
     if spans is None:
         return None
-    if not spans:
-        return spans, found
-    outside = []
-    ranges = iter(spans)
-    low, high = next(ranges)
-    for entry in found:
-        while entry[0] >= high:
-            low, high = next(ranges, (len(messages), len(messages) + 1))
-        if entry[0] < low:
-            outside.append(entry)
-    return spans, outside
+    if not spans or not found:
+        return spans, found, filled
+    at = found[0::3]  # each entry's index, in message order: a range's entries by bisection
+    outside: list[Any] = []
+    done = 0
+    for low, high in spans:
+        first = bisect.bisect_left(at, low, done)
+        outside += found[3 * done : 3 * first]
+        done = bisect.bisect_left(at, high, first)
+        for index in at[first:done]:  # in a range, whose repair names its own
+            filled[index] = messages[index]
+    outside += found[3 * done :]
+    return spans, outside, filled
 
 
 def _scannable(messages: Sequence[Any], profile: Profile) -> bool:
@@ -519,8 +530,9 @@ def _scan(
     *,
     first_only: bool,
     eager: bool = False,
-    names: list[tuple[int, str, str]] | None = None,
+    names: list[Any] | None = None,
     resume: bool = True,
+    filled: list[Any] | None = None,
 ) -> list[tuple[int, int]] | None:
     """The ranges of :func:`dirty_spans` (``first_only``: ``[]`` when the history is valid,
     None at its first problem, for :func:`quick_valid`).
@@ -548,7 +560,9 @@ def _scan(
 
     ``names`` (a profile whose results name their call's function, Gemini): a result whose
     only fault is a missing or wrong name leaves its range clean and goes into ``names`` as
-    (index, call id, the function's name), for :func:`named_spans`."""
+    its index, call id and the function's name (flat: three items a result), for
+    :func:`named_spans`; with ``filled`` (a copy of ``messages``), a copy of that result with
+    its name at its index."""
     cross = None
     if not _scannable(messages, profile):
         # a cross-family profile: its ranges, from its rules (the vouch is cross_valid's)
@@ -637,6 +651,9 @@ def _scan(
     fast_ids: list[str] = []  # the ids of the calls in the stretches the pass vouched for
     fast_names: set[str] = set()  # their function names, where a pattern judges them
     found = names if names is not None else []  # (the pass's) results lacking their name
+    if recording and filled is None:
+        filled = list(messages)  # (the pass fills the names it records: here, for nobody)
+    extra = (filled,) if recording else ()
     stretches: list[tuple[int, int]] = []  # the stretches [low, high) the pass vouched for
     low = 0 if fast is not None else -1  # where the pass runs next (-1: not now)
     until = -1 if fast is not None else size  # the loop hands back only after this message
@@ -653,6 +670,7 @@ def _scan(
                     found,
                     fast_names,
                     previous or "",
+                    *extra,
                 )
             except (KeyError, TypeError):  # at the message it was reading
                 sound = None
@@ -665,8 +683,11 @@ def _scan(
             stretches.append((low, at))
             if drop:
                 del fast_ids[-drop:]  # (the loop reads their calls again)
-            while found and found[-1][0] >= at:
-                found.pop()
+            while found and found[-3] >= at:  # (the loop reads them again)
+                popped = found[-3]
+                del found[-3:]
+                if filled is not None:
+                    filled[popped] = messages[popped]
             if at > low:  # the loop's state after the sound message before ``at``
                 prior = messages[at - 1]
                 follows_tool = prior["role"] == "tool"
@@ -730,7 +751,11 @@ def _scan(
                             if message.get("name") == name:
                                 continue
                             if names is not None and type(name) is str and name:
-                                names.append((index, call_id, name))  # its only fault: apart
+                                names += index, call_id, name  # its only fault: apart
+                                if filled is not None:
+                                    named_copy = message.copy()
+                                    named_copy["name"] = name
+                                    filled[index] = named_copy
                                 continue
                         if first_only:
                             return None
@@ -949,15 +974,23 @@ def _scan(
         # the plainly checked calls')
         if names is not None:
             names.clear()
+        if filled is not None:
+            filled[:] = messages
         if fast is not None:
-            return _scan(messages, profile, first_only=False, names=names, resume=False)
-        return _scan(messages, profile, first_only=first_only, eager=True, names=names)
+            return _scan(
+                messages, profile, first_only=False, names=names, resume=False, filled=filled
+            )
+        return _scan(
+            messages, profile, first_only=first_only, eager=True, names=names, filled=filled
+        )
     if fast_ids and _needs_whole(fast_ids, called, strays, repeats, unanswered, cross):
         # an id the ranges look up is called in a stretch the pass vouched for, whose calls
         # it does not record: the scan without the pass (rare: a reused id)
         if names is not None:
             names.clear()
-        return _scan(messages, profile, first_only=False, names=names, resume=False)
+        if filled is not None:
+            filled[:] = messages
+        return _scan(messages, profile, first_only=False, names=names, resume=False, filled=filled)
     if unanswered:
         # a call the placeholder will answer, whose id another call has: its range reaches
         # over every range calling that id, where the planner sees both and renames it

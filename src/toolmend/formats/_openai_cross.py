@@ -282,7 +282,8 @@ def scan_pass(rules: CrossRules, record: bool) -> Callable[..., bool | None]:
     (:func:`toolmend.formats._openai_chat.dirty_spans`) skip the sound stretches of a damaged
     history at the cost of the vouch.
 
-    Called as ``scan(messages, answered, ids, found, function_names, previous)``,
+    Called as ``scan(messages, answered, ids, found, function_names, previous)`` (with
+    ``record``, ``filled`` after them),
     ``messages`` an iterator over the messages from a clean point (no call waiting;
     ``answered``: right after a call turn's results; with ``record``, an ``enumerate`` of it;
     ``previous``: the kind of the message before, ``""`` for none, where the rules hold a
@@ -293,9 +294,10 @@ def scan_pass(rules: CrossRules, record: bool) -> Callable[..., bool | None]:
     read. A repeated result is a failure here (the scan records it). The ids of each calling
     message it passes go into ``ids``, the function names into ``function_names`` where a
     name pattern is checked after the loop, and with ``record`` (the rules relaxed of their
-    names) each result lacking its call's function name into ``found`` as (index, call id,
-    name); the tests of the id and name patterns and of ids unique in the request are the
-    caller's."""
+    names) each result lacking its call's function name into ``found`` as index, call id and
+    name (flat, three items a result), and a copy of it with the name into ``filled`` (a list
+    as long as the history) at its index; the tests of the id and name patterns and of ids
+    unique in the request are the caller's."""
     if record:
         entry = _RECORDING.get(id(rules))
         if entry is None or entry[0] is not rules:
@@ -324,7 +326,9 @@ def _first_id_ok(messages: Sequence[Any], id_match: Callable[[str], Any]) -> boo
 
 
 _LOOP = """
-#if scan
+#if scan and record
+def cross_pass(messages, answered, ids, found, function_names, previous, filled):
+#elif scan
 def cross_pass(messages, answered, ids, found, function_names, previous):
 #else
 def cross_pass(messages):
@@ -408,7 +412,12 @@ def cross_pass(messages):
 #endif
 #if record
             if message.get("name") != name:
-                found.append((index, call_id, name))
+                found += index, call_id, name  # (flat: no object a result)
+#if scan
+                named_copy = message.copy()  # (made here, while the message is in the cache)
+                named_copy["name"] = name
+                filled[index] = named_copy
+#endif
 #elif mode == "ids"
             at = refused.get(call_id)
             if at is not None:
@@ -794,14 +803,15 @@ def opening_ok(messages: Sequence[Any], rules: CrossRules) -> bool:
     return not rules.needs_message
 
 
-Fixes = tuple[list[tuple[int, str, str]], list[Any], list[int], list[str]]
-"""What :func:`cross_fixes` found to change: result names (tool message index, call id, the
-call's function name); call ids outside the profile's pattern, flat (assistant message index,
-slot, id, the next call's index, slot, id, ...); the tool messages answering those calls, flat
-(index, the position of their call among the calls, ...); and the ids of the other calls (in
+Fixes = tuple[list[Any], list[Any], list[int], list[str]]
+"""What :func:`cross_fixes` found to change: result names, flat (tool message index, call id,
+the call's function name, the next result's index, ...); call ids outside the profile's
+pattern, flat (assistant message index, slot, id, the next call's index, slot, id, ...); the
+tool messages answering those calls, flat (index, the position of their call among the
+calls, ...); and the ids of the other calls (in
 the pattern: a new id must not be one of them). Flat: a history bound for Mistral lists every
-call and every result, and a tuple each was a third of the objects the repair made, which the
-garbage collector counts and walks (issue 32)."""
+call and every result, and one bound for Gemini every result, and a tuple each was a third of
+the objects the repair made, which the garbage collector counts and walks (issue 32)."""
 
 _RELAXED: dict[int, tuple[CrossRules, CrossRules, CrossRules]] = {}
 """``id(rules)`` -> (the rules, the same without the result-name and id-pattern rules, and
