@@ -1489,29 +1489,8 @@ def _walked_fixes(
 def _stretch_lists(
     messages: Sequence[Any], low: int, high: int, id_match: Callable[[str], Any], length: int
 ) -> tuple[list[Any], list[int]]:
-    """The calls and results of :func:`_stretch_fixes` for the sound ``messages[low:high]``,
-    listed only (nothing copied: the pass made the copies)."""
-    calls: list[Any] = []
-    results: list[int] = []
-    refused: dict[str, int] = {}  # the turn's refused ids -> their position among the calls
-    count = 0
-    for at, message in enumerate(messages[low:high], low):
-        role = message["role"]
-        if role == "tool":
-            if refused:
-                position = refused.get(message["tool_call_id"])
-                if position is not None:
-                    results += at, position
-        elif role == "assistant":
-            tool_calls = message.get("tool_calls")
-            if tool_calls:
-                refused.clear()
-                for slot, call in enumerate(tool_calls):
-                    call_id = call["id"]
-                    if len(call_id) != length or id_match(call_id) is None:
-                        refused[call_id] = count
-                        count += 1
-                        calls += at, slot, call_id
+    """The calls and results of :func:`_stretch_fixes` for ``messages[low:high]``."""
+    calls, results, _, _, _ = _stretch_fixes(messages, low, high, id_match, length, set())
     return calls, results
 
 
