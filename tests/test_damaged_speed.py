@@ -6,10 +6,8 @@ what the full path gives; these tests hold them to it and count the work they sk
 from __future__ import annotations
 
 import copy
-import pathlib
 import pickle
 import re
-import sys
 from typing import Any
 
 import pytest
@@ -768,86 +766,3 @@ def test_mistral_ranges_are_mended_without_reading_them(monkeypatch: pytest.Monk
     assert fixed.messages == expected
     assert list(fixed.changes) == changes
     assert list(fixed.problems) == problems
-
-
-def _resolved(found: Any) -> Any:
-    """``request_id_fixes``' answer with each stretch's calls and results listed."""
-    if found is None:
-        return None
-    taken, stretches = found
-    listed = []
-    for low, high, listing, answers, *made in stretches:
-        if callable(listing):
-            listing, answers = listing()
-        listed.append((low, high, listing, answers, *made))
-    return taken, listed
-
-
-@settings(max_examples=400, deadline=None)
-@given(
-    history=st.one_of(
-        _mistral_bench_damage(),
-        _bench_damage(),
-        _repeated_results(),
-        _interrupted_blocks(),
-        damaged_conversations(id_style="any").map(lambda case: case[1]),
-    ),
-)
-def test_the_scan_rewrites_the_stretches_as_the_stretch_walk_does(history: list[Any]) -> None:
-    """Bound for Mistral, the range scan that lists and copies the sound stretches' refused
-    ids as it checks them (``request_spans``, one walk) gives the ranges of ``dirty_spans`` and
-    the request's ids and stretches of ``request_id_fixes`` (a second walk), each stretch's
-    copy equal and the messages with no id the caller's own."""
-    profile = get_profile("mistral")
-    walked = openai_chat.request_spans(history, profile)
-    spans = openai_chat.dirty_spans(history, profile)
-    if spans is None:
-        assert walked is None
-        return
-    assert walked is not None
-    assert walked[0] == spans
-    expected = (
-        openai_chat.request_id_fixes(history, profile, spans)
-        if spans != [(0, len(history))]
-        else None
-    )
-    assert _resolved(walked[1]) == _resolved(expected)
-    for low, _, _, _, part, _, _ in walked[1][1] if walked[1] is not None else ():
-        for at, message in enumerate(part, low):
-            if history[at]["role"] != "tool" and not history[at].get("tool_calls"):
-                assert message is history[at]  # (no id in it: the caller's own)
-
-
-@pytest.mark.parametrize("size", [300, 1000])
-def test_the_stretches_are_walked_once(monkeypatch: pytest.MonkeyPatch, size: int) -> None:
-    """Bound for Mistral, a long damaged history's sound stretches are listed and copied by
-    the range scan's pass as it checks them: the stretch walk (``_stretch_fixes``) reads only
-    the few messages the scan's careful loop read around the damage (about a tenth), where it
-    read every message outside the ranges; the repair is the same."""
-    sys.path.insert(0, str(pathlib.Path(__file__).parent.parent / "benchmarks"))
-    from bench_core import damage
-    from bench_cross_family import tool_heavy_history
-
-    history = damage(tool_heavy_history(size))
-    profile = get_profile("mistral")
-    walked: list[int] = []
-    real = openai_chat._stretch_fixes
-
-    def counted(messages: Any, low: int, high: int, *rest: Any) -> Any:
-        walked.append(high - low)
-        return real(messages, low, high, *rest)
-
-    monkeypatch.setattr(openai_chat, "_stretch_fixes", counted)
-    spans = openai_chat.dirty_spans(history, profile)
-    assert spans is not None
-    outside = len(history) - sum(high - low for low, high in spans)
-    openai_chat.request_id_fixes(history, profile, spans)
-    assert sum(walked) == outside  # (two walks: every message outside the ranges again)
-    walked.clear()
-    fixed = toolmend.repair(history, provider="mistral")
-    assert 0 < sum(walked) <= outside // 5
-    monkeypatch.setattr(type(openai_chat.FORMAT), "request_spans", staticmethod(lambda *a: None))
-    apart = toolmend.repair(history, provider="mistral")
-    assert fixed.messages == apart.messages
-    assert list(fixed.changes) == list(apart.changes)
-    assert list(fixed.problems) == list(apart.problems)

@@ -150,22 +150,14 @@ def _ranges(
     profile: Profile,
     policy: Policy | None = None,
     vouched_against: bool = False,
-    request: list[Any] | None = None,
 ) -> list[tuple[int, int]]:
     """The ranges of ``messages`` to read and judge: none when the format's one-pass test
     vouches for the whole history (unless ``vouched_against``: it was asked and could not),
     the damaged ranges when it can tell them (see ``Format.dirty_spans``), else the whole
-    history. ``request``: where the format tells the ranges and the request's id rewrite of
-    the stretches between them in one walk (``Format.request_spans``, Mistral), the latter
-    is appended to it."""
+    history."""
     if not vouched_against and module.quick_valid(messages, profile):
         return []  # the common case: one tight pass that builds nothing
     if policy is None or policy.frontier != "keep":
-        if request is not None:
-            walked = module.request_spans(messages, profile)
-            if walked is not None:
-                request.append(walked[1])
-                return walked[0]
         spans = module.dirty_spans(messages, profile)
         if spans is not None:
             return spans
@@ -465,44 +457,24 @@ class Stretch:
     the damaged ranges (see :func:`toolmend._quickmend.rewrite_stretch`). Its ``problems``
     are built when first read."""
 
-    __slots__ = ("_lists", "_problems", "high", "low", "made", "request")
+    __slots__ = ("_problems", "calls", "high", "low", "made", "request", "results")
 
     def __init__(
         self,
         low: int,
         high: int,
-        calls: list[Any] | Callable[[], tuple[list[Any], list[int]]],
-        results: list[int] | None,
+        calls: list[Any],
+        results: list[int],
         part: list[Any],
         seeds: list[str],
         tails: list[str],
         request: RequestIds,
         profile: Profile,
     ) -> None:
-        self.low, self.high = low, high
-        # (the calls and results, or a function listing them when first asked for)
-        self._lists: tuple[list[Any], list[int]] | Callable[[], tuple[list[Any], list[int]]] = (
-            calls if callable(calls) else (calls, results or [])
-        )
+        self.low, self.high, self.calls, self.results = low, high, calls, results
         self.made = (part, seeds, tails)  # (the stretch copied with each refused id's tail)
         self.request = request
         self._problems: list[Problem] | Profile = profile
-
-    def _listed(self) -> tuple[list[Any], list[int]]:
-        lists = self._lists
-        if callable(lists):
-            lists = self._lists = lists()
-        return lists
-
-    @property
-    def calls(self) -> list[Any]:
-        """The calls whose id is refused (message index, slot, id, flat)."""
-        return self._listed()[0]
-
-    @property
-    def results(self) -> list[int]:
-        """The results answering them (message index, the call's position, flat)."""
-        return self._listed()[1]
 
     @property
     def edited(self) -> set[int]:
@@ -650,12 +622,9 @@ def _damage_in(
     fused: bool = False,
 ) -> Iterator[Any]:
     if spans is None:
-        walked: list[Any] = []  # (the request's ids, where the scan made them)
-        spans = _ranges(module, messages, profile, policy, vouched_against, walked)
+        spans = _ranges(module, messages, profile, policy, vouched_against)
         if spans != [(0, len(messages))]:
-            request: tuple[set[str], list[Any]] | None = (
-                walked[0] if walked else module.request_id_fixes(messages, profile, spans)
-            )
+            request = module.request_id_fixes(messages, profile, spans)
             if request is not None:  # ids rewritten request-wide (Mistral)
                 fast = policy if fused else None  # (ranges mended from their messages)
                 yield from _with_stretches(module, messages, profile, spans, *request, fast)
@@ -697,7 +666,7 @@ def _with_stretches(
     profile: Profile,
     ranges: list[tuple[int, int]],
     taken: set[str],
-    stretches: list[tuple[int, int, Any, Any, list[Any], list[str], list[str]]],
+    stretches: list[tuple[int, int, list[Any], list[int], list[Any], list[str], list[str]]],
     policy: Policy | None = None,
 ) -> Iterator[Damage | Named | Stretch]:
     """:func:`_damage_in` for a profile whose call ids are rewritten request-wide (Mistral):
@@ -810,7 +779,14 @@ def mend_damage(
             repaired.extend(messages[position : damage.low])
             low, high = damage.low, damage.high
             rewritten, new_ids = rewrite_stretch(
-                messages, profile, low, high, damage, damage.request, damage.made
+                messages,
+                profile,
+                low,
+                high,
+                damage.calls,
+                damage.results,
+                damage.request,
+                damage.made,
             )
             repaired.extend(rewritten)
             stretches.append((len(changes), len(problems), damage, new_ids))

@@ -204,15 +204,15 @@ def rewrite_stretch(
     profile: Profile,
     low: int,
     high: int,
-    listed: Any,
+    calls: list[Any],
+    results: list[int],
     request: RequestIds,
     made: tuple[list[Any], list[str], list[str]] | None = None,
 ) -> tuple[list[Any], list[str]]:
     """A sound stretch ``messages[low:high]`` of a damaged history between its damaged ranges
     (Mistral), its only fault call ids outside the profile's form: each call of ``calls``
     (message index, slot, id, flat) gets a new id, and each tool message of ``results``
-    (index, the call's position among ``calls``, flat) its call's (both attributes of
-    ``listed``, read only where ``made`` cannot be taken), as the planner's edits
+    (index, the call's position among ``calls``, flat) its call's, as the planner's edits
     make them (a shallow copy of each changed message and call). The ids come from
     ``request``, the whole request's rewrite shared with the other stretches and the damaged
     ranges, in history order (see :class:`toolmend._skeleton.RequestIds`). Returns the
@@ -228,7 +228,6 @@ def rewrite_stretch(
         found = tail_ids(made[1], made[2], length, request.taken, request.next_try)
         if found is not None:
             return made[0], found
-    calls, results = listed.calls, listed.results
     new_ids = fresh_ids(calls[2::3], profile, request.taken, request.next_try)
     part = list(messages[low:high])
     copy_index = -1

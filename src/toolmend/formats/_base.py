@@ -230,24 +230,6 @@ class Format:
         fault."""
         return None
 
-    def request_spans(
-        self, messages: Sequence[Any], profile: Profile, /
-    ) -> (
-        tuple[
-            list[tuple[int, int]],
-            tuple[
-                set[str],
-                list[tuple[int, int, list[Any], list[int], list[Any], list[str], list[str]]],
-            ]
-            | None,
-        ]
-        | None
-    ):
-        """:meth:`dirty_spans` and :meth:`request_id_fixes` in one walk where the format can
-        (the stretches' ids listed and rewritten as the scan checks them); None where it
-        cannot (the two apart)."""
-        return None
-
     def __repr__(self) -> str:
         return f"<toolmend format {self.name!r}>"
 

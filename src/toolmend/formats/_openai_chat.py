@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
-import functools
 import itertools
 import operator
 import re
@@ -61,7 +60,6 @@ __all__ = [
     "read",
     "repeated_results",
     "request_id_fixes",
-    "request_spans",
     "result_text",
 ]
 
@@ -523,7 +521,6 @@ def _scan(
     eager: bool = False,
     names: list[tuple[int, str, str]] | None = None,
     resume: bool = True,
-    walk: _IdWalk | None = None,
 ) -> list[tuple[int, int]] | None:
     """The ranges of :func:`dirty_spans` (``first_only``: ``[]`` when the history is valid,
     None at its first problem, for :func:`quick_valid`).
@@ -551,11 +548,7 @@ def _scan(
 
     ``names`` (a profile whose results name their call's function, Gemini): a result whose
     only fault is a missing or wrong name leaves its range clean and goes into ``names`` as
-    (index, call id, the function's name), for :func:`named_spans`.
-
-    ``walk`` (:func:`request_spans`): the pass also lists and copies the refused ids of the
-    stretches it vouches for into it; ``walk.covered`` is then those stretches, or None
-    where the pass did not run or the scan ran again without it."""
+    (index, call id, the function's name), for :func:`named_spans`."""
     cross = None
     if not _scannable(messages, profile):
         # a cross-family profile: its ranges, from its rules (the vouch is cross_valid's)
@@ -630,12 +623,6 @@ def _scan(
     recording = False  # whether it records the results lacking their name (numbered)
     if resume and not first_only and not eager and not reasoning_rule and type(messages) is list:
         fast, recording = _scan_pass(profile, cross, names is not None)
-    extra: tuple[list[Any], ...] = ()  # (the lists of ``walk``, for the pass)
-    if walk is not None:
-        walk.covered = None
-        if fast is not None and not recording and cross is not None:
-            fast = scan_pass(cross, False, *walk.rules)
-            extra = (walk.out, walk.marks, walk.seeds, walk.tails)
     size = len(messages)
     # what tells a range start from the message before it (see :func:`_start_kind`)
     starting = (
@@ -658,8 +645,6 @@ def _scan(
             assert fast is not None
             # (the loop has read the message at ``low`` from ``rest``, but not looked at it)
             ahead = itertools.chain(messages[low : size - operator.length_hint(rest)], rest)
-            if extra:  # (the loop's messages: ``walk.out`` holds the history's up to ``low``)
-                extra[0].extend(messages[len(extra[0]) : low])
             try:
                 sound = fast(
                     enumerate(ahead, low) if recording else ahead,
@@ -668,7 +653,6 @@ def _scan(
                     found,
                     fast_names,
                     previous or "",
-                    *extra,
                 )
             except (KeyError, TypeError):  # at the message it was reading
                 sound = None
@@ -681,8 +665,6 @@ def _scan(
             stretches.append((low, at))
             if drop:
                 del fast_ids[-drop:]  # (the loop reads their calls again)
-            if extra:
-                walk.cut(at)  # type: ignore[union-attr]
             while found and found[-1][0] >= at:
                 found.pop()
             if at > low:  # the loop's state after the sound message before ``at``
@@ -1008,9 +990,6 @@ def _scan(
         spans = _widen_for_strays(
             spans, starts, callers, strays, repeats, size, stop_after if stretches else None
         )
-    if extra:
-        walk.covered = stretches  # type: ignore[union-attr]
-        walk.ids = fast_ids  # type: ignore[union-attr]
     return spans
 
 
@@ -1322,7 +1301,7 @@ def _ids_rewritten(profile: Profile) -> bool:
     )
 
 
-IdStretch = tuple[int, int, Any, Any, list[Any], list[str], list[str]]
+IdStretch = tuple[int, int, list[Any], list[int], list[Any], list[str], list[str]]
 """A sound stretch ``[low, high)`` between damaged ranges, its calls whose id is outside the
 profile's form (message index, slot, id, flat: three items a call) and the tool messages
 answering them (index, the call's position among those calls, flat: two items a result),
@@ -1331,9 +1310,7 @@ damaged history's repair made, each counted and walked by the garbage collector)
 stretch rewritten with each of those ids' last ``call_id_length`` characters as its new id,
 those ids and their tails, in call order:
 the ids the request's rewrite gives them in the common case, made in the walk that finds them
-(:func:`toolmend._quickmend.rewrite_stretch` takes them where its ids are those). From
-:func:`request_spans`, the calls are a function listing the calls and the results (which
-are None): only the report, or a rewrite whose ids are not the tails, reads them."""
+(:func:`toolmend._quickmend.rewrite_stretch` takes them where its ids are those)."""
 
 
 def request_id_fixes(
@@ -1371,146 +1348,6 @@ def request_id_fixes(
             _add_call_ids(message, taken)
         low = stop
     return taken, stretches
-
-
-class _IdWalk:
-    """What the range scan's pass makes of the stretches it vouches for, for a profile whose
-    refused ids are rewritten request-wide (see
-    :func:`toolmend.formats._openai_cross.scan_pass`, ``refuse``): ``out`` the history up to
-    where the pass read, each message it vouched for as the rewrite's common case makes it
-    (the others as they are); ``seeds`` and ``tails`` the refused ids and their tails in
-    history order; ``marks`` each message copied for its calls and the number of ``seeds``
-    before its own (flat); ``covered`` the stretches ``[low, high)`` the pass vouched for
-    (None until the scan ends with them); ``ids`` the ids of their calls."""
-
-    __slots__ = ("covered", "ids", "marks", "out", "rules", "seeds", "tails")
-
-    def __init__(self, refuse: Callable[[str], Any], length: int) -> None:
-        self.rules = (refuse, length)
-        self.out: list[Any] = []
-        self.marks: list[int] = []
-        self.seeds: list[str] = []
-        self.tails: list[str] = []
-        self.covered: list[tuple[int, int]] | None = None
-        self.ids: list[str] = []
-
-    def cut(self, at: int) -> None:
-        """Forget what the pass made from message ``at`` on (the scan's loop reads it again:
-        no call of a message before ``at`` waits for a result after it)."""
-        del self.out[at:]
-        marks = self.marks
-        count = -1
-        while marks and marks[-2] >= at:
-            count = marks[-1]
-            del marks[-2:]
-        if count >= 0:
-            del self.seeds[count:], self.tails[count:]
-
-
-def request_spans(
-    messages: Sequence[Any], profile: Profile
-) -> tuple[list[tuple[int, int]], tuple[set[str], list[IdStretch]] | None] | None:
-    """:func:`dirty_spans` and :func:`request_id_fixes` in one walk, for a profile whose
-    refused call ids are rewritten request-wide (Mistral): the range scan's pass lists and
-    copies the refused ids of the stretches it vouches for as it checks them (a second walk
-    over the stretches was a fifth of a damaged history's repair, issue 32), and only the
-    messages its careful loop read are walked again. None (the two apart) for any other
-    profile; the ranges and None where the ranges hold every fault."""
-    rules = _plain_params(profile)
-    if type(rules) is not CrossRules or rules.id_match is None:
-        return None
-    if rules.successors is None and rules.last_roles is None:
-        return None
-    ordered = _ordered_rules(rules, profile)
-    if ordered is None or ordered.id_match is not None or profile.call_id_length is None:
-        return None
-    walk = _IdWalk(rules.id_match, profile.call_id_length)
-    spans = _scan(messages, profile, first_only=False, walk=walk)
-    if spans is None:
-        return None
-    if spans == [(0, len(messages))]:
-        return spans, None  # (read whole: :func:`toolmend._api._damage_in` asks for no ids)
-    if walk.covered is None:
-        return spans, request_id_fixes(messages, profile, spans)
-    return spans, _walked_fixes(messages, spans, walk, rules.id_match, profile.call_id_length)
-
-
-def _walked_fixes(
-    messages: Sequence[Any],
-    spans: list[tuple[int, int]],
-    walk: _IdWalk,
-    id_match: Callable[[str], Any],
-    length: int,
-) -> tuple[set[str], list[IdStretch]]:
-    """:func:`request_id_fixes` from what the scan's pass made (``walk``): each stretch
-    between ``spans`` taken from ``walk`` where the pass vouched for it, walked by
-    :func:`_stretch_fixes` where the scan's loop read it (both end at clean points: no call
-    waits across either's edge); every call id of the history into the request's ids. A
-    stretch's calls and results (for its report, and for a rewrite whose ids are not the
-    tails) are listed when first asked for (:func:`_stretch_lists`)."""
-    covered = walk.covered
-    assert covered is not None
-    taken = set(walk.ids)
-    out, marks, seeds, tails = walk.out, walk.marks, walk.seeds, walk.tails
-    # the messages the loop read (not covered): their ids, as the reader reads them
-    low = 0
-    for start, stop in [*covered, (len(messages), len(messages))]:
-        for message in messages[low:start]:
-            _add_call_ids(message, taken)
-        low = stop
-    stretches: list[IdStretch] = []
-    mark_at, mark_seeds = marks[0::2], marks[1::2]
-    mark_seeds.append(len(seeds))
-    low = 0
-    for start, stop in [*spans, (len(messages), len(messages))]:
-        if low < start:
-            part: list[Any] = []
-            found_seeds: list[str] = []
-            found_tails: list[str] = []
-            for a, b, vouched in _pieces(covered, low, start):
-                if vouched:
-                    part += out[a:b]
-                    p0 = mark_seeds[bisect.bisect_left(mark_at, a)]
-                    p1 = mark_seeds[bisect.bisect_left(mark_at, b)]
-                    found_seeds += seeds[p0:p1]
-                    found_tails += tails[p0:p1]
-                else:  # read by the loop: walked again
-                    piece = _stretch_fixes(messages, a, b, id_match, length, set())
-                    part += piece[2]
-                    found_seeds += piece[3]
-                    found_tails += piece[4]
-            if found_seeds:
-                lists = functools.partial(_stretch_lists, messages, low, start, id_match, length)
-                stretches.append((low, start, lists, None, part, found_seeds, found_tails))
-        low = stop
-    return taken, stretches
-
-
-def _stretch_lists(
-    messages: Sequence[Any], low: int, high: int, id_match: Callable[[str], Any], length: int
-) -> tuple[list[Any], list[int]]:
-    """The calls and results of :func:`_stretch_fixes` for ``messages[low:high]``."""
-    calls, results, _, _, _ = _stretch_fixes(messages, low, high, id_match, length, set())
-    return calls, results
-
-
-def _pieces(covered: list[tuple[int, int]], low: int, high: int) -> list[tuple[int, int, bool]]:
-    """``[low, high)`` cut at the edges of the ``covered`` stretches (sorted, apart): (a, b,
-    whether ``[a, b)`` is in one of them)."""
-    pieces: list[tuple[int, int, bool]] = []
-    at = max(bisect.bisect_right(covered, (low, 1 << 62)) - 1, 0)
-    position = low
-    while position < high:
-        while at < len(covered) and covered[at][1] <= position:
-            at += 1
-        if at < len(covered) and covered[at][0] <= position:
-            end = min(covered[at][1], high)
-            pieces.append((position, end, True))
-        else:
-            end = min(covered[at][0], high) if at < len(covered) else high
-            pieces.append((position, end, False))
-        position = end
-    return pieces
 
 
 def _stretch_fixes(
@@ -2257,7 +2094,6 @@ class OpenAIChat(Format):
     dirty_spans = staticmethod(dirty_spans)
     named_spans = staticmethod(named_spans)
     request_id_fixes = staticmethod(request_id_fixes)
-    request_spans = staticmethod(request_spans)
     repeated_results = staticmethod(repeated_results)
     quick_plans = True
 

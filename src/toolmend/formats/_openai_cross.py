@@ -277,12 +277,7 @@ def cross_valid(messages: Sequence[Any], rules: CrossRules) -> list[Any] | None:
     return found
 
 
-def scan_pass(
-    rules: CrossRules,
-    record: bool,
-    refuse: Callable[[str], Any] | None = None,
-    id_length: int | None = None,
-) -> Callable[..., bool | None]:
+def scan_pass(rules: CrossRules, record: bool) -> Callable[..., bool | None]:
     """The pass of :data:`_LOOP` that lets a range scan
     (:func:`toolmend.formats._openai_chat.dirty_spans`) skip the sound stretches of a damaged
     history at the cost of the vouch.
@@ -300,21 +295,7 @@ def scan_pass(
     name pattern is checked after the loop, and with ``record`` (the rules relaxed of their
     names) each result lacking its call's function name into ``found`` as (index, call id,
     name); the tests of the id and name patterns and of ids unique in the request are the
-    caller's.
-
-    With ``refuse`` (the ``fullmatch`` of the id pattern of a profile whose refused ids are
-    rewritten request-wide, Mistral's; ``id_length`` its id length; not with ``record``), the
-    pass also makes the id rewrite's common case of what it vouches for, in the same walk
-    (``rewrite``: the one walk of a damaged history bound for Mistral, issue 32): it is
-    called with four more lists, ``out`` holding the history up to where ``messages``
-    starts, and appends each message it reads to ``out`` (a copy under new ids where it has
-    a refused call id or answers one: each such id's last ``id_length`` characters, as
-    :func:`toolmend.formats._openai_chat.request_id_fixes` copies a stretch), the refused ids
-    and those tails to ``seeds`` and ``tails`` in call order, and for each message it copies
-    for its calls, its index and the number of ``seeds`` before its own to ``marks`` (flat).
-    Nothing else is listed (the report's calls and results are listed when it is read)."""
-    if refuse is not None and not record:
-        return _pass_for(rules, "scan_ids", refuse, id_length)
+    caller's."""
     if record:
         entry = _RECORDING.get(id(rules))
         if entry is None or entry[0] is not rules:
@@ -343,9 +324,7 @@ def _first_id_ok(messages: Sequence[Any], id_match: Callable[[str], Any]) -> boo
 
 
 _LOOP = """
-#if rewrite
-def cross_pass(messages, answered, ids, found, function_names, previous, out, marks, seeds, tails):
-#elif scan
+#if scan
 def cross_pass(messages, answered, ids, found, function_names, previous):
 #else
 def cross_pass(messages):
@@ -378,9 +357,6 @@ def cross_pass(messages):
 #elif mode == "check"
     live = []
 #endif
-#if rewrite
-    append = out.append
-#endif
 #if successors and not scan
     previous = ""  # the kind of the message before (none at first)
 #endif
@@ -396,9 +372,6 @@ def cross_pass(messages):
         if type(message) is not dict:
             return None
         role = message["role"]
-#if rewrite
-        append(message)
-#endif
         if role == "tool":
 #if successors
             if previous not in BEFORE_TOOL:
@@ -440,11 +413,6 @@ def cross_pass(messages):
             at = refused.get(call_id)
             if at is not None:
                 results += index, at
-#elif rewrite
-            if REFUSED:  # (its call's: the same id, refused, copied with its tail)
-                copy = dict(message)
-                copy["tool_call_id"] = call_id[-ID_LENGTH:]
-                out[-1] = copy
 #endif
 #if tool_text
             if type(message["content"]) is not str:
@@ -495,13 +463,8 @@ def cross_pass(messages):
             called = None
 #endif
             pending = turn  # (empty: the turn before was answered whole)
-#if rewrite
-            copied = None
-#endif
 #if mode == "ids"
             refused.clear()
-#endif
-#if mode == "ids" or rewrite
             for slot, call in enumerate(tool_calls):
 #else
             for call in tool_calls:
@@ -537,19 +500,6 @@ def cross_pass(messages):
 #endif
 #if gather_names
                 function_names.add(name)
-#endif
-#if rewrite
-                if REFUSED:  # (copied with its tail as its id: see ``scan_pass``)
-                    if copied is None:
-                        copy = dict(message)
-                        copied = copy["tool_calls"] = list(tool_calls)
-                        out[-1] = copy
-                        marks += len(out) - 1, len(seeds)
-                    tail = call_id[-ID_LENGTH:]
-                    seeds.append(call_id)
-                    tails.append(tail)
-                    new = copied[slot] = dict(call)
-                    new["id"] = tail
 #endif
 #if mode == "ids"
                 if REFUSED:
@@ -641,11 +591,9 @@ _FAILS = {
 """Content level (see :class:`CrossRules`) -> the test a message's content fails, inline (a
 call a message was a fifth of the pass)."""
 
-_PASSES: dict[
-    tuple[int, str, int | None, int], tuple[CrossRules, Callable[[Sequence[Any]], Any], Any]
-] = {}
-"""(``id(rules)``, mode, id length, ``id(refuse)``) -> (the rules, their pass, ``refuse``);
-the rules and ``refuse`` are kept so that their ids cannot be reused while the entry lives."""
+_PASSES: dict[tuple[int, str, int | None], tuple[CrossRules, Callable[[Sequence[Any]], Any]]] = {}
+"""(``id(rules)``, mode, id length) -> (the rules, their pass); the rules are kept so that
+their id cannot be reused while the entry lives."""
 
 
 def _pass_for(
@@ -657,9 +605,9 @@ def _pass_for(
     """The pass of :data:`_LOOP` for ``rules`` in ``mode``, written once per rules and mode.
     ``refuse``: the id pattern's ``fullmatch`` the ``"ids"`` pass records the ids outside of
     (``rules`` are relaxed: they have no id pattern), ``id_length`` the profile's id length."""
-    key = (id(rules), mode, id_length, id(refuse))
+    key = (id(rules), mode, id_length)
     entry = _PASSES.get(key)
-    if entry is not None and entry[0] is rules and entry[2] is refuse:
+    if entry is not None and entry[0] is rules:
         return entry[1]
     switches = _switches(rules, mode, id_length)
     source = _LOOP
@@ -693,7 +641,7 @@ def _pass_for(
     made: Callable[[Sequence[Any]], Any] = namespace["cross_pass"]
     if len(_PASSES) >= 256:
         _PASSES.clear()
-    _PASSES[key] = (rules, made, refuse)
+    _PASSES[key] = (rules, made)
     return made
 
 
@@ -706,11 +654,10 @@ def _switches(rules: CrossRules, mode: str, id_length: int | None = None) -> dic
         bounded = _ANY_NAME.fullmatch(pattern.pattern)
         if bounded is not None:
             name_max = int(bounded.group(1))  # a length test, not a pattern (Anthropic's)
-    scan = mode in ("scan", "scan_names", "scan_ids")
+    scan = mode in ("scan", "scan_names")
     return {
         "mode": mode,
         "scan": scan,
-        "rewrite": mode == "scan_ids",
         "record": mode in ("names", "scan_names"),
         "successors": rules.successors is not None,
         "repeats_pass": rules.repeats_pass and not scan,
