@@ -301,3 +301,19 @@ def test_core_imports_no_sdk() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("provider", ["mistral", "hf-mistral", "bedrock", "gemini"])
+def test_an_orphan_beside_an_empty_assistant_message_is_kept_as_text(provider: str) -> None:
+    """An orphan result and an empty assistant message are the whole history: the profile
+    drops the empty message as a shape, after the orphan was dropped, which left nothing to
+    send and the result's text lost (found by a fuzz run, Mistral). The orphan is kept as
+    user text, as for a history of nothing but orphans."""
+    history = [result("call_000000000000000000000000", text="result 2"), assistant(None)]
+    fixed = toolmend.repair(history, provider=provider)
+    assert [c.code for c in fixed.changes] == ["orphan_result_to_text", "dropped_empty_message"]
+    assert [m["role"] for m in fixed.messages] == ["user"]
+    assert "result 2" in fixed.messages[0]["content"]
+    assert fixed.problems_left == ()
+    assert toolmend.check(fixed.messages, provider=provider) == []
+    assert toolmend.repair(fixed.messages, provider=provider).messages is fixed.messages

@@ -99,6 +99,15 @@ def plan_messages(state: PlanState, problem_codes: set[str]) -> None:
         keep_orphans_as_text(state)
     rewrite_ids(state)
     fix_shapes(state, problem_codes)
+    if (
+        not state.plan.items
+        and state.orphans
+        and skeleton.whole
+        and "empty_history" in profile.checks
+    ):
+        # (the messages the orphans were dropped beside were dropped as empty too: Mistral
+        # and Bedrock drop an empty assistant message) the same rescue, after the shapes
+        keep_orphans_as_text(state)
     if {"text_empty", "text_whitespace"} & problem_codes:
         fill_blank_text(state)
     if profile.pairing == "ordered":
