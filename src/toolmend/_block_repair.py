@@ -712,13 +712,7 @@ def end_with_user(state: PlanState) -> None:
     if not skeleton.whole:
         return
     drop_empty_final(state)
-    position = len(items) - 1
-    while position >= 0:
-        item = items[position]
-        if isinstance(item, Keep) and skeleton.kinds[item.index] == SYSTEM:
-            position -= 1
-            continue
-        break
+    position = _before_system(state, len(items) - 1)
     if position < 0 or _side(state, items[position]) != ASSISTANT:
         return
     items.append(Bridge(USER, USER_BRIDGE_TEXT))
@@ -742,18 +736,26 @@ def drop_empty_final(state: PlanState) -> None:
     empty_final = {d.at for d in skeleton.defects if d.code == "final_empty"}
     if not empty_final:
         return
-    position = len(items) - 1
+    position = _before_system(state, len(items) - 1)
     while position >= 0:
         item = items[position]
-        if isinstance(item, Keep) and skeleton.kinds[item.index] == SYSTEM:
-            position -= 1
-            continue
-        if isinstance(item, Keep) and item.index in empty_final:
-            del items[position]
-            state.change("dropped_empty_message", item.index, "empty final assistant message")
-            position -= 1
-            continue
-        break
+        if not (isinstance(item, Keep) and item.index in empty_final):
+            break
+        del items[position]
+        state.change("dropped_empty_message", item.index, "empty final assistant message")
+        position = _before_system(state, position - 1)
+
+
+def _before_system(state: PlanState, position: int) -> int:
+    """The last position of the plan's items up to ``position`` that is not a kept system
+    message (trailing system messages are sent apart); -1 when there is none."""
+    items, kinds = state.plan.items, state.skeleton.kinds
+    while position >= 0:
+        item = items[position]
+        if not (isinstance(item, Keep) and kinds[item.index] == SYSTEM):
+            break
+        position -= 1
+    return position
 
 
 def lead_with_user(state: PlanState) -> None:

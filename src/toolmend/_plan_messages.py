@@ -90,21 +90,11 @@ def plan_messages(state: PlanState, problem_codes: set[str]) -> None:
     else:
         match(state, NEAREST)
         order_messages(state)
-    if (
-        not state.plan.items
-        and state.orphans
-        and skeleton.whole
-        and "empty_history" in profile.checks
-    ):
+    if _orphans_alone(state):
         keep_orphans_as_text(state)
     rewrite_ids(state)
     fix_shapes(state, problem_codes)
-    if (
-        not state.plan.items
-        and state.orphans
-        and skeleton.whole
-        and "empty_history" in profile.checks
-    ):
+    if _orphans_alone(state):
         # (the messages the orphans were dropped beside were dropped as empty too: Mistral
         # and Bedrock drop an empty assistant message) the same rescue, after the shapes
         keep_orphans_as_text(state)
@@ -421,6 +411,17 @@ def order_messages(state: PlanState) -> None:
         kept = {item.index for item in items if isinstance(item, Keep)}
         for between in sorted(moved_aside & kept):
             state.change("moved_message", between, "moved after the tool results it interrupted")
+
+
+def _orphans_alone(state: PlanState) -> bool:
+    """Whether the plan keeps nothing of a whole history but its dropped orphans, and an
+    empty request is a problem of the profile."""
+    return (
+        not state.plan.items
+        and bool(state.orphans)
+        and state.skeleton.whole
+        and "empty_history" in state.profile.checks
+    )
 
 
 def keep_orphans_as_text(state: PlanState) -> None:
