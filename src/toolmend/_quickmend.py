@@ -30,7 +30,7 @@ from ._plan_ids import fresh_id, id_test
 from ._planstate import ASSISTANT_BRIDGE_TEXT
 from ._policy import Policy
 from ._report import Builder, Change, Problem
-from ._rules import pair_by_count
+from ._rules import answer_result, missing_results, pair_by_count
 from ._skeleton import ASSISTANT, SYSTEM, TOOL, USER, RequestIds
 from .formats import Format, _openai_chat
 from .profiles import Check, Profile, compiled
@@ -1173,7 +1173,7 @@ def _latest_pairing(report: Pending, part: Sequence[Any]) -> bool:
         role = message["role"]
         if role == "assistant":
             if owner >= 0 and len(answered) != len(expected):
-                _latest_missing(report, owner, expected, answered)
+                missing_results(report, owner, expected, answered)
             tool_calls = message.get("tool_calls")
             owner = index if tool_calls else -1
             expected = {call["id"] for call in tool_calls} if tool_calls else ()
@@ -1190,25 +1190,11 @@ def _latest_pairing(report: Pending, part: Sequence[Any]) -> bool:
                 )
             elif result_id not in expected:
                 return False
-            elif result_id in answered:
-                report.add(
-                    "duplicate_result",
-                    index,
-                    "call answered twice",
-                    id=result_id,
-                    ids=(result_id,),
-                    first=answered[result_id] + report.base,
-                )
             else:
-                answered[result_id] = index
+                answer_result(report, index, result_id, expected, answered)
     if owner >= 0 and len(answered) != len(expected):
-        _latest_missing(report, owner, expected, answered)
+        missing_results(report, owner, expected, answered)
     return True
-
-
-def _latest_missing(report: Pending, owner: int, expected: Any, answered: dict[str, int]) -> None:
-    missing = tuple(sorted(expected.difference(answered)))
-    report.add("missing_result", owner, f"{len(missing)} call(s) without a result", ids=missing)
 
 
 def _role_breaks(

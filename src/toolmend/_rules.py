@@ -75,7 +75,7 @@ from ._skeleton import ASSISTANT, BLOCKS, OTHER, SYSTEM, TOOL, USER, Result, Ske
 from .formats import get
 from .profiles import PROFILES, Profile, compiled
 
-__all__ = ["judge", "pair_by_count"]
+__all__ = ["answer_result", "judge", "missing_results", "pair_by_count"]
 
 
 def judge(skeleton: Skeleton, profile: Profile) -> list[Problem]:
@@ -175,10 +175,10 @@ def _pair_adjacent(skeleton: Skeleton, report: Report) -> None:
                 continue
             for result in results.get(index, ()):
                 if result.id is not None:
-                    _answer(report, index, result.id, expected, answered)
+                    answer_result(report, index, result.id, expected, answered)
             continue
         if owner >= 0 and len(answered) < len(expected):
-            _missing(report, owner, expected, answered)
+            missing_results(report, owner, expected, answered)
         found = calls.get(index) if kind == ASSISTANT else None
         if found:
             owner = index
@@ -187,13 +187,14 @@ def _pair_adjacent(skeleton: Skeleton, report: Report) -> None:
         else:
             owner = -1
     if owner >= 0 and len(answered) < len(expected):
-        _missing(report, owner, expected, answered)
+        missing_results(report, owner, expected, answered)
 
 
-def _answer(
+def answer_result(
     report: Report, index: int, result_id: str, expected: set[str], answered: dict[str, int]
 ) -> None:
-    """One result of the open block: it must answer one of its calls, once."""
+    """One result of the open block: it must answer one of its calls, once (also the one-walk
+    range repair's, :func:`toolmend._quickmend.mended_range`, under Mistral's pairing)."""
     if result_id not in expected:
         report.add(
             "unknown_result_id",
@@ -215,7 +216,9 @@ def _answer(
         answered[result_id] = index
 
 
-def _missing(report: Report, owner: int, expected: set[str], answered: Collection[str]) -> None:
+def missing_results(
+    report: Report, owner: int, expected: set[str], answered: Collection[str]
+) -> None:
     missing = tuple(sorted(expected.difference(answered)))
     report.add("missing_result", owner, f"{len(missing)} call(s) without a result", ids=missing)
 
@@ -269,7 +272,7 @@ def _pair_latest(skeleton: Skeleton, report: Report) -> None:
     for index, kind in enumerate(skeleton.kinds):
         if kind == ASSISTANT:
             if owner >= 0 and len(answered) != len(expected):
-                _missing(report, owner, expected, answered)
+                missing_results(report, owner, expected, answered)
             found = calls.get(index)
             owner = index if found else -1
             expected = {call.id for call in found if call.id is not None} if found else set()
@@ -285,7 +288,7 @@ def _pair_latest(skeleton: Skeleton, report: Report) -> None:
                 "tool result without a calling message",
             )
     if owner >= 0 and len(answered) != len(expected):
-        _missing(report, owner, expected, answered)
+        missing_results(report, owner, expected, answered)
 
 
 def _block_results(
@@ -312,7 +315,7 @@ def _block_results(
                 ids=(result.id,),
             )
         else:
-            _answer(report, index, result.id, expected, answered)
+            answer_result(report, index, result.id, expected, answered)
 
 
 def _pair_batched(skeleton: Skeleton, report: Report) -> None:
@@ -342,13 +345,13 @@ def _pair_batched(skeleton: Skeleton, report: Report) -> None:
             expected.update(call.id for call in found if call.id is not None)
             continue
         if owner >= 0 and len(answered) < len(expected):
-            _missing(report, owner, expected, answered)
+            missing_results(report, owner, expected, answered)
         in_run = bool(found)
         owner = index if found else -1
         expected = {call.id for call in found if call.id is not None} if found else set()
         answered = {}
     if owner >= 0 and len(answered) < len(expected):
-        _missing(report, owner, expected, answered)
+        missing_results(report, owner, expected, answered)
 
 
 def _pair_none(skeleton: Skeleton, report: Report) -> None:
