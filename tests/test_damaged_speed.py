@@ -377,14 +377,7 @@ def test_a_result_sent_twice_is_dropped_without_reading_its_range(
     problems = judge(openai_chat.read(history), profile)
     assert [problem.code for problem in problems] == ["duplicate_result"] * 2
 
-    def no_judge(*args: Any, **kwargs: Any) -> Any:
-        raise AssertionError("a range was judged")
-
-    monkeypatch.setattr(toolmend._api, "judge", no_judge)
-    fixed = toolmend.repair(history, provider="openai")
-    assert fixed.messages == expected
-    assert list(fixed.changes) == changes
-    assert list(fixed.problems) == problems
+    _assert_mended_unjudged(monkeypatch, history, "openai", expected, changes, problems)
 
 
 @st.composite
@@ -516,14 +509,7 @@ def test_the_common_damages_are_mended_without_reading_their_ranges(
         "rewrote_call_id",
     }
 
-    def no_judge(*args: Any, **kwargs: Any) -> Any:
-        raise AssertionError("a range was judged")
-
-    monkeypatch.setattr(toolmend._api, "judge", no_judge)
-    fixed = toolmend.repair(history, provider="openai")
-    assert fixed.messages == expected
-    assert list(fixed.changes) == changes
-    assert list(fixed.problems) == problems
+    _assert_mended_unjudged(monkeypatch, history, "openai", expected, changes, problems)
 
 
 def _commonly_damaged() -> list[dict[str, Any]]:
@@ -696,14 +682,7 @@ def test_results_after_a_user_message_are_moved_without_reading_their_range(
     problems = judge(openai_chat.read(history), profile)
     assert [c.code for c in changes].count("moved_result") == 3
 
-    def no_judge(*args: Any, **kwargs: Any) -> Any:
-        raise AssertionError("a range was judged")
-
-    monkeypatch.setattr(toolmend._api, "judge", no_judge)
-    fixed = toolmend.repair(history, provider=provider)
-    assert fixed.messages == expected
-    assert list(fixed.changes) == changes
-    assert list(fixed.problems) == problems
+    _assert_mended_unjudged(monkeypatch, history, provider, expected, changes, problems)
 
 
 @pytest.mark.parametrize("provider", ["openai", "deepseek", "gemini", "bedrock", "anthropic"])
@@ -725,14 +704,7 @@ def test_a_repeated_result_of_a_calling_message_sent_twice_moves_to_the_first(
     problems = judge(openai_chat.read(history), profile)
     assert {"moved_result", "moved_message", "rewrote_call_id"} <= {c.code for c in changes}
 
-    def no_judge(*args: Any, **kwargs: Any) -> Any:
-        raise AssertionError("a range was judged")
-
-    monkeypatch.setattr(toolmend._api, "judge", no_judge)
-    fixed = toolmend.repair(history, provider=provider)
-    assert fixed.messages == expected
-    assert list(fixed.changes) == changes
-    assert list(fixed.problems) == problems
+    _assert_mended_unjudged(monkeypatch, history, provider, expected, changes, problems)
 
 
 @st.composite
@@ -835,14 +807,7 @@ def test_mistral_ranges_are_mended_without_reading_them(monkeypatch: pytest.Monk
         "rewrote_call_id",
     }
 
-    def no_judge(*args: Any, **kwargs: Any) -> Any:
-        raise AssertionError("a range was judged")
-
-    monkeypatch.setattr(toolmend._api, "judge", no_judge)
-    fixed = toolmend.repair(history, provider="mistral")
-    assert fixed.messages == expected
-    assert list(fixed.changes) == changes
-    assert list(fixed.problems) == problems
+    _assert_mended_unjudged(monkeypatch, history, "mistral", expected, changes, problems)
 
 
 @pytest.mark.parametrize("provider", ["bedrock", "mistral"])
@@ -866,6 +831,20 @@ def test_a_user_message_after_results_is_bridged_without_reading_its_range(
     problems = judge(openai_chat.read(history), profile)
     assert [c.code for c in changes].count("inserted_message") == 3
     assert "role_order" in {p.code for p in problems}
+
+    _assert_mended_unjudged(monkeypatch, history, provider, expected, changes, problems)
+
+
+def _assert_mended_unjudged(
+    monkeypatch: pytest.MonkeyPatch,
+    history: list[Any],
+    provider: str,
+    expected: Any,
+    changes: list[Any],
+    problems: list[Any],
+) -> None:
+    """``toolmend.repair(history, provider=provider)`` gives the whole path's messages,
+    changes and problems with no range read and judged (the API's judge raises)."""
 
     def no_judge(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("a range was judged")
