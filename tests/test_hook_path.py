@@ -304,9 +304,14 @@ def test_a_text_naming_a_field_no_report_gives_fails_inside_the_repair(
 
 def test_every_shipped_profiles_texts_can_be_written() -> None:
     """The trial write of :func:`toolmend._findings.check_texts` takes every text toolmend
-    ships (Gemini's names ``{position}``, which only its own rule gives)."""
+    ships (Gemini's names ``{position}``, which only its own rule gives), and a user's text
+    that indexes a field (``{ids[0]}``: the first character of the ids, as a report writes
+    it)."""
     from toolmend._findings import check_texts
     from toolmend.profiles import PROFILES
 
     for profile in PROFILES.values():
         check_texts(profile)
+    indexed = _profile_with_a_broken_text("Tool call id starting {ids[0]} is refused")
+    check_texts(indexed)
+    assert toolmend.repair(_REFUSED_IDS, provider=indexed).problems

@@ -119,8 +119,14 @@ _DEFAULTS: dict[str, Any] = {
 """What :meth:`Report.add` writes for a field its caller did not give (``index``, ``id`` and
 ``ids`` aside)."""
 
-_TRIAL: dict[str, Any] = {**_DEFAULTS, "index": 0, "id": "", "ids": ""}
-"""Every field a report writes into an error text, for :func:`check_texts`' trial."""
+_TRIAL: dict[str, Any] = {
+    **{name: "x" * 64 if type(value) is str else value for name, value in _DEFAULTS.items()},
+    "index": 0,
+    "id": "x" * 64,
+    "ids": "x" * 64,
+}
+"""Every field a report writes into an error text, for :func:`check_texts`' trial: each of the
+type it has, a string long enough to index (a text may read ``{ids[0]}``)."""
 
 _UNREAD: Any = object()
 _FIELDS: dict[str, tuple[str, ...] | None] = {}
