@@ -45,6 +45,12 @@ POLICIES = [
 ]
 
 
+def _mend_range(*args: Any, **kwargs: Any) -> Any:
+    """:func:`toolmend._quickmend.mended_range` with its problems written."""
+    found = toolmend._quickmend.mended_range(*args, **kwargs)
+    return None if found is None else (found[0], found[1], found[2].build(), found[3])
+
+
 def _ranges(history: list[Any], provider: str) -> list[tuple[int, int]]:
     return openai_chat.dirty_spans(history, get_profile(provider)) or []
 
@@ -227,7 +233,7 @@ def test_names_outside_the_damaged_ranges_are_filled_in_one_pass(
     monkeypatch.setattr(toolmend._api, "judge", counting_judge)
     monkeypatch.setattr(toolmend._api, "quick_names", per_range)
     fixed = toolmend.repair(history, provider=provider)
-    assert judged == []  # (the damaged ranges mended from their messages: ``mend_range``)
+    assert judged == []  # (the damaged ranges mended from their messages: ``mended_range``)
     assert "_later" in vars(fixed)  # the report is not built yet
     assert fixed.changed
     assert fixed.messages == expected
@@ -464,7 +470,7 @@ def _interrupted_blocks(draw: st.DrawFn, other_calls: bool = True) -> list[Any]:
 def test_a_range_mended_from_its_messages_is_the_full_paths(
     history: list[Any], provider: str, policy: Policy
 ) -> None:
-    """Where ``mend_range`` answers for a damaged range (between the history's start and its
+    """Where ``mended_range`` answers for a damaged range (between the history's start and its
     end), it has the messages, changes and problems of the range read, judged, planned and
     applied."""
     profile = get_profile(provider)
@@ -473,7 +479,7 @@ def test_a_range_mended_from_its_messages_is_the_full_paths(
         if not low or high == len(history):
             continue
         part = history[low:high]
-        mended = toolmend._quickmend.mend_range(module, part, profile, policy, low)
+        mended = _mend_range(module, part, profile, policy, low)
         if mended is None:
             continue
         skeleton = _read_range(module, history, low, high)
@@ -746,7 +752,7 @@ def test_a_mistral_range_mended_with_the_requests_ids_is_the_full_paths(
     history: list[Any], policy: Policy
 ) -> None:
     """Bound for Mistral (every refused id rewritten request-wide, in history order), where
-    ``mend_range`` answers for a damaged range with the request's ids, it has the messages,
+    ``mended_range`` answers for a damaged range with the request's ids, it has the messages,
     changes and problems of the range read, judged and planned with them, and leaves the
     request's ids taken and counters as that planner does; where it answers None, it leaves
     them as they were (the full path then makes the range's ids)."""
@@ -767,7 +773,7 @@ def test_a_mistral_range_mended_with_the_requests_ids_is_the_full_paths(
         before = (set(quick.taken), dict(quick.next_try))
         part = history[low:high]
         mended = (
-            toolmend._quickmend.mend_range(module, part, profile, policy, low, request=quick)
+            _mend_range(module, part, profile, policy, low, request=quick)
             if low and high < len(history)
             else None
         )

@@ -583,7 +583,7 @@ def test_a_damaged_history_bound_for_gemini_judges_only_its_damaged_range(
     assert fixed.messages == full and list(fixed.changes) == changes
     assert [change.code for change in fixed.changes].count("filled_result_name") == 2
     # the damaged range (the unanswered call and the text after it) is mended from its
-    # messages (``mend_range``): no range is judged
+    # messages (``mended_range``): no range is judged
     assert judged == []
 
 
@@ -663,7 +663,7 @@ def test_a_damaged_history_bound_for_mistral_judges_only_its_damaged_ranges(
     rewrite takes ids from the whole request: a damaged history was read, judged and planned
     whole. Now only the damaged tool rounds are looked at (a range starts at an assistant
     message where nothing waits, or at a user message after sound assistant text), each
-    mended straight from its messages (``mend_range``, its ids from the request's rewrite:
+    mended straight from its messages (``mended_range``, its ids from the request's rewrite:
     no range is read or judged), every other call gets its new id in one pass, and the repair
     is the whole history's, ids included."""
     history = _mistral_history(20, {5, 12})

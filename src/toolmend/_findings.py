@@ -71,7 +71,7 @@ class Report:
 class Pending(Report):
     """A :class:`Report` that keeps what it is told and writes the problems only when
     :meth:`build` is called: for a damaged range mended in one walk
-    (:func:`toolmend._quickmend.mend_range`), whose problems are read only if the caller reads
+    (:func:`toolmend._quickmend.mended_range`), whose problems are read only if the caller reads
     the repair's report (a :class:`Problem` costs about 3 us, its text formatted from the
     provider's template: more than the rest of a small range's repair). ``found`` holds each
     ``add`` of an enabled code as (code, index in the range, message, fields), in the order

@@ -37,7 +37,6 @@ from .profiles import Check, Profile, compiled
 
 __all__ = [
     "fresh_ids",
-    "mend_range",
     "mended_range",
     "names_report",
     "quick_mend",
@@ -477,24 +476,8 @@ def _maker(profile: Profile, check: Check, code: str, message: str) -> Any:
 
 
 _OTHER_ROLES = frozenset({"user", "system", "developer", "assistant"})
-"""The roles :func:`mend_range` reads as messages that are not results (a ``function``
+"""The roles :func:`mended_range` reads as messages that are not results (a ``function``
 message is a result to the judge)."""
-
-
-def mend_range(
-    module: Format,
-    part: Sequence[Any],
-    profile: Profile,
-    policy: Policy,
-    base: int,
-    *,
-    request: RequestIds | None = None,
-) -> tuple[list[Any], list[Change], list[Problem], set[str | None]] | None:
-    """:func:`mended_range` with its problems written (see there)."""
-    found = mended_range(module, part, profile, policy, base, request=request)
-    if found is None:
-        return None
-    return found[0], found[1], found[2].build(), found[3]
 
 
 def mended_range(
@@ -513,7 +496,7 @@ def mended_range(
     (the copy whose calls are left unanswered gets new ids for them, as the planner's id step
     gives a placeheld call whose id another call has). Returns the range repaired, the changes
     and problems the full path makes for it (in its order; the problems as a :class:`Pending`
-    report, written when built: :func:`mend_range` builds them), and the range's call ids; None
+    report, written when its ``build`` is called), and the range's call ids; None
     for anything else, or under a profile the plain one-pass check does not model (the full
     path decides).
 
@@ -618,6 +601,14 @@ def mended_range(
                     continue
                 if message != part[first]:
                     return None  # another text: the planner's strength test
+                report.add(
+                    "duplicate_result",
+                    index,
+                    "call answered twice",
+                    id=call_id,
+                    ids=(call_id,),
+                    first=first + base,
+                )
                 if uses[call_id] > 1:
                     if request is not None:
                         return None  # (which call it answers under the latest pairing)
@@ -634,23 +625,7 @@ def mended_range(
                         earlier_name := _name_in(part[earlier], call_id)
                     ):
                         filled.append((index, earlier_name, call_id))
-                    report.add(
-                        "duplicate_result",
-                        index,
-                        "call answered twice",
-                        id=call_id,
-                        ids=(call_id,),
-                        first=first + base,
-                    )
                     continue
-                report.add(
-                    "duplicate_result",
-                    index,
-                    "call answered twice",
-                    id=call_id,
-                    ids=(call_id,),
-                    first=first + base,
-                )
                 changes.append(
                     _change(
                         "dropped_duplicate_result",

@@ -237,7 +237,7 @@ def pair_by_count(
     """The pairing by count (DeepSeek: as many tool messages right after the calling message
     as it has calls) over messages of ``kinds``: ``calls_at(index)`` the calls of an assistant
     message (empty or None for none), ``ids_at(index)`` their ids. The judge's over a skeleton,
-    and :func:`toolmend._quickmend.mend_range`'s over a range's messages, which must report
+    and :func:`toolmend._quickmend.mended_range`'s over a range's messages, which must report
     exactly what the judge reports."""
     owner, remaining = -1, 0
     for index, kind in enumerate(kinds):

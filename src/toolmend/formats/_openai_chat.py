@@ -398,7 +398,7 @@ def repeated_results(part: Sequence[Any], profile: Profile) -> list[tuple[int, s
 def range_params(profile: Profile) -> Any:
     """The one-pass rules a damaged range after the history's start is held to by the
     repairs that write it without the full path (:func:`repeated_results`,
-    :func:`toolmend._quickmend.mend_range`): the profile's plain rules, or another family's
+    :func:`toolmend._quickmend.mended_range`): the profile's plain rules, or another family's
     without its rules on a conversation's opening; None when they cannot judge a range (a
     per-turn rule, a role order, a rule on the last message, text beside calls)."""
     params = _plain_params(profile)
