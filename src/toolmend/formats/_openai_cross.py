@@ -268,13 +268,33 @@ def cross_valid(messages: Sequence[Any], rules: CrossRules) -> list[Any] | None:
     of the wrong kind raises ``KeyError`` or ``TypeError``: the caller takes it as "not sure".
 
     The loop is the plain pass's with the profile's rules added, written out for ``rules``
-    alone (:func:`_pass_for`): a rule the profile lacks costs nothing, not even a test."""
+    alone (:func:`_pass_for`): a rule the profile lacks costs nothing, not even a test. The
+    live run is read after it, backwards from the end (:func:`_live_tail`): gathered in the
+    loop, it cost a list append per calling message and a new list per user message."""
     if not _ends_ok(messages, rules):
         return None
     if rules.id_match is not None and not _first_id_ok(messages, rules.id_match):
         return None  # the first id tells a history of refused ids (Mistral's) at once
-    found: list[Any] | None = _pass_for(rules, "check")(messages)
-    return found
+    if _pass_for(rules, "check")(messages) is None:
+        return None
+    return _live_tail(messages)
+
+
+def _live_tail(messages: Sequence[Any]) -> list[Any]:
+    """The ``tool_calls`` lists of the assistant messages after the last user message, in
+    order, of a history the pass vouched for (every message a dict with a role; a calling
+    message's ``tool_calls`` a non-empty list)."""
+    live = []
+    for message in reversed(messages):
+        role = message["role"]
+        if role == "user":
+            break
+        if role == "assistant":
+            tool_calls = message.get("tool_calls")
+            if tool_calls is not None:
+                live.append(tool_calls)
+    live.reverse()
+    return live
 
 
 def scan_pass(rules: CrossRules, record: bool) -> Callable[..., bool | None]:
@@ -358,8 +378,6 @@ def cross_pass(messages):
     refused = {}  # the turn's refused ids -> their position in ``calls``
 #elif mode == "names"
     found = []
-#elif mode == "check"
-    live = []
 #endif
 #if successors and not scan
     previous = ""  # the kind of the message before (none at first)
@@ -383,8 +401,8 @@ def cross_pass(messages):
             previous = "tool"
 #endif
             call_id = message["tool_call_id"]
-            if pending is None or type(call_id) is not str or not call_id:
-                return None
+            if pending is None or type(call_id) is not str:
+                return None  # ("" is in no turn: a call's empty id fails where it is read)
             try:
 #if names
                 name = pending.pop(call_id)
@@ -465,9 +483,6 @@ def cross_pass(messages):
             if not content and not (NULL_OK if content is None else EMPTY_OK):
                 return None
 #endif
-#if mode == "check"
-            live.append(tool_calls)
-#endif
 #if repeats_pass
             called = None
 #endif
@@ -536,9 +551,6 @@ def cross_pass(messages):
             if USER_CONTENT_FAILS:
                 return None
 #endif
-#if mode == "check"
-            live = []
-#endif
         elif role == "system" or role == "developer":
             if "tool_calls" in message:
                 return None
@@ -576,7 +588,7 @@ def cross_pass(messages):
 #elif mode == "names"
     return found
 #elif mode == "check"
-    return live
+    return True
 #endif
 """
 """The one pass over OpenAI-shaped messages, with every rule :class:`CrossRules` can hold:
@@ -624,7 +636,7 @@ def _pass_for(
         level = switches[level_name.lower() + "_content"]
         source = source.replace(f"{level_name}_CONTENT_FAILS", _FAILS.get(level, "False"))
     for name, value in (
-        ("MAX_LENGTH", rules.max_length),
+        ("MAX_LENGTH", switches["max_length"]),
         ("NULL_OK", rules.call_content_null_ok),
         ("EMPTY_OK", rules.call_content_empty_ok),
         ("ID_LENGTH", switches["id_length"]),
@@ -641,7 +653,7 @@ def _pass_for(
             "after_tool": rules.after_tool,
             "id_match": rules.id_match,
             "refuse": refuse,
-            "ids_match": _all_match(rules.id_match),
+            "ids_match": _ids_test(rules.id_match) if switches["id_match"] else None,
             "name_match": rules.name_match,
             "blank_free": blank_free,
         }
@@ -664,6 +676,10 @@ def _switches(rules: CrossRules, mode: str, id_length: int | None = None) -> dic
         if bounded is not None:
             name_max = int(bounded.group(1))  # a length test, not a pattern (Anthropic's)
     scan = mode in ("scan", "scan_names")
+    max_length = rules.max_length
+    if rules.id_match is not None and not scan:
+        # the id pattern's longest id tested where the id is read, not in a walk over them all
+        max_length = min(max_length, _inline_bound(rules.id_match))
     return {
         "mode": mode,
         "scan": scan,
@@ -679,7 +695,7 @@ def _switches(rules: CrossRules, mode: str, id_length: int | None = None) -> dic
         "after_tool": rules.after_tool is not None,
         "reasoning_field_ok": rules.reasoning_field_ok,
         "call_content": not (rules.call_content_null_ok and rules.call_content_empty_ok),
-        "max_length": rules.max_length < 1 << 30,
+        "max_length": max_length if max_length < 1 << 30 else None,
         "gather_ids": rules.id_match is not None or rules.request_ids,
         "gather_names": rules.name_match is not None and name_max is None,
         "name_max": name_max,
@@ -739,6 +755,60 @@ def _refused_test(refuse: Callable[[str], Any] | None) -> str:
     return f"not {least} <= len(call_id){bound} or refuse(call_id) is None"
 
 
+def _inline_bound(match: Callable[[str], Any]) -> int:
+    """The longest id of a pattern of one character class whose count takes ids of one
+    character (every id pattern of the profiles), for the pass to test where it reads each
+    id (its least is then the pass's own test of an empty id); ``1 << 30`` (none) for any
+    other pattern, or a count without a most."""
+    bounds = _class_bounds(match)
+    return bounds[1] if bounds is not None and bounds[1] is not None else 1 << 30
+
+
+def _class_bounds(match: Callable[[str], Any]) -> tuple[int, int | None] | None:
+    """The least and the most characters of a pattern of one character class (without a
+    newline in it) whose count takes ids of one character; None for any other pattern."""
+    pattern = getattr(match, "__self__", None)
+    text = pattern.pattern if isinstance(pattern, re.Pattern) else ""
+    count = _ONE_CLASS.fullmatch(text)
+    if count is None or "\n" in text:
+        return None
+    least, most = _counts(count)
+    return (least, most) if least <= 1 else None
+
+
+def _ids_test(match: Callable[[str], Any] | None) -> Callable[[list[str]], bool]:
+    """The test the check pass runs on the ids it gathered: the characters alone
+    (:func:`_chars_match`) where the pass tests the pattern's lengths where it reads each id
+    (:func:`_class_bounds`: no id is empty, none longer than :func:`_inline_bound`), else
+    :func:`_all_match`."""
+    if match is None or _class_bounds(match) is None:
+        return _all_match(match)
+    return _chars_match(match)
+
+
+def _chars_match(match: Callable[[str], Any]) -> Callable[[list[str]], bool]:
+    """A test that every id of a non-empty list is in the pattern of ``match`` (one
+    character class with a count, ``\n`` not in it), for ids whose lengths are known to be
+    in the count: their characters alone, joined by a member of the class, deleted by
+    ``bytes.translate`` (C speed) must leave nothing; ids that are not all ASCII are matched
+    one at a time."""
+    pattern = getattr(match, "__self__", None)
+    text = pattern.pattern if isinstance(pattern, re.Pattern) else ""
+    one = re.compile(text[: text.index("]") + 1]).fullmatch
+    deleted = bytes(byte for byte in range(128) if one(chr(byte)))
+    if not deleted:
+        return lambda ids: all(map(match, ids))
+    joint = chr(deleted[0])
+
+    def chars_match(ids: list[str]) -> bool:
+        joined = joint.join(ids)
+        if joined.isascii() and not joined.encode().translate(None, deleted):
+            return True
+        return all(map(match, ids))
+
+    return chars_match
+
+
 def _all_match(match: Callable[[str], Any] | None) -> Callable[[list[str]], bool]:
     """A test that every id of a list is in the pattern of ``match``. A pattern that is one
     character class with a count (every id pattern of the profiles) is tested on all the ids
@@ -759,7 +829,11 @@ def _all_match(match: Callable[[str], Any] | None) -> Callable[[list[str]], bool
 
     def all_match(ids: list[str]) -> bool:
         joined = "\n".join(ids)
-        if joined.encode().translate(None, deleted) or joined.count("\n") != len(ids) - 1:
+        if (
+            not joined.isascii()  # (a lone surrogate has no UTF-8: encoding it raised)
+            or joined.encode().translate(None, deleted)
+            or joined.count("\n") != len(ids) - 1
+        ):
             return all(map(match, ids))
         if least == 1:
             lengths_ok = all(ids)
