@@ -424,7 +424,10 @@ def cross_pass(messages):
 #else
                 return None
 #endif
-#if named
+#if named and not scan
+            if message["name"] != name:  # (none: ``KeyError``, which the caller takes as None)
+                return None
+#elif named
             if message.get("name") != name:
                 return None
 #endif
@@ -479,8 +482,7 @@ def cross_pass(messages):
             if type(tool_calls) is not list or not tool_calls:
                 return None
 #if call_content
-            content = message["content"]
-            if not content and not (NULL_OK if content is None else EMPTY_OK):
+            if CALL_CONTENT_FAILS:
                 return None
 #endif
 #if repeats_pass
@@ -612,6 +614,15 @@ _FAILS = {
 """Content level (see :class:`CrossRules`) -> the test a message's content fails, inline (a
 call a message was a fifth of the pass)."""
 
+_CALL_FAILS = {
+    (False, True): 'message["content"] is None',
+    (True, False): '(content := message["content"]) is not None and not content',
+    (False, False): 'not message["content"]',
+    (True, True): "False",
+}
+"""(null ``content`` allowed, empty allowed) -> the test the ``content`` of an assistant
+message with calls fails: null, or empty ("" or []), where the profile refuses it."""
+
 _PASSES: dict[tuple[int, str, int | None], tuple[CrossRules, Callable[[Sequence[Any]], Any]]] = {}
 """(``id(rules)``, mode, id length) -> (the rules, their pass); the rules are kept so that
 their id cannot be reused while the entry lives."""
@@ -635,10 +646,12 @@ def _pass_for(
     for level_name in ("USER", "SYSTEM", "TOOL"):
         level = switches[level_name.lower() + "_content"]
         source = source.replace(f"{level_name}_CONTENT_FAILS", _FAILS.get(level, "False"))
+    source = source.replace(
+        "CALL_CONTENT_FAILS",
+        _CALL_FAILS[rules.call_content_null_ok, rules.call_content_empty_ok],
+    )
     for name, value in (
         ("MAX_LENGTH", switches["max_length"]),
-        ("NULL_OK", rules.call_content_null_ok),
-        ("EMPTY_OK", rules.call_content_empty_ok),
         ("ID_LENGTH", switches["id_length"]),
         ("NAME_MAX", switches["name_max"]),
     ):
