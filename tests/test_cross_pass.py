@@ -221,3 +221,16 @@ def test_an_intact_history_needing_ids_or_names_is_walked_once(provider: str) ->
     fixed = toolmend.repair(history, provider=provider)
     assert len(fixed.changes) == 20  # each call's id, or each result's name: nothing else
     assert _Walked.walks == 2
+
+
+@pytest.mark.parametrize("null_ok", [False, True])
+@pytest.mark.parametrize("empty_ok", [False, True])
+@pytest.mark.parametrize("content", [None, "", [], "text", [{"type": "text", "text": "x"}], 0])
+def test_a_calling_message_s_content_test_is_the_rule_s(
+    null_ok: bool, empty_ok: bool, content: Any
+) -> None:
+    """The content test written for the profile's two flags fails what the rule refuses: a
+    null ``content`` unless allowed, an empty one unless allowed."""
+    refused = not content and not (null_ok if content is None else empty_ok)
+    test = cross._CALL_FAILS[null_ok, empty_ok]
+    assert bool(eval(test, {}, {"message": {"content": content}})) is refused

@@ -146,3 +146,24 @@ def test_a_format_says_itself_whether_it_merges_and_takes_other_shapes() -> None
 def test_a_format_that_is_not_a_name_is_a_clear_error(name: object) -> None:
     with pytest.raises(toolmend.UnknownNameError, match="Unknown format"):
         toolmend.check([{"role": "user", "content": "hi"}], format=name)  # type: ignore[arg-type]
+
+
+def test_detection_asks_a_format_registered_after_an_earlier_detection() -> None:
+    """Detection keeps every format in its order once imported; a format registered later is
+    asked too (and one taken out again, here, no longer is)."""
+
+    class LaterToy(toy_format.ToyChat):
+        name = "toy-later"
+
+        def claims(self, message: object, /) -> bool:
+            return isinstance(message, dict) and "later" in message
+
+    assert formats.detect(BROKEN).name == toy_format.NAME  # (every format kept in order)
+    later = formats.register(LaterToy())
+    try:
+        assert formats.detect([{"later": True}]) is later
+    finally:
+        del formats._registered[later.name]
+        formats._in_order[0] = ()
+    with pytest.raises(toolmend.InvalidMessageError):
+        formats.detect([{"later": True}])

@@ -67,6 +67,7 @@ def register(format: Format) -> Format:
     _registered[name] = format
     for alias in format.aliases:
         _aliases[alias] = name
+    _in_order[0] = ()
     return format
 
 
@@ -103,7 +104,7 @@ def detect(messages: Sequence[Any]) -> Format:
     A history of plain text messages with roles reads the same in every chat format, so it is
     read as ``"openai"``. A shape no format knows is an error, not a guess.
     """
-    modules = [get(name) for name in names()]
+    modules = _in_order[0] or _every_format()
     if isinstance(messages, str):
         return _text_input(modules)
     plain = True  # every message so far is a plain text message with a chat role
@@ -141,7 +142,21 @@ _PLAIN_KEYS = frozenset({"role", "content", "name"})
 without asking every format, which made a tool-free chat cost several times ``json.dumps``."""
 
 
-def _text_input(modules: list[Format]) -> Format:
+_in_order: list[tuple[Format, ...]] = [()]
+"""Every format in the order :func:`detect` asks them, once all are imported (the tuple is
+replaced, never changed: a detection under way keeps the one it took); ``()`` again after
+:func:`register`. Looking every format up on each call was a sixth of the cost of repairing
+a short valid history."""
+
+
+def _every_format() -> tuple[Format, ...]:
+    """Every format, imported, in :func:`names` order (kept in :data:`_in_order`)."""
+    modules = tuple(get(name) for name in names())
+    _in_order[0] = modules
+    return modules
+
+
+def _text_input(modules: Sequence[Format]) -> Format:
     """A bare string is one user message to the formats that take one
     (:attr:`Format.text_input`: the Responses ``input``); it reads the same in all of them, so
     the first is as good as any."""
