@@ -92,25 +92,45 @@ def test_all_ids_at_once_answer_what_each_id_does(pattern: str, ids: list[str]) 
 
 
 CLASS_PATTERNS = [
-    pattern for pattern in ID_PATTERNS if cross._class_bounds(re.compile(pattern).fullmatch)
+    pattern
+    for pattern in ID_PATTERNS
+    if cross._class_bounds(re.compile(pattern).fullmatch) is not None
 ]
 """The patterns whose lengths the check pass tests where it reads an id (the profiles' id
 patterns among them), leaving the characters to one test over all ids."""
 
 
 def test_the_profiles_id_patterns_have_their_lengths_tested_inline() -> None:
-    patterns = {
-        profile.call_id_pattern
-        for profile in PROFILES.values()
-        if profile.call_id_pattern and profile.call_id_length is None
-    }
+    patterns = {profile.call_id_pattern for profile in PROFILES.values()} - {None}
     assert patterns and patterns <= set(CLASS_PATTERNS)
-    bedrock = openai_chat._plain_params(get_profile("bedrock"))
-    assert type(bedrock) is cross.CrossRules
-    assert cross._switches(bedrock, "check")["max_length"] == 64  # [a-zA-Z0-9_.:-]{1,64}
-    assert "len(call_id) > MAX_LENGTH" in _pass_source("bedrock")
-    assert "len(call_id) > MAX_LENGTH" not in _pass_source("anthropic")  # [a-zA-Z0-9_-]+
-    assert "len(call_id) > MAX_LENGTH" not in _pass_source("bedrock", "scan")  # (the scan's)
+    lengths = {
+        name: cross._switches(rules, "check")["id_lengths"]
+        for name in ("bedrock", "anthropic", "mistral")
+        if type(rules := openai_chat._plain_params(get_profile(name))) is cross.CrossRules
+    }
+    # [a-zA-Z0-9_.:-]{1,64}, [a-zA-Z0-9_-]+ (an empty id fails anyway), [a-zA-Z0-9]{9}
+    assert lengths == {"bedrock": (1, 64), "anthropic": None, "mistral": (9, 9)}
+    assert "ID_LENGTH_FAILS" in _pass_source("bedrock")
+    assert "ID_LENGTH_FAILS" not in _pass_source("anthropic")
+    assert "ID_LENGTH_FAILS" not in _pass_source("bedrock", "scan")  # (the scan's caller's)
+
+
+@pytest.mark.parametrize(
+    ("least", "most", "call_id", "fails"),
+    [
+        (1, 64, "x" * 64, False),
+        (1, 64, "x" * 65, True),
+        (9, 9, "x" * 9, False),
+        (9, 9, "x" * 8, True),
+        (9, 9, "x" * 10, True),
+        (2, 1 << 30, "x", True),
+        (2, 1 << 30, "x" * 99, False),
+        (2, 5, "x" * 6, True),
+        (2, 5, "x" * 5, False),
+    ],
+)
+def test_an_id_s_length_test(least: int, most: int, call_id: str, fails: bool) -> None:
+    assert eval(cross._length_test(least, most), {"len": len}, {"call_id": call_id}) is fails
 
 
 @settings(max_examples=300, deadline=None)
@@ -121,8 +141,10 @@ def test_the_characters_alone_answer_for_ids_of_the_pattern_s_lengths(
     """The check pass refuses an empty id, and one longer than the pattern's most, where it
     reads it; the test over all ids left to it then answers what the pattern answers."""
     match = re.compile(pattern).fullmatch
-    most = cross._inline_bound(match)
-    ids = [found for found in ids if 0 < len(found) <= most]
+    bounds = cross._class_bounds(match)
+    assert bounds is not None
+    least, most = bounds
+    ids = [found for found in ids if max(least, 1) <= len(found) <= (most or len(found))]
     assert cross._ids_test(match)(ids) == all(match(found) for found in ids)
 
 

@@ -22,6 +22,7 @@ property tests hold it to the full path for every profile (``tests/test_fastpath
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -273,8 +274,9 @@ def cross_valid(messages: Sequence[Any], rules: CrossRules) -> list[Any] | None:
     loop, it cost a list append per calling message and a new list per user message."""
     if not _ends_ok(messages, rules):
         return None
-    if rules.id_match is not None and not _first_id_ok(messages, rules.id_match):
-        return None  # the first id tells a history of refused ids (Mistral's) at once
+    id_match = rules.id_match
+    if id_match is not None and _ids_apart(id_match) and not _first_id_ok(messages, id_match):
+        return None  # the first id tells a history of refused ids at once
     if _pass_for(rules, "check")(messages) is None:
         return None
     return _live_tail(messages)
@@ -331,6 +333,16 @@ def scan_pass(rules: CrossRules, record: bool) -> Callable[..., bool | None]:
 _RECORDING: dict[int, tuple[CrossRules, CrossRules]] = {}
 """``id(rules)`` -> (the rules, the same without the result-name rule, for the names a scan
 records)."""
+
+
+@functools.lru_cache(maxsize=64)
+def _ids_apart(id_match: Callable[[str], Any]) -> bool:
+    """Whether the pass tests the ids against ``id_match`` only after its loop: a pattern
+    that is not one character class, whose lengths the pass cannot test where it reads an
+    id. There :func:`_first_id_ok` first tells a history of refused ids at once; for the
+    others the pass's own length test does, at the first call (an OpenAI id is no Mistral id
+    for its length)."""
+    return _class_bounds(id_match) is None
 
 
 def _first_id_ok(messages: Sequence[Any], id_match: Callable[[str], Any]) -> bool:
@@ -502,8 +514,8 @@ def cross_pass(messages):
                 if (
                     type(call_id) is not str
                     or not call_id
-#if max_length
-                    or len(call_id) > MAX_LENGTH
+#if id_lengths
+                    or ID_LENGTH_FAILS
 #endif
                     or call_id in pending
                     or type(function) is not dict
@@ -646,12 +658,12 @@ def _pass_for(
     for level_name in ("USER", "SYSTEM", "TOOL"):
         level = switches[level_name.lower() + "_content"]
         source = source.replace(f"{level_name}_CONTENT_FAILS", _FAILS.get(level, "False"))
+    source = source.replace("ID_LENGTH_FAILS", _length_test(*switches["id_lengths"] or (0, None)))
     source = source.replace(
         "CALL_CONTENT_FAILS",
         _CALL_FAILS[rules.call_content_null_ok, rules.call_content_empty_ok],
     )
     for name, value in (
-        ("MAX_LENGTH", switches["max_length"]),
         ("ID_LENGTH", switches["id_length"]),
         ("NAME_MAX", switches["name_max"]),
     ):
@@ -689,10 +701,11 @@ def _switches(rules: CrossRules, mode: str, id_length: int | None = None) -> dic
         if bounded is not None:
             name_max = int(bounded.group(1))  # a length test, not a pattern (Anthropic's)
     scan = mode in ("scan", "scan_names")
-    max_length = rules.max_length
-    if rules.id_match is not None and not scan:
-        # the id pattern's longest id tested where the id is read, not in a walk over them all
-        max_length = min(max_length, _inline_bound(rules.id_match))
+    least, most = 0, rules.max_length
+    bounds = _class_bounds(rules.id_match) if rules.id_match is not None and not scan else None
+    if bounds is not None:
+        # the id pattern's lengths tested where the id is read, not in a walk over them all
+        least, most = bounds[0], min(most, 1 << 30 if bounds[1] is None else bounds[1])
     return {
         "mode": mode,
         "scan": scan,
@@ -708,7 +721,7 @@ def _switches(rules: CrossRules, mode: str, id_length: int | None = None) -> dic
         "after_tool": rules.after_tool is not None,
         "reasoning_field_ok": rules.reasoning_field_ok,
         "call_content": not (rules.call_content_null_ok and rules.call_content_empty_ok),
-        "max_length": max_length if max_length < 1 << 30 else None,
+        "id_lengths": (least, most) if least > 1 or most < 1 << 30 else None,
         "gather_ids": rules.id_match is not None or rules.request_ids,
         "gather_names": rules.name_match is not None and name_max is None,
         "name_max": name_max,
@@ -768,32 +781,32 @@ def _refused_test(refuse: Callable[[str], Any] | None) -> str:
     return f"not {least} <= len(call_id){bound} or refuse(call_id) is None"
 
 
-def _inline_bound(match: Callable[[str], Any]) -> int:
-    """The longest id of a pattern of one character class whose count takes ids of one
-    character (every id pattern of the profiles), for the pass to test where it reads each
-    id (its least is then the pass's own test of an empty id); ``1 << 30`` (none) for any
-    other pattern, or a count without a most."""
-    bounds = _class_bounds(match)
-    return bounds[1] if bounds is not None and bounds[1] is not None else 1 << 30
+def _length_test(least: int, most: int) -> str:
+    """The test an id's length fails: shorter than ``least`` (an empty id fails the pass's own
+    test), longer than ``most`` (``1 << 30``: no most)."""
+    if least > 1 and least == most:
+        return f"len(call_id) != {least}"
+    if least > 1:
+        bound = "" if most >= 1 << 30 else f" <= {most}"
+        return f"not {least} <= len(call_id){bound}"
+    return f"len(call_id) > {most}"
 
 
 def _class_bounds(match: Callable[[str], Any]) -> tuple[int, int | None] | None:
-    """The least and the most characters of a pattern of one character class (without a
-    newline in it) whose count takes ids of one character; None for any other pattern."""
+    """The least and the most characters (None: no most) of a pattern of one character class
+    without a newline in it (every id pattern of the profiles); None for any other pattern."""
     pattern = getattr(match, "__self__", None)
     text = pattern.pattern if isinstance(pattern, re.Pattern) else ""
     count = _ONE_CLASS.fullmatch(text)
     if count is None or "\n" in text:
         return None
-    least, most = _counts(count)
-    return (least, most) if least <= 1 else None
+    return _counts(count)
 
 
 def _ids_test(match: Callable[[str], Any] | None) -> Callable[[list[str]], bool]:
     """The test the check pass runs on the ids it gathered: the characters alone
     (:func:`_chars_match`) where the pass tests the pattern's lengths where it reads each id
-    (:func:`_class_bounds`: no id is empty, none longer than :func:`_inline_bound`), else
-    :func:`_all_match`."""
+    (a pattern of one character class, :func:`_class_bounds`), else :func:`_all_match`."""
     if match is None or _class_bounds(match) is None:
         return _all_match(match)
     return _chars_match(match)
