@@ -747,7 +747,7 @@ def mended_range(
         return None  # (names alone: ``quick_names``)
     for index in orphans:  # its id called nowhere in the range (else the planner's)
         call_id = part[index]["tool_call_id"]
-        if call_id in uses or _openai_chat._live_run(_with_call(part[index]), params) is None:
+        if call_id in uses or _openai_chat.range_run(_with_call(part[index]), params) is None:
             return None
     plan = Plan(items)
     if named:
@@ -824,7 +824,7 @@ def mended_range(
         if undo is not None:
             undo.back(request)
         return None
-    if _openai_chat._live_run(repaired, params) is None:
+    if _openai_chat.range_run(repaired, params) is None:
         if undo is not None:
             undo.back(request)
         return None

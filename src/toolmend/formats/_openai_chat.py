@@ -29,6 +29,8 @@ from ._base import Format, message_dict
 from ._openai_cross import (
     CrossRules,
     Fixes,
+    _ends_ok,
+    _pass_for,
     blank_free,
     cross_fixes,
     cross_rules,
@@ -187,6 +189,22 @@ def _live_run(messages: Sequence[Any], params: _PlainParams | CrossRules) -> lis
         return _plain_valid(messages, *params)  # type: ignore[misc]
     except (KeyError, TypeError):
         return None
+
+
+def range_run(messages: Sequence[Any], params: _PlainParams | CrossRules) -> list[Any] | None:
+    """:func:`_live_run` for a damaged range after the history's start, with
+    :func:`range_params`: another family's pass without the look at the first call's id
+    (a whole history of refused ids, Mistral's, shows it at once; a range's few calls are
+    each held to the pattern by the pass itself)."""
+    if type(params) is not CrossRules:
+        return _live_run(messages, params)
+    if not _ends_ok(messages, params):
+        return None
+    try:
+        found: list[Any] | None = _pass_for(params, "check")(messages)
+    except (KeyError, TypeError):
+        return None
+    return found
 
 
 _PlainParams = tuple[int, bool, bool, bool]
@@ -392,7 +410,7 @@ def repeated_results(part: Sequence[Any], profile: Profile) -> list[tuple[int, s
         first_of = {}
     if (block is not None and len(first_of) != len(block)) or not repeats:
         return None
-    return repeats if _live_run(kept, params) is not None else None
+    return repeats if range_run(kept, params) is not None else None
 
 
 def range_params(profile: Profile) -> Any:
@@ -1019,6 +1037,9 @@ def _scan(
                 stops[start] = stop
             return stop
 
+        # (an id is often a stray of its range twice over: its call unanswered and reused,
+        # and called twice under request-wide ids; each widens the range once)
+        strays = list(dict.fromkeys(strays))
         callers = _callers(called, called_from, [*strays, *repeats])
         spans = _widen_for_strays(
             spans, starts, callers, strays, repeats, size, stop_after if stretches else None
@@ -1181,12 +1202,13 @@ def _needs_whole(
     unanswered call's, one called twice where ids are unique in the request) is called in a
     stretch the pass vouched for (``fast_ids``), which records no range per call."""
     wanted = {call_id for _, call_id in (*strays, *repeats, *unanswered)}
-    if wanted and not wanted.isdisjoint(fast_ids):
-        return True
     if cross is None or not cross.request_ids:
-        return False
+        return bool(wanted) and not wanted.isdisjoint(fast_ids)
+    # (the set of the vouched ids is made anyway: the wanted ids, a few, are looked up in it)
     seen = set(fast_ids)
-    return len(seen) != len(fast_ids) or not seen.isdisjoint(called)
+    return (
+        len(seen) != len(fast_ids) or not seen.isdisjoint(wanted) or not seen.isdisjoint(called)
+    )
 
 
 def _careful_calls(
