@@ -1619,10 +1619,14 @@ def _widen_for_strays(
         return position >= 0 and spans[position][0] <= start < spans[position][1]
 
     wanted = list(spans)
+    reaches: set[tuple[int, int]] = set()  # (strays of one range often reach the same ranges)
     for start, call_id in strays:
         found = callers.get(call_id)
         if found:  # range starts in history order
-            wanted.append((min(found[0], start), stop_of(max(found[-1], start))))
+            reach = (min(found[0], start), max(found[-1], start))
+            if reach not in reaches:
+                reaches.add(reach)
+                wanted.append((reach[0], stop_of(reach[1])))
     for start, call_id in repeats:
         found = [caller for caller in callers.get(call_id, ()) if caller != start and dirty(caller)]
         if found:
