@@ -193,18 +193,38 @@ def _live_run(messages: Sequence[Any], params: _PlainParams | CrossRules) -> lis
 
 def range_run(messages: Sequence[Any], params: _PlainParams | CrossRules) -> list[Any] | None:
     """:func:`_live_run` for a damaged range after the history's start, with
-    :func:`range_params`: another family's pass without the look at the first call's id
-    (a whole history of refused ids, Mistral's, shows it at once; a range's few calls are
-    each held to the pattern by the pass itself)."""
+    :func:`range_params` (or :func:`ordered_range_params`): another family's pass without the
+    look at the first call's id (a whole history of refused ids, Mistral's, shows it at once;
+    a range's few calls are each held to the pattern by the pass itself), and without the
+    look at its opening and its last message where the rules have none (a range's rules have
+    no rule on a conversation's opening; the pass refuses what the look would: a message that
+    is no dict). A damaged history's ranges are each checked once or twice, a few messages
+    each: the look-ups around the pass were a fifth of the check."""
     if type(params) is not CrossRules:
         return _live_run(messages, params)
-    if not _ends_ok(messages, params):
+    entry = _RANGE_RUNS.get(id(params))
+    if entry is None or entry[0] is not params:
+        ends = (
+            params.first_user
+            or params.no_leading_call
+            or params.needs_message
+            or params.last_roles is not None
+        )
+        if len(_RANGE_RUNS) >= 64:
+            _RANGE_RUNS.clear()
+        entry = _RANGE_RUNS[id(params)] = (params, _pass_for(params, "check"), ends)
+    if not messages or (entry[2] and not _ends_ok(messages, params)):
         return None
     try:
-        found: list[Any] | None = _pass_for(params, "check")(messages)
+        found: list[Any] | None = entry[1](messages)
     except (KeyError, TypeError):
         return None
     return found
+
+
+_RANGE_RUNS: dict[int, tuple[CrossRules, Callable[[Sequence[Any]], Any], bool]] = {}
+"""``id(rules)`` -> (the rules, their check pass, whether :func:`range_run` looks at the
+opening and the last message first)."""
 
 
 _PlainParams = tuple[int, bool, bool, bool]
@@ -1206,9 +1226,7 @@ def _needs_whole(
         return bool(wanted) and not wanted.isdisjoint(fast_ids)
     # (the set of the vouched ids is made anyway: the wanted ids, a few, are looked up in it)
     seen = set(fast_ids)
-    return (
-        len(seen) != len(fast_ids) or not seen.isdisjoint(wanted) or not seen.isdisjoint(called)
-    )
+    return len(seen) != len(fast_ids) or not seen.isdisjoint(wanted) or not seen.isdisjoint(called)
 
 
 def _careful_calls(
@@ -1945,7 +1963,13 @@ def _text_of(content: Any) -> str | None:
 def apply(messages: Sequence[Any], plan: Plan) -> list[Any]:
     """Build the repaired list (see :class:`toolmend.formats.Format`)."""
     edits = plan.edits
-    return [_build(messages, item, edits) for item in plan.items]
+    return [
+        # (a message kept as it is, most of a range: taken without a call)
+        messages[item.index]
+        if type(item) is Keep and item.index not in edits
+        else _build(messages, item, edits)
+        for item in plan.items
+    ]
 
 
 def _build(messages: Sequence[Any], item: Item, edits: dict[int, MessageEdit]) -> Any:
