@@ -29,14 +29,13 @@ from ._base import Format, message_dict
 from ._openai_cross import (
     CrossRules,
     Fixes,
-    _ends_ok,
-    _pass_for,
     blank_free,
     cross_fixes,
     cross_rules,
     cross_valid,
     fixes_likely,
     opening_ok,
+    range_check,
     scan_pass,
 )
 
@@ -194,37 +193,27 @@ def _live_run(messages: Sequence[Any], params: _PlainParams | CrossRules) -> lis
 def range_run(messages: Sequence[Any], params: _PlainParams | CrossRules) -> list[Any] | None:
     """:func:`_live_run` for a damaged range after the history's start, with
     :func:`range_params` (or :func:`ordered_range_params`): another family's pass without the
-    look at the first call's id (a whole history of refused ids, Mistral's, shows it at once;
-    a range's few calls are each held to the pattern by the pass itself), and without the
-    look at its opening and its last message where the rules have none (a range's rules have
-    no rule on a conversation's opening; the pass refuses what the look would: a message that
-    is no dict). A damaged history's ranges are each checked once or twice, a few messages
-    each: the look-ups around the pass were a fifth of the check."""
+    looks a whole history needs and a range does not
+    (:func:`toolmend.formats._openai_cross.range_check`). A damaged history's ranges are each
+    checked once or twice, a few messages each: the look-ups around the pass were a fifth of
+    the check."""
     if type(params) is not CrossRules:
         return _live_run(messages, params)
-    entry = _RANGE_RUNS.get(id(params))
+    entry = _RANGE_CHECKS.get(id(params))
     if entry is None or entry[0] is not params:
-        ends = (
-            params.first_user
-            or params.no_leading_call
-            or params.needs_message
-            or params.last_roles is not None
-        )
-        if len(_RANGE_RUNS) >= 64:
-            _RANGE_RUNS.clear()
-        entry = _RANGE_RUNS[id(params)] = (params, _pass_for(params, "check"), ends)
-    if not messages or (entry[2] and not _ends_ok(messages, params)):
+        if len(_RANGE_CHECKS) >= 64:
+            _RANGE_CHECKS.clear()
+        entry = _RANGE_CHECKS[id(params)] = (params, range_check(params))
+    if not messages:
         return None
     try:
-        found: list[Any] | None = entry[1](messages)
+        return entry[1](messages)
     except (KeyError, TypeError):
         return None
-    return found
 
 
-_RANGE_RUNS: dict[int, tuple[CrossRules, Callable[[Sequence[Any]], Any], bool]] = {}
-"""``id(rules)`` -> (the rules, their check pass, whether :func:`range_run` looks at the
-opening and the last message first)."""
+_RANGE_CHECKS: dict[int, tuple[CrossRules, Callable[[Sequence[Any]], list[Any] | None]]] = {}
+"""``id(rules)`` -> (the rules, :func:`toolmend.formats._openai_cross.range_check` of them)."""
 
 
 _PlainParams = tuple[int, bool, bool, bool]
