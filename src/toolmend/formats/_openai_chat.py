@@ -1104,6 +1104,9 @@ def _resume_at(
     at = min(failed, len(messages) - 1)
     kind = 0
     while at > low:
+        if at != failed and messages[at]["role"] == "tool":
+            at -= 1  # (vouched for, a dict: a result starts no range)
+            continue
         kind = _start_kind(messages, at, low, starting, at == failed)
         if kind:
             break
