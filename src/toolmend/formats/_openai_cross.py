@@ -41,6 +41,7 @@ __all__ = [
     "cross_valid",
     "fixes_likely",
     "opening_ok",
+    "range_check",
     "scan_pass",
 ]
 
@@ -995,3 +996,26 @@ def fixes_likely(messages: Sequence[Any], rules: CrossRules, id_length: int | No
                     or (id_length is not None and len(call_id) != id_length)
                 )
     return False
+
+
+def range_check(rules: CrossRules) -> Callable[[Sequence[Any]], list[Any] | None]:
+    """:func:`cross_valid` for a damaged range after a history's start, under ``rules`` (a
+    range's: ``toolmend.formats._openai_chat.range_params``), for a range that is not empty:
+    without the look at the first call's id (a shortcut for a whole history of refused ids,
+    Mistral's; the pass holds a range's few calls to the pattern itself), and without the look
+    at the opening and the last message where ``rules`` have no rule on them (the pass refuses
+    what that look would: a message that is no dict). Raises as :func:`cross_valid` does."""
+    check = _pass_for(rules, "check")
+    if not (
+        rules.first_user
+        or rules.no_leading_call
+        or rules.needs_message
+        or rules.last_roles is not None
+    ):
+        return check
+
+    def ends_then_check(messages: Sequence[Any]) -> list[Any] | None:
+        found: list[Any] | None = check(messages) if _ends_ok(messages, rules) else None
+        return found
+
+    return ends_then_check
