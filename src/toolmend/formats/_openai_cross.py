@@ -1012,10 +1012,15 @@ def range_check(rules: CrossRules) -> Callable[[Sequence[Any]], list[Any] | None
         or rules.needs_message
         or rules.last_roles is not None
     ):
-        return check
+
+        def checked(messages: Sequence[Any]) -> list[Any] | None:
+            return None if check(messages) is None else _live_tail(messages)
+
+        return checked
 
     def ends_then_check(messages: Sequence[Any]) -> list[Any] | None:
-        found: list[Any] | None = check(messages) if _ends_ok(messages, rules) else None
-        return found
+        if not _ends_ok(messages, rules) or check(messages) is None:
+            return None
+        return _live_tail(messages)
 
     return ends_then_check
