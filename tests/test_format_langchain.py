@@ -474,3 +474,17 @@ def test_one_pass_scan_vouches_for_valid_histories(history: Any) -> None:
     messages = to_langchain(history)
     assert lc_format.dirty_spans(messages, get_profile("openai")) == []
     assert lc_format.dirty_spans(messages, get_profile("deepseek")) == []
+
+
+@pytest.mark.parametrize("provider", ["hf-template-strict", "mistral", "anthropic"])
+def test_content_that_is_no_string_or_list_is_named(provider: str) -> None:
+    """A message whose ``content`` LangChain's own validation would refuse (set around it: a
+    number) is an error naming the message and the field, not a pydantic ``ValidationError``
+    from the new message a repair builds around it (a system message folded into the user
+    turn under ``hf-template-strict``: a random hostile case found it)."""
+    system = SystemMessage(content="rules")
+    object.__setattr__(system, "content", -1)
+    history = [HumanMessage(content="hi"), system, HumanMessage(content="go on")]
+    with pytest.raises(toolmend.InvalidMessageError) as raised:
+        toolmend.repair(history, provider=provider, format="langchain")
+    assert (raised.value.index, raised.value.field) == (1, "content")

@@ -370,6 +370,19 @@ def trim(
     if max_messages is None and max_tokens is None:
         return working
     budget = _Budget(max_messages, max_tokens, counter)
+    try:
+        return _cut(module, working, keep, profile, budget)
+    except InvalidMessageError:
+        # a window's read names a message at its place in the window: the whole history's
+        # names it at its own (the mend read it whole only where it found damage)
+        module.read(working)
+        raise
+
+
+def _cut(
+    module: Format, working: Sequence[Any], keep: int, profile: Profile, budget: _Budget
+) -> Any:
+    """:func:`trim`'s cut of the mended history ``working``, ``keep`` messages protected."""
     spans = _whole_spans(module, working)
     if spans is not None:
         prefix_end = _past_spans(spans, keep, len(working))

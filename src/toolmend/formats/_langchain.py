@@ -212,6 +212,10 @@ def dirty_spans(messages: Sequence[Any], profile: Profile) -> list[tuple[int, in
 # --- reading ----------------------------------------------------------------------------------
 
 
+_CONTENT_TYPES = (str, list)
+"""The types a LangChain message's ``content`` may have (``str | list[str | dict]``)."""
+
+
 def read(messages: Sequence[Any]) -> Skeleton:
     """Read a LangChain history into a skeleton (see :class:`toolmend.formats.Format`)."""
     skeleton = Skeleton(NAME)
@@ -221,6 +225,13 @@ def read(messages: Sequence[Any]) -> Skeleton:
         message_type = getattr(message, "type", None)
         found = plain(message_type) if type(message_type) is str else None
         role, kind = found if found is not None else _role_and_kind(index, message)
+        content = getattr(message, "content", None)
+        if type(content) not in _CONTENT_TYPES:
+            # (only a message built around LangChain's validation holds one; a repair that
+            # writes it into a new message would fail in the class's own check)
+            raise InvalidMessageError(
+                index, "content", "a string or a list of content blocks", content
+            )
         kinds.append(kind)
         roles.append(role)
         if kind == TOOL:
