@@ -22,6 +22,7 @@ from ._escape import log as _log_text
 from ._findings import Pending, check_texts
 from ._jsontext import NonFiniteNumberError, UnwritableValueError, locate
 from ._plan_messages import quick_plan
+from ._inline import walk_mend, walks
 from ._policy import Mode, Policy, as_policy
 from ._quickmend import (
     mended_range,
@@ -263,6 +264,10 @@ def repair(
             return apart
     # a cross-family target's names or ids on every message, nothing else: one pass lists them
     quick = quick_mend(module, messages, profile, vouched_against=True)
+    if quick is None and chosen.mode is Mode.REPAIR and walks(module, profile, chosen):
+        walked = _walked(module, messages, profile, chosen, original)
+        if walked is not None:
+            return walked
     damaged = (
         None
         if quick is not None
@@ -307,6 +312,29 @@ def repair(
         problems,
         _judged_later(module, repaired, profile),
     )
+
+
+def _walked(
+    module: Format, messages: Sequence[Any], profile: Profile, policy: Policy, original: Any
+) -> Repair | None:
+    """:func:`repair` of a damaged history bound for Mistral in one walk
+    (:func:`toolmend._inline.walk_mend`): the messages the range path sends, its report built
+    when it is first read (by that path: the walk keeps none of it). None where the walk
+    cannot tell."""
+    walked = walk_mend(messages, profile, policy)
+    if walked is None:
+        return None
+    _log_structure(module, messages, walked)
+    check_texts(profile)
+
+    def report() -> tuple[Sequence[Change], Sequence[Problem]]:
+        """The range path's changes and problems for ``messages``, which gives ``walked``."""
+        damaged = damage_in(module, messages, profile, policy, True, named=True)
+        assert damaged is not None
+        mended = mend_damage(module, messages, profile, policy, damaged, parts_before=0)
+        return mended.changes, mended.problems
+
+    return Repair._deferred(walked, True, report, _judged_later(module, walked, profile))
 
 
 def _names_apart(

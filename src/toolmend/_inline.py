@@ -1,0 +1,305 @@
+"""A damaged OpenAI-shaped history bound for Mistral repaired in one walk (issue 32).
+
+Mistral's rules pair each result with the latest calling message and refuse every ``call_...``
+id, so a damaged history's repair went scan -> ranges -> stretches -> assembly, each part near
+0.2x ``json.dumps`` at 1k messages. :func:`walk_mend` checks each message as the one-pass
+check of an intact history does (``formats/_openai_cross.py``, mode ``"ids"``), copies it with
+the request's new ids (made in history order, as the planner's id step makes them) and mends
+the common damages where it meets them: a calling message's calls left without results
+(placeholders after its results), a result sent twice within its block (dropped), a result
+no calling message waits for (dropped), a user message inside or right after a block of
+results (the late results moved next to their call, the assistant bridge before the user
+message). Anything else, or damage in the history's first or last stretch, answers None and
+the range path runs unchanged.
+
+The messages are exactly the range path's (property tests in ``tests/test_inline.py`` hold it
+to them); the report (changes and problems) is that path's too, built only when it is first
+read (:meth:`toolmend.Repair._deferred`): the walk keeps none of it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ._plan_ids import fresh_id
+from ._planstate import ASSISTANT_BRIDGE_TEXT
+from ._policy import Policy
+from .formats import Format
+from .formats._openai_chat import FORMAT
+from .formats._openai_cross import cross_rules, opening_ok
+from .profiles import Profile, compiled, get_profile
+
+__all__ = ["walks", "walk_mend"]
+
+_WALKED: dict[int, tuple[Profile, bool]] = {}
+"""``id(profile)`` -> (the profile, whether :func:`walk_mend` answers for it)."""
+
+
+def walks(module: Format, profile: Profile, policy: Policy) -> bool:
+    """Whether :func:`walk_mend` answers for ``module``'s histories under ``profile`` and
+    ``policy``: OpenAI chat messages, Mistral's own profile (its rules are the ones the walk
+    checks, line for line), the default repairs."""
+    if (
+        module is not FORMAT
+        or policy.missing_result != "placeholder"
+        or policy.orphan_result != "drop"
+        or policy.frontier == "keep"
+    ):
+        return False
+    entry = _WALKED.get(id(profile))
+    if entry is None or entry[0] is not profile:
+        mistral = get_profile("mistral")
+        ok = profile == mistral and cross_rules(profile) is not None
+        if len(_WALKED) >= 64:
+            _WALKED.clear()
+        entry = _WALKED[id(profile)] = (profile, ok)
+    return entry[1]
+
+
+_SUCCESSORS = {
+    "system": frozenset({"user", "assistant", "system"}),
+    "user": frozenset({"assistant", "system", "user"}),
+    "assistant": frozenset({"assistant", "user", "tool"}),
+    "tool": frozenset({"assistant", "tool"}),
+}
+"""Mistral's role order (``profiles/_mistral.py``), the kinds of the messages the walk sends."""
+
+
+def walk_mend(messages: Sequence[Any], profile: Profile, policy: Policy) -> list[Any] | None:
+    """The messages ``toolmend.repair(messages, provider=profile, policy=policy)`` sends, for a
+    history :func:`walks` says the walk answers for, made in one walk; None where the walk
+    cannot tell (anything but the common damages between the first and the last stretch, ids
+    in the provider's form, a new id another call of the request may hold): the range path
+    decides then."""
+    try:
+        return _walk(messages, profile, policy)
+    except (KeyError, TypeError, AttributeError):
+        return None  # (a field missing or of another type: the range path reports it)
+
+
+def _walk(messages: Sequence[Any], profile: Profile, policy: Policy) -> list[Any] | None:
+    rules = cross_rules(profile)
+    if rules is None or len(messages) < 3 or not opening_ok(messages, rules):
+        return None
+    last = messages[-1]
+    if type(last) is not dict or last.get("role") not in ("user", "tool"):
+        return None
+    accepted = compiled(profile.call_id_pattern)
+    length = profile.call_id_length
+    if accepted is None or length is None:
+        return None
+    in_form = accepted.fullmatch
+    name_ok = compiled(profile.function_name_pattern)
+    placeholder_text = policy.placeholder
+    out: list[Any] = []
+    append = out.append
+    made: set[str] = set()  # every new id, in order of making
+    next_try: dict[str, int] = {}  # seed -> the counter after its last id (``fresh_id``)
+    names: set[str] = set()
+    dropped: list[str] = []  # the ids of the results dropped as orphans
+    repeats: list[str] = []  # the ids of the results dropped as repeats
+    pending: dict[str, str] = {}  # the latest calling message's unanswered calls -> new ids
+    answered: dict[str, Any] = {}  # its answered calls -> the result that answered
+    owner = -1  # the latest calling message (-1: assistant text since, or none)
+    open_block = False  # its results come now, nothing between them and it
+    held: list[Any] = []  # user messages inside its block, before results still to come
+    late: list[Any] = []  # the results after them (moved next to their call)
+    previous = ""  # the kind of the last message sent
+    # a calling message whose calls got placeholders, right before the next calling message:
+    # where its placeholders start in ``out``, its calls still placeheld (id -> new id), the
+    # results moved to it from the next one's block, and that message
+    placed, placeheld, moved, moves_to = -1, {}, [], -1
+    twice: list[str] = []  # the ids of the results so moved
+    first_event = last_event = -1
+    first_assistant = -1
+    last_assistant = -1
+    for index, message in enumerate(messages):
+        if type(message) is not dict:
+            return None
+        role = message["role"]
+        if role == "tool":
+            call_id = message["tool_call_id"]
+            if type(call_id) is not str or not call_id or message["content"] is None:
+                return None
+            if owner < 0:  # no calling message since the last assistant text: an orphan
+                dropped.append(call_id)
+                if first_event < 0:
+                    first_event = index
+                last_event = index
+                continue
+            new_id = pending.pop(call_id, None)
+            if held:  # (a user message came inside the block)
+                if new_id is None:
+                    return None
+                copy = message.copy()
+                copy["tool_call_id"] = new_id
+                late.append(copy)
+                answered[call_id] = message
+                continue
+            if not open_block:
+                return None
+            if new_id is None:
+                first = answered.get(call_id)
+                if first is None:  # (an id of no call of the block: an orphan)
+                    dropped.append(call_id)
+                elif first is not message and first != message:
+                    return None  # (another text: the planner's strength test)
+                elif owner == moves_to and call_id in placeheld:
+                    # a calling message sent twice, this result too: the pairing gives the
+                    # repeat to the first message's call, left open, and it goes there
+                    if next_try.get(call_id) != 2:
+                        return None
+                    copy = message.copy()
+                    copy["tool_call_id"] = placeheld.pop(call_id)
+                    moved.append(copy)
+                    out[placed : placed + len(moved) + len(placeheld)] = [
+                        *moved,
+                        *(_placeholder(new_id, placeholder_text) for new_id in placeheld.values()),
+                    ]
+                    twice.append(call_id)
+                else:
+                    repeats.append(call_id)
+                last_event = index
+                if first_event < 0:
+                    first_event = index
+                continue
+            answered[call_id] = message
+            copy = message.copy()
+            copy["tool_call_id"] = new_id
+            append(copy)
+            previous = "tool"
+            continue
+        if role == "user":
+            if "tool_calls" in message or message["content"] is None:
+                return None
+            if owner >= 0 and (held or (open_block and pending)):
+                held.append(message)  # (inside the block: results may come after it)
+                open_block = False
+                last_event = index
+                if first_event < 0:
+                    first_event = owner
+                continue
+            if previous == "tool":
+                append(_BRIDGE.copy())
+                last_event = index
+                if first_event < 0:
+                    first_event = index
+            open_block = False
+            append(message)
+            previous = "user"
+            continue
+        if role == "system" or role == "developer":
+            if "tool_calls" in message or message["content"] is None:
+                return None
+            if held or (open_block and pending) or "system" not in _SUCCESSORS[previous or "user"]:
+                return None
+            open_block = False
+            append(message)
+            previous = "system"
+            continue
+        if role != "assistant" or "function_call" in message:
+            return None
+        # an assistant message: the latest calling message's block ends
+        if held or pending:
+            if held:
+                out.extend(late)
+                late = []
+            placed = len(out)
+            placeheld = pending  # (until the next calling message's results end)
+            moved = []
+            for new_id in pending.values():  # (in slot order: the message's order)
+                append(_placeholder(new_id, placeholder_text))
+            moves_to = -1 if held else index  # (this message, if it calls)
+            if held:
+                append(_BRIDGE.copy())
+                out.extend(held)
+                held = []
+                previous = "user"
+            else:
+                previous = "tool"
+            last_event = index - 1
+            if first_event < 0:
+                first_event = owner
+            pending = {}
+        if first_assistant < 0:
+            first_assistant = index
+        last_assistant = index
+        if previous and "assistant" not in _SUCCESSORS[previous]:
+            return None
+        previous = "assistant"
+        tool_calls = message.get("tool_calls")
+        if tool_calls is None:
+            if not message["content"]:
+                return None
+            owner = -1
+            open_block = False
+            append(message)
+            continue
+        if type(tool_calls) is not list or not tool_calls:
+            return None
+        answered = {}
+        calls = []
+        for call in tool_calls:
+            if type(call) is not dict or call["type"] is None:
+                return None
+            call_id = call["id"]
+            function = call["function"]
+            if (
+                type(call_id) is not str
+                or not call_id
+                or call_id in pending
+                or type(function) is not dict
+            ):
+                return None
+            name = function["name"]
+            if type(function["arguments"]) is not str or type(name) is not str or not name:
+                return None
+            names.add(name)
+            if in_form(call_id) is not None:
+                return None  # (an id kept: a new id may be another call's)
+            tail = call_id[-length:]
+            if (
+                call_id in next_try
+                or tail in made
+                or len(tail) != length
+                or not tail.isascii()
+                or not tail.isalnum()
+            ):
+                new_id = fresh_id(call_id, profile, made, next_try)
+            else:
+                new_id = tail
+                made.add(tail)
+                next_try[call_id] = 1
+            pending[call_id] = new_id
+            copy = call.copy()
+            copy["id"] = new_id
+            calls.append(copy)
+        copy = message.copy()
+        copy["tool_calls"] = calls
+        append(copy)
+        owner = index
+        open_block = True
+    if held or pending or first_event < 0:
+        return None  # (waiting at the end: the newest input's rules; nothing mended)
+    if first_event < first_assistant or last_event >= last_assistant:
+        return None  # (damage in the first or last stretch: the range path's rules there)
+    if name_ok is not None and not all(map(name_ok.fullmatch, names)):
+        return None
+    for call_id in dropped:  # (a result another call answers: the whole history decides)
+        if call_id in next_try:
+            return None
+    for call_id in repeats:
+        if next_try.get(call_id) != 1:
+            return None
+    for call_id in twice:
+        if next_try.get(call_id) != 2:
+            return None
+    return out
+
+
+def _placeholder(new_id: str, text: str) -> dict[str, Any]:
+    return {"role": "tool", "tool_call_id": new_id, "content": text}
+
+
+_BRIDGE = {"role": "assistant", "content": ASSISTANT_BRIDGE_TEXT}
