@@ -20,9 +20,9 @@ from typing import Any, Literal, overload
 from ._edits import Plan
 from ._escape import log as _log_text
 from ._findings import Pending, check_texts
+from ._inline import walk_mend, walks
 from ._jsontext import NonFiniteNumberError, UnwritableValueError, locate
 from ._plan_messages import quick_plan
-from ._inline import walk_mend, walks
 from ._policy import Mode, Policy, as_policy
 from ._quickmend import (
     mended_range,

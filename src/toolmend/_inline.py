@@ -109,7 +109,9 @@ def _walk(messages: Sequence[Any], profile: Profile, policy: Policy) -> list[Any
     # a calling message whose calls got placeholders, right before the next calling message:
     # where its placeholders start in ``out``, its calls still placeheld (id -> new id), the
     # results moved to it from the next one's block, and that message
-    placed, placeheld, moved, moves_to = -1, {}, [], -1
+    placed, moves_to = -1, -1
+    placeheld: dict[str, str] = {}
+    moved: list[Any] = []
     twice: list[str] = []  # the ids of the results so moved
     first_event = last_event = -1
     first_assistant = -1
