@@ -8,16 +8,18 @@ from __future__ import annotations
 import copy
 import itertools
 import pickle
+import random
 import re
 from typing import Any
 
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import assume, event, given, settings
 from hypothesis import strategies as st
 
 import toolmend
 import toolmend._api
 import toolmend._findings
+import toolmend._inline
 import toolmend._plan_ids
 import toolmend._planstate
 import toolmend._quickmend
@@ -31,6 +33,7 @@ from toolmend._skeleton import RequestIds
 from toolmend.formats import _openai_chat as openai_chat
 from toolmend.profiles import PROFILES, get_profile
 
+from support import judges
 from support.agent_runs import agent_runs
 from support.cases import assistant, calls, result, user
 from support.histories import damaged_conversations
@@ -860,3 +863,134 @@ def _assert_mended_unjudged(
     assert fixed.messages == expected
     assert list(fixed.changes) == changes
     assert list(fixed.problems) == problems
+
+
+def _tool_heavy(turns: int, seed: int) -> list[dict[str, Any]]:
+    """``benchmarks/bench_cross_family.tool_heavy_history`` in small: every user turn followed
+    by one to four rounds of one to three calls (OpenAI's ids, ``call_`` and 24 digits: each
+    id's tail is its new id), its answer, the request ending on the user's turn."""
+    rnd = random.Random(seed)
+    history: list[dict[str, Any]] = [{"role": "system", "content": "Be brief."}]
+    counter = 0
+    for number in range(turns):
+        history.append(user(f"question {number}"))
+        for _ in range(rnd.randint(1, 4)):
+            ids = []
+            for _ in range(rnd.randint(1, 3)):
+                counter += 1
+                ids.append(f"call_{counter:024d}")
+            history += _turn(*ids)
+        history.append(assistant(f"answer {number}"))
+    return [*history, user("thanks")]
+
+
+def _damaged_as_benched(history: list[Any], events: int, seed: int) -> list[Any]:
+    """``benchmarks/bench_core.damage``: results dropped, calling messages dropped (their
+    results orphaned), user messages inserted, messages sent twice."""
+    rnd = random.Random(seed)
+    out = list(history)
+    for _ in range(events):
+        position = rnd.randrange(1, len(out) - 1)
+        action = rnd.randrange(4)
+        if action == 0 and out[position]["role"] == "tool":
+            del out[position]
+        elif action == 1 and out[position]["role"] == "assistant" and "tool_calls" in out[position]:
+            del out[position]
+        elif action == 2:
+            out.insert(position, user("are you still there?"))
+        else:
+            out.insert(position, out[position - 1])
+    return out
+
+
+@st.composite
+def _benched(draw: st.DrawFn) -> list[Any]:
+    turns = draw(st.integers(3, 40))
+    history = _tool_heavy(turns, draw(st.integers(0, 10**6)))
+    return _damaged_as_benched(history, draw(st.integers(1, 12)), draw(st.integers(0, 10**6)))
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    history=st.one_of(
+        _benched(),
+        _mistral_bench_damage(),
+        _bench_damage(answered=True).map(lambda history: [*history, user("thanks")]),
+        _interrupted_blocks().map(lambda history: [*history, user("thanks")]),
+        _repeated_results(),
+        damaged_conversations(id_style="any").map(lambda case: case[1]),
+    ),
+    policy=st.sampled_from(POLICIES),
+)
+def test_a_mistral_history_mended_in_one_walk_is_the_full_paths(
+    history: list[Any], policy: Policy
+) -> None:
+    """Bound for Mistral, wherever the one walk (:func:`toolmend._inline.walk_mend`) answers
+    for a damaged history, it sends the whole history's repair, ids included, and the
+    repair reports the whole path's changes and problems (built when first read), nothing
+    left; where it answers None, nothing of the request was touched."""
+    profile = get_profile("mistral")
+    module = formats.get("openai")
+    before = copy.deepcopy(history)
+    walked = (
+        toolmend._inline.walk_mend(history, profile, policy)
+        if toolmend._inline.walks(module, profile, policy)
+        else None
+    )
+    assert history == before
+    event("walked" if walked is not None else "refused")
+    if walked is None:
+        return
+    expected, changes = whole_repair(module, history, profile, policy)
+    assert walked == expected
+    fixed = toolmend.repair(history, provider="mistral", policy=policy)
+    assert fixed.messages == expected
+    assert list(fixed.changes) == changes
+    assert list(fixed.problems) == judge(openai_chat.read(history), profile)
+    assert fixed.problems_left == ()
+    assert history == before
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_benched_mistral_history_is_mended_in_one_walk(
+    monkeypatch: pytest.MonkeyPatch, seed: int
+) -> None:
+    """A tool-heavy history damaged as the benchmark damages it (2% of its messages), bound
+    for Mistral: repaired in one walk, no range scan (``dirty_spans``) and no range mended
+    until the report is read; then the whole path's messages, changes and problems."""
+    history = _damaged_as_benched(_tool_heavy(60, seed), 8, seed)
+    profile = get_profile("mistral")
+    module = formats.get("openai")
+    expected, changes = whole_repair(module, history, profile, Policy())
+    problems = judge(openai_chat.read(history), profile)
+    assert {"answered_missing_call", "dropped_duplicate_result"} & {c.code for c in changes}
+    scans: list[int] = []
+    real_scan = type(module).dirty_spans
+
+    def counting(*args: Any) -> Any:
+        scans.append(1)
+        return real_scan(*args)
+
+    monkeypatch.setattr(type(module), "dirty_spans", staticmethod(counting))
+    fixed = toolmend.repair(history, provider="mistral")
+    assert fixed.messages == expected
+    assert scans == []
+    assert fixed.changed
+    assert list(fixed.changes) == changes
+    assert list(fixed.problems) == problems
+    assert judges.mistral_error(list(fixed.messages), checks_ids=True) is None
+
+
+def test_a_history_the_walk_refuses_goes_the_range_way() -> None:
+    """Damage the walk does not mend (a system message inside a block of results) leaves it
+    to the range path, whose repair is the whole path's."""
+    history = _tool_heavy(8, 3)
+    at = next(i for i, m in enumerate(history) if i > 10 and m["role"] == "tool")
+    history.insert(at, {"role": "system", "content": "note"})
+    profile = get_profile("mistral")
+    module = formats.get("openai")
+    assert toolmend._inline.walk_mend(history, profile, Policy()) is None
+    expected, changes = whole_repair(module, history, profile, Policy())
+    fixed = toolmend.repair(history, provider="mistral")
+    assert fixed.messages == expected
+    assert list(fixed.changes) == changes
