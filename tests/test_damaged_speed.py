@@ -892,10 +892,11 @@ def _damaged_as_benched(history: list[Any], events: int, seed: int) -> list[Any]
     for _ in range(events):
         position = rnd.randrange(1, len(out) - 1)
         action = rnd.randrange(4)
-        if action == 0 and out[position]["role"] == "tool":
-            del out[position]
-        elif action == 1 and out[position]["role"] == "assistant" and "tool_calls" in out[position]:
-            del out[position]
+        role = out[position]["role"]
+        if (action, role) == (0, "tool") or (
+            (action, role) == (1, "assistant") and "tool_calls" in out[position]
+        ):
+            del out[position]  # (a result missing, or a calling message: its results orphaned)
         elif action == 2:
             out.insert(position, user("are you still there?"))
         else:
