@@ -131,16 +131,22 @@ def _walk(messages: Sequence[Any], profile: Profile, policy: Policy) -> list[Any
                 last_event = index
                 continue
             new_id = pending.pop(call_id, None)
+            if new_id is None and not open_block:  # (after a user message in or after it)
+                first = answered.get(call_id)
+                if first is None:
+                    dropped.append(call_id)  # (an id of no call of the block: an orphan)
+                elif first is message or first == message:
+                    repeats.append(call_id)
+                else:
+                    return None  # (another text: the planner's strength test)
+                last_event = index
+                continue
             if held:  # (a user message came inside the block)
-                if new_id is None:
-                    return None
                 copy = message.copy()
                 copy["tool_call_id"] = new_id
                 late.append(copy)
                 answered[call_id] = message
                 continue
-            if not open_block:
-                return None
             if new_id is None:
                 first = answered.get(call_id)
                 if first is None:  # (an id of no call of the block: an orphan)
