@@ -995,3 +995,30 @@ def test_a_history_the_walk_refuses_goes_the_range_way() -> None:
     fixed = toolmend.repair(history, provider="mistral")
     assert fixed.messages == expected
     assert list(fixed.changes) == changes
+
+
+@pytest.mark.parametrize(
+    "ids",
+    [
+        ("call_a_abcdefghi", "call_b_abcdefghi"),  # one tail for two ids: the second hashed
+        ("call_0a", "call_0b"),  # tails too short
+        ("call_0000000x-y", "call_0000000x+y"),  # tails not letters and digits
+    ],
+)
+def test_ids_whose_tails_are_not_their_new_ids_are_made_one_by_one(ids: tuple[str, str]) -> None:
+    """Where a seed's tail is not the id the planner makes of it, the walk makes each new id
+    as ``fresh_id`` does, in history order, and the repair is the whole path's."""
+    history = _tool_heavy(12, 5)
+    at = [i for i, message in enumerate(history) if message["role"] == "user"][1]
+    history[at:at] = [*_turn(*ids), assistant("done")]  # (a turn of its own)
+    tools = [i for i, message in enumerate(history) if i > 12 and message["role"] == "tool"]
+    del history[tools[6]]  # (damage after the ids: a result missing, one sent twice)
+    history.insert(tools[1] + 1, history[tools[1]])
+    profile = get_profile("mistral")
+    module = formats.get("openai")
+    walked = toolmend._inline.walk_mend(history, profile, Policy())
+    expected, changes = whole_repair(module, history, profile, Policy())
+    assert walked == expected
+    fixed = toolmend.repair(history, provider="mistral")
+    assert fixed.messages == expected
+    assert list(fixed.changes) == changes

@@ -57,13 +57,10 @@ def walks(module: Format, profile: Profile, policy: Policy) -> bool:
     return entry[1]
 
 
-_SUCCESSORS = {
-    "system": frozenset({"user", "assistant", "system"}),
-    "user": frozenset({"assistant", "system", "user"}),
-    "assistant": frozenset({"assistant", "user", "tool"}),
-    "tool": frozenset({"assistant", "tool"}),
-}
-"""Mistral's role order (``profiles/_mistral.py``), the kinds of the messages the walk sends."""
+_NO_SYSTEM = frozenset({"assistant", "tool"})
+"""The roles after which Mistral's role order (``profiles/_mistral.py``) takes no system
+message; it takes an assistant message after any, a result after an assistant message or a
+result, a user message after any but a result (the planner's bridge goes between)."""
 
 
 def walk_mend(messages: Sequence[Any], profile: Profile, policy: Policy) -> list[Any] | None:
@@ -73,12 +70,25 @@ def walk_mend(messages: Sequence[Any], profile: Profile, policy: Policy) -> list
     in the provider's form, a new id another call of the request may hold): the range path
     decides then."""
     try:
-        return _walk(messages, profile, policy)
+        walked = _walk(messages, profile, policy, False)
+        if walked is _CAREFUL:  # (an id's tail is no new id: each checked as it is made)
+            walked = _walk(messages, profile, policy, True)
     except (KeyError, TypeError, AttributeError):
         return None  # (a field missing or of another type: the range path reports it)
+    return None if walked is _CAREFUL else walked
 
 
-def _walk(messages: Sequence[Any], profile: Profile, policy: Policy) -> list[Any] | None:
+_CAREFUL: Any = object()
+"""What :func:`_walk` answers, not ``careful``, where a new id it made of a seed's tail is not
+the one :func:`toolmend._plan_ids.fresh_id` makes: the tail not nine letters and digits, or
+another call's new id."""
+
+
+def _walk(
+    messages: Sequence[Any], profile: Profile, policy: Policy, careful: bool
+) -> list[Any] | None:
+    """:func:`walk_mend`; not ``careful``, each seed's first new id is its tail, checked for
+    all the calls at once at the end (:data:`_CAREFUL` where one is not the planner's)."""
     rules = cross_rules(profile)
     if rules is None or len(messages) < 3 or not opening_ok(messages, rules):
         return None
@@ -94,8 +104,11 @@ def _walk(messages: Sequence[Any], profile: Profile, policy: Policy) -> list[Any
     placeholder_text = policy.placeholder
     out: list[Any] = []
     append = out.append
-    made: set[str] = set()  # every new id, in order of making
+    made: set[str] = set()  # the new ids made (but ``new_ids[synced:]`` unless ``careful``)
+    new_ids: list[str] = []  # (unless ``careful``) every new id, in order of making
+    synced = 0
     next_try: dict[str, int] = {}  # seed -> the counter after its last id (``fresh_id``)
+    calls_of: dict[str, int] = {}  # a seed of two calls or more -> how many
     names: set[str] = set()
     dropped: list[str] = []  # the ids of the results dropped as orphans
     repeats: list[str] = []  # the ids of the results dropped as repeats
@@ -105,7 +118,6 @@ def _walk(messages: Sequence[Any], profile: Profile, policy: Policy) -> list[Any
     open_block = False  # its results come now, nothing between them and it
     held: list[Any] = []  # user messages inside its block, before results still to come
     late: list[Any] = []  # the results after them (moved next to their call)
-    previous = ""  # the kind of the last message sent
     # a calling message whose calls got placeholders, right before the next calling message:
     # where its placeholders start in ``out``, its calls still placeheld (id -> new id), the
     # results moved to it from the next one's block, and that message
@@ -122,7 +134,16 @@ def _walk(messages: Sequence[Any], profile: Profile, policy: Policy) -> list[Any
         role = message["role"]
         if role == "tool":
             call_id = message["tool_call_id"]
-            if type(call_id) is not str or not call_id or message["content"] is None:
+            if message["content"] is None:
+                return None
+            new_id = pending.pop(call_id, None)
+            if new_id is not None and open_block:  # (the common case: its call's result)
+                answered[call_id] = message
+                copy = message.copy()
+                copy["tool_call_id"] = new_id
+                append(copy)
+                continue
+            if type(call_id) is not str or not call_id:
                 return None
             if owner < 0:  # no calling message since the last assistant text: an orphan
                 dropped.append(call_id)
@@ -130,7 +151,6 @@ def _walk(messages: Sequence[Any], profile: Profile, policy: Policy) -> list[Any
                     first_event = index
                 last_event = index
                 continue
-            new_id = pending.pop(call_id, None)
             if new_id is None and not open_block:  # (after a user message in or after it)
                 first = answered.get(call_id)
                 if first is None:
@@ -156,7 +176,7 @@ def _walk(messages: Sequence[Any], profile: Profile, policy: Policy) -> list[Any
                 elif owner == moves_to and call_id in placeheld:
                     # a calling message sent twice, this result too: the pairing gives the
                     # repeat to the first message's call, left open, and it goes there
-                    if next_try.get(call_id) != 2:
+                    if calls_of.get(call_id) != 2:
                         return None
                     copy = message.copy()
                     copy["tool_call_id"] = placeheld.pop(call_id)
@@ -172,12 +192,7 @@ def _walk(messages: Sequence[Any], profile: Profile, policy: Policy) -> list[Any
                 if first_event < 0:
                     first_event = index
                 continue
-            answered[call_id] = message
-            copy = message.copy()
-            copy["tool_call_id"] = new_id
-            append(copy)
-            previous = "tool"
-            continue
+            return None  # (not reached: a result of an open block is the common case)
         if role == "user":
             if "tool_calls" in message or message["content"] is None:
                 return None
@@ -188,23 +203,21 @@ def _walk(messages: Sequence[Any], profile: Profile, policy: Policy) -> list[Any
                 if first_event < 0:
                     first_event = owner
                 continue
-            if previous == "tool":
+            if out and out[-1]["role"] == "tool":
                 append(_BRIDGE.copy())
                 last_event = index
                 if first_event < 0:
                     first_event = index
             open_block = False
             append(message)
-            previous = "user"
             continue
         if role == "system" or role == "developer":
             if "tool_calls" in message or message["content"] is None:
                 return None
-            if held or (open_block and pending) or "system" not in _SUCCESSORS[previous or "user"]:
+            if held or (open_block and pending) or (out and out[-1]["role"] in _NO_SYSTEM):
                 return None
             open_block = False
             append(message)
-            previous = "system"
             continue
         if role != "assistant" or "function_call" in message:
             return None
@@ -223,9 +236,6 @@ def _walk(messages: Sequence[Any], profile: Profile, policy: Policy) -> list[Any
                 append(_BRIDGE.copy())
                 out.extend(held)
                 held = []
-                previous = "user"
-            else:
-                previous = "tool"
             last_event = index - 1
             if first_event < 0:
                 first_event = owner
@@ -233,9 +243,6 @@ def _walk(messages: Sequence[Any], profile: Profile, policy: Policy) -> list[Any
         if first_assistant < 0:
             first_assistant = index
         last_assistant = index
-        if previous and "assistant" not in _SUCCESSORS[previous]:
-            return None
-        previous = "assistant"
         tool_calls = message.get("tool_calls")
         if tool_calls is None:
             if not message["content"]:
@@ -264,21 +271,26 @@ def _walk(messages: Sequence[Any], profile: Profile, policy: Policy) -> list[Any
             if type(function["arguments"]) is not str or type(name) is not str or not name:
                 return None
             names.add(name)
-            if in_form(call_id) is not None:
+            if len(call_id) == length and in_form(call_id) is not None:
                 return None  # (an id kept: a new id may be another call's)
-            tail = call_id[-length:]
-            if (
-                call_id in next_try
-                or tail in made
-                or len(tail) != length
-                or not tail.isascii()
-                or not tail.isalnum()
-            ):
+            if call_id in next_try:  # (a seed met before: its next try)
+                calls_of[call_id] = calls_of.get(call_id, 1) + 1
+                made.update(new_ids[synced:])
                 new_id = fresh_id(call_id, profile, made, next_try)
-            else:
-                new_id = tail
-                made.add(tail)
+                new_ids.append(new_id)
+                synced = len(new_ids)
+            elif careful:
+                tail = call_id[-length:]
+                if tail in made or len(tail) != length or not tail.isascii() or not tail.isalnum():
+                    new_id = fresh_id(call_id, profile, made, next_try)
+                else:
+                    new_id = tail
+                    made.add(tail)
+                    next_try[call_id] = 1
+            else:  # (each seed's tail: checked for all of them at the end)
+                new_id = call_id[-length:]
                 next_try[call_id] = 1
+                new_ids.append(new_id)
             pending[call_id] = new_id
             copy = call.copy()
             copy["id"] = new_id
@@ -298,11 +310,20 @@ def _walk(messages: Sequence[Any], profile: Profile, policy: Policy) -> list[Any
         if call_id in next_try:
             return None
     for call_id in repeats:
-        if next_try.get(call_id) != 1:
+        if call_id in calls_of:
             return None
     for call_id in twice:
-        if next_try.get(call_id) != 2:
+        if calls_of[call_id] != 2:
             return None
+    if not careful:  # (what ``tail_ids`` checks of the tails, here of every new id)
+        joined = "".join(new_ids)
+        if (
+            len(joined) != length * len(new_ids)
+            or not joined.isascii()
+            or not joined.isalnum()
+            or len(set(new_ids)) != len(new_ids)
+        ):
+            return _CAREFUL  # type: ignore[no-any-return]
     return out
 
 
