@@ -36,7 +36,7 @@ from toolmend.profiles import PROFILES, get_profile
 from support import judges
 from support.agent_runs import agent_runs
 from support.cases import assistant, calls, result, user
-from support.histories import damaged_conversations
+from support.histories import damaged_conversations, valid_conversations
 from support.whole_path import whole_repair
 
 CHAT_PROVIDERS = [name for name, profile in PROFILES.items() if profile.pairing != "ordered"]
@@ -572,8 +572,9 @@ def test_a_damaged_history_is_not_walked_for_names_or_ids_it_does_not_lack(
     """The one-pass check failed on a damage, and the history's first call id is one the
     target takes (its first result names its call, bound for Gemini): the one-pass names and
     ids repair is not tried (it would walk up to the damage only to give up), and the repair
-    is the whole history's. A history whose first id is refused (bound for Mistral) or whose
-    first result lacks its name still takes it."""
+    is the whole history's. A history whose first id is refused (bound for Mistral: its
+    report, the messages coming from the one walk) or whose first result lacks its name
+    still takes it."""
     history = _commonly_damaged()
     if provider == "gemini":
         history = [
@@ -596,7 +597,9 @@ def test_a_damaged_history_is_not_walked_for_names_or_ids_it_does_not_lack(
     refused = [user("go"), *_turn("call_aaaaaaaaaaaaaaaaaaaaaaaa", "call_bbbbbbbbbbbbbbbbbbbb")]
     refused += [assistant("done"), user("thanks")]
     fixed = toolmend.repair(refused, provider="mistral")
-    assert len(refused) in walked and fixed.changed and fixed.problems_left == ()
+    assert fixed.changed and fixed.problems_left == ()
+    assert fixed.changes  # (the one walk sends it; its report is the one-pass rewrite's)
+    assert len(refused) in walked
     # bound for Gemini, the names come from the range scan (see the test below)
     sound = _long_history(2)
     fixed = toolmend.repair(sound, provider="gemini")
@@ -915,6 +918,8 @@ def _benched(draw: st.DrawFn) -> list[Any]:
 @given(
     history=st.one_of(
         _benched(),
+        st.builds(_tool_heavy, st.integers(1, 20), st.integers(0, 10**6)),
+        valid_conversations(id_style="any"),
         _mistral_bench_damage(),
         _bench_damage(answered=True).map(lambda history: [*history, user("thanks")]),
         _interrupted_blocks().map(lambda history: [*history, user("thanks")]),
@@ -927,9 +932,10 @@ def test_a_mistral_history_mended_in_one_walk_is_the_full_paths(
     history: list[Any], policy: Policy
 ) -> None:
     """Bound for Mistral, wherever the one walk (:func:`toolmend._inline.walk_mend`) answers
-    for a damaged history, it sends the whole history's repair, ids included, and the
-    repair reports the whole path's changes and problems (built when first read), nothing
-    left; where it answers None, nothing of the request was touched."""
+    for a history, damaged or only its ids refused, it sends the whole history's repair, ids
+    included, says whether it mended damage, and the repair reports the whole path's changes
+    and problems (built when first read), nothing left; where it answers None, nothing of the
+    request was touched."""
     profile = get_profile("mistral")
     module = formats.get("openai")
     before = copy.deepcopy(history)
@@ -943,7 +949,8 @@ def test_a_mistral_history_mended_in_one_walk_is_the_full_paths(
     if walked is None:
         return
     expected, changes = whole_repair(module, history, profile, policy)
-    assert walked == expected
+    assert walked[0] == expected
+    assert walked[1] == any(change.code != "rewrote_call_id" for change in changes)
     fixed = toolmend.repair(history, provider="mistral", policy=policy)
     assert fixed.messages == expected
     assert list(fixed.changes) == changes
@@ -1018,7 +1025,36 @@ def test_ids_whose_tails_are_not_their_new_ids_are_made_one_by_one(ids: tuple[st
     module = formats.get("openai")
     walked = toolmend._inline.walk_mend(history, profile, Policy())
     expected, changes = whole_repair(module, history, profile, Policy())
-    assert walked == expected
+    assert walked == (expected, True)
     fixed = toolmend.repair(history, provider="mistral")
     assert fixed.messages == expected
     assert list(fixed.changes) == changes
+
+
+def test_an_intact_mistral_history_is_rewritten_in_the_one_walk(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A history damaged nowhere, every call id refused: sent as the one walk makes it (the
+    one-pass id rewrite, ``quick_mend``, runs only when the report is read, and gives it);
+    the whole path's messages, changes and problems."""
+    history = _tool_heavy(30, 2)
+    profile = get_profile("mistral")
+    module = formats.get("openai")
+    expected, changes = whole_repair(module, history, profile, Policy())
+    problems = judge(openai_chat.read(history), profile)
+    assert {change.code for change in changes} == {"rewrote_call_id"}
+    rewrites: list[int] = []
+    real = toolmend._api.quick_mend
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        rewrites.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(toolmend._api, "quick_mend", counting)
+    fixed = toolmend.repair(history, provider="mistral")
+    assert fixed.messages == expected
+    assert rewrites == []
+    assert list(fixed.changes) == changes
+    assert rewrites == [1]
+    assert list(fixed.problems) == problems
+    assert fixed.problems_left == ()

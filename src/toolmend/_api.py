@@ -263,11 +263,12 @@ def repair(
         if apart is not None:
             return apart
     # a cross-family target's names or ids on every message, nothing else: one pass lists them
-    quick = quick_mend(module, messages, profile, vouched_against=True)
-    if quick is None and chosen.mode is Mode.REPAIR and walks(module, profile, chosen):
-        walked = _walked(module, messages, profile, chosen, original)
+    if chosen.mode is Mode.REPAIR and walks(module, profile, chosen):
+        # (Mistral) every id rewritten and the common damages mended in one walk
+        walked = _walked(module, messages, profile, chosen)
         if walked is not None:
             return walked
+    quick = quick_mend(module, messages, profile, vouched_against=True)
     damaged = (
         None
         if quick is not None
@@ -315,26 +316,35 @@ def repair(
 
 
 def _walked(
-    module: Format, messages: Sequence[Any], profile: Profile, policy: Policy, original: Any
+    module: Format, messages: Sequence[Any], profile: Profile, policy: Policy
 ) -> Repair | None:
-    """:func:`repair` of a damaged history bound for Mistral in one walk
-    (:func:`toolmend._inline.walk_mend`): the messages the range path sends, its report built
-    when it is first read (by that path: the walk keeps none of it). None where the walk
-    cannot tell."""
+    """:func:`repair` of a history bound for Mistral in one walk
+    (:func:`toolmend._inline.walk_mend`): the messages the other paths send, every call id
+    rewritten and the common damages mended; the report built when it is first read, by the
+    path that makes it for that history (the walk keeps none of it): the one-pass id rewrite
+    (:func:`toolmend._quickmend.quick_mend`) for a history damaged nowhere, else the range
+    path. None where the walk cannot tell."""
     walked = walk_mend(messages, profile, policy)
     if walked is None:
         return None
-    _log_structure(module, messages, walked)
+    repaired, damaged = walked
+    _log_structure(module, messages, repaired)
     check_texts(profile)
 
     def report() -> tuple[Sequence[Change], Sequence[Problem]]:
-        """The range path's changes and problems for ``messages``, which gives ``walked``."""
-        damaged = damage_in(module, messages, profile, policy, True, named=True)
-        assert damaged is not None
-        mended = mend_damage(module, messages, profile, policy, damaged, parts_before=0)
+        """The changes and problems of the path that gives ``repaired`` for ``messages``."""
+        if not damaged:
+            quick = quick_mend(module, messages, profile, vouched_against=True)
+            if quick is not None:
+                return quick[1]()
+        found = damage_in(module, messages, profile, policy, True, named=True)
+        assert found is not None
+        mended = mend_damage(module, messages, profile, policy, found, parts_before=0)
         return mended.changes, mended.problems
 
-    return Repair._deferred(walked, True, report, _judged_later(module, walked, profile))
+    if not damaged:  # (as the one-pass id rewrite leaves it: nothing left to judge)
+        return Repair._deferred(repaired, True, report)
+    return Repair._deferred(repaired, True, report, _judged_later(module, repaired, profile))
 
 
 def _names_apart(

@@ -63,12 +63,15 @@ message; it takes an assistant message after any, a result after an assistant me
 result, a user message after any but a result (the planner's bridge goes between)."""
 
 
-def walk_mend(messages: Sequence[Any], profile: Profile, policy: Policy) -> list[Any] | None:
+def walk_mend(
+    messages: Sequence[Any], profile: Profile, policy: Policy
+) -> tuple[list[Any], bool] | None:
     """The messages ``toolmend.repair(messages, provider=profile, policy=policy)`` sends, for a
-    history :func:`walks` says the walk answers for, made in one walk; None where the walk
-    cannot tell (anything but the common damages between the first and the last stretch, ids
-    in the provider's form, a new id another call of the request may hold): the range path
-    decides then."""
+    history :func:`walks` says the walk answers for, made in one walk, and whether it mended
+    any damage (False: only the ids rewritten, as :func:`toolmend._quickmend.quick_mend`
+    rewrites them); None where the walk cannot tell (anything but the common damages between
+    the first and the last stretch, ids in the provider's form, a new id another call of the
+    request may hold): the other paths decide then."""
     try:
         walked = _walk(messages, profile, policy, False)
         if walked is _CAREFUL:  # (an id's tail is no new id: each checked as it is made)
@@ -86,7 +89,7 @@ another call's new id."""
 
 def _walk(
     messages: Sequence[Any], profile: Profile, policy: Policy, careful: bool
-) -> list[Any] | None:
+) -> tuple[list[Any], bool] | None:
     """:func:`walk_mend`; not ``careful``, each seed's first new id is its tail, checked for
     all the calls at once at the end (:data:`_CAREFUL` where one is not the planner's)."""
     rules = cross_rules(profile)
@@ -300,9 +303,9 @@ def _walk(
         append(copy)
         owner = index
         open_block = True
-    if held or pending or first_event < 0:
-        return None  # (waiting at the end: the newest input's rules; nothing mended)
-    if first_event < first_assistant or last_event >= last_assistant:
+    if held or pending or (first_event < 0 and not next_try):
+        return None  # (waiting at the end: the newest input's rules; or nothing to change)
+    if first_event >= 0 and (first_event < first_assistant or last_event >= last_assistant):
         return None  # (damage in the first or last stretch: the range path's rules there)
     if name_ok is not None and not all(map(name_ok.fullmatch, names)):
         return None
@@ -324,7 +327,7 @@ def _walk(
             or len(set(new_ids)) != len(new_ids)
         ):
             return _CAREFUL  # type: ignore[no-any-return]
-    return out
+    return out, first_event >= 0
 
 
 def _placeholder(new_id: str, text: str) -> dict[str, Any]:
