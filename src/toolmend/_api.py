@@ -334,7 +334,7 @@ def _walked(
     def report() -> tuple[Sequence[Change], Sequence[Problem]]:
         """The changes and problems of the path that gives ``repaired`` for ``messages``."""
         if not damaged:
-            quick = quick_mend(module, messages, profile, vouched_against=True)
+            quick = quick_mend(module, messages, profile, vouched_against=True, copied=False)
             if quick is not None:
                 return quick[1]()
         found = damage_in(module, messages, profile, policy, True, named=True)
