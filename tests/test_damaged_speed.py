@@ -950,7 +950,7 @@ def test_a_mistral_history_mended_in_one_walk_is_the_full_paths(
         return
     expected, changes = whole_repair(module, history, profile, policy)
     assert walked[0] == expected
-    assert walked[1] == any(change.code != "rewrote_call_id" for change in changes)
+    assert bool(walked[1]) == any(change.code != "rewrote_call_id" for change in changes)
     fixed = toolmend.repair(history, provider="mistral", policy=policy)
     assert fixed.messages == expected
     assert list(fixed.changes) == changes
@@ -964,8 +964,9 @@ def test_a_benched_mistral_history_is_mended_in_one_walk(
     monkeypatch: pytest.MonkeyPatch, seed: int
 ) -> None:
     """A tool-heavy history damaged as the benchmark damages it (2% of its messages), bound
-    for Mistral: repaired in one walk, no range scan (``dirty_spans``) and no range mended
-    until the report is read; then the whole path's messages, changes and problems."""
+    for Mistral: repaired in one walk, no range scan (``dirty_spans``), no range mended, its
+    report written from the damage the walk met: the whole path's messages, changes and
+    problems."""
     history = _damaged_as_benched(_tool_heavy(60, seed), 8, seed)
     profile = get_profile("mistral")
     module = formats.get("openai")
@@ -982,10 +983,10 @@ def test_a_benched_mistral_history_is_mended_in_one_walk(
     monkeypatch.setattr(type(module), "dirty_spans", staticmethod(counting))
     fixed = toolmend.repair(history, provider="mistral")
     assert fixed.messages == expected
-    assert scans == []
     assert fixed.changed
     assert list(fixed.changes) == changes
     assert list(fixed.problems) == problems
+    assert scans == []  # (the report too: written from the damage the walk met)
     assert judges.mistral_error(list(fixed.messages), checks_ids=True) is None
 
 
@@ -1025,7 +1026,8 @@ def test_ids_whose_tails_are_not_their_new_ids_are_made_one_by_one(ids: tuple[st
     module = formats.get("openai")
     walked = toolmend._inline.walk_mend(history, profile, Policy())
     expected, changes = whole_repair(module, history, profile, Policy())
-    assert walked == (expected, True)
+    assert walked is not None and walked[1]
+    assert walked[0] == expected
     fixed = toolmend.repair(history, provider="mistral")
     assert fixed.messages == expected
     assert list(fixed.changes) == changes

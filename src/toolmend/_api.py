@@ -20,7 +20,7 @@ from typing import Any, Literal, overload
 from ._edits import Plan
 from ._escape import log as _log_text
 from ._findings import Pending, check_texts
-from ._inline import walk_mend, walks
+from ._inline import walk_mend, walk_report, walks
 from ._jsontext import NonFiniteNumberError, UnwritableValueError, locate
 from ._plan_messages import quick_plan
 from ._policy import Mode, Policy, as_policy
@@ -320,31 +320,37 @@ def _walked(
 ) -> Repair | None:
     """:func:`repair` of a history bound for Mistral in one walk
     (:func:`toolmend._inline.walk_mend`): the messages the other paths send, every call id
-    rewritten and the common damages mended; the report built when it is first read, by the
-    path that makes it for that history (the walk keeps none of it): the one-pass id rewrite
-    (:func:`toolmend._quickmend.quick_mend`) for a history damaged nowhere, else the range
-    path. None where the walk cannot tell."""
+    rewritten and the common damages mended; the report built when it is first read: from the
+    damage the walk met (:func:`toolmend._inline.walk_report`), or for a history damaged
+    nowhere by the one-pass id rewrite (:func:`toolmend._quickmend.quick_mend`). None where
+    the walk cannot tell."""
     walked = walk_mend(messages, profile, policy)
     if walked is None:
         return None
-    repaired, damaged = walked
+    repaired, events = walked
     _log_structure(module, messages, repaired)
     check_texts(profile)
 
-    def report() -> tuple[Sequence[Change], Sequence[Problem]]:
-        """The changes and problems of the path that gives ``repaired`` for ``messages``."""
-        if not damaged:
-            quick = quick_mend(module, messages, profile, vouched_against=True, copied=False)
-            if quick is not None:
-                return quick[1]()
+    if events:
+
+        def report() -> tuple[Sequence[Change], Sequence[Problem]]:
+            """The changes and problems of the damage the walk mended, and of the ids."""
+            return walk_report(messages, repaired, profile, events)
+
+        return Repair._deferred(repaired, True, report, _judged_later(module, repaired, profile))
+
+    def rewritten() -> tuple[Sequence[Change], Sequence[Problem]]:
+        """The one-pass id rewrite's changes and problems (nothing else changed)."""
+        quick = quick_mend(module, messages, profile, vouched_against=True, copied=False)
+        if quick is not None:  # (the walk checks what its pass checks: always)
+            return quick[1]()
         found = damage_in(module, messages, profile, policy, True, named=True)
         assert found is not None
         mended = mend_damage(module, messages, profile, policy, found, parts_before=0)
         return mended.changes, mended.problems
 
-    if not damaged:  # (as the one-pass id rewrite leaves it: nothing left to judge)
-        return Repair._deferred(repaired, True, report)
-    return Repair._deferred(repaired, True, report, _judged_later(module, repaired, profile))
+    # (as the one-pass id rewrite leaves it: nothing left to judge)
+    return Repair._deferred(repaired, True, rewritten)
 
 
 def _names_apart(

@@ -22,15 +22,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from . import _quickmend
+from ._findings import Report
 from ._plan_ids import fresh_id
 from ._planstate import ASSISTANT_BRIDGE_TEXT
 from ._policy import Policy
-from .formats import Format
+from ._report import Change, Problem
+from ._skeleton import ASSISTANT, TOOL
+from .formats import Format, _openai_chat
 from .formats._openai_chat import FORMAT
 from .formats._openai_cross import cross_rules, opening_ok
 from .profiles import Profile, compiled, get_profile
 
-__all__ = ["walks", "walk_mend"]
+__all__ = ["walk_mend", "walk_report", "walks"]
 
 _WALKED: dict[int, tuple[Profile, bool]] = {}
 """``id(profile)`` -> (the profile, whether :func:`walk_mend` answers for it)."""
@@ -65,13 +69,14 @@ result, a user message after any but a result (the planner's bridge goes between
 
 def walk_mend(
     messages: Sequence[Any], profile: Profile, policy: Policy
-) -> tuple[list[Any], bool] | None:
+) -> tuple[list[Any], list[tuple[Any, ...]]] | None:
     """The messages ``toolmend.repair(messages, provider=profile, policy=policy)`` sends, for a
-    history :func:`walks` says the walk answers for, made in one walk, and whether it mended
-    any damage (False: only the ids rewritten, as :func:`toolmend._quickmend.quick_mend`
-    rewrites them); None where the walk cannot tell (anything but the common damages between
-    the first and the last stretch, ids in the provider's form, a new id another call of the
-    request may hold): the other paths decide then."""
+    history :func:`walks` says the walk answers for, made in one walk, and the damage it
+    mended, for :func:`walk_report` (none: only the ids rewritten, as
+    :func:`toolmend._quickmend.quick_mend` rewrites them); None where the walk cannot tell
+    (anything but the common damages between the first and the last stretch, ids in the
+    provider's form, a new id another call of the request may hold): the other paths decide
+    then."""
     try:
         walked = _walk(messages, profile, policy, False)
         if walked is _CAREFUL:  # (an id's tail is no new id: each checked as it is made)
@@ -89,7 +94,7 @@ another call's new id."""
 
 def _walk(
     messages: Sequence[Any], profile: Profile, policy: Policy, careful: bool
-) -> tuple[list[Any], bool] | None:
+) -> tuple[list[Any], list[tuple[Any, ...]]] | None:
     """:func:`walk_mend`; not ``careful``, each seed's first new id is its tail, checked for
     all the calls at once at the end (:data:`_CAREFUL` where one is not the planner's)."""
     rules = cross_rules(profile)
@@ -116,7 +121,7 @@ def _walk(
     dropped: list[str] = []  # the ids of the results dropped as orphans
     repeats: list[str] = []  # the ids of the results dropped as repeats
     pending: dict[str, str] = {}  # the latest calling message's unanswered calls -> new ids
-    answered: dict[str, Any] = {}  # its answered calls -> the result that answered
+    answered: dict[str, int] = {}  # its answered calls -> the result that answered
     owner = -1  # the latest calling message (-1: assistant text since, or none)
     open_block = False  # its results come now, nothing between them and it
     held: list[Any] = []  # user messages inside its block, before results still to come
@@ -124,7 +129,8 @@ def _walk(
     # a calling message whose calls got placeholders, right before the next calling message:
     # where its placeholders start in ``out``, its calls still placeheld (id -> new id), the
     # results moved to it from the next one's block, and that message
-    placed, moves_to = -1, -1
+    placed, moves_to, moved_from = -1, -1, -1
+    events: list[tuple[Any, ...]] = []  # the damage met, in message order: see ``walk_report``
     placeheld: dict[str, str] = {}
     moved: list[Any] = []
     twice: list[str] = []  # the ids of the results so moved
@@ -141,7 +147,7 @@ def _walk(
                 return None
             new_id = pending.pop(call_id, None)
             if new_id is not None and open_block:  # (the common case: its call's result)
-                answered[call_id] = message
+                answered[call_id] = index
                 copy = message.copy()
                 copy["tool_call_id"] = new_id
                 append(copy)
@@ -150,6 +156,7 @@ def _walk(
                 return None
             if owner < 0:  # no calling message since the last assistant text: an orphan
                 dropped.append(call_id)
+                events.append(("orphan", index, call_id))
                 if first_event < 0:
                     first_event = index
                 last_event = index
@@ -158,8 +165,10 @@ def _walk(
                 first = answered.get(call_id)
                 if first is None:
                     dropped.append(call_id)  # (an id of no call of the block: an orphan)
-                elif first is message or first == message:
+                    events.append(("unknown", index, call_id))
+                elif messages[first] is message or messages[first] == message:
                     repeats.append(call_id)
+                    events.append(("repeat", index, call_id, first))
                 else:
                     return None  # (another text: the planner's strength test)
                 last_event = index
@@ -168,13 +177,15 @@ def _walk(
                 copy = message.copy()
                 copy["tool_call_id"] = new_id
                 late.append(copy)
-                answered[call_id] = message
+                answered[call_id] = index
+                events.append(("late", index, call_id, owner))
                 continue
             if new_id is None:
                 first = answered.get(call_id)
                 if first is None:  # (an id of no call of the block: an orphan)
                     dropped.append(call_id)
-                elif first is not message and first != message:
+                    events.append(("unknown", index, call_id))
+                elif messages[first] is not message and messages[first] != message:
                     return None  # (another text: the planner's strength test)
                 elif owner == moves_to and call_id in placeheld:
                     # a calling message sent twice, this result too: the pairing gives the
@@ -189,8 +200,10 @@ def _walk(
                         *(_placeholder(new_id, placeholder_text) for new_id in placeheld.values()),
                     ]
                     twice.append(call_id)
+                    events.append(("twice", index, call_id, first, moved_from))
                 else:
                     repeats.append(call_id)
+                    events.append(("repeat", index, call_id, first))
                 last_event = index
                 if first_event < 0:
                     first_event = index
@@ -200,6 +213,8 @@ def _walk(
             if "tool_calls" in message or message["content"] is None:
                 return None
             if owner >= 0 and (held or (open_block and pending)):
+                if not held:
+                    events.append(("bridge", index))  # (before it, once the block is laid out)
                 held.append(message)  # (inside the block: results may come after it)
                 open_block = False
                 last_event = index
@@ -208,6 +223,7 @@ def _walk(
                 continue
             if out and out[-1]["role"] == "tool":
                 append(_BRIDGE.copy())
+                events.append(("bridge", index))
                 last_event = index
                 if first_event < 0:
                     first_event = index
@@ -229,7 +245,10 @@ def _walk(
             if held:
                 out.extend(late)
                 late = []
+            if pending:  # (the judge's missing results: those still waiting here)
+                events.append(("missing", owner, tuple(pending)))
             placed = len(out)
+            moved_from = owner
             placeheld = pending  # (until the next calling message's results end)
             moved = []
             for new_id in pending.values():  # (in slot order: the message's order)
@@ -327,7 +346,7 @@ def _walk(
             or len(set(new_ids)) != len(new_ids)
         ):
             return _CAREFUL  # type: ignore[no-any-return]
-    return out, first_event >= 0
+    return out, events
 
 
 def _placeholder(new_id: str, text: str) -> dict[str, Any]:
@@ -335,3 +354,238 @@ def _placeholder(new_id: str, text: str) -> dict[str, Any]:
 
 
 _BRIDGE = {"role": "assistant", "content": ASSISTANT_BRIDGE_TEXT}
+
+
+def walk_report(
+    messages: Sequence[Any],
+    repaired: Sequence[Any],
+    profile: Profile,
+    events: list[tuple[Any, ...]],
+) -> tuple[list[Change], list[Problem]]:
+    """The changes and problems of the repair :func:`walk_mend` made of ``messages``
+    (``repaired``, with the damage ``events`` it met), as the whole history's planner and
+    judge report them: in message order, and at one message in the order of their steps (the
+    judge: the pairing, the calls' ids, the result's id, the role order; the planner: answered
+    and dropped results, moved results, moved messages, the ids, the bridges). One pass over
+    the messages for the ids and the role order; the damage from ``events``."""
+    code = "call_id_format"
+    result_code = "result_id_format" if "result_id_format" in profile.checks else code
+    call_problem = _quickmend._maker(
+        profile, profile.checks[code], code, "call id outside the provider's pattern"
+    )
+    result_problem = _quickmend._maker(
+        profile,
+        profile.checks[result_code],
+        result_code,
+        "result id outside the provider's pattern",
+    )
+    new_ids = iter(
+        [
+            call["id"]
+            for message in repaired
+            if message["role"] == "assistant"
+            for call in message.get("tool_calls") or ()
+        ]
+    )
+    detail = "call id the provider would refuse"
+    changes: list[tuple[int, int, Any]] = []  # (index, step, change; "answered": a tuple)
+    problems: list[tuple[int, int, Problem]] = []
+    successors = profile.role_successors or {}
+    before = ""
+    for index, message in enumerate(messages):
+        kind = _openai_chat._KINDS[message["role"]]
+        if kind == ASSISTANT:
+            for slot, call in enumerate(message.get("tool_calls") or ()):
+                old = call["id"]
+                changes.append(
+                    (
+                        index,
+                        3,
+                        _quickmend._change("rewrote_call_id", index, detail, (old, next(new_ids))),
+                    )
+                )
+                problems.append((index, 1, call_problem(index, old, slot)))
+        elif kind == TOOL:
+            problems.append((index, 2, result_problem(index, message["tool_call_id"], 0)))
+        allowed = successors.get(before) if before else None
+        if allowed is not None and kind not in allowed:
+            problems.append(
+                (
+                    index,
+                    3,
+                    _rare(
+                        profile,
+                        "role_order",
+                        index,
+                        f"{kind} right after {before}",
+                        role=kind,
+                        prev=before,
+                    ),
+                )
+            )
+        before = kind
+    moved_to: set[tuple[int, str]] = set()  # (calling message, call id) a result moved to
+    last_late: dict[int, int] = {}  # calling message -> its last result moved to it
+    for event in events:
+        kind, index = event[0], event[1]
+        if kind == "orphan" or kind == "unknown":
+            call_id = event[2]
+            if kind == "orphan":
+                found = _rare(
+                    profile,
+                    "orphan_result",
+                    index,
+                    "tool result without a calling message",
+                    id=call_id,
+                    ids=(call_id,),
+                )
+            else:
+                found = _rare(
+                    profile,
+                    "unknown_result_id",
+                    index,
+                    "tool result answers no open call",
+                    id=call_id,
+                    ids=(call_id,),
+                )
+            problems.append((index, 0, found))
+            changes.append(
+                (
+                    index,
+                    0,
+                    _quickmend._change(
+                        "dropped_orphan_result",
+                        index,
+                        "result of a call not in the history",
+                        (call_id,),
+                    ),
+                )
+            )
+        elif kind == "repeat" or kind == "twice":
+            call_id, first = event[2], event[3]
+            problems.append(
+                (
+                    index,
+                    0,
+                    _rare(
+                        profile,
+                        "duplicate_result",
+                        index,
+                        "call answered twice",
+                        id=call_id,
+                        ids=(call_id,),
+                        first=first,
+                    ),
+                )
+            )
+            if kind == "repeat":
+                changes.append(
+                    (
+                        index,
+                        0,
+                        _quickmend._change(
+                            "dropped_duplicate_result",
+                            index,
+                            "second result for one call",
+                            (call_id,),
+                        ),
+                    )
+                )
+            else:
+                caller = event[4]
+                moved_to.add((caller, call_id))
+                last_late[caller] = index
+                changes.append(
+                    (
+                        index,
+                        1,
+                        _quickmend._change(
+                            "moved_result",
+                            index,
+                            f"moved next to its call in message {caller}",
+                            (call_id,),
+                        ),
+                    )
+                )
+        elif kind == "late":
+            call_id, caller = event[2], event[3]
+            last_late[caller] = index
+            changes.append(
+                (
+                    index,
+                    1,
+                    _quickmend._change(
+                        "moved_result",
+                        index,
+                        f"moved next to its call in message {caller}",
+                        (call_id,),
+                    ),
+                )
+            )
+        elif kind == "bridge":
+            changes.append(
+                (
+                    index,
+                    4,
+                    _quickmend._change(
+                        "inserted_message",
+                        index,
+                        "assistant message inserted after tool results",
+                        (),
+                    ),
+                )
+            )
+        else:  # "missing": the calls still waiting at the next assistant message
+            waiting = event[2]
+            missing = tuple(sorted(waiting))
+            problems.append(
+                (
+                    index,
+                    0,
+                    _rare(
+                        profile,
+                        "missing_result",
+                        index,
+                        f"{len(missing)} call(s) without a result",
+                        ids=missing,
+                    ),
+                )
+            )
+            for call_id in waiting:
+                changes.append((index, 0, ("answered", call_id)))
+    between: set[int] = set()
+    for caller, last in last_late.items():
+        between.update(i for i in range(caller + 1, last) if messages[i]["role"] != "tool")
+    for index in between:
+        changes.append(
+            (
+                index,
+                2,
+                _quickmend._change(
+                    "moved_message", index, "moved after the tool results it interrupted", ()
+                ),
+            )
+        )
+    made: list[Change] = []
+    for index, _, change in sorted(changes, key=_place):
+        if type(change) is tuple:
+            call_id = change[1]
+            if (index, call_id) in moved_to:
+                continue
+            change = _quickmend._change(
+                "answered_missing_call", index, "call answered with the placeholder", (call_id,)
+            )
+        made.append(change)
+    return made, [problem for _, _, problem in sorted(problems, key=_place)]
+
+
+def _place(entry: tuple[int, int, Any]) -> tuple[int, int]:
+    return entry[0], entry[1]
+
+
+def _rare(profile: Profile, code: str, index: int, message: str, **fields: Any) -> Problem:
+    """The problem :class:`toolmend._findings.Report` writes (a damage's: a few a history;
+    every code the walk meets is one Mistral's profile reports, :func:`walks`)."""
+    report = Report(profile)
+    report.add(code, index, message, **fields)
+    return report.problems[0]
