@@ -13,7 +13,7 @@ import re
 from typing import Any
 
 import pytest
-from hypothesis import assume, event, given, settings
+from hypothesis import assume, event, example, given, settings
 from hypothesis import strategies as st
 
 import toolmend
@@ -927,6 +927,17 @@ def _benched(draw: st.DrawFn) -> list[Any]:
         damaged_conversations(id_style="any").map(lambda case: case[1]),
     ),
     policy=st.sampled_from(POLICIES),
+)
+@example(  # an orphan whose id is in Mistral's form: no id problem on it
+    history=[
+        user("user 1"),
+        assistant("assistant 2"),
+        user("user 3"),
+        result("000000000", "result 4"),
+        assistant("assistant 5"),
+        user("user 6"),
+    ],
+    policy=Policy(),
 )
 def test_a_mistral_history_mended_in_one_walk_is_the_full_paths(
     history: list[Any], policy: Policy

@@ -388,199 +388,134 @@ def walk_report(
         ]
     )
     detail = "call id the provider would refuse"
-    changes: list[tuple[int, int, Any]] = []  # (index, step, change; "answered": a tuple)
-    problems: list[tuple[int, int, Problem]] = []
+    accepted = compiled(profile.call_id_pattern)
+    assert accepted is not None  # (Mistral's, :func:`walks`)
+    in_form = accepted.fullmatch
+    damage_changes, damage_problems = _damage_report(messages, profile, events)
+    changes: list[Change] = []
+    problems: list[Problem] = []
     successors = profile.role_successors or {}
+    kinds = _openai_chat._KINDS
     before = ""
     for index, message in enumerate(messages):
-        kind = _openai_chat._KINDS[message["role"]]
+        kind = kinds[message["role"]]
+        allowed = successors.get(before) if before else None
+        broken = allowed is not None and kind not in allowed
+        at_changes: list[tuple[int, Change]] = damage_changes.get(index, [])
+        at_problems: list[tuple[int, Problem]] = damage_problems.get(index, [])
         if kind == ASSISTANT:
             for slot, call in enumerate(message.get("tool_calls") or ()):
                 old = call["id"]
-                changes.append(
-                    (
-                        index,
-                        3,
-                        _quickmend._change("rewrote_call_id", index, detail, (old, next(new_ids))),
-                    )
-                )
-                problems.append((index, 1, call_problem(index, old, slot)))
-        elif kind == TOOL:
-            problems.append((index, 2, result_problem(index, message["tool_call_id"], 0)))
-        allowed = successors.get(before) if before else None
-        if allowed is not None and kind not in allowed:
-            problems.append(
-                (
-                    index,
-                    3,
-                    _rare(
-                        profile,
-                        "role_order",
-                        index,
-                        f"{kind} right after {before}",
-                        role=kind,
-                        prev=before,
-                    ),
-                )
-            )
+                made = _quickmend._change("rewrote_call_id", index, detail, (old, next(new_ids)))
+                found = call_problem(index, old, slot)
+                if at_changes or at_problems:
+                    at_changes.append((_IDS, made))
+                    at_problems.append((_CALL_IDS, found))
+                else:
+                    changes.append(made)
+                    problems.append(found)
+        elif kind == TOOL and not in_form(result_id := message["tool_call_id"]):
+            found = result_problem(index, result_id, 0)  # (an orphan's id may be in the form)
+            if at_problems:
+                at_problems.append((_RESULT_ID, found))
+            else:
+                problems.append(found)
+        if broken:
+            text = f"{kind} right after {before}"
+            found = _rare(profile, "role_order", index, text, role=kind, prev=before)
+            at_problems.append((_ROLE_ORDER, found))
+        if at_changes:
+            changes += [change for _, change in sorted(at_changes, key=_step)]
+        if at_problems:
+            problems += [problem for _, problem in sorted(at_problems, key=_step)]
         before = kind
+    return changes, problems
+
+
+# the steps of the judge (problems) and of the planner (changes) at one message, in order
+_PAIRING, _CALL_IDS, _RESULT_ID, _ROLE_ORDER = range(4)
+_RESULTS, _MOVED_RESULT, _MOVED_MESSAGE, _IDS, _BRIDGE_STEP = range(5)
+
+
+def _step(entry: tuple[int, Any]) -> int:
+    return entry[0]
+
+
+def _damage_report(
+    messages: Sequence[Any], profile: Profile, events: list[tuple[Any, ...]]
+) -> tuple[dict[int, list[tuple[int, Change]]], dict[int, list[tuple[int, Problem]]]]:
+    """The changes and problems of the damage of ``events`` (:func:`walk_mend`'s), by message
+    index, each with its step (see :func:`walk_report`)."""
+    changes: dict[int, list[tuple[int, Change]]] = {}
+    problems: dict[int, list[tuple[int, Problem]]] = {}
     moved_to: set[tuple[int, str]] = set()  # (calling message, call id) a result moved to
     last_late: dict[int, int] = {}  # calling message -> its last result moved to it
+    waiting: list[tuple[int, str]] = []  # (calling message, call id) left unanswered
+    change = _quickmend._change
+
+    def problem(index: int, code: str, message: str, **fields: Any) -> None:
+        found = _rare(profile, code, index, message, **fields)
+        problems.setdefault(index, []).append((_PAIRING, found))
+
     for event in events:
         kind, index = event[0], event[1]
         if kind == "orphan" or kind == "unknown":
             call_id = event[2]
             if kind == "orphan":
-                found = _rare(
-                    profile,
-                    "orphan_result",
-                    index,
-                    "tool result without a calling message",
-                    id=call_id,
-                    ids=(call_id,),
-                )
+                text, code = "tool result without a calling message", "orphan_result"
             else:
-                found = _rare(
-                    profile,
-                    "unknown_result_id",
-                    index,
-                    "tool result answers no open call",
-                    id=call_id,
-                    ids=(call_id,),
-                )
-            problems.append((index, 0, found))
-            changes.append(
-                (
-                    index,
-                    0,
-                    _quickmend._change(
-                        "dropped_orphan_result",
-                        index,
-                        "result of a call not in the history",
-                        (call_id,),
-                    ),
-                )
-            )
+                text, code = "tool result answers no open call", "unknown_result_id"
+            problem(index, code, text, id=call_id, ids=(call_id,))
+            made = change("dropped_orphan_result", index, _ORPHAN_DROPPED, (call_id,))
+            changes.setdefault(index, []).append((_RESULTS, made))
         elif kind == "repeat" or kind == "twice":
             call_id, first = event[2], event[3]
-            problems.append(
-                (
-                    index,
-                    0,
-                    _rare(
-                        profile,
-                        "duplicate_result",
-                        index,
-                        "call answered twice",
-                        id=call_id,
-                        ids=(call_id,),
-                        first=first,
-                    ),
-                )
-            )
+            text = "call answered twice"
+            problem(index, "duplicate_result", text, id=call_id, ids=(call_id,), first=first)
             if kind == "repeat":
-                changes.append(
-                    (
-                        index,
-                        0,
-                        _quickmend._change(
-                            "dropped_duplicate_result",
-                            index,
-                            "second result for one call",
-                            (call_id,),
-                        ),
-                    )
-                )
+                made = change("dropped_duplicate_result", index, _REPEAT_DROPPED, (call_id,))
+                changes.setdefault(index, []).append((_RESULTS, made))
             else:
                 caller = event[4]
                 moved_to.add((caller, call_id))
                 last_late[caller] = index
-                changes.append(
-                    (
-                        index,
-                        1,
-                        _quickmend._change(
-                            "moved_result",
-                            index,
-                            f"moved next to its call in message {caller}",
-                            (call_id,),
-                        ),
-                    )
-                )
+                text = f"moved next to its call in message {caller}"
+                made = change("moved_result", index, text, (call_id,))
+                changes.setdefault(index, []).append((_MOVED_RESULT, made))
         elif kind == "late":
             call_id, caller = event[2], event[3]
             last_late[caller] = index
-            changes.append(
-                (
-                    index,
-                    1,
-                    _quickmend._change(
-                        "moved_result",
-                        index,
-                        f"moved next to its call in message {caller}",
-                        (call_id,),
-                    ),
-                )
+            made = change(
+                "moved_result", index, f"moved next to its call in message {caller}", (call_id,)
             )
+            changes.setdefault(index, []).append((_MOVED_RESULT, made))
         elif kind == "bridge":
-            changes.append(
-                (
-                    index,
-                    4,
-                    _quickmend._change(
-                        "inserted_message",
-                        index,
-                        "assistant message inserted after tool results",
-                        (),
-                    ),
-                )
-            )
+            made = change("inserted_message", index, _BRIDGED, ())
+            changes.setdefault(index, []).append((_BRIDGE_STEP, made))
         else:  # "missing": the calls still waiting at the next assistant message
-            waiting = event[2]
-            missing = tuple(sorted(waiting))
-            problems.append(
-                (
-                    index,
-                    0,
-                    _rare(
-                        profile,
-                        "missing_result",
-                        index,
-                        f"{len(missing)} call(s) without a result",
-                        ids=missing,
-                    ),
-                )
+            missing = tuple(sorted(event[2]))
+            problem(
+                index, "missing_result", f"{len(missing)} call(s) without a result", ids=missing
             )
-            for call_id in waiting:
-                changes.append((index, 0, ("answered", call_id)))
-    between: set[int] = set()
+            waiting += ((index, call_id) for call_id in event[2])
+    for index, call_id in waiting:  # (in slot order), but those a repeat was moved to
+        if (index, call_id) not in moved_to:
+            made = change("answered_missing_call", index, _ANSWERED, (call_id,))
+            changes.setdefault(index, []).append((_RESULTS, made))
+    between: set[int] = set()  # the messages a moved result went before
     for caller, last in last_late.items():
         between.update(i for i in range(caller + 1, last) if messages[i]["role"] != "tool")
-    for index in between:
-        changes.append(
-            (
-                index,
-                2,
-                _quickmend._change(
-                    "moved_message", index, "moved after the tool results it interrupted", ()
-                ),
-            )
-        )
-    made: list[Change] = []
-    for index, _, change in sorted(changes, key=_place):
-        if type(change) is tuple:
-            call_id = change[1]
-            if (index, call_id) in moved_to:
-                continue
-            change = _quickmend._change(
-                "answered_missing_call", index, "call answered with the placeholder", (call_id,)
-            )
-        made.append(change)
-    return made, [problem for _, _, problem in sorted(problems, key=_place)]
+    for index in sorted(between):
+        made = change("moved_message", index, _MOVED_MESSAGE_TEXT, ())
+        changes.setdefault(index, []).append((_MOVED_MESSAGE, made))
+    return changes, problems
 
 
-def _place(entry: tuple[int, int, Any]) -> tuple[int, int]:
-    return entry[0], entry[1]
+_ORPHAN_DROPPED = "result of a call not in the history"
+_REPEAT_DROPPED = "second result for one call"
+_BRIDGED = "assistant message inserted after tool results"
+_ANSWERED = "call answered with the placeholder"
+_MOVED_MESSAGE_TEXT = "moved after the tool results it interrupted"
 
 
 def _rare(profile: Profile, code: str, index: int, message: str, **fields: Any) -> Problem:
