@@ -572,9 +572,8 @@ def test_a_damaged_history_is_not_walked_for_names_or_ids_it_does_not_lack(
     """The one-pass check failed on a damage, and the history's first call id is one the
     target takes (its first result names its call, bound for Gemini): the one-pass names and
     ids repair is not tried (it would walk up to the damage only to give up), and the repair
-    is the whole history's. A history whose first id is refused (bound for Mistral: its
-    report, the messages coming from the one walk) or whose first result lacks its name
-    still takes it."""
+    is the whole history's. A history whose first result lacks its name still takes it; one
+    whose first id is refused, bound for Mistral, takes the one walk instead."""
     history = _commonly_damaged()
     if provider == "gemini":
         history = [
@@ -597,9 +596,8 @@ def test_a_damaged_history_is_not_walked_for_names_or_ids_it_does_not_lack(
     refused = [user("go"), *_turn("call_aaaaaaaaaaaaaaaaaaaaaaaa", "call_bbbbbbbbbbbbbbbbbbbb")]
     refused += [assistant("done"), user("thanks")]
     fixed = toolmend.repair(refused, provider="mistral")
-    assert fixed.changed and fixed.problems_left == ()
-    assert fixed.changes  # (the one walk sends it; its report is the one-pass rewrite's)
-    assert len(refused) in walked
+    assert fixed.changed and fixed.problems_left == () and fixed.changes
+    assert len(refused) not in walked  # (the one walk, ``toolmend._inline``, takes it)
     # bound for Gemini, the names come from the range scan (see the test below)
     sound = _long_history(2)
     fixed = toolmend.repair(sound, provider="gemini")
@@ -1047,9 +1045,9 @@ def test_ids_whose_tails_are_not_their_new_ids_are_made_one_by_one(ids: tuple[st
 def test_an_intact_mistral_history_is_rewritten_in_the_one_walk(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """A history damaged nowhere, every call id refused: sent as the one walk makes it (the
-    one-pass id rewrite, ``quick_mend``, runs only when the report is read, and gives it);
-    the whole path's messages, changes and problems."""
+    """A history damaged nowhere, every call id refused: sent as the one walk makes it, its
+    report written from it (the one-pass id rewrite, ``quick_mend``, never runs); the whole
+    path's messages, changes and problems."""
     history = _tool_heavy(30, 2)
     profile = get_profile("mistral")
     module = formats.get("openai")
@@ -1066,8 +1064,7 @@ def test_an_intact_mistral_history_is_rewritten_in_the_one_walk(
     monkeypatch.setattr(toolmend._api, "quick_mend", counting)
     fixed = toolmend.repair(history, provider="mistral")
     assert fixed.messages == expected
-    assert rewrites == []
     assert list(fixed.changes) == changes
-    assert rewrites == [1]
     assert list(fixed.problems) == problems
+    assert rewrites == []
     assert fixed.problems_left == ()

@@ -320,10 +320,9 @@ def _walked(
 ) -> Repair | None:
     """:func:`repair` of a history bound for Mistral in one walk
     (:func:`toolmend._inline.walk_mend`): the messages the other paths send, every call id
-    rewritten and the common damages mended; the report built when it is first read: from the
-    damage the walk met (:func:`toolmend._inline.walk_report`), or for a history damaged
-    nowhere by the one-pass id rewrite (:func:`toolmend._quickmend.quick_mend`). None where
-    the walk cannot tell."""
+    rewritten and the common damages mended; the report written when it is first read, from
+    the ids and the damage the walk met (:func:`toolmend._inline.walk_report`). None where the
+    walk cannot tell."""
     walked = walk_mend(messages, profile, policy)
     if walked is None:
         return None
@@ -331,26 +330,13 @@ def _walked(
     _log_structure(module, messages, repaired)
     check_texts(profile)
 
-    if events:
+    def report() -> tuple[Sequence[Change], Sequence[Problem]]:
+        """The changes and problems of the ids and of the damage the walk mended."""
+        return walk_report(messages, repaired, profile, events)
 
-        def report() -> tuple[Sequence[Change], Sequence[Problem]]:
-            """The changes and problems of the damage the walk mended, and of the ids."""
-            return walk_report(messages, repaired, profile, events)
-
-        return Repair._deferred(repaired, True, report, _judged_later(module, repaired, profile))
-
-    def rewritten() -> tuple[Sequence[Change], Sequence[Problem]]:
-        """The one-pass id rewrite's changes and problems (nothing else changed)."""
-        quick = quick_mend(module, messages, profile, vouched_against=True, copied=False)
-        if quick is not None:  # (the walk checks what its pass checks: always)
-            return quick[1]()
-        found = damage_in(module, messages, profile, policy, True, named=True)
-        assert found is not None
-        mended = mend_damage(module, messages, profile, policy, found, parts_before=0)
-        return mended.changes, mended.problems
-
-    # (as the one-pass id rewrite leaves it: nothing left to judge)
-    return Repair._deferred(repaired, True, rewritten)
+    if not events:  # (the ids alone, as the one-pass id rewrite leaves them: nothing left)
+        return Repair._deferred(repaired, True, report)
+    return Repair._deferred(repaired, True, report, _judged_later(module, repaired, profile))
 
 
 def _names_apart(

@@ -1,20 +1,22 @@
-"""A damaged OpenAI-shaped history bound for Mistral repaired in one walk (issue 32).
+"""An OpenAI-shaped history bound for Mistral repaired in one walk (issue 32).
 
 Mistral's rules pair each result with the latest calling message and refuse every ``call_...``
 id, so a damaged history's repair went scan -> ranges -> stretches -> assembly, each part near
-0.2x ``json.dumps`` at 1k messages. :func:`walk_mend` checks each message as the one-pass
-check of an intact history does (``formats/_openai_cross.py``, mode ``"ids"``), copies it with
-the request's new ids (made in history order, as the planner's id step makes them) and mends
-the common damages where it meets them: a calling message's calls left without results
-(placeholders after its results), a result sent twice within its block (dropped), a result
-no calling message waits for (dropped), a user message inside or right after a block of
-results (the late results moved next to their call, the assistant bridge before the user
-message). Anything else, or damage in the history's first or last stretch, answers None and
-the range path runs unchanged.
+0.2x ``json.dumps`` at 1k messages, and an intact one took a pass listing the refused ids and a
+second walk copying them. :func:`walk_mend` checks each message as the one-pass check of an
+intact history does (``formats/_openai_cross.py``, mode ``"ids"``), copies it with the
+request's new ids (made in history order, as the planner's id step makes them) and mends the
+common damages where it meets them: a calling message's calls left without results
+(placeholders after its results), a result sent twice (dropped, or moved to the first copy of a
+calling message sent twice), a result no call of the latest calling message waits for
+(dropped), a user message inside or right after a block of results (the late results moved
+next to their call, the assistant bridge before the user message). Anything else, or damage in
+the history's first or last stretch, answers None and the other paths run unchanged.
 
-The messages are exactly the range path's (property tests in ``tests/test_inline.py`` hold it
-to them); the report (changes and problems) is that path's too, built only when it is first
-read (:meth:`toolmend.Repair._deferred`): the walk keeps none of it.
+The walk keeps only a tuple for each damage it meets; :func:`walk_report` writes the changes
+and problems from them when the report is first read (:meth:`toolmend.Repair._deferred`).
+Property tests (``tests/test_damaged_speed.py``) hold the messages and the report to the whole
+history's repair.
 """
 
 from __future__ import annotations

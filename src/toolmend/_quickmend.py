@@ -53,27 +53,19 @@ built on first read: :meth:`toolmend.Repair._deferred`)."""
 
 
 def quick_mend(
-    module: Format,
-    messages: Sequence[Any],
-    profile: Profile,
-    *,
-    vouched_against: bool = False,
-    copied: bool = True,
+    module: Format, messages: Sequence[Any], profile: Profile, *, vouched_against: bool = False
 ) -> Quick | None:
     """The repaired list of ``toolmend.repair(messages, provider=profile)`` and the builder of
     its changes and problems, when the only edits it makes are result names or call ids; None
     when the full path must decide (anything else is wrong, or the history is valid).
-    ``vouched_against``: ``Format.quick_valid`` failed on it (see ``Format.quick_fixes``).
-    ``copied=False`` (the report of a history whose ids another walk rewrote,
-    :func:`toolmend._inline.walk_mend`): the ids made, the messages not copied (the list is
-    ``messages`` itself)."""
+    ``vouched_against``: ``Format.quick_valid`` failed on it (see ``Format.quick_fixes``)."""
     fixes = module.quick_fixes(messages, profile, vouched_against=vouched_against)
     if fixes is None:
         return None
     names, calls, results, kept = fixes
     if names:
         return _fill_names(messages, profile, names)
-    return _rewrite_ids(messages, profile, calls, results, kept, copied)
+    return _rewrite_ids(messages, profile, calls, results, kept)
 
 
 def quick_names(module: Format, part: Sequence[Any], profile: Profile, base: int) -> Mended | None:
@@ -147,14 +139,12 @@ def _rewrite_ids(
     calls: list[Any],
     results: list[int],
     kept: list[str],
-    copied: bool = True,
 ) -> Quick | None:
     """Each call of ``calls`` (message index, slot, id, flat) gets a new id in the profile's
     form and its ``results`` (tool message index, position of the call, flat) carry it
     (``rewrote_call_id``, reported as ``call_id_format`` on the call and on each result), as
     ``rewrite_ids`` plans it: the same seeds, the same ids taken (every id of the request: the
-    refused and the ``kept``), in the same order. Not ``copied``: the ids and the report
-    only, ``messages`` itself for the list."""
+    refused and the ``kept``), in the same order."""
     code = "call_id_format"
     check = profile.checks.get(code)
     result_code = "result_id_format" if "result_id_format" in profile.checks else code
@@ -173,10 +163,19 @@ def _rewrite_ids(
         taken = set(seeds)
         taken.update(kept)
         new_ids = fresh_ids(seeds, profile, taken)
-    repaired: list[Any] = list(messages) if copied else messages  # type: ignore[assignment]
+    repaired = list(messages)
+    copy_index = -1
+    for index, slot, new in zip(indexes, slots, new_ids, strict=True):
+        if index != copy_index:
+            copy = repaired[index] = dict(messages[index])
+            tool_calls = copy["tool_calls"] = list(copy["tool_calls"])
+            copy_index = index
+        call = tool_calls[slot] = dict(tool_calls[slot])
+        call["id"] = new
     result_indexes, positions = results[0::2], results[1::2]
-    if copied:
-        _copy_ids(messages, repaired, indexes, slots, new_ids, result_indexes, positions)
+    for index, position in zip(result_indexes, positions, strict=True):
+        copy = repaired[index] = dict(messages[index])
+        copy["tool_call_id"] = new_ids[position]
 
     def build() -> tuple[list[Change], list[Problem]]:
         """The changes in call order; the problems in message order: each call message's
@@ -205,30 +204,6 @@ def _rewrite_ids(
         return changes, problems
 
     return repaired, build
-
-
-def _copy_ids(
-    messages: Sequence[Any],
-    repaired: Any,
-    indexes: list[int],
-    slots: list[int],
-    new_ids: list[str],
-    result_indexes: list[int],
-    positions: list[int],
-) -> None:
-    """``repaired`` (a copy of the list ``messages``) with a shallow copy of each calling
-    message and result whose ids change, carrying the new ids."""
-    copy_index = -1
-    for index, slot, new in zip(indexes, slots, new_ids, strict=True):
-        if index != copy_index:
-            copy = repaired[index] = dict(messages[index])
-            tool_calls = copy["tool_calls"] = list(copy["tool_calls"])
-            copy_index = index
-        call = tool_calls[slot] = dict(tool_calls[slot])
-        call["id"] = new
-    for index, position in zip(result_indexes, positions, strict=True):
-        copy = repaired[index] = dict(messages[index])
-        copy["tool_call_id"] = new_ids[position]
 
 
 def rewrite_stretch(
