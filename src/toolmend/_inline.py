@@ -394,43 +394,44 @@ def walk_report(
     assert accepted is not None  # (Mistral's, :func:`walks`)
     in_form = accepted.fullmatch
     damage_changes, damage_problems = _damage_report(messages, profile, events)
+    marked = damage_changes.keys() | damage_problems.keys()
     changes: list[Change] = []
     problems: list[Problem] = []
     successors = profile.role_successors or {}
     kinds = _openai_chat._KINDS
-    before = ""
+    change = _quickmend._change
+    allowed: Any = ()  # the kinds that may follow the message before (the first: any)
     for index, message in enumerate(messages):
         kind = kinds[message["role"]]
-        allowed = successors.get(before) if before else None
-        broken = allowed is not None and kind not in allowed
-        at_changes: list[tuple[int, Change]] = damage_changes.get(index, [])
-        at_problems: list[tuple[int, Problem]] = damage_problems.get(index, [])
+        if index not in marked and (not allowed or kind in allowed):  # (nearly every message)
+            allowed = successors.get(kind)
+            if kind == ASSISTANT:
+                for slot, call in enumerate(message.get("tool_calls") or ()):
+                    old = call["id"]
+                    changes.append(change("rewrote_call_id", index, detail, (old, next(new_ids))))
+                    problems.append(call_problem(index, old, slot))
+            elif kind == TOOL and not in_form(result_id := message["tool_call_id"]):
+                problems.append(result_problem(index, result_id, 0))
+            continue
+        at_changes: list[tuple[int, Change]] = list(damage_changes.get(index, ()))
+        at_problems: list[tuple[int, Problem]] = list(damage_problems.get(index, ()))
         if kind == ASSISTANT:
             for slot, call in enumerate(message.get("tool_calls") or ()):
                 old = call["id"]
-                made = _quickmend._change("rewrote_call_id", index, detail, (old, next(new_ids)))
-                found = call_problem(index, old, slot)
-                if at_changes or at_problems:
-                    at_changes.append((_IDS, made))
-                    at_problems.append((_CALL_IDS, found))
-                else:
-                    changes.append(made)
-                    problems.append(found)
+                made = change("rewrote_call_id", index, detail, (old, next(new_ids)))
+                at_changes.append((_IDS, made))
+                at_problems.append((_CALL_IDS, call_problem(index, old, slot)))
         elif kind == TOOL and not in_form(result_id := message["tool_call_id"]):
             found = result_problem(index, result_id, 0)  # (an orphan's id may be in the form)
-            if at_problems:
-                at_problems.append((_RESULT_ID, found))
-            else:
-                problems.append(found)
-        if broken:
-            text = f"{kind} right after {before}"
-            found = _rare(profile, "role_order", index, text, role=kind, prev=before)
+            at_problems.append((_RESULT_ID, found))
+        if allowed and kind not in allowed:
+            previous = kinds[messages[index - 1]["role"]]
+            text = f"{kind} right after {previous}"
+            found = _rare(profile, "role_order", index, text, role=kind, prev=previous)
             at_problems.append((_ROLE_ORDER, found))
-        if at_changes:
-            changes += [change for _, change in sorted(at_changes, key=_step)]
-        if at_problems:
-            problems += [problem for _, problem in sorted(at_problems, key=_step)]
-        before = kind
+        allowed = successors.get(kind)
+        changes += [made for _, made in sorted(at_changes, key=_step)]
+        problems += [found for _, found in sorted(at_problems, key=_step)]
     return changes, problems
 
 
