@@ -393,6 +393,7 @@ def walk_report(
     accepted = compiled(profile.call_id_pattern)
     assert accepted is not None  # (Mistral's, :func:`walks`)
     in_form = accepted.fullmatch
+    length = profile.call_id_length
     damage_changes, damage_problems = _damage_report(messages, profile, events)
     marked = damage_changes.keys() | damage_problems.keys()
     changes: list[Change] = []
@@ -410,7 +411,9 @@ def walk_report(
                     old = call["id"]
                     changes.append(change("rewrote_call_id", index, detail, (old, next(new_ids))))
                     problems.append(call_problem(index, old, slot))
-            elif kind == TOOL and not in_form(result_id := message["tool_call_id"]):
+            elif kind == TOOL and (
+                len(result_id := message["tool_call_id"]) != length or not in_form(result_id)
+            ):
                 problems.append(result_problem(index, result_id, 0))
             continue
         at_changes: list[tuple[int, Change]] = list(damage_changes.get(index, ()))
@@ -421,7 +424,9 @@ def walk_report(
                 made = change("rewrote_call_id", index, detail, (old, next(new_ids)))
                 at_changes.append((_IDS, made))
                 at_problems.append((_CALL_IDS, call_problem(index, old, slot)))
-        elif kind == TOOL and not in_form(result_id := message["tool_call_id"]):
+        elif kind == TOOL and (
+            len(result_id := message["tool_call_id"]) != length or not in_form(result_id)
+        ):
             found = result_problem(index, result_id, 0)  # (an orphan's id may be in the form)
             at_problems.append((_RESULT_ID, found))
         if allowed and kind not in allowed:
