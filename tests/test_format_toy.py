@@ -9,6 +9,8 @@ import ast
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import toolmend
 from toolmend import formats
@@ -146,3 +148,68 @@ def test_a_format_says_itself_whether_it_merges_and_takes_other_shapes() -> None
 def test_a_format_that_is_not_a_name_is_a_clear_error(name: object) -> None:
     with pytest.raises(toolmend.UnknownNameError, match="Unknown format"):
         toolmend.check([{"role": "user", "content": "hi"}], format=name)  # type: ignore[arg-type]
+
+
+def test_detection_asks_a_format_registered_after_an_earlier_detection() -> None:
+    """Detection keeps every format in its order once imported; a format registered later is
+    asked too (and one taken out again, here, no longer is)."""
+
+    class LaterToy(toy_format.ToyChat):
+        name = "toy-later"
+
+        def claims(self, message: object, /) -> bool:
+            return isinstance(message, dict) and "later" in message
+
+    assert formats.detect(BROKEN).name == toy_format.NAME  # (every format kept in order)
+    later = formats.register(LaterToy())
+    try:
+        assert formats.detect([{"later": True}]) is later
+    finally:
+        del formats._registered[later.name]
+        formats._in_order[0] = ((), False)
+    with pytest.raises(toolmend.InvalidMessageError):
+        formats.detect([{"later": True}])
+
+
+_VALUES = {
+    "role": st.sampled_from(["assistant", "tool", "function", "user", "model", "system", 3]),
+    "content": st.sampled_from(
+        [
+            None,
+            "",
+            "text",
+            [],
+            [{"type": "text", "text": "x"}],
+            [{"type": "input_text"}],
+            [{"type": "tool_use", "id": "t"}],
+            [{"toolUse": {}}],
+            [{"text": "x"}],
+            0,
+        ]
+    ),
+    "name": st.sampled_from(["f", None]),
+    "tool_calls": st.sampled_from([[], [{"id": "c", "type": "function"}], None]),
+    "tool_call_id": st.sampled_from(["c", ""]),
+    "type": st.sampled_from(["message", "function_call", "text"]),
+    "call_id": st.just("c"),
+    "parts": st.just([{"text": "x"}]),
+}
+
+
+@settings(max_examples=400, deadline=None)
+@given(message=st.fixed_dictionaries({}, optional=_VALUES))
+def test_a_chat_only_message_is_claimed_by_the_chat_format_alone(
+    message: dict[str, object],
+) -> None:
+    """Detection takes such a message as Chat Completions without asking each format (while
+    no other format is registered): every built-in format's ``claims`` must agree."""
+    built_in = [formats.get(name) for name in formats._BUILT_IN]
+    claimed = [module.name for module in built_in if module.claims(message)]
+    if formats._chat_only(message):
+        assert claimed == ["openai"]
+
+
+def test_detection_asks_each_format_while_another_is_registered() -> None:
+    formats.detect([{"role": "tool", "tool_call_id": "c", "content": "ok"}])
+    modules, built_in_only = formats._in_order[0]
+    assert toy_format.NAME in {module.name for module in modules} and not built_in_only

@@ -415,10 +415,12 @@ def test_a_wrong_value_in_any_field_is_read_or_named(format: str) -> None:
 
 
 @pytest.mark.parametrize("format", FORMATS)
-@pytest.mark.parametrize("kind", ["number", "none", "empty"])
+@pytest.mark.parametrize("kind", ["number", "none", "empty", "surrogate"])
 def test_ids_that_are_numbers_or_none(format: str, kind: str) -> None:
-    """Every id field (call ids, result ids, item ids) set to 7, None or ""."""
-    value = {"number": 7, "none": None, "empty": ""}[kind]
+    """Every id field (call ids, result ids, item ids) set to 7, None, "" or a string holding
+    a lone surrogate (``json.loads`` reads one from ``"\\ud800"``; the planner's new ids hashed
+    it as UTF-8 and raised ``UnicodeEncodeError``)."""
+    value = {"number": 7, "none": None, "empty": "", "surrogate": "call_\ud800x"}[kind]
     history = base(format)
     for at, message in enumerate(history):
         plain = message.model_dump() if isinstance(message, BaseMessage) else message
@@ -874,3 +876,31 @@ def test_an_unhashable_value_in_a_damaged_history_is_named_not_a_type_error(
     for run in (toolmend.repair, toolmend.check):
         with contextlib.suppress(toolmend.InvalidHistoryError):
             run(broken, provider=provider)
+
+
+@pytest.mark.parametrize("provider", _CROSS_TARGETS)
+@pytest.mark.parametrize("answered", [True, False])
+def test_a_lone_surrogate_in_a_call_id_bound_for_another_family(
+    provider: str, answered: bool
+) -> None:
+    """An OpenAI-shaped call id holding a lone surrogate (what ``json.loads`` makes of
+    ``"\\ud800"``), bound for a family that rewrites ids outside its pattern (Anthropic,
+    Bedrock, Mistral): the new id is made and the history repaired, never a
+    ``UnicodeEncodeError`` from hashing the old id."""
+    odd = "call_\ud800x"
+    call = {"id": odd, "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    history: list[Any] = [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        *([{"role": "tool", "tool_call_id": odd, "content": "x"}] if answered else []),
+        {"role": "assistant", "content": "ok"},
+        {"role": "user", "content": "q2"},
+    ]
+    before = copy.deepcopy(history)
+    result = toolmend.repair(history, provider=provider)
+    assert history == before
+    assert result.problems_left == ()
+    assert toolmend.repair(result.messages, provider=provider).messages is result.messages
+    calls = result.messages[1]["tool_calls"]
+    if provider in ("anthropic", "bedrock", "mistral"):  # their patterns refuse the surrogate
+        assert calls[0]["id"] != odd and calls[0]["id"].isascii()

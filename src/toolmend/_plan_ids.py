@@ -46,13 +46,13 @@ def fresh_id(seed: str, profile: Profile, taken: set[str], next_try: dict[str, i
         if counter == 0 and length is not None and _kept_tail(seed, length):
             candidate = seed[-length:]
         elif length is not None and length <= 32:
-            digest = hashlib.sha256(f"{seed}#{counter}".encode()).digest()
+            digest = hashlib.sha256(f"{seed}#{counter}".encode("utf-8", "surrogatepass")).digest()
             candidate = digest[:length].translate(ALNUM_OF_BYTE).decode()
         else:
             # the digest's first 128 bits in base 62, lowest digit first, two digits a step
             # (at most 22 digits; an odd count leaves a high "0" the one-digit loop would not
             # write)
-            digest = hashlib.sha256(f"{seed}#{counter}".encode()).digest()
+            digest = hashlib.sha256(f"{seed}#{counter}".encode("utf-8", "surrogatepass")).digest()
             value = int.from_bytes(digest[:16], "big")
             pairs = []
             while value:

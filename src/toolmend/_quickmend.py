@@ -542,9 +542,14 @@ def mended_range(
     successors = profile.role_successors
     breaks: list[tuple[int, str, str]] = []  # the judge's ``role_order``: index, kind, before
     if successors is not None:
-        if not all(type(message) is dict and _known_role(message.get("role")) for message in part):
-            return None
-        kinds = [_openai_chat._KINDS[message["role"]] for message in part]
+        kinds: list[str] = []
+        kind_of = _openai_chat._KINDS.get
+        for message in part:  # (a message that is no dict, or a role of none of the kinds: no)
+            role = message.get("role") if type(message) is dict else None
+            kind = kind_of(role) if type(role) is str else None
+            if kind is None:
+                return None
+            kinds.append(kind)
         breaks = _role_breaks(kinds, successors)
         if request is not None and any(
             (before, kind) not in ((TOOL, USER), (USER, TOOL)) for _, kind, before in breaks
@@ -747,7 +752,7 @@ def mended_range(
         return None  # (names alone: ``quick_names``)
     for index in orphans:  # its id called nowhere in the range (else the planner's)
         call_id = part[index]["tool_call_id"]
-        if call_id in uses or _openai_chat._live_run(_with_call(part[index]), params) is None:
+        if call_id in uses or _openai_chat.range_run(_with_call(part[index]), params) is None:
             return None
     plan = Plan(items)
     if named:
@@ -824,7 +829,7 @@ def mended_range(
         if undo is not None:
             undo.back(request)
         return None
-    if _openai_chat._live_run(repaired, params) is None:
+    if _openai_chat.range_run(repaired, params) is None:
         if undo is not None:
             undo.back(request)
         return None
@@ -1128,10 +1133,6 @@ def _repeated_call_ids(
                     again.append((index, slot))
                 kept.add(call_id)
     return again
-
-
-def _known_role(role: Any) -> bool:
-    return type(role) is str and role in _openai_chat._KINDS
 
 
 def _latest_pairing(report: Pending, part: Sequence[Any]) -> bool:

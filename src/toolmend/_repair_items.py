@@ -388,7 +388,9 @@ def _fresh_item_id(old: str, index: int) -> str:
     the whole input or a damaged range of it is repaired), keeping the type prefix of ``old``."""
     found = _PREFIX.match(old)
     prefix = found.group(0) if found else "item"
-    digest = int.from_bytes(hashlib.sha256(f"{old}#{index}".encode()).digest()[:16], "big")
+    digest = int.from_bytes(
+        hashlib.sha256(f"{old}#{index}".encode("utf-8", "surrogatepass")).digest()[:16], "big"
+    )
     chars: list[str] = []
     while len(chars) < 24:
         digest, rest = divmod(digest, 62)

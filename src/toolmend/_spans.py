@@ -151,7 +151,11 @@ def all_match(pattern: re.Pattern[str] | None, values: Collection[str]) -> bool:
             allowed, shortest, longest = spec
             return (
                 len(text.encode().translate(None, allowed)) == len(values) - 1
-                and (not shortest or min(map(len, values)) >= shortest)
+                # (one character at least: no value is empty, a test of each one's truth)
+                and (
+                    not shortest
+                    or (all(values) if shortest == 1 else min(map(len, values)) >= shortest)
+                )
                 and (longest is None or max(map(len, values)) <= longest)
             )
     if _POSSESSIVE and text.count("\n") == len(values) - 1:  # no newline inside a value

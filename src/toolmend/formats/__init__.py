@@ -67,6 +67,7 @@ def register(format: Format) -> Format:
     _registered[name] = format
     for alias in format.aliases:
         _aliases[alias] = name
+    _in_order[0] = ((), False)
     return format
 
 
@@ -103,7 +104,9 @@ def detect(messages: Sequence[Any]) -> Format:
     A history of plain text messages with roles reads the same in every chat format, so it is
     read as ``"openai"``. A shape no format knows is an error, not a guess.
     """
-    modules = [get(name) for name in names()]
+    modules, built_in_only = _in_order[0]
+    if not modules:
+        modules, built_in_only = _every_format()
     if isinstance(messages, str):
         return _text_input(modules)
     plain = True  # every message so far is a plain text message with a chat role
@@ -117,6 +120,8 @@ def detect(messages: Sequence[Any]) -> Format:
         ):
             continue  # no format claims it: a chat with no tool call yet is all such messages
         plain = False
+        if built_in_only and _chat_only(message):
+            return modules[0]  # (what asking each format answers: see _chat_only)
         claimed = [module for module in modules if module.claims(message)]
         if len(claimed) == 1:
             return claimed[0]
@@ -141,7 +146,49 @@ _PLAIN_KEYS = frozenset({"role", "content", "name"})
 without asking every format, which made a tool-free chat cost several times ``json.dumps``."""
 
 
-def _text_input(modules: list[Format]) -> Format:
+_in_order: list[tuple[tuple[Format, ...], bool]] = [((), False)]
+"""Every format in the order :func:`detect` asks them, once all are imported, and whether
+they are the built-in ones and no other (the pair is replaced, never changed: a detection
+under way keeps the one it took); ``((), False)`` again after :func:`register`. Looking
+every format up on each call was a sixth of the cost of repairing a short valid history."""
+
+
+def _every_format() -> tuple[tuple[Format, ...], bool]:
+    """Every format, imported, in :func:`names` order, and whether they are the built-in
+    ones alone, ``"openai"`` first (kept in :data:`_in_order`)."""
+    modules = tuple(get(name) for name in names())
+    built_in_only = len(modules) == len(_BUILT_IN) and all(
+        type(module).__module__ == _BUILT_IN.get(module.name) for module in modules
+    )
+    _in_order[0] = (modules, built_in_only and modules[0].name == "openai")
+    return _in_order[0]
+
+
+def _chat_only(message: Any) -> bool:
+    """Whether ``message`` is one only the built-in Chat Completions format claims: a dict of
+    chat keys alone, string or null ``content`` (no list of blocks or parts for another
+    format to read), and a role no other format uses with a chat-only feature (a ``tool`` or
+    ``function`` role, ``tool_calls``, ``tool_call_id``). Every built-in ``claims`` answers
+    such a message without being asked (``tests/test_format_toy.py`` holds it to them): the
+    six calls, each loading its code, were half of a short history's repair right after other
+    work."""
+    if type(message) is not dict or not message.keys() <= _CHAT_KEYS:
+        return False
+    content = message.get("content")
+    role = message.get("role")
+    return (
+        (content is None or type(content) is str)
+        and type(role) is str
+        and role in _CHAT_ROLES
+        and (role != "assistant" or "tool_calls" in message or "tool_call_id" in message)
+    )
+
+
+_CHAT_KEYS = frozenset({"role", "content", "name", "tool_calls", "tool_call_id"})
+_CHAT_ROLES = frozenset({"assistant", "tool", "function"})
+
+
+def _text_input(modules: Sequence[Format]) -> Format:
     """A bare string is one user message to the formats that take one
     (:attr:`Format.text_input`: the Responses ``input``); it reads the same in all of them, so
     the first is as good as any."""

@@ -35,6 +35,7 @@ from ._openai_cross import (
     cross_valid,
     fixes_likely,
     opening_ok,
+    range_check,
     scan_pass,
 )
 
@@ -187,6 +188,32 @@ def _live_run(messages: Sequence[Any], params: _PlainParams | CrossRules) -> lis
         return _plain_valid(messages, *params)  # type: ignore[misc]
     except (KeyError, TypeError):
         return None
+
+
+def range_run(messages: Sequence[Any], params: _PlainParams | CrossRules) -> list[Any] | None:
+    """:func:`_live_run` for a damaged range after the history's start, with
+    :func:`range_params` (or :func:`ordered_range_params`): another family's pass without the
+    looks a whole history needs and a range does not
+    (:func:`toolmend.formats._openai_cross.range_check`). A damaged history's ranges are each
+    checked once or twice, a few messages each: the look-ups around the pass were a fifth of
+    the check."""
+    if type(params) is not CrossRules:
+        return _live_run(messages, params)
+    entry = _RANGE_CHECKS.get(id(params))
+    if entry is None or entry[0] is not params:
+        if len(_RANGE_CHECKS) >= 64:
+            _RANGE_CHECKS.clear()
+        entry = _RANGE_CHECKS[id(params)] = (params, range_check(params))
+    if not messages:
+        return None
+    try:
+        return entry[1](messages)
+    except (KeyError, TypeError):
+        return None
+
+
+_RANGE_CHECKS: dict[int, tuple[CrossRules, Callable[[Sequence[Any]], list[Any] | None]]] = {}
+"""``id(rules)`` -> (the rules, :func:`toolmend.formats._openai_cross.range_check` of them)."""
 
 
 _PlainParams = tuple[int, bool, bool, bool]
@@ -392,7 +419,7 @@ def repeated_results(part: Sequence[Any], profile: Profile) -> list[tuple[int, s
         first_of = {}
     if (block is not None and len(first_of) != len(block)) or not repeats:
         return None
-    return repeats if _live_run(kept, params) is not None else None
+    return repeats if range_run(kept, params) is not None else None
 
 
 def range_params(profile: Profile) -> Any:
@@ -1019,6 +1046,9 @@ def _scan(
                 stops[start] = stop
             return stop
 
+        # (an id is often a stray of its range twice over: its call unanswered and reused,
+        # and called twice under request-wide ids; each widens the range once)
+        strays = list(dict.fromkeys(strays))
         callers = _callers(called, called_from, [*strays, *repeats])
         spans = _widen_for_strays(
             spans, starts, callers, strays, repeats, size, stop_after if stretches else None
@@ -1074,6 +1104,9 @@ def _resume_at(
     at = min(failed, len(messages) - 1)
     kind = 0
     while at > low:
+        if at != failed and messages[at]["role"] == "tool":
+            at -= 1  # (vouched for, a dict: a result starts no range)
+            continue
         kind = _start_kind(messages, at, low, starting, at == failed)
         if kind:
             break
@@ -1181,12 +1214,11 @@ def _needs_whole(
     unanswered call's, one called twice where ids are unique in the request) is called in a
     stretch the pass vouched for (``fast_ids``), which records no range per call."""
     wanted = {call_id for _, call_id in (*strays, *repeats, *unanswered)}
-    if wanted and not wanted.isdisjoint(fast_ids):
-        return True
     if cross is None or not cross.request_ids:
-        return False
+        return bool(wanted) and not wanted.isdisjoint(fast_ids)
+    # (the set of the vouched ids is made anyway: the wanted ids, a few, are looked up in it)
     seen = set(fast_ids)
-    return len(seen) != len(fast_ids) or not seen.isdisjoint(called)
+    return len(seen) != len(fast_ids) or not seen.isdisjoint(wanted) or not seen.isdisjoint(called)
 
 
 def _careful_calls(
@@ -1597,10 +1629,14 @@ def _widen_for_strays(
         return position >= 0 and spans[position][0] <= start < spans[position][1]
 
     wanted = list(spans)
+    reaches: set[tuple[int, int]] = set()  # (strays of one range often reach the same ranges)
     for start, call_id in strays:
         found = callers.get(call_id)
         if found:  # range starts in history order
-            wanted.append((min(found[0], start), stop_of(max(found[-1], start))))
+            reach = (min(found[0], start), max(found[-1], start))
+            if reach not in reaches:
+                reaches.add(reach)
+                wanted.append((reach[0], stop_of(reach[1])))
     for start, call_id in repeats:
         found = [caller for caller in callers.get(call_id, ()) if caller != start and dirty(caller)]
         if found:
@@ -1919,7 +1955,13 @@ def _text_of(content: Any) -> str | None:
 def apply(messages: Sequence[Any], plan: Plan) -> list[Any]:
     """Build the repaired list (see :class:`toolmend.formats.Format`)."""
     edits = plan.edits
-    return [_build(messages, item, edits) for item in plan.items]
+    return [
+        # (a message kept as it is, most of a range: taken without a call)
+        messages[item.index]
+        if type(item) is Keep and item.index not in edits
+        else _build(messages, item, edits)
+        for item in plan.items
+    ]
 
 
 def _build(messages: Sequence[Any], item: Item, edits: dict[int, MessageEdit]) -> Any:

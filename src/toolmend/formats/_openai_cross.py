@@ -22,6 +22,7 @@ property tests hold it to the full path for every profile (``tests/test_fastpath
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -40,6 +41,7 @@ __all__ = [
     "cross_valid",
     "fixes_likely",
     "opening_ok",
+    "range_check",
     "scan_pass",
 ]
 
@@ -268,13 +270,34 @@ def cross_valid(messages: Sequence[Any], rules: CrossRules) -> list[Any] | None:
     of the wrong kind raises ``KeyError`` or ``TypeError``: the caller takes it as "not sure".
 
     The loop is the plain pass's with the profile's rules added, written out for ``rules``
-    alone (:func:`_pass_for`): a rule the profile lacks costs nothing, not even a test."""
+    alone (:func:`_pass_for`): a rule the profile lacks costs nothing, not even a test. The
+    live run is read after it, backwards from the end (:func:`_live_tail`): gathered in the
+    loop, it cost a list append per calling message and a new list per user message."""
     if not _ends_ok(messages, rules):
         return None
-    if rules.id_match is not None and not _first_id_ok(messages, rules.id_match):
-        return None  # the first id tells a history of refused ids (Mistral's) at once
-    found: list[Any] | None = _pass_for(rules, "check")(messages)
-    return found
+    id_match = rules.id_match
+    if id_match is not None and _ids_apart(id_match) and not _first_id_ok(messages, id_match):
+        return None  # the first id tells a history of refused ids at once
+    if _pass_for(rules, "check")(messages) is None:
+        return None
+    return _live_tail(messages)
+
+
+def _live_tail(messages: Sequence[Any]) -> list[Any]:
+    """The ``tool_calls`` lists of the assistant messages after the last user message, in
+    order, of a history the pass vouched for (every message a dict with a role; a calling
+    message's ``tool_calls`` a non-empty list)."""
+    live = []
+    for message in reversed(messages):
+        role = message["role"]
+        if role == "user":
+            break
+        if role == "assistant":
+            tool_calls = message.get("tool_calls")
+            if tool_calls is not None:
+                live.append(tool_calls)
+    live.reverse()
+    return live
 
 
 def scan_pass(rules: CrossRules, record: bool) -> Callable[..., bool | None]:
@@ -311,6 +334,16 @@ def scan_pass(rules: CrossRules, record: bool) -> Callable[..., bool | None]:
 _RECORDING: dict[int, tuple[CrossRules, CrossRules]] = {}
 """``id(rules)`` -> (the rules, the same without the result-name rule, for the names a scan
 records)."""
+
+
+@functools.lru_cache(maxsize=64)
+def _ids_apart(id_match: Callable[[str], Any]) -> bool:
+    """Whether the pass tests the ids against ``id_match`` only after its loop: a pattern
+    that is not one character class, whose lengths the pass cannot test where it reads an
+    id. There :func:`_first_id_ok` first tells a history of refused ids at once; for the
+    others the pass's own length test does, at the first call (an OpenAI id is no Mistral id
+    for its length)."""
+    return _class_bounds(id_match) is None
 
 
 def _first_id_ok(messages: Sequence[Any], id_match: Callable[[str], Any]) -> bool:
@@ -358,8 +391,6 @@ def cross_pass(messages):
     refused = {}  # the turn's refused ids -> their position in ``calls``
 #elif mode == "names"
     found = []
-#elif mode == "check"
-    live = []
 #endif
 #if successors and not scan
     previous = ""  # the kind of the message before (none at first)
@@ -383,8 +414,8 @@ def cross_pass(messages):
             previous = "tool"
 #endif
             call_id = message["tool_call_id"]
-            if pending is None or type(call_id) is not str or not call_id:
-                return None
+            if pending is None or type(call_id) is not str:
+                return None  # ("" is in no turn: a call's empty id fails where it is read)
             try:
 #if names
                 name = pending.pop(call_id)
@@ -406,7 +437,10 @@ def cross_pass(messages):
 #else
                 return None
 #endif
-#if named
+#if named and not scan
+            if message["name"] != name:  # (none: ``KeyError``, which the caller takes as None)
+                return None
+#elif named
             if message.get("name") != name:
                 return None
 #endif
@@ -461,12 +495,8 @@ def cross_pass(messages):
             if type(tool_calls) is not list or not tool_calls:
                 return None
 #if call_content
-            content = message["content"]
-            if not content and not (NULL_OK if content is None else EMPTY_OK):
+            if CALL_CONTENT_FAILS:
                 return None
-#endif
-#if mode == "check"
-            live.append(tool_calls)
 #endif
 #if repeats_pass
             called = None
@@ -485,8 +515,8 @@ def cross_pass(messages):
                 if (
                     type(call_id) is not str
                     or not call_id
-#if max_length
-                    or len(call_id) > MAX_LENGTH
+#if id_lengths
+                    or ID_LENGTH_FAILS
 #endif
                     or call_id in pending
                     or type(function) is not dict
@@ -536,9 +566,6 @@ def cross_pass(messages):
             if USER_CONTENT_FAILS:
                 return None
 #endif
-#if mode == "check"
-            live = []
-#endif
         elif role == "system" or role == "developer":
             if "tool_calls" in message:
                 return None
@@ -576,7 +603,7 @@ def cross_pass(messages):
 #elif mode == "names"
     return found
 #elif mode == "check"
-    return live
+    return True
 #endif
 """
 """The one pass over OpenAI-shaped messages, with every rule :class:`CrossRules` can hold:
@@ -599,6 +626,15 @@ _FAILS = {
 }
 """Content level (see :class:`CrossRules`) -> the test a message's content fails, inline (a
 call a message was a fifth of the pass)."""
+
+_CALL_FAILS = {
+    (False, True): 'message["content"] is None',
+    (True, False): '(content := message["content"]) is not None and not content',
+    (False, False): 'not message["content"]',
+    (True, True): "False",
+}
+"""(null ``content`` allowed, empty allowed) -> the test the ``content`` of an assistant
+message with calls fails: null, or empty ("" or []), where the profile refuses it."""
 
 _PASSES: dict[tuple[int, str, int | None], tuple[CrossRules, Callable[[Sequence[Any]], Any]]] = {}
 """(``id(rules)``, mode, id length) -> (the rules, their pass); the rules are kept so that
@@ -623,10 +659,12 @@ def _pass_for(
     for level_name in ("USER", "SYSTEM", "TOOL"):
         level = switches[level_name.lower() + "_content"]
         source = source.replace(f"{level_name}_CONTENT_FAILS", _FAILS.get(level, "False"))
+    source = source.replace("ID_LENGTH_FAILS", _length_test(*switches["id_lengths"] or (0, None)))
+    source = source.replace(
+        "CALL_CONTENT_FAILS",
+        _CALL_FAILS[rules.call_content_null_ok, rules.call_content_empty_ok],
+    )
     for name, value in (
-        ("MAX_LENGTH", rules.max_length),
-        ("NULL_OK", rules.call_content_null_ok),
-        ("EMPTY_OK", rules.call_content_empty_ok),
         ("ID_LENGTH", switches["id_length"]),
         ("NAME_MAX", switches["name_max"]),
     ):
@@ -641,7 +679,7 @@ def _pass_for(
             "after_tool": rules.after_tool,
             "id_match": rules.id_match,
             "refuse": refuse,
-            "ids_match": _all_match(rules.id_match),
+            "ids_match": _ids_test(rules.id_match) if switches["id_match"] else None,
             "name_match": rules.name_match,
             "blank_free": blank_free,
         }
@@ -664,6 +702,11 @@ def _switches(rules: CrossRules, mode: str, id_length: int | None = None) -> dic
         if bounded is not None:
             name_max = int(bounded.group(1))  # a length test, not a pattern (Anthropic's)
     scan = mode in ("scan", "scan_names")
+    least, most = 0, rules.max_length
+    bounds = _class_bounds(rules.id_match) if rules.id_match is not None and not scan else None
+    if bounds is not None:
+        # the id pattern's lengths tested where the id is read, not in a walk over them all
+        least, most = bounds[0], min(most, 1 << 30 if bounds[1] is None else bounds[1])
     return {
         "mode": mode,
         "scan": scan,
@@ -679,7 +722,7 @@ def _switches(rules: CrossRules, mode: str, id_length: int | None = None) -> dic
         "after_tool": rules.after_tool is not None,
         "reasoning_field_ok": rules.reasoning_field_ok,
         "call_content": not (rules.call_content_null_ok and rules.call_content_empty_ok),
-        "max_length": rules.max_length < 1 << 30,
+        "id_lengths": (least, most) if least > 1 or most < 1 << 30 else None,
         "gather_ids": rules.id_match is not None or rules.request_ids,
         "gather_names": rules.name_match is not None and name_max is None,
         "name_max": name_max,
@@ -739,6 +782,60 @@ def _refused_test(refuse: Callable[[str], Any] | None) -> str:
     return f"not {least} <= len(call_id){bound} or refuse(call_id) is None"
 
 
+def _length_test(least: int, most: int) -> str:
+    """The test an id's length fails: shorter than ``least`` (an empty id fails the pass's own
+    test), longer than ``most`` (``1 << 30``: no most)."""
+    if least > 1 and least == most:
+        return f"len(call_id) != {least}"
+    if least > 1:
+        bound = "" if most >= 1 << 30 else f" <= {most}"
+        return f"not {least} <= len(call_id){bound}"
+    return f"len(call_id) > {most}"
+
+
+def _class_bounds(match: Callable[[str], Any]) -> tuple[int, int | None] | None:
+    """The least and the most characters (None: no most) of a pattern of one character class
+    without a newline in it (every id pattern of the profiles); None for any other pattern."""
+    pattern = getattr(match, "__self__", None)
+    text = pattern.pattern if isinstance(pattern, re.Pattern) else ""
+    count = _ONE_CLASS.fullmatch(text)
+    if count is None or "\n" in text:
+        return None
+    return _counts(count)
+
+
+def _ids_test(match: Callable[[str], Any] | None) -> Callable[[list[str]], bool]:
+    """The test the check pass runs on the ids it gathered: the characters alone
+    (:func:`_chars_match`) where the pass tests the pattern's lengths where it reads each id
+    (a pattern of one character class, :func:`_class_bounds`), else :func:`_all_match`."""
+    if match is None or _class_bounds(match) is None:
+        return _all_match(match)
+    return _chars_match(match)
+
+
+def _chars_match(match: Callable[[str], Any]) -> Callable[[list[str]], bool]:
+    """A test that every id of a non-empty list is in the pattern of ``match`` (one
+    character class with a count, ``\n`` not in it), for ids whose lengths are known to be
+    in the count: their characters alone, joined by a member of the class, deleted by
+    ``bytes.translate`` (C speed) must leave nothing; ids that are not all ASCII are matched
+    one at a time."""
+    pattern = getattr(match, "__self__", None)
+    text = pattern.pattern if isinstance(pattern, re.Pattern) else ""
+    one = re.compile(text[: text.index("]") + 1]).fullmatch
+    deleted = bytes(byte for byte in range(128) if one(chr(byte)))
+    if not deleted:
+        return lambda ids: all(map(match, ids))
+    joint = chr(deleted[0])
+
+    def chars_match(ids: list[str]) -> bool:
+        joined = joint.join(ids)
+        if joined.isascii() and not joined.encode().translate(None, deleted):
+            return True
+        return all(map(match, ids))
+
+    return chars_match
+
+
 def _all_match(match: Callable[[str], Any] | None) -> Callable[[list[str]], bool]:
     """A test that every id of a list is in the pattern of ``match``. A pattern that is one
     character class with a count (every id pattern of the profiles) is tested on all the ids
@@ -759,7 +856,11 @@ def _all_match(match: Callable[[str], Any] | None) -> Callable[[list[str]], bool
 
     def all_match(ids: list[str]) -> bool:
         joined = "\n".join(ids)
-        if joined.encode().translate(None, deleted) or joined.count("\n") != len(ids) - 1:
+        if (
+            not joined.isascii()  # (a lone surrogate has no UTF-8: encoding it raised)
+            or joined.encode().translate(None, deleted)
+            or joined.count("\n") != len(ids) - 1
+        ):
             return all(map(match, ids))
         if least == 1:
             lengths_ok = all(ids)
@@ -895,3 +996,31 @@ def fixes_likely(messages: Sequence[Any], rules: CrossRules, id_length: int | No
                     or (id_length is not None and len(call_id) != id_length)
                 )
     return False
+
+
+def range_check(rules: CrossRules) -> Callable[[Sequence[Any]], list[Any] | None]:
+    """:func:`cross_valid` for a damaged range after a history's start, under ``rules`` (a
+    range's: ``toolmend.formats._openai_chat.range_params``), for a range that is not empty:
+    without the look at the first call's id (a shortcut for a whole history of refused ids,
+    Mistral's; the pass holds a range's few calls to the pattern itself), and without the look
+    at the opening and the last message where ``rules`` have no rule on them (the pass refuses
+    what that look would: a message that is no dict). Raises as :func:`cross_valid` does."""
+    check = _pass_for(rules, "check")
+    if not (
+        rules.first_user
+        or rules.no_leading_call
+        or rules.needs_message
+        or rules.last_roles is not None
+    ):
+
+        def checked(messages: Sequence[Any]) -> list[Any] | None:
+            return None if check(messages) is None else _live_tail(messages)
+
+        return checked
+
+    def ends_then_check(messages: Sequence[Any]) -> list[Any] | None:
+        if not _ends_ok(messages, rules) or check(messages) is None:
+            return None
+        return _live_tail(messages)
+
+    return ends_then_check
