@@ -8,16 +8,18 @@ from __future__ import annotations
 import copy
 import itertools
 import pickle
+import random
 import re
 from typing import Any
 
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import assume, event, example, given, settings
 from hypothesis import strategies as st
 
 import toolmend
 import toolmend._api
 import toolmend._findings
+import toolmend._inline
 import toolmend._plan_ids
 import toolmend._planstate
 import toolmend._quickmend
@@ -31,9 +33,10 @@ from toolmend._skeleton import RequestIds
 from toolmend.formats import _openai_chat as openai_chat
 from toolmend.profiles import PROFILES, get_profile
 
+from support import judges
 from support.agent_runs import agent_runs
 from support.cases import assistant, calls, result, user
-from support.histories import damaged_conversations
+from support.histories import damaged_conversations, valid_conversations
 from support.whole_path import whole_repair
 
 CHAT_PROVIDERS = [name for name, profile in PROFILES.items() if profile.pairing != "ordered"]
@@ -569,8 +572,8 @@ def test_a_damaged_history_is_not_walked_for_names_or_ids_it_does_not_lack(
     """The one-pass check failed on a damage, and the history's first call id is one the
     target takes (its first result names its call, bound for Gemini): the one-pass names and
     ids repair is not tried (it would walk up to the damage only to give up), and the repair
-    is the whole history's. A history whose first id is refused (bound for Mistral) or whose
-    first result lacks its name still takes it."""
+    is the whole history's. A history whose first result lacks its name still takes it; one
+    whose first id is refused, bound for Mistral, takes the one walk instead."""
     history = _commonly_damaged()
     if provider == "gemini":
         history = [
@@ -593,7 +596,8 @@ def test_a_damaged_history_is_not_walked_for_names_or_ids_it_does_not_lack(
     refused = [user("go"), *_turn("call_aaaaaaaaaaaaaaaaaaaaaaaa", "call_bbbbbbbbbbbbbbbbbbbb")]
     refused += [assistant("done"), user("thanks")]
     fixed = toolmend.repair(refused, provider="mistral")
-    assert len(refused) in walked and fixed.changed and fixed.problems_left == ()
+    assert fixed.changed and fixed.problems_left == () and fixed.changes
+    assert len(refused) not in walked  # (the one walk, ``toolmend._inline``, takes it)
     # bound for Gemini, the names come from the range scan (see the test below)
     sound = _long_history(2)
     fixed = toolmend.repair(sound, provider="gemini")
@@ -860,3 +864,209 @@ def _assert_mended_unjudged(
     assert fixed.messages == expected
     assert list(fixed.changes) == changes
     assert list(fixed.problems) == problems
+
+
+def _tool_heavy(turns: int, seed: int) -> list[dict[str, Any]]:
+    """``benchmarks/bench_cross_family.tool_heavy_history`` in small: every user turn followed
+    by one to four rounds of one to three calls (OpenAI's ids, ``call_`` and 24 digits: each
+    id's tail is its new id), its answer, the request ending on the user's turn."""
+    rnd = random.Random(seed)
+    history: list[dict[str, Any]] = [{"role": "system", "content": "Be brief."}]
+    counter = 0
+    for number in range(turns):
+        history.append(user(f"question {number}"))
+        for _ in range(rnd.randint(1, 4)):
+            ids = []
+            for _ in range(rnd.randint(1, 3)):
+                counter += 1
+                ids.append(f"call_{counter:024d}")
+            history += _turn(*ids)
+        history.append(assistant(f"answer {number}"))
+    return [*history, user("thanks")]
+
+
+def _damaged_as_benched(history: list[Any], events: int, seed: int) -> list[Any]:
+    """``benchmarks/bench_core.damage``: results dropped, calling messages dropped (their
+    results orphaned), user messages inserted, messages sent twice."""
+    rnd = random.Random(seed)
+    out = list(history)
+    for _ in range(events):
+        position = rnd.randrange(1, len(out) - 1)
+        action = rnd.randrange(4)
+        role = out[position]["role"]
+        if (action, role) == (0, "tool") or (
+            (action, role) == (1, "assistant") and "tool_calls" in out[position]
+        ):
+            del out[position]  # (a result missing, or a calling message: its results orphaned)
+        elif action == 2:
+            out.insert(position, user("are you still there?"))
+        else:
+            out.insert(position, out[position - 1])
+    return out
+
+
+@st.composite
+def _benched(draw: st.DrawFn) -> list[Any]:
+    turns = draw(st.integers(3, 40))
+    history = _tool_heavy(turns, draw(st.integers(0, 10**6)))
+    return _damaged_as_benched(history, draw(st.integers(1, 12)), draw(st.integers(0, 10**6)))
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    history=st.one_of(
+        _benched(),
+        st.builds(_tool_heavy, st.integers(1, 20), st.integers(0, 10**6)),
+        valid_conversations(id_style="any"),
+        _mistral_bench_damage(),
+        _bench_damage(answered=True).map(lambda history: [*history, user("thanks")]),
+        _interrupted_blocks().map(lambda history: [*history, user("thanks")]),
+        _repeated_results(),
+        damaged_conversations(id_style="any").map(lambda case: case[1]),
+    ),
+    policy=st.sampled_from(POLICIES),
+)
+@example(  # an orphan whose id is in Mistral's form: no id problem on it
+    history=[
+        user("user 1"),
+        assistant("assistant 2"),
+        user("user 3"),
+        result("000000000", "result 4"),
+        assistant("assistant 5"),
+        user("user 6"),
+    ],
+    policy=Policy(),
+)
+def test_a_mistral_history_mended_in_one_walk_is_the_full_paths(
+    history: list[Any], policy: Policy
+) -> None:
+    """Bound for Mistral, wherever the one walk (:func:`toolmend._inline.walk_mend`) answers
+    for a history, damaged or only its ids refused, it sends the whole history's repair, ids
+    included, says whether it mended damage, and the repair reports the whole path's changes
+    and problems (built when first read), nothing left; where it answers None, nothing of the
+    request was touched."""
+    profile = get_profile("mistral")
+    module = formats.get("openai")
+    before = copy.deepcopy(history)
+    walked = (
+        toolmend._inline.walk_mend(history, profile, policy)
+        if toolmend._inline.walks(module, profile, policy)
+        else None
+    )
+    assert history == before
+    event("walked" if walked is not None else "refused")
+    if walked is None:
+        return
+    expected, changes = whole_repair(module, history, profile, policy)
+    assert walked[0] == expected
+    assert bool(walked[1]) == any(change.code != "rewrote_call_id" for change in changes)
+    fixed = toolmend.repair(history, provider="mistral", policy=policy)
+    assert fixed.messages == expected
+    assert list(fixed.changes) == changes
+    assert list(fixed.problems) == judge(openai_chat.read(history), profile)
+    assert fixed.problems_left == ()  # (given by the walk: the judge holds it to that)
+    assert judge(openai_chat.read(fixed.messages), profile) == []
+    assert history == before
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_benched_mistral_history_is_mended_in_one_walk(
+    monkeypatch: pytest.MonkeyPatch, seed: int
+) -> None:
+    """A tool-heavy history damaged as the benchmark damages it (2% of its messages), bound
+    for Mistral: repaired in one walk, no range scan (``dirty_spans``), no range mended, its
+    report written from the damage the walk met: the whole path's messages, changes and
+    problems."""
+    history = _damaged_as_benched(_tool_heavy(60, seed), 8, seed)
+    profile = get_profile("mistral")
+    module = formats.get("openai")
+    expected, changes = whole_repair(module, history, profile, Policy())
+    problems = judge(openai_chat.read(history), profile)
+    assert {"answered_missing_call", "dropped_duplicate_result"} & {c.code for c in changes}
+    scans: list[int] = []
+    real_scan = type(module).dirty_spans
+
+    def counting(*args: Any) -> Any:
+        scans.append(1)
+        return real_scan(*args)
+
+    monkeypatch.setattr(type(module), "dirty_spans", staticmethod(counting))
+    fixed = toolmend.repair(history, provider="mistral")
+    assert fixed.messages == expected
+    assert fixed.changed
+    assert list(fixed.changes) == changes
+    assert list(fixed.problems) == problems
+    assert scans == []  # (the report too: written from the damage the walk met)
+    assert fixed.problems_left == () == tuple(judge(openai_chat.read(fixed.messages), profile))
+    assert judges.mistral_error(list(fixed.messages), checks_ids=True) is None
+
+
+def test_a_history_the_walk_refuses_goes_the_range_way() -> None:
+    """Damage the walk does not mend (a system message inside a block of results) leaves it
+    to the range path, whose repair is the whole path's."""
+    history = _tool_heavy(8, 3)
+    at = next(i for i, m in enumerate(history) if i > 10 and m["role"] == "tool")
+    history.insert(at, {"role": "system", "content": "note"})
+    profile = get_profile("mistral")
+    module = formats.get("openai")
+    assert toolmend._inline.walk_mend(history, profile, Policy()) is None
+    expected, changes = whole_repair(module, history, profile, Policy())
+    fixed = toolmend.repair(history, provider="mistral")
+    assert fixed.messages == expected
+    assert list(fixed.changes) == changes
+
+
+@pytest.mark.parametrize(
+    "ids",
+    [
+        ("call_a_abcdefghi", "call_b_abcdefghi"),  # one tail for two ids: the second hashed
+        ("call_0a", "call_0b"),  # tails too short
+        ("call_0000000x-y", "call_0000000x+y"),  # tails not letters and digits
+    ],
+)
+def test_ids_whose_tails_are_not_their_new_ids_are_made_one_by_one(ids: tuple[str, str]) -> None:
+    """Where a seed's tail is not the id the planner makes of it, the walk makes each new id
+    as ``fresh_id`` does, in history order, and the repair is the whole path's."""
+    history = _tool_heavy(12, 5)
+    at = [i for i, message in enumerate(history) if message["role"] == "user"][1]
+    history[at:at] = [*_turn(*ids), assistant("done")]  # (a turn of its own)
+    tools = [i for i, message in enumerate(history) if i > 12 and message["role"] == "tool"]
+    del history[tools[6]]  # (damage after the ids: a result missing, one sent twice)
+    history.insert(tools[1] + 1, history[tools[1]])
+    profile = get_profile("mistral")
+    module = formats.get("openai")
+    walked = toolmend._inline.walk_mend(history, profile, Policy())
+    expected, changes = whole_repair(module, history, profile, Policy())
+    assert walked is not None and walked[1]
+    assert walked[0] == expected
+    fixed = toolmend.repair(history, provider="mistral")
+    assert fixed.messages == expected
+    assert list(fixed.changes) == changes
+
+
+def test_an_intact_mistral_history_is_rewritten_in_the_one_walk(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A history damaged nowhere, every call id refused: sent as the one walk makes it, its
+    report written from it (the one-pass id rewrite, ``quick_mend``, never runs); the whole
+    path's messages, changes and problems."""
+    history = _tool_heavy(30, 2)
+    profile = get_profile("mistral")
+    module = formats.get("openai")
+    expected, changes = whole_repair(module, history, profile, Policy())
+    problems = judge(openai_chat.read(history), profile)
+    assert {change.code for change in changes} == {"rewrote_call_id"}
+    rewrites: list[int] = []
+    real = toolmend._api.quick_mend
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        rewrites.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(toolmend._api, "quick_mend", counting)
+    fixed = toolmend.repair(history, provider="mistral")
+    assert fixed.messages == expected
+    assert list(fixed.changes) == changes
+    assert list(fixed.problems) == problems
+    assert rewrites == []
+    assert fixed.problems_left == ()

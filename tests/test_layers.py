@@ -48,6 +48,7 @@ LAYERS: dict[str, int] = {
     "_repair_items": 2,
     "_repair": 2,
     "_quickmend": 2,
+    "_inline": 2,
     "_api": 3,
     "_trim": 3,
     "_loops": 3,

@@ -20,6 +20,7 @@ from typing import Any, Literal, overload
 from ._edits import Plan
 from ._escape import log as _log_text
 from ._findings import Pending, check_texts
+from ._inline import walk_mend, walk_report, walks
 from ._jsontext import NonFiniteNumberError, UnwritableValueError, locate
 from ._plan_messages import quick_plan
 from ._policy import Mode, Policy, as_policy
@@ -262,6 +263,11 @@ def repair(
         if apart is not None:
             return apart
     # a cross-family target's names or ids on every message, nothing else: one pass lists them
+    if chosen.mode is Mode.REPAIR and walks(module, profile, chosen):
+        # (Mistral) every id rewritten and the common damages mended in one walk
+        walked = _walked(module, messages, profile, chosen)
+        if walked is not None:
+            return walked
     quick = quick_mend(module, messages, profile, vouched_against=True)
     damaged = (
         None
@@ -307,6 +313,32 @@ def repair(
         problems,
         _judged_later(module, repaired, profile),
     )
+
+
+def _walked(
+    module: Format, messages: Sequence[Any], profile: Profile, policy: Policy
+) -> Repair | None:
+    """:func:`repair` of a history bound for Mistral in one walk
+    (:func:`toolmend._inline.walk_mend`): the messages the other paths send, every call id
+    rewritten and the common damages mended; the report written when it is first read, from
+    the ids and the damage the walk met (:func:`toolmend._inline.walk_report`). None where the
+    walk cannot tell."""
+    walked = walk_mend(messages, profile, policy)
+    if walked is None:
+        return None
+    repaired, events = walked
+    _log_structure(module, messages, repaired)
+    check_texts(profile)
+
+    def report() -> tuple[Sequence[Change], Sequence[Problem]]:
+        """The changes and problems of the ids and of the damage the walk mended."""
+        return walk_report(messages, repaired, profile, events)
+
+    # nothing left: every message the walk sends passed the one-pass check's rules as it
+    # went, the ids it made are unique and in the profile's form, and what it inserted
+    # (placeholders, bridges) breaks no rule where it goes, so no judge (and no hook's
+    # check of the repaired history) runs on it again, as after the one-pass id rewrite
+    return Repair._deferred(repaired, True, report)
 
 
 def _names_apart(
