@@ -1070,3 +1070,29 @@ def test_an_intact_mistral_history_is_rewritten_in_the_one_walk(
     assert list(fixed.problems) == problems
     assert rewrites == []
     assert fixed.problems_left == ()
+
+
+@pytest.mark.parametrize("damaged", [False, True])
+def test_the_one_walks_report_holds_after_the_caller_edits_its_lists(damaged: bool) -> None:
+    """The walk's report is written when it is first read: by then a caller has often appended
+    the model's reply (a calling message here) to its history or to the repaired list, or put
+    a message in front. The report is the one of the request sent (it read the two lists as
+    they were handed over; it raised StopIteration, one new id short, when it read them as
+    they had become)."""
+    history = _tool_heavy(6, 1)
+    if damaged:
+        history = _damaged_as_benched(history, 4, 2)
+    profile = get_profile("mistral")
+    module = formats.get("openai")
+    assert toolmend._inline.walk_mend(history, profile, Policy()) is not None
+    _, changes = whole_repair(module, history, profile, Policy())
+    problems = judge(openai_chat.read(history), profile)
+    fixed = toolmend.repair(history, provider="mistral")
+    reply = calls("call_000000000000000000000999", "call_000000000000000000000998")
+    history.append(reply)
+    fixed.messages.append(reply)
+    fixed.messages.insert(1, calls("call_000000000000000000000997"))
+    history.insert(2, history[1])
+    del history[5]
+    assert list(fixed.changes) == changes
+    assert list(fixed.problems) == problems
