@@ -203,6 +203,17 @@ def results_twice(n: int) -> History:
             *results]  # fmt: skip
 
 
+def block_sent_twice(n: int) -> History:
+    """A calling message of n calls (OpenAI ids) sent twice, its n results twice after them,
+    then assistant text and a user turn: bound for Mistral, the one walk
+    (``toolmend._inline``) answers the first copy's calls with the repeats."""
+    ids = [f"call_{i:024d}" for i in range(n)]
+    calls = {"role": "assistant", "content": None, "tool_calls": [_call(i) for i in ids]}
+    results = [_result(i) for i in ids]
+    return [_user(), calls, dict(calls), *results, *results,
+            {"role": "assistant", "content": "done"}, _user()]  # fmt: skip
+
+
 def named_results(n: int) -> History:
     """n calls with ids and distinct names, n results without an id, each naming its call."""
     calls = [_call(f"call_{i}", f"f{i}") for i in range(n)]
@@ -336,6 +347,11 @@ SHAPES: dict[str, tuple[Callable[[int], History], Callable[[History], object], i
     "repair, results after all their calls": (results_at_the_end, toolmend.repair, 1000),
     "repair, every result twice": (results_twice, toolmend.repair, 1000),
     "repair, id-less results naming their calls": (named_results, toolmend.repair, 1000),
+    "repair, a calling message and its results twice (mistral)": (
+        block_sent_twice,
+        lambda h: toolmend.repair(h, provider="mistral").changes,
+        1000,
+    ),
     "repair, empty assistant messages (gemini)": (
         empty_turns,
         lambda h: toolmend.repair(h, provider="gemini"),

@@ -81,6 +81,7 @@ SHAPE_SIZES = {
     "repair, very long ids (n = 100 chars)": 50,
     "repair, results after all their calls": 100,
     "repair, every result twice": 100,
+    "repair, a calling message and its results twice (mistral)": 100,
     "repair, id-less results naming their calls": 100,
     "repair, empty assistant messages (gemini)": 150,
     "repair, calls removed (remove_call)": 150,

@@ -196,11 +196,7 @@ def _walk(
                         return None
                     copy = message.copy()
                     copy["tool_call_id"] = placeheld.pop(call_id)
-                    moved.append(copy)
-                    out[placed : placed + len(moved) + len(placeheld)] = [
-                        *moved,
-                        *(_placeholder(new_id, placeholder_text) for new_id in placeheld.values()),
-                    ]
+                    moved.append(copy)  # (laid out in ``out`` once the moves end: _settle)
                     twice.append(call_id)
                     events.append(("twice", index, call_id, first, moved_from))
                 else:
@@ -244,6 +240,8 @@ def _walk(
             return None
         # an assistant message: the latest calling message's block ends
         if held or pending:
+            if moved:
+                _settle(out, placed, moved, placeheld, placeholder_text)
             if held:
                 out.extend(late)
                 late = []
@@ -326,6 +324,8 @@ def _walk(
         open_block = True
     if held or pending or (first_event < 0 and not next_try):
         return None  # (waiting at the end: the newest input's rules; or nothing to change)
+    if moved:
+        _settle(out, placed, moved, placeheld, placeholder_text)
     if first_event >= 0 and (first_event < first_assistant or last_event >= last_assistant):
         return None  # (damage in the first or last stretch: the range path's rules there)
     if name_ok is not None and not all(map(name_ok.fullmatch, names)):
@@ -349,6 +349,19 @@ def _walk(
         ):
             return _CAREFUL  # type: ignore[no-any-return]
     return out, events
+
+
+def _settle(
+    out: list[Any], placed: int, moved: list[Any], placeheld: dict[str, str], text: str
+) -> None:
+    """Lay out the results moved to a calling message sent twice (``moved``, in the order
+    they came) and the placeholders of its calls still unanswered (``placeheld``, in slot
+    order) where its placeholders went at ``placed`` in ``out``: once, when the moves end (a
+    rewrite a move was quadratic in a block of thousands of results sent twice)."""
+    out[placed : placed + len(moved) + len(placeheld)] = [
+        *moved,
+        *(_placeholder(new_id, text) for new_id in placeheld.values()),
+    ]
 
 
 def _placeholder(new_id: str, text: str) -> dict[str, Any]:
