@@ -48,8 +48,11 @@ import toolmend
 from toolmend import _cli as cli
 from toolmend.formats import get as get_format
 from toolmend.formats import names
+from toolmend.formats._openai_chat import same_result
+from toolmend.profiles import get_profile
 
 from support.fuzz_cases import FORMATS, HOSTILE_RUNS, Case, cases, pairs
+from support.whole_path import whole_repair
 
 # LangChain messages built with model_construct hold wrong types on purpose: pydantic warns
 pytestmark = pytest.mark.filterwarnings("ignore:Pydantic serializer warnings:UserWarning")
@@ -687,6 +690,57 @@ def test_deep_and_cyclic_values(format: str, where: str, nested: str) -> None:
             if drop < len(history):
                 broken = [m for n, m in enumerate(history) if n != drop]
                 run_everything(broken, format, provider, at=at - (drop < at))
+
+
+_REPEAT_TARGETS = ["openai", "deepseek", "anthropic", "gemini", "mistral", "bedrock"]
+
+
+@pytest.mark.parametrize("provider", _REPEAT_TARGETS)
+@pytest.mark.parametrize("nested", NESTED)
+def test_a_result_sent_twice_with_a_deep_or_cyclic_value(nested: str, provider: str) -> None:
+    """A result sent twice whose content is a deep or cyclic value (two copies, not one
+    object): the fast paths' test of a repeat (``_openai_chat.same_result``) says "not the
+    same" without looking inside, the planner reads its text and drops the repeat, as the
+    whole path does; ``==`` on the two copies raised RecursionError out of every target's
+    repair but Bedrock's (Mistral's one walk, the range scan, ``quick_mend``)."""
+    call_id = "call_000000000000000000000001"
+    history = [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": call_id, "type": "function", "function": {"name": "f", "arguments": "{}"}}
+        ]},
+        {"role": "tool", "tool_call_id": call_id, "content": [NESTED[nested]()]},
+        {"role": "tool", "tool_call_id": call_id, "content": [NESTED[nested]()]},
+        {"role": "assistant", "content": "done"},
+        {"role": "user", "content": "thanks"},
+    ]  # fmt: skip
+    fixed = toolmend.repair(history, provider=provider)
+    profile = get_profile(provider)
+    expected, changes = whole_repair(get_format("openai"), history, profile, toolmend.Policy())
+    assert "dropped_duplicate_result" in [change.code for change in fixed.changes]
+    assert len(fixed.messages) == len(expected) == 5
+    assert fixed.messages[2] is history[2] or fixed.messages[2]["content"] is history[2]["content"]
+    assert list(fixed.changes) == changes
+
+
+def test_a_repeat_is_told_without_comparing_nested_values() -> None:
+    """Two copies of a value that shares its lists (2**64 paths to its leaf): not the same
+    repeat, told at once (``==`` walks every path); flat values and content parts compare."""
+
+    def shared(depth: int) -> Any:
+        value: Any = ["leaf"]
+        for _ in range(depth):
+            value = [value, value]
+        return value
+
+    first = {"role": "tool", "tool_call_id": "a", "content": shared(64)}
+    assert not same_result(first, {**first, "content": shared(64)})
+    assert same_result(first, dict(first))
+    parts = [{"type": "text", "text": "x"}]
+    assert same_result({"content": parts, "n": 1}, {"content": copy.deepcopy(parts), "n": True})
+    assert not same_result({"content": parts}, {"content": [{"type": "text", "text": "y"}]})
+    assert not same_result({"content": "x"}, {"content": "x", "name": "f"})
+    assert not same_result({"content": float("nan")}, {"content": float("nan")})
 
 
 def test_deep_arguments_that_must_become_text_name_message_and_field() -> None:

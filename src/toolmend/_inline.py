@@ -32,7 +32,7 @@ from ._policy import Policy
 from ._report import Change, Problem
 from ._skeleton import ASSISTANT, TOOL
 from .formats import Format, _openai_chat
-from .formats._openai_chat import FORMAT
+from .formats._openai_chat import FORMAT, same_result
 from .formats._openai_cross import cross_rules, opening_ok
 from .profiles import Profile, compiled, get_profile
 
@@ -168,7 +168,7 @@ def _walk(
                 if first is None:
                     dropped.append(call_id)  # (an id of no call of the block: an orphan)
                     events.append(("unknown", index, call_id))
-                elif messages[first] is message or messages[first] == message:
+                elif same_result(messages[first], message):
                     repeats.append(call_id)
                     events.append(("repeat", index, call_id, first))
                 else:
@@ -187,7 +187,7 @@ def _walk(
                 if first is None:  # (an id of no call of the block: an orphan)
                     dropped.append(call_id)
                     events.append(("unknown", index, call_id))
-                elif messages[first] is not message and messages[first] != message:
+                elif not same_result(messages[first], message):
                     return None  # (another text: the planner's strength test)
                 elif owner == moves_to and call_id in placeheld:
                     # a calling message sent twice, this result too: the pairing gives the

@@ -604,7 +604,7 @@ def mended_range(
                     if request is not None:
                         answers.append((index, owner, block[call_id][0]))
                     continue
-                if message != part[first]:
+                if not _openai_chat.same_result(part[first], message):
                     return None  # another text: the planner's strength test
                 report.add(
                     "duplicate_result",

@@ -363,6 +363,48 @@ def dirty_spans(messages: Sequence[Any], profile: Profile) -> list[tuple[int, in
     return _scan(messages, profile, first_only=False)
 
 
+_FLAT = (str, int, float, bool, type(None))
+"""The values :func:`same_result` compares with ``==`` (each a bounded comparison)."""
+
+
+def same_result(first: Any, second: Any) -> bool:
+    """Whether the result message ``second`` repeats ``first`` word for word, where that is
+    cheap to tell: the same object, or dicts with the same keys whose values are the same
+    objects, equal strings, numbers, booleans or None, or lists of dicts of those (content
+    parts). Anything nested deeper says False, and the path that asked leaves the message to
+    the planner, which reads its text: ``==`` on a cyclic value raised RecursionError out of
+    the repair, and on a value that shares its lists took time exponential in its depth."""
+    if first is second:
+        return True
+    if type(first) is not dict or type(second) is not dict or len(first) != len(second):
+        return False
+    for key, value in first.items():
+        other = second.get(key, second)
+        if value is other:
+            continue
+        if type(value) is list and type(other) is list:
+            if len(value) != len(other) or not all(map(_same_part, value, other)):
+                return False
+        elif type(value) not in _FLAT or type(other) not in _FLAT or value != other:
+            return False
+    return True
+
+
+def _same_part(first: Any, second: Any) -> bool:
+    """Whether two content parts are the same object, or dicts of equal flat values."""
+    if first is second:
+        return True
+    if type(first) is not dict or type(second) is not dict or len(first) != len(second):
+        return False
+    for key, value in first.items():
+        other = second.get(key, second)
+        if value is not other and (
+            type(value) not in _FLAT or type(other) not in _FLAT or value != other
+        ):
+            return False
+    return True
+
+
 def repeated_results(part: Sequence[Any], profile: Profile) -> list[tuple[int, str, int]] | None:
     """The tool messages of a damaged range that repeat, word for word, an earlier result of
     their calling message's block, as (index, call id, index of the first), when they are all
@@ -398,7 +440,7 @@ def repeated_results(part: Sequence[Any], profile: Profile) -> list[tuple[int, s
             if first is None:
                 first_of[call_id] = index
                 kept.append(message)
-            elif message == part[first]:
+            elif same_result(part[first], message):
                 repeats.append((index, call_id, first))
             else:
                 return None
