@@ -1096,3 +1096,22 @@ def test_the_one_walks_report_holds_after_the_caller_edits_its_lists(damaged: bo
     del history[5]
     assert list(fixed.changes) == changes
     assert list(fixed.problems) == problems
+
+
+def test_a_result_id_of_a_str_subclass_is_the_readers_error_not_the_walks_repair() -> None:
+    """A result's ``tool_call_id`` of a ``str`` subclass: the reader refuses it (it takes
+    ``str`` itself) and every target's repair names the message; bound for Mistral the one
+    walk matched it to its call as an equal string and repaired the history."""
+
+    class Text(str):
+        pass
+
+    history = _tool_heavy(3, 1)
+    at = next(i for i, message in enumerate(history) if message["role"] == "tool")
+    history[at]["tool_call_id"] = Text(history[at]["tool_call_id"])
+    assert toolmend._inline.walk_mend(history, get_profile("mistral"), Policy()) is None
+    for provider in ("openai", "mistral"):
+        with pytest.raises(
+            toolmend.InvalidMessageError, match=f"message {at}, field 'tool_call_id'"
+        ):
+            toolmend.repair(history, provider=provider)

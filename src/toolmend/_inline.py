@@ -148,7 +148,7 @@ def _walk(
             if message["content"] is None:
                 return None
             new_id = pending.pop(call_id, None)
-            if new_id is not None and open_block:  # (the common case: its call's result)
+            if new_id is not None and open_block and type(call_id) is str:  # (the common case)
                 answered[call_id] = index
                 copy = message.copy()
                 copy["tool_call_id"] = new_id
