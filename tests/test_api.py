@@ -317,3 +317,27 @@ def test_an_orphan_beside_an_empty_assistant_message_is_kept_as_text(provider: s
     assert fixed.problems_left == ()
     assert toolmend.check(fixed.messages, provider=provider) == []
     assert toolmend.repair(fixed.messages, provider=provider).messages is fixed.messages
+
+
+@pytest.mark.parametrize("provider", ["bedrock", "anthropic", "anthropic-no-prefill"])
+@pytest.mark.parametrize("last", [None, "", "missing"])
+def test_an_orphan_beside_only_a_system_prompt_is_kept_as_text(
+    provider: str, last: str | None
+) -> None:
+    """A system prompt, an orphan result and (perhaps) an empty assistant message: a profile
+    that sends the system prompt apart has nothing else to send once the orphan is dropped
+    (``empty_history`` was left, the result's text lost; a one-pass property found it,
+    Bedrock). The orphan is kept as user text in its place, as when it is all there is."""
+    history: list[dict[str, Any]] = [
+        {"role": "system", "content": "be brief"},
+        result("call_000000000000000000000000", text="result 2"),
+    ]
+    if last != "missing":
+        history.append(assistant(last))
+    fixed = toolmend.repair(history, provider=provider)
+    assert "orphan_result_to_text" in [c.code for c in fixed.changes]
+    assert [m["role"] for m in fixed.messages][:2] == ["system", "user"]
+    assert "result 2" in fixed.messages[1]["content"]
+    assert fixed.problems_left == ()
+    assert toolmend.check(fixed.messages, provider=provider) == []
+    assert toolmend.repair(fixed.messages, provider=provider).messages is fixed.messages

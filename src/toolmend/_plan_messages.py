@@ -415,21 +415,35 @@ def order_messages(state: PlanState) -> None:
 
 def _orphans_alone(state: PlanState) -> bool:
     """Whether the plan keeps nothing of a whole history but its dropped orphans, and an
-    empty request is a problem of the profile."""
-    return (
-        not state.plan.items
-        and bool(state.orphans)
-        and state.skeleton.whole
-        and "empty_history" in state.profile.checks
+    empty request is a problem of the profile: no message left, or (a profile that sends the
+    system prompt apart) only system messages and assistant messages without text or calls,
+    which the judge counts as nothing to send."""
+    if not state.orphans or not state.skeleton.whole or "empty_history" not in state.profile.checks:
+        return False
+    items = state.plan.items
+    if not items:
+        return True
+    if not state.profile.system_apart:
+        return False
+    kinds = state.skeleton.kinds
+    empty = {defect.at for defect in state.skeleton.defects if defect.code == "empty_assistant"}
+    return all(
+        type(item) is Keep
+        and (
+            kinds[item.index] == SYSTEM or (kinds[item.index] == ASSISTANT and item.index in empty)
+        )
+        for item in items
     )
 
 
 def keep_orphans_as_text(state: PlanState) -> None:
-    """A history of nothing but orphans would come out empty, which no request may be: keep
-    the orphans as user text instead of dropping them."""
+    """A history of nothing but orphans (beside a system prompt sent apart) would come out
+    empty, which no request may be: keep the orphans as user text, in their places, instead
+    of dropping them."""
     state.changes = [c for c in state.changes if c.code != "dropped_orphan_result"]
+    texts: list[Item] = [AsText(Keep(index), USER) for index, _ in state.orphans]
+    state.plan.items = sorted([*state.plan.items, *texts], key=source_index)
     for index, slot in state.orphans:
-        state.plan.items.append(AsText(Keep(index), USER))
         result_id = state.skeleton.results[index][slot].id
         state.change(
             "orphan_result_to_text", index, "kept as text: nothing else is left", result_id
