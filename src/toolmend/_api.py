@@ -21,6 +21,7 @@ from ._edits import Plan
 from ._escape import log as _log_text
 from ._findings import Pending, check_texts
 from ._inline import walk_mend, walk_report, walks
+from ._walks import walk_adjacent, walks_adjacent, whole_report
 from ._jsontext import NonFiniteNumberError, UnwritableValueError, locate
 from ._plan_messages import quick_plan
 from ._policy import Mode, Policy, as_policy
@@ -256,6 +257,11 @@ def repair(
     original, messages = messages, sequence_of(module, messages)
     if module.quick_valid(messages, profile):
         return Repair(original)  # the common case: one tight pass that builds nothing
+    if chosen.mode is Mode.REPAIR and walks_adjacent(module, profile, chosen):
+        # (Gemini, Bedrock) the names filled and the common damages mended in one walk
+        walked = _walked_adjacent(module, messages, profile, chosen)
+        if walked is not None:
+            return walked
     if profile.results_need_name and chosen.frontier != "keep":
         # the names a history bound for Gemini lacks outside its damaged ranges (if any):
         # filled by the scan that finds the ranges, the ranges mended on their own
@@ -338,6 +344,31 @@ def _walked(
     # went, the ids it made are unique and in the profile's form, and what it inserted
     # (placeholders, bridges) breaks no rule where it goes, so no judge (and no hook's
     # check of the repaired history) runs on it again, as after the one-pass id rewrite
+    return Repair._deferred(repaired, True, report)
+
+
+def _walked_adjacent(
+    module: Format, messages: Sequence[Any], profile: Profile, policy: Policy
+) -> Repair | None:
+    """:func:`repair` of a history bound for Gemini or Bedrock in one walk
+    (:func:`toolmend._walks.walk_adjacent`): the messages the other paths send, the results'
+    names filled and the common damages mended; the report (the whole history's judge and
+    planner, :func:`toolmend._walks.whole_report`) written when it is first read. None where
+    the walk cannot tell."""
+    walked = walk_adjacent(messages, profile, policy)
+    if walked is None:
+        return None
+    repaired = walked[0]
+    _log_structure(module, messages, repaired)
+    check_texts(profile)
+
+    def report() -> tuple[Sequence[Change], Sequence[Problem]]:
+        """The whole history's changes and problems."""
+        return whole_report(module, messages, profile, policy)
+
+    # nothing left: every message the walk sends passed the one-pass check's rules as it
+    # went, and what it inserted (placeholders, bridges) breaks no rule where it goes
+    # (tests/test_walks.py judges each repaired history), as for Mistral's walk
     return Repair._deferred(repaired, True, report)
 
 

@@ -1,0 +1,431 @@
+"""An OpenAI-shaped history bound for Gemini (names filled) or Bedrock repaired in one walk
+(issue 32).
+
+Both profiles pair each result with the calling message right before its block of results
+(``pairing="adjacent"``); Gemini wants every tool message to carry its call's function name,
+Bedrock takes no user or system message right after a result. The range path (scan, ranges,
+stretches, assembly) costs near 0.5x ``json.dumps`` on a damaged history; :func:`walk_mend`
+does what :func:`toolmend._inline.walk_mend` does for Mistral: it checks each message as the
+one-pass check of an intact history does (``formats/_openai_cross.py``), copies what changes
+(a result's name filled) and mends the common damages where it meets them:
+
+* a calling message's calls left without results: placeholders after its results, when the
+  next assistant message comes;
+* a result sent twice within its block (the same text): dropped;
+* a result no call of its block waits for (its calling message lost): dropped;
+* a user message inside a block of results, before results still to come: those results
+  moved next to their call, the placeholders after them, then (Bedrock) the assistant bridge
+  and the user message;
+* (Bedrock) a user message right after a block of results: the assistant bridge before it.
+
+Anything else (a call id two calls share, a dropped result whose id a call has, a repeat with
+another text, blank content the full path would mend, damage in the first or last stretch, a
+call left waiting at the end) answers None and the other paths run unchanged.
+
+The walk keeps no report: the messages it sends are the whole history's repair (property
+tests in ``tests/test_walks.py`` hold it to that), so the changes and problems are the whole
+history's judge's and planner's, written when the report is first read
+(:meth:`toolmend.Repair._deferred`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ._plan_ids import fresh_id
+from ._planstate import ASSISTANT_BRIDGE_TEXT
+from ._policy import Policy
+from ._repair import plan_repair
+from ._report import Change, Problem
+from ._rules import judge
+from .formats import Format
+from .formats._openai_chat import FORMAT
+from .formats._openai_cross import CrossRules, _ids_test, blank_free, cross_rules, opening_ok
+from .profiles import Profile, get_profile
+
+__all__ = ["walk_adjacent", "walks_adjacent", "whole_report"]
+
+_WALKED: dict[int, tuple[Profile, CrossRules | None]] = {}
+"""``id(profile)`` -> (the profile, its rules where :func:`walk_adjacent` answers for it)."""
+
+_FAMILIES = ("gemini", "bedrock")
+"""The profiles the walk answers for: their own, as :func:`toolmend.profiles.get_profile`
+gives them (a model-picked variant has other rules: the other paths take it)."""
+
+
+def walks_adjacent(module: Format, profile: Profile, policy: Policy) -> bool:
+    """Whether :func:`walk_adjacent` answers for ``module``'s histories under ``profile`` and
+    ``policy``: OpenAI chat messages, Gemini's or Bedrock's own profile, the default
+    repairs."""
+    if (
+        module is not FORMAT
+        or policy.missing_result != "placeholder"
+        or policy.orphan_result != "drop"
+        or policy.frontier == "keep"
+    ):
+        return False
+    return _rules_of(profile) is not None
+
+
+def _rules_of(profile: Profile) -> CrossRules | None:
+    entry = _WALKED.get(id(profile))
+    if entry is None or entry[0] is not profile:
+        rules = None
+        if any(profile == get_profile(name) for name in _FAMILIES):
+            rules = cross_rules(profile)
+        if len(_WALKED) >= 64:
+            _WALKED.clear()
+        entry = _WALKED[id(profile)] = (profile, rules)
+    return entry[1]
+
+
+def walk_adjacent(
+    messages: Sequence[Any], profile: Profile, policy: Policy
+) -> tuple[list[Any], bool] | None:
+    """The messages ``toolmend.repair(messages, provider=profile, policy=policy)`` sends, for a
+    history :func:`walks_adjacent` says the walk answers for, made in one walk, and whether it
+    mended damage (else it only filled names); None where the walk cannot tell or nothing
+    changes: the other paths decide then."""
+    rules = _rules_of(profile)
+    if rules is None:
+        return None
+    try:
+        return _walk(messages, rules, profile, policy.placeholder)
+    except (KeyError, TypeError, AttributeError):
+        return None  # (a field missing or of another type: the range path reports it)
+
+
+def _content_fails(level: int) -> Callable[[Any], bool]:
+    """The test a message's content fails at content ``level`` (see :class:`CrossRules`)."""
+    if level == 1:
+        return _null
+    if level == 2:
+        return _falsy
+    if level == 3:
+        return _blank
+    return _never
+
+
+def _null(content: Any) -> bool:
+    return content is None
+
+
+def _falsy(content: Any) -> bool:
+    return not content
+
+
+def _blank(content: Any) -> bool:
+    if not content:
+        return True
+    if type(content) is str:
+        return content.isspace()
+    return type(content) is list and not blank_free(content)
+
+
+def _never(content: Any) -> bool:
+    return False
+
+
+def _call_content_fails(rules: CrossRules) -> Callable[[Any], bool]:
+    """The test the ``content`` of an assistant message with calls fails."""
+    null_ok, empty_ok = rules.call_content_null_ok, rules.call_content_empty_ok
+    if null_ok and empty_ok:
+        return _never
+    if null_ok:
+        return lambda content: content is not None and not content
+    if empty_ok:
+        return _null
+    return _falsy
+
+
+def _walk(
+    messages: Sequence[Any], rules: CrossRules, profile: Profile, placeholder_text: str
+) -> tuple[list[Any], bool] | None:
+    """:func:`walk_adjacent` under ``rules`` (a ``KeyError`` or ``TypeError`` from a field
+    missing or of another type is the caller's None)."""
+    if len(messages) < 3 or not opening_ok(messages, rules):
+        return None
+    last = messages[-1]
+    if type(last) is not dict or last.get("role") not in ("user", "tool"):
+        return None
+    names = rules.names
+    bridge = rules.after_tool is not None and "user" not in rules.after_tool
+    if rules.after_tool is not None and "system" in rules.after_tool:
+        return None
+    if rules.successors is not None or rules.request_ids or rules.last_roles is not None:
+        return None
+    if rules.tool_text or rules.name_match is not None:
+        return None
+    user_fails = _content_fails(rules.user_content)
+    system_fails = _content_fails(rules.system_content)
+    tool_fails = _content_fails(rules.tool_content)
+    call_fails = _call_content_fails(rules)
+    max_length = rules.max_length
+    ids_ok = _ids_test(rules.id_match) if rules.id_match is not None else None
+    out: list[Any] = []
+    append = out.append
+    call_ids: list[str] = []  # every call id, in order
+    orphans: list[str] = []  # the ids of the results dropped as no call's of their block
+    repeats: list[str] = []  # the ids of the results dropped as a block's second
+    pending: dict[str, str] = {}  # the latest calling message's unanswered calls -> names
+    answered: dict[str, int] = {}  # its answered calls -> the result that answered
+    block_names: dict[str, str] = {}  # its calls -> their function names
+    owner = -1  # its place in ``out``
+    index_of_owner = -1  # its index
+    # a calling message whose calls got placeholders, right before the next calling message:
+    # where its placeholders start in ``out``, its place there, its calls still placeheld
+    # (id -> name), the results moved to it from the next one's block, and that message
+    placed, moved_from, moves_to = -1, -1, -1
+    left_open: dict[str, str] = {}
+    moved: list[Any] = []
+    moved_ids: list[str] = []
+    placeheld: list[tuple[int, int, str]] = []  # (a call's message, its placeholder, its id)
+    open_block = False  # its results come now, nothing between them and it
+    after_results = False  # the message before (in ``out``) is a result
+    held: list[Any] = []  # user messages inside its block, before results still to come
+    late: list[Any] = []  # the results after them (moved next to their call)
+    first_event = last_event = -1
+    first_assistant = last_assistant = -1
+    renamed = False  # a result's name filled
+    for index, message in enumerate(messages):
+        if type(message) is not dict:
+            return None
+        role = message["role"]
+        if role == "tool":
+            call_id = message["tool_call_id"]
+            if tool_fails(message["content"]):
+                return None
+            name = pending.pop(call_id, None)
+            if name is not None:
+                answered[call_id] = index
+                if names and message.get("name") != name:
+                    copy = message.copy()
+                    copy["name"] = name
+                    message = copy
+                    renamed = True
+                if held:
+                    late.append(message)
+                    last_event = index
+                    continue
+                if not open_block:
+                    return None  # (not reached: a result of a closed block is no call's)
+                append(message)
+                after_results = True
+                continue
+            if type(call_id) is not str or not call_id or held:
+                return None
+            if not open_block:  # (after assistant text or a user message: no call's)
+                orphans.append(call_id)
+                if first_event < 0:
+                    first_event = index
+                last_event = index
+                continue
+            first = answered.get(call_id)
+            if first is not None and messages[first] is not message:
+                if messages[first] != message:
+                    return None  # (another text: the planner's strength test)
+            if first is None:
+                if call_id in block_names:
+                    return None  # (not reached: a call of the block is pending or answered)
+                orphans.append(call_id)
+            elif moves_to == index_of_owner and call_id in left_open:
+                # a calling message sent twice, this result too: the pairing gives the repeat
+                # to the first copy's call, left open, and it goes there
+                if names and message.get("name") != left_open[call_id]:
+                    message = message.copy()
+                    message["name"] = left_open[call_id]
+                del left_open[call_id]
+                moved.append(message)
+                moved_ids.append(call_id)
+                count = len(moved) + len(left_open)
+                out[placed : placed + count] = [
+                    *moved,
+                    *(
+                        _placeholder(open_id, name, placeholder_text, names)
+                        for open_id, name in left_open.items()
+                    ),
+                ]
+                del placeheld[len(placeheld) - len(left_open) - 1 :]
+                placeheld += (
+                    (moved_from, placed + len(moved) + slot, open_id)
+                    for slot, open_id in enumerate(left_open)
+                )
+            else:
+                repeats.append(call_id)
+            if first_event < 0:
+                first_event = index
+            last_event = index
+            continue
+        if role == "user":
+            if "tool_calls" in message or user_fails(message["content"]):
+                return None
+            if held or (open_block and pending):
+                held.append(message)  # (inside the block: results may come after it)
+                open_block = False
+                after_results = False
+                last_event = index
+                if first_event < 0:
+                    first_event = index
+                continue
+            if bridge and after_results:
+                append(_BRIDGE.copy())
+                last_event = index
+                if first_event < 0:
+                    first_event = index
+            open_block = False
+            after_results = False
+            append(message)
+            continue
+        if role == "system" or role == "developer":
+            if "tool_calls" in message or system_fails(message["content"]):
+                return None
+            if held or (open_block and pending) or (bridge and after_results):
+                return None
+            open_block = False
+            after_results = False
+            append(message)
+            continue
+        if role != "assistant" or "function_call" in message:
+            return None
+        # an assistant message: the latest calling message's block ends
+        if held or pending:
+            out.extend(late)
+            late = []
+            placed, moved_from, left_open, moved = len(out), owner, pending, []
+            moves_to = -1 if held else index  # (this message, if it calls)
+            for call_id, name in pending.items():  # (in slot order: the message's order)
+                placeheld.append((owner, len(out), call_id))
+                append(_placeholder(call_id, name, placeholder_text, names))
+            if held:
+                if bridge:
+                    append(_BRIDGE.copy())
+                out.extend(held)
+                held = []
+            last_event = index - 1
+            if first_event < 0:
+                first_event = index - 1
+            pending = {}
+        if first_assistant < 0:
+            first_assistant = index
+        last_assistant = index
+        after_results = False
+        tool_calls = message.get("tool_calls")
+        if tool_calls is None:
+            if not message["content"]:
+                return None
+            open_block = False
+            append(message)
+            continue
+        if type(tool_calls) is not list or not tool_calls or call_fails(message["content"]):
+            return None
+        answered = {}
+        block_names = {}
+        for call in tool_calls:
+            if type(call) is not dict or call["type"] is None:
+                return None
+            call_id = call["id"]
+            function = call["function"]
+            if (
+                type(call_id) is not str
+                or not call_id
+                or len(call_id) > max_length
+                or call_id in block_names
+                or type(function) is not dict
+            ):
+                return None
+            name = function["name"]
+            if type(function["arguments"]) is not str or type(name) is not str or not name:
+                return None
+            block_names[call_id] = name
+            call_ids.append(call_id)
+        pending = block_names.copy()
+        index_of_owner = index
+        owner = len(out)
+        append(message)
+        open_block = True
+    if held or pending:
+        return None  # (waiting at the end: the newest input's rules)
+    if first_event >= 0 and (first_event < first_assistant or last_event >= last_assistant):
+        return None  # (damage in the first or last stretch: the range path's rules there)
+    if first_event < 0 and not renamed:
+        return None  # (nothing to change: the one-pass check decides)
+    known = set(call_ids)
+    if not known.isdisjoint(orphans):
+        return None  # (a result another call answers: the whole history decides)
+    if ids_ok is not None and not ids_ok(call_ids):
+        return None
+    if len(known) != len(call_ids) or moved_ids:
+        if not _repeats_apart(call_ids, repeats, moved_ids):
+            return None  # (a repeat the planner moves to a copy of its calling message)
+        _renew_shared(out, call_ids, known, placeheld, profile)
+    return out, first_event >= 0
+
+
+def _repeats_apart(call_ids: list[str], repeats: list[str], moved_ids: list[str]) -> bool:
+    """Whether no dropped repeat answers a call whose id another call has, and each repeat
+    moved to a copy of its calling message answers an id two calls have, no more."""
+    uses: dict[str, int] = {}
+    for call_id in call_ids:
+        uses[call_id] = uses.get(call_id, 0) + 1
+    return all(uses[call_id] == 1 for call_id in repeats) and all(
+        uses[call_id] == 2 for call_id in moved_ids
+    )
+
+
+def _renew_shared(
+    out: list[Any],
+    call_ids: list[str],
+    known: set[str],
+    placeheld: list[tuple[int, int, str]],
+    profile: Profile,
+) -> None:
+    """Give each call answered with a placeholder whose id another call has (a calling
+    message sent twice, the first copy's calls left without results) a new id, in history
+    order, as the planner's id step does (:func:`toolmend._plan_ids.rewrite_ids`)."""
+    uses: dict[str, int] = {}
+    for call_id in call_ids:
+        uses[call_id] = uses.get(call_id, 0) + 1
+    taken = set(known)
+    next_try: dict[str, int] = {}
+    copied: set[int] = set()
+    for at, placed, call_id in placeheld:
+        if uses[call_id] < 2:
+            continue
+        new_id = fresh_id(call_id, profile, taken, next_try)
+        if at not in copied:
+            message = out[at] = out[at].copy()
+            message["tool_calls"] = [call.copy() for call in message["tool_calls"]]
+            copied.add(at)
+        for call in out[at]["tool_calls"]:
+            if call["id"] == call_id:
+                call["id"] = new_id
+        placeholder = out[placed] = out[placed].copy()
+        placeholder["tool_call_id"] = new_id
+
+
+def _placeholder(call_id: str, name: str, text: str, names: bool) -> dict[str, Any]:
+    if names:
+        return {"role": "tool", "tool_call_id": call_id, "content": text, "name": name}
+    return {"role": "tool", "tool_call_id": call_id, "content": text}
+
+
+_BRIDGE = {"role": "assistant", "content": ASSISTANT_BRIDGE_TEXT}
+
+
+def whole_report(
+    module: Format, messages: Sequence[Any], profile: Profile, policy: Policy
+) -> tuple[list[Change], list[Problem]]:
+    """The changes and problems of the repair of ``messages``, from the whole history's
+    judge and planner (what the range path's report is held to): written only when a walked
+    repair's report is read."""
+    skeleton = module.read(messages)
+    problems = judge(skeleton, profile)
+    _, changes = plan_repair(
+        skeleton,
+        profile,
+        policy,
+        lambda index, slot: module.result_text(messages[index], slot),
+        {problem.code for problem in problems},
+    )
+    return changes, problems
