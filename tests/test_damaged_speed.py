@@ -21,10 +21,10 @@ import toolmend
 import toolmend._api
 import toolmend._findings
 import toolmend._inline
-import toolmend._walks
 import toolmend._plan_ids
 import toolmend._planstate
 import toolmend._quickmend
+import toolmend._walks
 from toolmend import formats
 from toolmend._api import _read_range, result_reader
 from toolmend._plan_messages import quick_plan
@@ -1191,3 +1191,36 @@ def test_the_bench_histories_are_walked(monkeypatch: pytest.MonkeyPatch, provide
         walked = toolmend._walks.walk_adjacent(history, profile, Policy())
         assert walked is not None and walked[1]
         assert walked[0] == whole_repair(module, history, profile, Policy())[0]
+
+
+@pytest.mark.parametrize("length", [64, 65])
+def test_a_walked_history_with_a_long_id_is_the_full_paths(length: int) -> None:
+    """Bedrock takes call ids of 1 to 64 characters: the walk tests the lengths of the ids it
+    keeps (the one-pass check tests them where it reads each), so a damaged history with a
+    65-character id is the full path's to repair."""
+    history = _damaged_as_benched(_tool_heavy(30, 1), 6, 1)
+    long_id = "x" * length
+    at = next(i for i, m in enumerate(history) if i > 8 and m.get("tool_calls"))
+    old = history[at]["tool_calls"][0]["id"]
+    history = [
+        {
+            **m,
+            "tool_calls": [
+                {**c, "id": long_id if c["id"] == old else c["id"]} for c in m["tool_calls"]
+            ],
+        }
+        if m.get("tool_calls")
+        else {**m, "tool_call_id": long_id}
+        if m.get("tool_call_id") == old
+        else m
+        for m in history
+    ]
+    profile = get_profile("bedrock")
+    module = formats.get("openai")
+    walked = toolmend._walks.walk_adjacent(history, profile, Policy())
+    assert (walked is None) == (length > 64)
+    expected, changes = whole_repair(module, history, profile, Policy())
+    fixed = toolmend.repair(history, provider="bedrock")
+    assert fixed.messages == expected
+    assert list(fixed.changes) == changes
+    assert fixed.problems_left == () == tuple(judge(openai_chat.read(fixed.messages), profile))

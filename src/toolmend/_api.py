@@ -21,7 +21,6 @@ from ._edits import Plan
 from ._escape import log as _log_text
 from ._findings import Pending, check_texts
 from ._inline import walk_mend, walk_report, walks
-from ._walks import walk_adjacent, walks_adjacent, whole_report
 from ._jsontext import NonFiniteNumberError, UnwritableValueError, locate
 from ._plan_messages import quick_plan
 from ._policy import Mode, Policy, as_policy
@@ -48,6 +47,7 @@ from ._report import (
 from ._routing import derived_profile
 from ._rules import judge
 from ._skeleton import RequestIds, Skeleton
+from ._walks import walk_adjacent, walks_adjacent, whole_report
 from .formats import Format, detect, get
 from .profiles import Profile, get_profile
 

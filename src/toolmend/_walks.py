@@ -41,7 +41,13 @@ from ._report import Change, Problem
 from ._rules import judge
 from .formats import Format
 from .formats._openai_chat import FORMAT
-from .formats._openai_cross import CrossRules, _ids_test, blank_free, cross_rules, opening_ok
+from .formats._openai_cross import (
+    CrossRules,
+    all_ids_match,
+    blank_free,
+    cross_rules,
+    opening_ok,
+)
 from .profiles import Profile, get_profile
 
 __all__ = ["walk_adjacent", "walks_adjacent", "whole_report"]
@@ -161,16 +167,16 @@ def _walk(
     system_fails = _content_fails(rules.system_content)
     tool_fails = _content_fails(rules.tool_content)
     call_fails = _call_content_fails(rules)
-    max_length = rules.max_length
-    ids_ok = _ids_test(rules.id_match) if rules.id_match is not None else None
+    if rules.max_length < 1 << 30:
+        return None
+    tool_level = rules.tool_content
+    ids_ok = all_ids_match(rules.id_match) if rules.id_match is not None else None
     out: list[Any] = []
     append = out.append
     call_ids: list[str] = []  # every call id, in order
     orphans: list[str] = []  # the ids of the results dropped as no call's of their block
     repeats: list[str] = []  # the ids of the results dropped as a block's second
     pending: dict[str, str] = {}  # the latest calling message's unanswered calls -> names
-    answered: dict[str, int] = {}  # its answered calls -> the result that answered
-    block_names: dict[str, str] = {}  # its calls -> their function names
     owner = -1  # its place in ``out``
     index_of_owner = -1  # its index
     # a calling message whose calls got placeholders, right before the next calling message:
@@ -182,7 +188,6 @@ def _walk(
     moved_ids: list[str] = []
     placeheld: list[tuple[int, int, str]] = []  # (a call's message, its placeholder, its id)
     open_block = False  # its results come now, nothing between them and it
-    after_results = False  # the message before (in ``out``) is a result
     held: list[Any] = []  # user messages inside its block, before results still to come
     late: list[Any] = []  # the results after them (moved next to their call)
     first_event = last_event = -1
@@ -194,24 +199,30 @@ def _walk(
         role = message["role"]
         if role == "tool":
             call_id = message["tool_call_id"]
-            if tool_fails(message["content"]):
-                return None
+            if tool_level:
+                content = message["content"]
+                if (
+                    (not content or (type(content) is str and content.isspace()))
+                    if tool_level == 3
+                    else tool_fails(content)
+                ):
+                    return None
+                if type(content) is list and tool_level == 3 and not blank_free(content):
+                    return None
             name = pending.pop(call_id, None)
             if name is not None:
-                answered[call_id] = index
                 if names and message.get("name") != name:
                     copy = message.copy()
                     copy["name"] = name
                     message = copy
                     renamed = True
-                if held:
-                    late.append(message)
-                    last_event = index
+                if open_block:  # (the common case: its call's result)
+                    append(message)
                     continue
-                if not open_block:
+                if not held:
                     return None  # (not reached: a result of a closed block is no call's)
-                append(message)
-                after_results = True
+                late.append(message)
+                last_event = index
                 continue
             if type(call_id) is not str or not call_id or held:
                 return None
@@ -221,13 +232,12 @@ def _walk(
                     first_event = index
                 last_event = index
                 continue
-            first = answered.get(call_id)
-            if first is not None and messages[first] is not message:
-                if messages[first] != message:
-                    return None  # (another text: the planner's strength test)
+            if index - index_of_owner > _LONGEST_BLOCK:
+                return None  # (each extra result reads its block back: the range path)
+            first = _answered_at(messages, index_of_owner, index, call_id)
+            if first is not None and messages[first] is not message and messages[first] != message:
+                return None  # (another text: the planner's strength test)
             if first is None:
-                if call_id in block_names:
-                    return None  # (not reached: a call of the block is pending or answered)
                 orphans.append(call_id)
             elif moves_to == index_of_owner and call_id in left_open:
                 # a calling message sent twice, this result too: the pairing gives the repeat
@@ -263,27 +273,24 @@ def _walk(
             if held or (open_block and pending):
                 held.append(message)  # (inside the block: results may come after it)
                 open_block = False
-                after_results = False
                 last_event = index
                 if first_event < 0:
                     first_event = index
                 continue
-            if bridge and after_results:
+            if bridge and out and out[-1]["role"] == "tool":
                 append(_BRIDGE.copy())
                 last_event = index
                 if first_event < 0:
                     first_event = index
             open_block = False
-            after_results = False
             append(message)
             continue
         if role == "system" or role == "developer":
             if "tool_calls" in message or system_fails(message["content"]):
                 return None
-            if held or (open_block and pending) or (bridge and after_results):
+            if held or (open_block and pending) or (bridge and out and out[-1]["role"] == "tool"):
                 return None
             open_block = False
-            after_results = False
             append(message)
             continue
         if role != "assistant" or "function_call" in message:
@@ -309,7 +316,6 @@ def _walk(
         if first_assistant < 0:
             first_assistant = index
         last_assistant = index
-        after_results = False
         tool_calls = message.get("tool_calls")
         if tool_calls is None:
             if not message["content"]:
@@ -319,8 +325,6 @@ def _walk(
             continue
         if type(tool_calls) is not list or not tool_calls or call_fails(message["content"]):
             return None
-        answered = {}
-        block_names = {}
         for call in tool_calls:
             if type(call) is not dict or call["type"] is None:
                 return None
@@ -329,17 +333,15 @@ def _walk(
             if (
                 type(call_id) is not str
                 or not call_id
-                or len(call_id) > max_length
-                or call_id in block_names
+                or call_id in pending
                 or type(function) is not dict
             ):
                 return None
             name = function["name"]
             if type(function["arguments"]) is not str or type(name) is not str or not name:
                 return None
-            block_names[call_id] = name
+            pending[call_id] = name
             call_ids.append(call_id)
-        pending = block_names.copy()
         index_of_owner = index
         owner = len(out)
         append(message)
@@ -402,6 +404,22 @@ def _renew_shared(
                 call["id"] = new_id
         placeholder = out[placed] = out[placed].copy()
         placeholder["tool_call_id"] = new_id
+
+
+_LONGEST_BLOCK = 256
+"""The most messages between a calling message and a result it does not wait for (a repeat
+or an orphan) that the walk reads back for its first answer; beyond, the range path."""
+
+
+def _answered_at(messages: Sequence[Any], owner: int, index: int, call_id: str) -> int | None:
+    """The index of the first result of the block of the calling message at ``owner`` that
+    answers ``call_id`` before ``index``, if any (the block's results are all tool messages,
+    but for the repeats and orphans the walk drops among them)."""
+    for at in range(owner + 1, index):
+        message = messages[at]
+        if message["role"] == "tool" and message["tool_call_id"] == call_id:
+            return at
+    return None
 
 
 def _placeholder(call_id: str, name: str, text: str, names: bool) -> dict[str, Any]:
