@@ -1074,7 +1074,7 @@ def test_an_intact_mistral_history_is_rewritten_in_the_one_walk(
     assert fixed.problems_left == ()
 
 
-ADJACENT_WALKED = ["gemini", "bedrock"]
+ADJACENT_WALKED = ["gemini", "bedrock", "anthropic"]
 
 
 def _named_at_random(draw: st.DrawFn, history: list[Any]) -> list[Any]:
@@ -1113,10 +1113,10 @@ def _adjacent_cases(draw: st.DrawFn) -> list[Any]:
     provider=st.sampled_from(ADJACENT_WALKED),
     policy=st.sampled_from(POLICIES),
 )
-def test_a_gemini_or_bedrock_history_mended_in_one_walk_is_the_full_paths(
+def test_a_history_mended_in_the_adjacent_walk_is_the_full_paths(
     history: list[Any], provider: str, policy: Policy
 ) -> None:
-    """Bound for Gemini (every result named after its call) or Bedrock, wherever the one
+    """Bound for Gemini (every result named after its call), Bedrock or Anthropic, wherever the one
     walk (:func:`toolmend._walks.walk_adjacent`) answers for a history, it sends the whole
     history's repair, says whether it mended damage, and the repair reports the whole path's
     changes and problems (built when first read), nothing left; where it answers None,
@@ -1147,10 +1147,11 @@ def test_a_gemini_or_bedrock_history_mended_in_one_walk_is_the_full_paths(
 
 @pytest.mark.parametrize("provider", ADJACENT_WALKED)
 @pytest.mark.parametrize("seed", range(4))
-def test_a_benched_gemini_or_bedrock_history_is_mended_in_one_walk(
+def test_a_benched_history_is_mended_in_the_adjacent_walk(
     monkeypatch: pytest.MonkeyPatch, provider: str, seed: int
 ) -> None:
-    """A tool-heavy history damaged as the benchmark damages it, bound for Gemini or Bedrock:
+    """A tool-heavy history damaged as the benchmark damages it, bound for Gemini, Bedrock or
+    Anthropic:
     repaired in one walk, no range scan (``dirty_spans``, ``named_spans``), no range mended;
     the whole path's messages, changes and problems."""
     history = _damaged_as_benched(_tool_heavy(60, seed), 8, seed)

@@ -55,7 +55,7 @@ __all__ = ["walk_adjacent", "walks_adjacent", "whole_report"]
 _WALKED: dict[int, tuple[Profile, CrossRules | None]] = {}
 """``id(profile)`` -> (the profile, its rules where :func:`walk_adjacent` answers for it)."""
 
-_FAMILIES = ("gemini", "bedrock")
+_FAMILIES = ("gemini", "bedrock", "anthropic")
 """The profiles the walk answers for: their own, as :func:`toolmend.profiles.get_profile`
 gives them (a model-picked variant has other rules: the other paths take it)."""
 
@@ -159,10 +159,11 @@ def _walk(
     bridge = rules.after_tool is not None and "user" not in rules.after_tool
     if rules.after_tool is not None and "system" in rules.after_tool:
         return None
-    if rules.successors is not None or rules.request_ids or rules.last_roles is not None:
+    if rules.successors is not None or rules.last_roles is not None or rules.tool_text:
         return None
-    if rules.tool_text or rules.name_match is not None:
-        return None
+    request_ids = rules.request_ids
+    name_match = rules.name_match
+    function_names: set[str] = set()
     user_fails = _content_fails(rules.user_content)
     system_fails = _content_fails(rules.system_content)
     tool_fails = _content_fails(rules.tool_content)
@@ -174,6 +175,7 @@ def _walk(
     out: list[Any] = []
     append = out.append
     call_ids: list[str] = []  # every call id, in order
+    callers: list[int] = []  # the calling messages' places in ``out``
     orphans: list[str] = []  # the ids of the results dropped as no call's of their block
     repeats: list[str] = []  # the ids of the results dropped as a block's second
     pending: dict[str, str] = {}  # the latest calling message's unanswered calls -> names
@@ -342,8 +344,10 @@ def _walk(
                 return None
             pending[call_id] = name
             call_ids.append(call_id)
+            function_names.add(name)
         index_of_owner = index
         owner = len(out)
+        callers.append(owner)
         append(message)
         open_block = True
     if held or pending:
@@ -357,10 +361,12 @@ def _walk(
         return None  # (a result another call answers: the whole history decides)
     if ids_ok is not None and not ids_ok(call_ids):
         return None
+    if name_match is not None and not all(map(name_match, function_names)):
+        return None
     if len(known) != len(call_ids) or moved_ids:
         if not _repeats_apart(call_ids, repeats, moved_ids):
             return None  # (a repeat the planner moves to a copy of its calling message)
-        _renew_shared(out, call_ids, known, placeheld, profile)
+        _renew_shared(out, call_ids, known, placeheld, callers, profile, request_ids)
     return out, first_event >= 0
 
 
@@ -380,30 +386,51 @@ def _renew_shared(
     call_ids: list[str],
     known: set[str],
     placeheld: list[tuple[int, int, str]],
+    callers: list[int],
     profile: Profile,
+    request_ids: bool,
 ) -> None:
-    """Give each call answered with a placeholder whose id another call has (a calling
-    message sent twice, the first copy's calls left without results) a new id, in history
-    order, as the planner's id step does (:func:`toolmend._plan_ids.rewrite_ids`)."""
+    """Give new ids, in history order, as the planner's id step does
+    (:func:`toolmend._plan_ids.rewrite_ids`), to each call answered with a placeholder whose
+    id another call has (a calling message sent twice, the first copy's calls left without
+    results) and, where ids are unique in the request (``request_ids``), to each later call
+    of an id a call before it kept; a result takes its call's new id. Only the ids two calls
+    share are looked at."""
     uses: dict[str, int] = {}
     for call_id in call_ids:
         uses[call_id] = uses.get(call_id, 0) + 1
+    shared_ids = {call_id for call_id, count in uses.items() if count > 1}
+    shared = {(at, call_id) for at, _, call_id in placeheld if call_id in shared_ids}
     taken = set(known)
     next_try: dict[str, int] = {}
-    copied: set[int] = set()
-    for at, placed, call_id in placeheld:
-        if uses[call_id] < 2:
+    seen: set[str] = set()  # (the ids kept, and the new ones: only shared ids repeat)
+    for at in callers if request_ids else sorted({at for at, _ in shared}):
+        message = out[at]
+        tool_calls = message["tool_calls"]
+        renamed: dict[str, str] = {}
+        for call in tool_calls:
+            call_id = call["id"]
+            if call_id not in shared_ids:
+                continue
+            if (request_ids and call_id in seen) or (at, call_id) in shared:
+                new_id = renamed[call_id] = fresh_id(call_id, profile, taken, next_try)
+                seen.add(new_id)
+            else:
+                seen.add(call_id)
+        if not renamed:
             continue
-        new_id = fresh_id(call_id, profile, taken, next_try)
-        if at not in copied:
-            message = out[at] = out[at].copy()
-            message["tool_calls"] = [call.copy() for call in message["tool_calls"]]
-            copied.add(at)
-        for call in out[at]["tool_calls"]:
-            if call["id"] == call_id:
-                call["id"] = new_id
-        placeholder = out[placed] = out[placed].copy()
-        placeholder["tool_call_id"] = new_id
+        copy = out[at] = message.copy()
+        copy["tool_calls"] = [
+            {**call, "id": renamed[call["id"]]} if call["id"] in renamed else call
+            for call in tool_calls
+        ]
+        for after in range(at + 1, len(out)):
+            result = out[after]
+            if result["role"] != "tool":
+                break
+            if result["tool_call_id"] in renamed:
+                result = out[after] = result.copy()
+                result["tool_call_id"] = renamed[result["tool_call_id"]]
 
 
 _LONGEST_BLOCK = 256
