@@ -47,7 +47,7 @@ from ._report import (
 from ._routing import derived_profile
 from ._rules import judge
 from ._skeleton import RequestIds, Skeleton
-from ._walks import walk_adjacent, walks_adjacent, whole_report
+from ._walks import walk_adjacent, walks_adjacent
 from .formats import Format, detect, get
 from .profiles import Profile, get_profile
 
@@ -258,10 +258,19 @@ def repair(
     if module.quick_valid(messages, profile):
         return Repair(original)  # the common case: one tight pass that builds nothing
     if chosen.mode is Mode.REPAIR and walks_adjacent(module, profile, chosen):
-        # (Gemini, Bedrock) the names filled and the common damages mended in one walk
+        # (Gemini, Bedrock, Anthropic) the names filled and the common damages mended in one
+        # walk
         walked = _walked_adjacent(module, messages, profile, chosen)
         if walked is not None:
             return walked
+    return _ranged(module, messages, profile, chosen, original)
+
+
+def _ranged(
+    module: Format, messages: Sequence[Any], profile: Profile, chosen: Policy, original: Any
+) -> Repair:
+    """:func:`repair` past the one-pass check and the adjacent walk: the names scan, Mistral's
+    walk, the one-pass names and ids repair, the ranges."""
     if profile.results_need_name and chosen.frontier != "keep":
         # the names a history bound for Gemini lacks outside its damaged ranges (if any):
         # filled by the scan that finds the ranges, the ranges mended on their own
@@ -352,9 +361,8 @@ def _walked_adjacent(
 ) -> Repair | None:
     """:func:`repair` of a history bound for Gemini or Bedrock in one walk
     (:func:`toolmend._walks.walk_adjacent`): the messages the other paths send, the results'
-    names filled and the common damages mended; the report (the whole history's judge and
-    planner, :func:`toolmend._walks.whole_report`) written when it is first read. None where
-    the walk cannot tell."""
+    names filled and the common damages mended; the report (the range path's, which is the
+    whole history's) written when it is first read. None where the walk cannot tell."""
     walked = walk_adjacent(messages, profile, policy)
     if walked is None:
         return None
@@ -363,8 +371,11 @@ def _walked_adjacent(
     check_texts(profile)
 
     def report() -> tuple[Sequence[Change], Sequence[Problem]]:
-        """The whole history's changes and problems."""
-        return whole_report(module, messages, profile, policy)
+        """The whole history's changes and problems, as the range path reports them (its
+        report is held to the whole history's: half to a fifth of the cost of judging and
+        planning it whole)."""
+        ranged = _ranged(module, messages, profile, policy, messages)
+        return ranged.changes, ranged.problems
 
     # nothing left: every message the walk sends passed the one-pass check's rules as it
     # went, and what it inserted (placeholders, bridges) breaks no rule where it goes

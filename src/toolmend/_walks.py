@@ -1,31 +1,35 @@
-"""An OpenAI-shaped history bound for Gemini (names filled) or Bedrock repaired in one walk
-(issue 32).
+"""An OpenAI-shaped history bound for Gemini (names filled), Bedrock or Anthropic repaired in
+one walk (issue 32).
 
-Both profiles pair each result with the calling message right before its block of results
+These profiles pair each result with the calling message right before its block of results
 (``pairing="adjacent"``); Gemini wants every tool message to carry its call's function name,
-Bedrock takes no user or system message right after a result. The range path (scan, ranges,
-stretches, assembly) costs near 0.5x ``json.dumps`` on a damaged history; :func:`walk_mend`
-does what :func:`toolmend._inline.walk_mend` does for Mistral: it checks each message as the
-one-pass check of an intact history does (``formats/_openai_cross.py``), copies what changes
-(a result's name filled) and mends the common damages where it meets them:
+Bedrock takes no user or system message right after a result, Anthropic wants call ids unique
+in the request. The range path (scan, ranges, stretches, assembly) cost near 0.5x
+``json.dumps`` on a damaged history; :func:`walk_adjacent` does what
+:func:`toolmend._inline.walk_mend` does for Mistral: it checks each message as the one-pass
+check of an intact history does (``formats/_openai_cross.py``), copies what changes (a
+result's name filled) and mends the common damages where it meets them:
 
 * a calling message's calls left without results: placeholders after its results, when the
   next assistant message comes;
-* a result sent twice within its block (the same text): dropped;
+* a result sent twice within its block (the same text): dropped; after a calling message
+  sent twice, moved to the first copy's open call, as the planner moves it;
 * a result no call of its block waits for (its calling message lost): dropped;
 * a user message inside a block of results, before results still to come: those results
   moved next to their call, the placeholders after them, then (Bedrock) the assistant bridge
   and the user message;
-* (Bedrock) a user message right after a block of results: the assistant bridge before it.
+* (Bedrock) a user message right after a block of results: the assistant bridge before it;
+* a call answered by a placeholder whose id another call has, and (Anthropic) a later call of
+  an id an earlier call kept: a new id, as the planner's id step makes it.
 
-Anything else (a call id two calls share, a dropped result whose id a call has, a repeat with
-another text, blank content the full path would mend, damage in the first or last stretch, a
-call left waiting at the end) answers None and the other paths run unchanged.
+Anything else (a dropped result whose id a call has, a repeat with another text, blank
+content the full path would mend, damage in the first or last stretch, a call left waiting at
+the end) answers None and the other paths run unchanged.
 
 The walk keeps no report: the messages it sends are the whole history's repair (property
-tests in ``tests/test_walks.py`` hold it to that), so the changes and problems are the whole
-history's judge's and planner's, written when the report is first read
-(:meth:`toolmend.Repair._deferred`).
+tests in ``tests/test_damaged_speed.py`` hold it to that), so the changes and problems are
+the range path's (held to the whole history's), which ``toolmend._api`` runs when the report
+is first read (:meth:`toolmend.Repair._deferred`).
 """
 
 from __future__ import annotations
@@ -36,9 +40,6 @@ from typing import Any
 from ._plan_ids import fresh_id
 from ._planstate import ASSISTANT_BRIDGE_TEXT
 from ._policy import Policy
-from ._repair import plan_repair
-from ._report import Change, Problem
-from ._rules import judge
 from .formats import Format
 from .formats._openai_chat import FORMAT
 from .formats._openai_cross import (
@@ -50,7 +51,7 @@ from .formats._openai_cross import (
 )
 from .profiles import Profile, get_profile
 
-__all__ = ["walk_adjacent", "walks_adjacent", "whole_report"]
+__all__ = ["walk_adjacent", "walks_adjacent"]
 
 _WALKED: dict[int, tuple[Profile, CrossRules | None]] = {}
 """``id(profile)`` -> (the profile, its rules where :func:`walk_adjacent` answers for it)."""
@@ -456,21 +457,3 @@ def _placeholder(call_id: str, name: str, text: str, names: bool) -> dict[str, A
 
 
 _BRIDGE = {"role": "assistant", "content": ASSISTANT_BRIDGE_TEXT}
-
-
-def whole_report(
-    module: Format, messages: Sequence[Any], profile: Profile, policy: Policy
-) -> tuple[list[Change], list[Problem]]:
-    """The changes and problems of the repair of ``messages``, from the whole history's
-    judge and planner (what the range path's report is held to): written only when a walked
-    repair's report is read."""
-    skeleton = module.read(messages)
-    problems = judge(skeleton, profile)
-    _, changes = plan_repair(
-        skeleton,
-        profile,
-        policy,
-        lambda index, slot: module.result_text(messages[index], slot),
-        {problem.code for problem in problems},
-    )
-    return changes, problems
