@@ -1074,7 +1074,7 @@ def test_an_intact_mistral_history_is_rewritten_in_the_one_walk(
     assert fixed.problems_left == ()
 
 
-ADJACENT_WALKED = ["gemini", "bedrock", "anthropic"]
+ADJACENT_WALKED = ["gemini", "bedrock", "anthropic", "openai"]
 
 
 def _named_at_random(draw: st.DrawFn, history: list[Any]) -> list[Any]:
@@ -1194,11 +1194,15 @@ def test_the_bench_histories_are_walked(monkeypatch: pytest.MonkeyPatch, provide
         assert walked[0] == whole_repair(module, history, profile, Policy())[0]
 
 
-@pytest.mark.parametrize("length", [64, 65])
-def test_a_walked_history_with_a_long_id_is_the_full_paths(length: int) -> None:
-    """Bedrock takes call ids of 1 to 64 characters: the walk tests the lengths of the ids it
-    keeps (the one-pass check tests them where it reads each), so a damaged history with a
-    65-character id is the full path's to repair."""
+@pytest.mark.parametrize(("provider", "limit"), [("bedrock", 64), ("openai", 40)])
+@pytest.mark.parametrize("over", [0, 1])
+def test_a_walked_history_with_a_long_id_is_the_full_paths(
+    provider: str, limit: int, over: int
+) -> None:
+    """Bedrock takes call ids of 1 to 64 characters, OpenAI of up to 40: the walk tests the
+    lengths of the ids it keeps (the one-pass check tests them where it reads each), so a
+    damaged history with a longer id is the full path's to repair."""
+    length = limit + over
     history = _damaged_as_benched(_tool_heavy(30, 1), 6, 1)
     long_id = "x" * length
     at = next(i for i, m in enumerate(history) if i > 8 and m.get("tool_calls"))
@@ -1216,12 +1220,12 @@ def test_a_walked_history_with_a_long_id_is_the_full_paths(length: int) -> None:
         else m
         for m in history
     ]
-    profile = get_profile("bedrock")
+    profile = get_profile(provider)
     module = formats.get("openai")
     walked = toolmend._walks.walk_adjacent(history, profile, Policy())
-    assert (walked is None) == (length > 64)
+    assert (walked is None) == (length > limit)
     expected, changes = whole_repair(module, history, profile, Policy())
-    fixed = toolmend.repair(history, provider="bedrock")
+    fixed = toolmend.repair(history, provider=provider)
     assert fixed.messages == expected
     assert list(fixed.changes) == changes
     assert fixed.problems_left == () == tuple(judge(openai_chat.read(fixed.messages), profile))

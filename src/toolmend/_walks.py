@@ -56,7 +56,7 @@ __all__ = ["walk_adjacent", "walks_adjacent"]
 _WALKED: dict[int, tuple[Profile, CrossRules | None]] = {}
 """``id(profile)`` -> (the profile, its rules where :func:`walk_adjacent` answers for it)."""
 
-_FAMILIES = ("gemini", "bedrock", "anthropic")
+_FAMILIES = ("gemini", "bedrock", "anthropic", "openai")
 """The profiles the walk answers for: their own, as :func:`toolmend.profiles.get_profile`
 gives them (a model-picked variant has other rules: the other paths take it)."""
 
@@ -169,8 +169,7 @@ def _walk(
     system_fails = _content_fails(rules.system_content)
     tool_fails = _content_fails(rules.tool_content)
     call_fails = _call_content_fails(rules)
-    if rules.max_length < 1 << 30:
-        return None
+    max_length = rules.max_length
     tool_level = rules.tool_content
     ids_ok = all_ids_match(rules.id_match) if rules.id_match is not None else None
     out: list[Any] = []
@@ -336,6 +335,7 @@ def _walk(
             if (
                 type(call_id) is not str
                 or not call_id
+                or len(call_id) > max_length
                 or call_id in pending
                 or type(function) is not dict
             ):
