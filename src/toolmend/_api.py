@@ -48,6 +48,7 @@ from ._routing import derived_profile
 from ._rules import judge
 from ._skeleton import RequestIds, Skeleton
 from ._walks import walk_adjacent, walks_adjacent
+from ._walks import walk_report as walk_report_adjacent
 from .formats import Format, detect, get
 from .profiles import Profile, get_profile
 
@@ -361,21 +362,19 @@ def _walked_adjacent(
 ) -> Repair | None:
     """:func:`repair` of a history bound for Gemini or Bedrock in one walk
     (:func:`toolmend._walks.walk_adjacent`): the messages the other paths send, the results'
-    names filled and the common damages mended; the report (the range path's, which is the
-    whole history's) written when it is first read. None where the walk cannot tell."""
+    names filled and the common damages mended; the report written when it is first read,
+    from the names and the damage the walk met (:func:`toolmend._walks.walk_report`). None
+    where the walk cannot tell."""
     walked = walk_adjacent(messages, profile, policy)
     if walked is None:
         return None
-    repaired = walked[0]
+    repaired, events = walked
     _log_structure(module, messages, repaired)
     check_texts(profile)
 
     def report() -> tuple[Sequence[Change], Sequence[Problem]]:
-        """The whole history's changes and problems, as the range path reports them (its
-        report is held to the whole history's: half to a fifth of the cost of judging and
-        planning it whole)."""
-        ranged = _ranged(module, messages, profile, policy, messages)
-        return ranged.changes, ranged.problems
+        """The changes and problems of the names and of the damage the walk mended."""
+        return walk_report_adjacent(messages, profile, events)
 
     # nothing left: every message the walk sends passed the one-pass check's rules as it
     # went, and what it inserted (placeholders, bridges) breaks no rule where it goes

@@ -37,9 +37,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from . import _quickmend
+from ._findings import Report
 from ._plan_ids import fresh_id
 from ._planstate import ASSISTANT_BRIDGE_TEXT
 from ._policy import Policy
+from ._report import Change, Problem
 from .formats import Format
 from .formats._openai_chat import FORMAT
 from .formats._openai_cross import (
@@ -51,12 +54,12 @@ from .formats._openai_cross import (
 )
 from .profiles import Profile, get_profile
 
-__all__ = ["walk_adjacent", "walks_adjacent"]
+__all__ = ["walk_adjacent", "walk_report", "walks_adjacent"]
 
 _WALKED: dict[int, tuple[Profile, CrossRules | None]] = {}
 """``id(profile)`` -> (the profile, its rules where :func:`walk_adjacent` answers for it)."""
 
-_FAMILIES = ("gemini", "bedrock", "anthropic", "openai")
+_FAMILIES = ("gemini",)
 """The profiles the walk answers for: their own, as :func:`toolmend.profiles.get_profile`
 gives them (a model-picked variant has other rules: the other paths take it)."""
 
@@ -89,7 +92,7 @@ def _rules_of(profile: Profile) -> CrossRules | None:
 
 def walk_adjacent(
     messages: Sequence[Any], profile: Profile, policy: Policy
-) -> tuple[list[Any], bool] | None:
+) -> tuple[list[Any], list[tuple[Any, ...]]] | None:
     """The messages ``toolmend.repair(messages, provider=profile, policy=policy)`` sends, for a
     history :func:`walks_adjacent` says the walk answers for, made in one walk, and whether it
     mended damage (else it only filled names); None where the walk cannot tell or nothing
@@ -148,7 +151,7 @@ def _call_content_fails(rules: CrossRules) -> Callable[[Any], bool]:
 
 def _walk(
     messages: Sequence[Any], rules: CrossRules, profile: Profile, placeholder_text: str
-) -> tuple[list[Any], bool] | None:
+) -> tuple[list[Any], list[tuple[Any, ...]]] | None:
     """:func:`walk_adjacent` under ``rules`` (a ``KeyError`` or ``TypeError`` from a field
     missing or of another type is the caller's None)."""
     if len(messages) < 3 or not opening_ok(messages, rules):
@@ -176,6 +179,10 @@ def _walk(
     append = out.append
     call_ids: list[str] = []  # every call id, in order
     callers: list[int] = []  # the calling messages' places in ``out``
+    caller_indexes: list[int] = []  # and their indexes
+    events: list[tuple[Any, ...]] = []  # the damage met, in message order: see ``walk_report``
+    late_ids: list[str] = []  # the ids of the results in ``late``
+    moved_from_index = -1
     orphans: list[str] = []  # the ids of the results dropped as no call's of their block
     repeats: list[str] = []  # the ids of the results dropped as a block's second
     pending: dict[str, str] = {}  # the latest calling message's unanswered calls -> names
@@ -224,12 +231,15 @@ def _walk(
                 if not held:
                     return None  # (not reached: a result of a closed block is no call's)
                 late.append(message)
+                late_ids.append(call_id)
+                events.append(("late", index, call_id, index_of_owner))
                 last_event = index
                 continue
             if type(call_id) is not str or not call_id or held:
                 return None
             if not open_block:  # (after assistant text or a user message: no call's)
                 orphans.append(call_id)
+                events.append(("orphan", index, call_id))
                 if first_event < 0:
                     first_event = index
                 last_event = index
@@ -237,10 +247,15 @@ def _walk(
             if index - index_of_owner > _LONGEST_BLOCK:
                 return None  # (each extra result reads its block back: the range path)
             first = _answered_at(messages, index_of_owner, index, call_id)
+            if first is not None and not any(
+                call["id"] == call_id for call in messages[index_of_owner]["tool_calls"]
+            ):
+                return None  # (an orphan sent twice: the range path)
             if first is not None and messages[first] is not message and messages[first] != message:
                 return None  # (another text: the planner's strength test)
             if first is None:
                 orphans.append(call_id)
+                events.append(("unknown", index, call_id))
             elif moves_to == index_of_owner and call_id in left_open:
                 # a calling message sent twice, this result too: the pairing gives the repeat
                 # to the first copy's call, left open, and it goes there
@@ -250,6 +265,7 @@ def _walk(
                 del left_open[call_id]
                 moved.append(message)
                 moved_ids.append(call_id)
+                events.append(("twice", index, call_id, first, moved_from_index))
                 count = len(moved) + len(left_open)
                 out[placed : placed + count] = [
                     *moved,
@@ -265,6 +281,7 @@ def _walk(
                 )
             else:
                 repeats.append(call_id)
+                events.append(("repeat", index, call_id, first))
             if first_event < 0:
                 first_event = index
             last_event = index
@@ -302,6 +319,9 @@ def _walk(
             out.extend(late)
             late = []
             placed, moved_from, left_open, moved = len(out), owner, pending, []
+            moved_from_index = index_of_owner
+            events.append(("missing", index_of_owner, (*pending, *late_ids), tuple(pending)))
+            late_ids = []
             moves_to = -1 if held else index  # (this message, if it calls)
             for call_id, name in pending.items():  # (in slot order: the message's order)
                 placeheld.append((owner, len(out), call_id))
@@ -349,6 +369,7 @@ def _walk(
         index_of_owner = index
         owner = len(out)
         callers.append(owner)
+        caller_indexes.append(index)
         append(message)
         open_block = True
     if held or pending:
@@ -367,8 +388,11 @@ def _walk(
     if len(known) != len(call_ids) or moved_ids:
         if not _repeats_apart(call_ids, repeats, moved_ids):
             return None  # (a repeat the planner moves to a copy of its calling message)
-        _renew_shared(out, call_ids, known, placeheld, callers, profile, request_ids)
-    return out, first_event >= 0
+        renewed = _renew_shared(out, call_ids, known, placeheld, callers, profile, request_ids)
+        if renewed:
+            index_at = dict(zip(callers, caller_indexes, strict=True))
+            events += (("renewed", index_at[at], old, new) for at, old, new in renewed)
+    return out, events
 
 
 def _repeats_apart(call_ids: list[str], repeats: list[str], moved_ids: list[str]) -> bool:
@@ -390,7 +414,7 @@ def _renew_shared(
     callers: list[int],
     profile: Profile,
     request_ids: bool,
-) -> None:
+) -> list[tuple[int, str, str]]:
     """Give new ids, in history order, as the planner's id step does
     (:func:`toolmend._plan_ids.rewrite_ids`), to each call answered with a placeholder whose
     id another call has (a calling message sent twice, the first copy's calls left without
@@ -405,6 +429,7 @@ def _renew_shared(
     taken = set(known)
     next_try: dict[str, int] = {}
     seen: set[str] = set()  # (the ids kept, and the new ones: only shared ids repeat)
+    renewed: list[tuple[int, str, str]] = []  # (a calling message's place, old id, new id)
     for at in callers if request_ids else sorted({at for at, _ in shared}):
         message = out[at]
         tool_calls = message["tool_calls"]
@@ -415,6 +440,7 @@ def _renew_shared(
                 continue
             if (request_ids and call_id in seen) or (at, call_id) in shared:
                 new_id = renamed[call_id] = fresh_id(call_id, profile, taken, next_try)
+                renewed.append((at, call_id, new_id))
                 seen.add(new_id)
             else:
                 seen.add(call_id)
@@ -432,6 +458,7 @@ def _renew_shared(
             if result["tool_call_id"] in renamed:
                 result = out[after] = result.copy()
                 result["tool_call_id"] = renamed[result["tool_call_id"]]
+    return renewed
 
 
 _LONGEST_BLOCK = 256
@@ -457,3 +484,158 @@ def _placeholder(call_id: str, name: str, text: str, names: bool) -> dict[str, A
 
 
 _BRIDGE = {"role": "assistant", "content": ASSISTANT_BRIDGE_TEXT}
+
+
+def walk_report(
+    messages: Sequence[Any], profile: Profile, events: list[tuple[Any, ...]]
+) -> tuple[list[Change], list[Problem]]:
+    """The changes and problems of the repair :func:`walk_adjacent` made of ``messages``
+    bound for Gemini (the damage ``events`` it met), as the whole history's judge and planner
+    report them: in message order, and at one message in the order of their steps (the
+    judge: the pairing, then the result's name; the planner: answered and dropped results,
+    moved results, moved messages, new ids, names). One pass over the messages for the
+    names; the damage from ``events``."""
+    change = _quickmend._change
+    code = "result_name_mismatch"
+    name_problem = _quickmend._maker(
+        profile, profile.checks[code], code, "tool message without the called function's name"
+    )
+    at_changes: dict[int, list[tuple[int, Change]]] = {}
+    at_problems: dict[int, list[tuple[int, Problem]]] = {}
+    kinds: dict[int, str] = {}  # a tool message met as damage -> what it was
+
+    def add_change(index: int, step: int, made: Change) -> None:
+        at_changes.setdefault(index, []).append((step, made))
+
+    def add_problem(index: int, found: Problem) -> None:
+        at_problems.setdefault(index, []).append((_PAIRING, found))
+
+    last_moved: dict[int, int] = {}  # calling message -> the last result moved to it
+    moved_to: set[tuple[int, str]] = set()  # (calling message, call id) a repeat moved to
+    waiting: list[tuple[int, str]] = []  # (calling message, call id) placeheld
+    for event in events:
+        kind, index = event[0], event[1]
+        if kind == "orphan" or kind == "unknown":
+            call_id = event[2]
+            kinds[index] = kind
+            if kind == "orphan":
+                text, found_code = (
+                    "tool result without a calling message before it",
+                    "orphan_result",
+                )
+            else:
+                text, found_code = "tool result answers no open call", "unknown_result_id"
+            add_problem(index, _rare(profile, found_code, index, text, call_id))
+            made = change("dropped_orphan_result", index, _ORPHAN_DROPPED, (call_id,))
+            add_change(index, _RESULTS, made)
+        elif kind == "repeat" or kind == "twice":
+            call_id, first = event[2], event[3]
+            kinds[index] = kind
+            found = _rare(
+                profile, "duplicate_result", index, "call answered twice", call_id, first=first
+            )
+            add_problem(index, found)
+            if kind == "repeat":
+                made = change("dropped_duplicate_result", index, _REPEAT_DROPPED, (call_id,))
+                add_change(index, _RESULTS, made)
+            else:
+                caller = event[4]
+                moved_to.add((caller, call_id))
+                last_moved[caller] = index
+                text = f"moved next to its call in message {caller}"
+                add_change(index, _MOVED_RESULT, change("moved_result", index, text, (call_id,)))
+        elif kind == "late":
+            call_id, caller = event[2], event[3]
+            kinds[index] = kind
+            last_moved[caller] = index
+            found = _rare(profile, "orphan_result", index, _NO_CALLER, call_id)
+            add_problem(index, found)
+            text = f"moved next to its call in message {caller}"
+            add_change(index, _MOVED_RESULT, change("moved_result", index, text, (call_id,)))
+        elif kind == "missing":
+            missing = tuple(sorted(event[2]))
+            text = f"{len(missing)} call(s) without a result"
+            add_problem(index, _rare(profile, "missing_result", index, text, None, ids=missing))
+            waiting += ((index, call_id) for call_id in event[3])
+        else:  # "renewed": a placeheld call's new id
+            old, new = event[2], event[3]
+            add_change(index, _IDS, change("rewrote_call_id", index, _RENEWED, (old, new)))
+    for index, call_id in waiting:  # (in slot order), but those a repeat was moved to
+        if (index, call_id) not in moved_to:
+            made = change("answered_missing_call", index, _ANSWERED, (call_id,))
+            add_change(index, _RESULTS, made)
+    for caller, last in last_moved.items():
+        for index in range(caller + 1, last):
+            if messages[index]["role"] != "tool":
+                add_change(index, _MOVED_MESSAGE, change("moved_message", index, _MOVED, ()))
+    changes: list[Change] = []
+    problems: list[Problem] = []
+    names: dict[str, str] = {}  # the latest calling message's calls -> their function names
+    for index, message in enumerate(messages):
+        role = message["role"]
+        if role == "tool":
+            call_id = message["tool_call_id"]
+            kind = kinds.get(index)
+            if kind is None:  # (nearly every result)
+                name = names[call_id]
+                if message.get("name") != name:
+                    problems.append(name_problem(index, call_id, 0))
+                    changes.append(_named(change, index, call_id, name))
+                continue
+            if kind in ("repeat", "twice", "late"):
+                name = names[call_id]
+                if message.get("name") != name:
+                    if kind != "late":
+                        found = name_problem(index, call_id, 0)
+                        at_problems.setdefault(index, []).append((_NAME_PROBLEM, found))
+                    if kind != "repeat":
+                        add_change(index, _NAME, _named(change, index, call_id, name))
+        elif role == "assistant":
+            tool_calls = message.get("tool_calls")
+            if tool_calls:
+                names = {call["id"]: call["function"]["name"] for call in tool_calls}
+        if index in at_changes:
+            changes += [made for _, made in sorted(at_changes[index], key=_step)]
+        if index in at_problems:
+            problems += [found for _, found in sorted(at_problems[index], key=_step)]
+    return changes, problems
+
+
+# the steps of the judge (problems) and of the planner (changes) at one message, in order
+_PAIRING, _NAME_PROBLEM = 0, 1
+_RESULTS, _MOVED_RESULT, _MOVED_MESSAGE, _IDS, _NAME = range(5)
+
+
+def _step(entry: tuple[int, Any]) -> int:
+    return entry[0]
+
+
+def _named(change: Callable[..., Change], index: int, call_id: str, name: str) -> Change:
+    made: Change = change(
+        "filled_result_name", index, f"function name {name!r} taken from the call", (call_id,)
+    )
+    return made
+
+
+def _rare(
+    profile: Profile,
+    code: str,
+    index: int,
+    message: str,
+    call_id: str | None,
+    **fields: Any,
+) -> Problem:
+    """The problem :class:`toolmend._findings.Report` writes (a damage's: a few a history)."""
+    report = Report(profile)
+    if call_id is not None:
+        fields = {"id": call_id, "ids": (call_id,), **fields}
+    report.add(code, index, message, **fields)
+    return report.problems[0]
+
+
+_NO_CALLER = "tool result without a calling message before it"
+_ORPHAN_DROPPED = "result of a call not in the history"
+_REPEAT_DROPPED = "second result for one call"
+_ANSWERED = "call answered with the placeholder"
+_MOVED = "moved after the tool results it interrupted"
+_RENEWED = "call id another call has, for the call the placeholder answers"
