@@ -59,7 +59,7 @@ __all__ = ["walk_adjacent", "walk_report", "walks_adjacent"]
 _WALKED: dict[int, tuple[Profile, CrossRules | None]] = {}
 """``id(profile)`` -> (the profile, its rules where :func:`walk_adjacent` answers for it)."""
 
-_FAMILIES = ("gemini",)
+_FAMILIES = ("gemini", "openai")
 """The profiles the walk answers for: their own, as :func:`toolmend.profiles.get_profile`
 gives them (a model-picked variant has other rules: the other paths take it)."""
 
@@ -497,8 +497,13 @@ def walk_report(
     names; the damage from ``events``."""
     change = _quickmend._change
     code = "result_name_mismatch"
-    name_problem = _quickmend._maker(
-        profile, profile.checks[code], code, "tool message without the called function's name"
+    named = profile.results_need_name
+    name_problem: Any = (
+        _quickmend._maker(
+            profile, profile.checks[code], code, "tool message without the called function's name"
+        )
+        if named
+        else None
     )
     at_changes: dict[int, list[tuple[int, Change]]] = {}
     at_problems: dict[int, list[tuple[int, Problem]]] = {}
@@ -577,12 +582,14 @@ def walk_report(
             call_id = message["tool_call_id"]
             kind = kinds.get(index)
             if kind is None:  # (nearly every result)
+                if not named:
+                    continue
                 name = names[call_id]
                 if message.get("name") != name:
                     problems.append(name_problem(index, call_id, 0))
                     changes.append(_named(change, index, call_id, name))
                 continue
-            if kind in ("repeat", "twice", "late"):
+            if named and kind in ("repeat", "twice", "late"):
                 name = names[call_id]
                 if message.get("name") != name:
                     if kind != "late":
