@@ -1074,7 +1074,7 @@ def test_an_intact_mistral_history_is_rewritten_in_the_one_walk(
     assert fixed.problems_left == ()
 
 
-ADJACENT_WALKED = ["gemini", "openai"]
+ADJACENT_WALKED = ["gemini", "openai", "bedrock"]
 
 
 def _named_at_random(draw: st.DrawFn, history: list[Any]) -> list[Any]:

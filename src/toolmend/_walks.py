@@ -43,7 +43,8 @@ from ._plan_ids import fresh_id
 from ._planstate import ASSISTANT_BRIDGE_TEXT
 from ._policy import Policy
 from ._report import Change, Problem
-from .formats import Format
+from ._skeleton import TOOL
+from .formats import Format, _openai_chat
 from .formats._openai_chat import FORMAT
 from .formats._openai_cross import (
     CrossRules,
@@ -59,7 +60,7 @@ __all__ = ["walk_adjacent", "walk_report", "walks_adjacent"]
 _WALKED: dict[int, tuple[Profile, CrossRules | None]] = {}
 """``id(profile)`` -> (the profile, its rules where :func:`walk_adjacent` answers for it)."""
 
-_FAMILIES = ("gemini", "openai")
+_FAMILIES = ("gemini", "openai", "bedrock")
 """The profiles the walk answers for: their own, as :func:`toolmend.profiles.get_profile`
 gives them (a model-picked variant has other rules: the other paths take it)."""
 
@@ -290,6 +291,8 @@ def _walk(
             if "tool_calls" in message or user_fails(message["content"]):
                 return None
             if held or (open_block and pending):
+                if bridge and not held:
+                    events.append(("bridge", index))  # (before it, once the block is laid out)
                 held.append(message)  # (inside the block: results may come after it)
                 open_block = False
                 last_event = index
@@ -298,6 +301,7 @@ def _walk(
                 continue
             if bridge and out and out[-1]["role"] == "tool":
                 append(_BRIDGE.copy())
+                events.append(("bridge", index))
                 last_event = index
                 if first_event < 0:
                     first_event = index
@@ -557,6 +561,9 @@ def walk_report(
             add_problem(index, found)
             text = f"moved next to its call in message {caller}"
             add_change(index, _MOVED_RESULT, change("moved_result", index, text, (call_id,)))
+        elif kind == "bridge":
+            made = change("inserted_message", index, _BRIDGED, ())
+            add_change(index, _BRIDGE_STEP, made)
         elif kind == "missing":
             missing = tuple(sorted(event[2]))
             text = f"{len(missing)} call(s) without a result"
@@ -576,8 +583,18 @@ def walk_report(
     changes: list[Change] = []
     problems: list[Problem] = []
     names: dict[str, str] = {}  # the latest calling message's calls -> their function names
+    after_tool = (profile.role_successors or {}).get(TOOL)
+    role_kinds = _openai_chat._KINDS
+    previous = ""
     for index, message in enumerate(messages):
         role = message["role"]
+        if after_tool is not None:
+            if previous == "tool" and role != "tool" and role_kinds[role] not in after_tool:
+                kind_now = role_kinds[role]
+                text = f"{kind_now} right after {TOOL}"
+                found = _rare(profile, "role_order", index, text, None, role=kind_now, prev=TOOL)
+                at_problems.setdefault(index, []).append((_ROLE_ORDER, found))
+            previous = role
         if role == "tool":
             call_id = message["tool_call_id"]
             kind = kinds.get(index)
@@ -609,8 +626,8 @@ def walk_report(
 
 
 # the steps of the judge (problems) and of the planner (changes) at one message, in order
-_PAIRING, _NAME_PROBLEM = 0, 1
-_RESULTS, _MOVED_RESULT, _MOVED_MESSAGE, _IDS, _NAME = range(5)
+_PAIRING, _NAME_PROBLEM, _ROLE_ORDER = 0, 1, 2
+_RESULTS, _MOVED_RESULT, _MOVED_MESSAGE, _IDS, _NAME, _BRIDGE_STEP = range(6)
 
 
 def _step(entry: tuple[int, Any]) -> int:
@@ -640,6 +657,7 @@ def _rare(
     return report.problems[0]
 
 
+_BRIDGED = "assistant message inserted after tool results"
 _NO_CALLER = "tool result without a calling message before it"
 _ORPHAN_DROPPED = "result of a call not in the history"
 _REPEAT_DROPPED = "second result for one call"
