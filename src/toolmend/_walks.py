@@ -26,10 +26,12 @@ Anything else (a dropped result whose id a call has, a repeat with another text,
 content the full path would mend, damage in the first or last stretch, a call left waiting at
 the end) answers None and the other paths run unchanged.
 
-The walk keeps no report: the messages it sends are the whole history's repair (property
-tests in ``tests/test_damaged_speed.py`` hold it to that), so the changes and problems are
-the range path's (held to the whole history's), which ``toolmend._api`` runs when the report
-is first read (:meth:`toolmend.Repair._deferred`).
+The walk keeps only a tuple for each damage it meets; :func:`walk_report` writes the changes
+and problems from them when the report is first read (:meth:`toolmend.Repair._deferred`).
+``repair`` walks Gemini, Bedrock and OpenAI's own profile (:data:`_FAMILIES`): Anthropic's
+messages come out right too, but its report (ids unique in the request) is not written here.
+Property tests (``tests/test_damaged_speed.py``) hold the messages and the report to the
+whole history's repair.
 """
 
 from __future__ import annotations
@@ -61,14 +63,15 @@ _WALKED: dict[int, tuple[Profile, CrossRules | None]] = {}
 """``id(profile)`` -> (the profile, its rules where :func:`walk_adjacent` answers for it)."""
 
 _FAMILIES = ("gemini", "openai", "bedrock")
-"""The profiles the walk answers for: their own, as :func:`toolmend.profiles.get_profile`
-gives them (a model-picked variant has other rules: the other paths take it)."""
+"""The profiles ``repair`` walks: their own, as :func:`toolmend.profiles.get_profile` gives
+them (a model-picked variant has other rules: the other paths take it). Anthropic is not one:
+:func:`walk_report` does not write its request-wide id problems and changes."""
 
 
 def walks_adjacent(module: Format, profile: Profile, policy: Policy) -> bool:
     """Whether :func:`walk_adjacent` answers for ``module``'s histories under ``profile`` and
-    ``policy``: OpenAI chat messages, Gemini's or Bedrock's own profile, the default
-    repairs."""
+    ``policy``: OpenAI chat messages, the own profile of one of :data:`_FAMILIES`, the
+    default repairs."""
     if (
         module is not FORMAT
         or policy.missing_result != "placeholder"
