@@ -1231,3 +1231,23 @@ def test_a_walked_history_with_a_long_id_is_the_full_paths(
     if walked is not None:
         assert walked[0] == expected
         assert judge(openai_chat.read(walked[0]), profile) == []
+
+
+@settings(max_examples=200, deadline=None)
+@given(history=_adjacent_cases())
+def test_an_anthropic_history_walked_is_the_full_paths_messages(history: list[Any]) -> None:
+    """The walk's messages for Anthropic (ids unique in the request: a later call of an id an
+    earlier call kept gets a new id, its result too, as the planner's id step gives it) are
+    the whole history's repair; ``repair`` does not walk Anthropic yet (its report is not
+    written), so the walk is asked directly."""
+    profile = get_profile("anthropic")
+    module = formats.get("openai")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(toolmend._walks, "_FAMILIES", ("anthropic",))
+        patch.setattr(toolmend._walks, "_WALKED", {})
+        walked = toolmend._walks.walk_adjacent(history, profile, Policy())
+    event("walked" if walked is not None else "refused")
+    if walked is None:
+        return
+    assert walked[0] == whole_repair(module, history, profile, Policy())[0]
+    assert judge(openai_chat.read(walked[0]), profile) == []
