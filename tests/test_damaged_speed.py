@@ -10,6 +10,7 @@ import itertools
 import pickle
 import random
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,6 +24,7 @@ import toolmend._inline
 import toolmend._plan_ids
 import toolmend._planstate
 import toolmend._quickmend
+import toolmend._walks
 from toolmend import formats
 from toolmend._api import _read_range, result_reader
 from toolmend._plan_messages import quick_plan
@@ -1115,3 +1117,182 @@ def test_a_result_id_of_a_str_subclass_is_the_readers_error_not_the_walks_repair
             toolmend.InvalidMessageError, match=f"message {at}, field 'tool_call_id'"
         ):
             toolmend.repair(history, provider=provider)
+
+
+ADJACENT_WALKED = ["gemini", "openai", "bedrock"]
+
+
+def _named_at_random(draw: st.DrawFn, history: list[Any]) -> list[Any]:
+    """``history`` with some tool messages carrying a function name: their call's, or not."""
+    if not draw(st.booleans()):
+        return history
+    return [
+        {**m, "name": draw(st.sampled_from(["get_weather", "other"]))}
+        if type(m) is dict and m.get("role") == "tool" and draw(st.booleans())
+        else m
+        for m in history
+    ]
+
+
+@st.composite
+def _adjacent_cases(draw: st.DrawFn) -> list[Any]:
+    history = draw(
+        st.one_of(
+            _benched(),
+            st.builds(_tool_heavy, st.integers(1, 20), st.integers(0, 10**6)),
+            valid_conversations(id_style="any"),
+            _bench_damage().map(lambda history: [*history, user("thanks")]),
+            _bench_damage(answered=True).map(lambda history: [*history, user("thanks")]),
+            _interrupted_blocks().map(lambda history: [*history, user("thanks")]),
+            _repeated_results().map(lambda history: [*history, user("thanks")]),
+            _repeated_results(),
+            damaged_conversations(id_style="any").map(lambda case: case[1]),
+        )
+    )
+    return _named_at_random(draw, history)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    history=_adjacent_cases(),
+    provider=st.sampled_from(ADJACENT_WALKED),
+    policy=st.sampled_from(POLICIES),
+)
+def test_a_history_mended_in_the_adjacent_walk_is_the_full_paths(
+    history: list[Any], provider: str, policy: Policy
+) -> None:
+    """Bound for Gemini (every result named after its call), Bedrock or Anthropic, wherever the one
+    walk (:func:`toolmend._walks.walk_adjacent`) answers for a history, it sends the whole
+    history's repair, says whether it mended damage, and the repair reports the whole path's
+    changes and problems (built when first read), nothing left; where it answers None,
+    nothing of the request was touched."""
+    profile = get_profile(provider)
+    module = formats.get("openai")
+    before = copy.deepcopy(history)
+    walked = (
+        toolmend._walks.walk_adjacent(history, profile, policy)
+        if toolmend._walks.walks_adjacent(module, profile, policy)
+        else None
+    )
+    assert history == before
+    event("walked" if walked is not None else "refused")
+    if walked is None:
+        return
+    expected, changes = whole_repair(module, history, profile, policy)
+    assert walked[0] == expected
+    assert bool(walked[1]) == any(change.code != "filled_result_name" for change in changes)
+    fixed = toolmend.repair(history, provider=provider, policy=policy)
+    assert fixed.messages == expected
+    assert list(fixed.changes) == changes
+    assert list(fixed.problems) == judge(openai_chat.read(history), profile)
+    assert fixed.problems_left == ()  # (given by the walk: the judge holds it to that)
+    assert judge(openai_chat.read(fixed.messages), profile) == []
+    assert history == before
+
+
+@pytest.mark.parametrize("provider", ADJACENT_WALKED)
+@pytest.mark.parametrize("seed", range(4))
+def test_a_benched_history_is_mended_in_the_adjacent_walk(
+    monkeypatch: pytest.MonkeyPatch, provider: str, seed: int
+) -> None:
+    """A tool-heavy history damaged as the benchmark damages it, bound for Gemini, Bedrock or
+    Anthropic:
+    repaired in one walk, no range scan (``dirty_spans``, ``named_spans``), no range mended;
+    the whole path's messages, changes and problems."""
+    history = _damaged_as_benched(_tool_heavy(60, seed), 8, seed)
+    profile = get_profile(provider)
+    module = formats.get("openai")
+    expected, changes = whole_repair(module, history, profile, Policy())
+    problems = judge(openai_chat.read(history), profile)
+    assert {"answered_missing_call", "dropped_duplicate_result"} & {c.code for c in changes}
+    scans: list[int] = []
+    for name in ("dirty_spans", "named_spans"):
+        real_scan = getattr(type(module), name)
+
+        def counting(*args: Any, real_scan: Any = real_scan) -> Any:
+            scans.append(1)
+            return real_scan(*args)
+
+        monkeypatch.setattr(type(module), name, staticmethod(counting))
+    fixed = toolmend.repair(history, provider=provider)
+    assert scans == []
+    assert fixed.messages == expected
+    assert fixed.changed
+    assert list(fixed.changes) == changes
+    assert list(fixed.problems) == problems
+    assert fixed.problems_left == () == tuple(judge(openai_chat.read(fixed.messages), profile))
+
+
+@pytest.mark.parametrize("provider", ADJACENT_WALKED)
+def test_the_bench_histories_are_walked(monkeypatch: pytest.MonkeyPatch, provider: str) -> None:
+    """The damaged histories of ``benchmarks/bench_cross_family`` (1k messages; 10k in the
+    benchmark) take the walk, and it sends the whole path's repair."""
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    from bench_core import damage
+    from bench_cross_family import tool_heavy_history
+
+    profile = get_profile(provider)
+    module = formats.get("openai")
+    for history in (damage(tool_heavy_history(1000)), damage(tool_heavy_history(1000, named=True))):
+        walked = toolmend._walks.walk_adjacent(history, profile, Policy())
+        assert walked is not None and walked[1]
+        assert walked[0] == whole_repair(module, history, profile, Policy())[0]
+
+
+@pytest.mark.parametrize(("provider", "limit"), [("bedrock", 64), ("openai", 40)])
+@pytest.mark.parametrize("over", [0, 1])
+def test_a_walked_history_with_a_long_id_is_the_full_paths(
+    monkeypatch: pytest.MonkeyPatch, provider: str, limit: int, over: int
+) -> None:
+    """Bedrock takes call ids of 1 to 64 characters, OpenAI of up to 40: the walk (its
+    messages: the report it writes is Gemini's, the only profile ``repair`` walks so far)
+    tests the lengths of the ids it keeps, as the one-pass check tests them where it reads
+    each, so a damaged history with a longer id is left to the other paths."""
+    monkeypatch.setattr(toolmend._walks, "_FAMILIES", (provider,))
+    monkeypatch.setattr(toolmend._walks, "_WALKED", {})
+    length = limit + over
+    history = _damaged_as_benched(_tool_heavy(30, 1), 6, 1)
+    long_id = "x" * length
+    at = next(i for i, m in enumerate(history) if i > 8 and m.get("tool_calls"))
+    old = history[at]["tool_calls"][0]["id"]
+    history = [
+        {
+            **m,
+            "tool_calls": [
+                {**c, "id": long_id if c["id"] == old else c["id"]} for c in m["tool_calls"]
+            ],
+        }
+        if m.get("tool_calls")
+        else {**m, "tool_call_id": long_id}
+        if m.get("tool_call_id") == old
+        else m
+        for m in history
+    ]
+    profile = get_profile(provider)
+    module = formats.get("openai")
+    walked = toolmend._walks.walk_adjacent(history, profile, Policy())
+    assert (walked is None) == (length > limit)
+    expected = whole_repair(module, history, profile, Policy())[0]
+    if walked is not None:
+        assert walked[0] == expected
+        assert judge(openai_chat.read(walked[0]), profile) == []
+
+
+@settings(max_examples=200, deadline=None)
+@given(history=_adjacent_cases())
+def test_an_anthropic_history_walked_is_the_full_paths_messages(history: list[Any]) -> None:
+    """The walk's messages for Anthropic (ids unique in the request: a later call of an id an
+    earlier call kept gets a new id, its result too, as the planner's id step gives it) are
+    the whole history's repair; ``repair`` does not walk Anthropic yet (its report is not
+    written), so the walk is asked directly."""
+    profile = get_profile("anthropic")
+    module = formats.get("openai")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(toolmend._walks, "_FAMILIES", ("anthropic",))
+        patch.setattr(toolmend._walks, "_WALKED", {})
+        walked = toolmend._walks.walk_adjacent(history, profile, Policy())
+    event("walked" if walked is not None else "refused")
+    if walked is None:
+        return
+    assert walked[0] == whole_repair(module, history, profile, Policy())[0]
+    assert judge(openai_chat.read(walked[0]), profile) == []

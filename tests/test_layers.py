@@ -49,6 +49,7 @@ LAYERS: dict[str, int] = {
     "_repair": 2,
     "_quickmend": 2,
     "_inline": 2,
+    "_walks": 2,
     "_api": 3,
     "_trim": 3,
     "_loops": 3,

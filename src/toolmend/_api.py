@@ -47,6 +47,8 @@ from ._report import (
 from ._routing import derived_profile
 from ._rules import judge
 from ._skeleton import RequestIds, Skeleton
+from ._walks import walk_adjacent, walks_adjacent
+from ._walks import walk_report as walk_report_adjacent
 from .formats import Format, detect, get
 from .profiles import Profile, get_profile
 
@@ -256,6 +258,20 @@ def repair(
     original, messages = messages, sequence_of(module, messages)
     if module.quick_valid(messages, profile):
         return Repair(original)  # the common case: one tight pass that builds nothing
+    if chosen.mode is Mode.REPAIR and walks_adjacent(module, profile, chosen):
+        # (Gemini, Bedrock, Anthropic) the names filled and the common damages mended in one
+        # walk
+        walked = _walked_adjacent(module, messages, profile, chosen)
+        if walked is not None:
+            return walked
+    return _ranged(module, messages, profile, chosen, original)
+
+
+def _ranged(
+    module: Format, messages: Sequence[Any], profile: Profile, chosen: Policy, original: Any
+) -> Repair:
+    """:func:`repair` past the one-pass check and the adjacent walk: the names scan, Mistral's
+    walk, the one-pass names and ids repair, the ranges."""
     if profile.results_need_name and chosen.frontier != "keep":
         # the names a history bound for Gemini lacks outside its damaged ranges (if any):
         # filled by the scan that finds the ranges, the ranges mended on their own
@@ -342,6 +358,31 @@ def _walked(
     # went, the ids it made are unique and in the profile's form, and what it inserted
     # (placeholders, bridges) breaks no rule where it goes, so no judge (and no hook's
     # check of the repaired history) runs on it again, as after the one-pass id rewrite
+    return Repair._deferred(repaired, True, report)
+
+
+def _walked_adjacent(
+    module: Format, messages: Sequence[Any], profile: Profile, policy: Policy
+) -> Repair | None:
+    """:func:`repair` of a history bound for Gemini or Bedrock in one walk
+    (:func:`toolmend._walks.walk_adjacent`): the messages the other paths send, the results'
+    names filled and the common damages mended; the report written when it is first read,
+    from the names and the damage the walk met (:func:`toolmend._walks.walk_report`). None
+    where the walk cannot tell."""
+    walked = walk_adjacent(messages, profile, policy)
+    if walked is None:
+        return None
+    repaired, events = walked
+    _log_structure(module, messages, repaired)
+    check_texts(profile)
+
+    def report() -> tuple[Sequence[Change], Sequence[Problem]]:
+        """The changes and problems of the names and of the damage the walk mended."""
+        return walk_report_adjacent(messages, profile, events)
+
+    # nothing left: every message the walk sends passed the one-pass check's rules as it
+    # went, and what it inserted (placeholders, bridges) breaks no rule where it goes
+    # (tests/test_walks.py judges each repaired history), as for Mistral's walk
     return Repair._deferred(repaired, True, report)
 
 

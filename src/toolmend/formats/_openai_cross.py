@@ -871,6 +871,13 @@ def _all_match(match: Callable[[str], Any] | None) -> Callable[[list[str]], bool
     return all_match
 
 
+def all_ids_match(match: Callable[[str], Any] | None) -> Callable[[list[str]], bool]:
+    """A test that every id of a list is in the pattern of ``match``, lengths included
+    (:func:`_all_match`): for a walk that does not test each id's length where it reads it
+    (``toolmend._walks``)."""
+    return _all_match(match)
+
+
 def _counts(count: re.Match[str]) -> tuple[int, int | None]:
     """The least and the most characters of a match of :data:`_ONE_CLASS` (None: no most)."""
     least, most = count.group(1), count.group(2)
