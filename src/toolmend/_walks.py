@@ -47,7 +47,7 @@ from ._policy import Policy
 from ._report import Change, Problem
 from ._skeleton import TOOL
 from .formats import Format, _openai_chat
-from .formats._openai_chat import FORMAT
+from .formats._openai_chat import FORMAT, same_result
 from .formats._openai_cross import (
     CrossRules,
     all_ids_match,
@@ -255,7 +255,7 @@ def _walk(
                 call["id"] == call_id for call in messages[index_of_owner]["tool_calls"]
             ):
                 return None  # (an orphan sent twice: the range path)
-            if first is not None and messages[first] is not message and messages[first] != message:
+            if first is not None and not same_result(messages[first], message):
                 return None  # (another text: the planner's strength test)
             if first is None:
                 orphans.append(call_id)
