@@ -1119,7 +1119,7 @@ def test_a_result_id_of_a_str_subclass_is_the_readers_error_not_the_walks_repair
             toolmend.repair(history, provider=provider)
 
 
-ADJACENT_WALKED = ["gemini", "openai", "bedrock"]
+ADJACENT_WALKED = ["gemini", "openai", "bedrock", "gemini-litellm"]
 
 
 def _named_at_random(draw: st.DrawFn, history: list[Any]) -> list[Any]:

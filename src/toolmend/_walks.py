@@ -28,7 +28,8 @@ the end) answers None and the other paths run unchanged.
 
 The walk keeps only a tuple for each damage it meets; :func:`walk_report` writes the changes
 and problems from them when the report is first read (:meth:`toolmend.Repair._deferred`).
-``repair`` walks Gemini, Bedrock and OpenAI's own profile (:data:`_FAMILIES`): Anthropic's
+``repair`` walks Gemini (and ``gemini-litellm``, LiteLLM's converter's: no names to fill),
+Bedrock and OpenAI's own profile (:data:`_FAMILIES`): Anthropic's
 messages come out right too, but its report (ids unique in the request) is not written here.
 Property tests (``tests/test_damaged_speed.py``) hold the messages and the report to the
 whole history's repair.
@@ -62,7 +63,7 @@ __all__ = ["walk_adjacent", "walk_report", "walks_adjacent"]
 _WALKED: dict[int, tuple[Profile, CrossRules | None]] = {}
 """``id(profile)`` -> (the profile, its rules where :func:`walk_adjacent` answers for it)."""
 
-_FAMILIES = ("gemini", "openai", "bedrock")
+_FAMILIES = ("gemini", "openai", "bedrock", "gemini-litellm")
 """The profiles ``repair`` walks: their own, as :func:`toolmend.profiles.get_profile` gives
 them (a model-picked variant has other rules: the other paths take it). Anthropic is not one:
 :func:`walk_report` does not write its request-wide id problems and changes."""
