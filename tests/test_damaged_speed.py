@@ -1119,7 +1119,7 @@ def test_a_result_id_of_a_str_subclass_is_the_readers_error_not_the_walks_repair
             toolmend.repair(history, provider=provider)
 
 
-ADJACENT_WALKED = ["gemini", "openai", "bedrock", "gemini-litellm"]
+ADJACENT_WALKED = ["gemini", "openai", "bedrock", "anthropic", "gemini-litellm"]
 
 
 def _named_at_random(draw: st.DrawFn, history: list[Any]) -> list[Any]:
@@ -1245,8 +1245,7 @@ def test_a_walked_history_with_a_long_id_is_the_full_paths(
     monkeypatch: pytest.MonkeyPatch, provider: str, limit: int, over: int
 ) -> None:
     """Bedrock takes call ids of 1 to 64 characters, OpenAI of up to 40: the walk (its
-    messages: the report it writes is Gemini's, the only profile ``repair`` walks so far)
-    tests the lengths of the ids it keeps, as the one-pass check tests them where it reads
+    messages) tests the lengths of the ids it keeps, as the one-pass check tests them where it reads
     each, so a damaged history with a longer id is left to the other paths."""
     monkeypatch.setattr(toolmend._walks, "_FAMILIES", (provider,))
     monkeypatch.setattr(toolmend._walks, "_WALKED", {})
@@ -1283,8 +1282,8 @@ def test_a_walked_history_with_a_long_id_is_the_full_paths(
 def test_an_anthropic_history_walked_is_the_full_paths_messages(history: list[Any]) -> None:
     """The walk's messages for Anthropic (ids unique in the request: a later call of an id an
     earlier call kept gets a new id, its result too, as the planner's id step gives it) are
-    the whole history's repair; ``repair`` does not walk Anthropic yet (its report is not
-    written), so the walk is asked directly."""
+    the whole history's repair (asked of the walk directly; ``repair``'s report for Anthropic
+    is held to the whole path's in the adjacent walk's property above)."""
     profile = get_profile("anthropic")
     module = formats.get("openai")
     with pytest.MonkeyPatch.context() as patch:

@@ -364,7 +364,7 @@ def _walked(
 def _walked_adjacent(
     module: Format, messages: Sequence[Any], profile: Profile, policy: Policy
 ) -> Repair | None:
-    """:func:`repair` of a history bound for Gemini or Bedrock in one walk
+    """:func:`repair` of a history bound for Gemini, Bedrock, Anthropic or OpenAI in one walk
     (:func:`toolmend._walks.walk_adjacent`): the messages the other paths send, the results'
     names filled and the common damages mended; the report written when it is first read,
     from the names and the damage the walk met (:func:`toolmend._walks.walk_report`). None

@@ -29,8 +29,10 @@ the end) answers None and the other paths run unchanged.
 The walk keeps only a tuple for each damage it meets; :func:`walk_report` writes the changes
 and problems from them when the report is first read (:meth:`toolmend.Repair._deferred`).
 ``repair`` walks Gemini (and ``gemini-litellm``, LiteLLM's converter's: no names to fill),
-Bedrock and OpenAI's own profile (:data:`_FAMILIES`): Anthropic's
-messages come out right too, but its report (ids unique in the request) is not written here.
+Bedrock, Anthropic and OpenAI's own profile (:data:`_FAMILIES`);
+for Anthropic (ids unique in the request) the walk also keeps each later call of an id an
+earlier call has (the judge's ``duplicate_call_id``) and whether a new id was a reused id's
+or a placeheld call's (the planner's two texts).
 Property tests (``tests/test_damaged_speed.py``) hold the messages and the report to the
 whole history's repair.
 """
@@ -63,10 +65,9 @@ __all__ = ["walk_adjacent", "walk_report", "walks_adjacent"]
 _WALKED: dict[int, tuple[Profile, CrossRules | None]] = {}
 """``id(profile)`` -> (the profile, its rules where :func:`walk_adjacent` answers for it)."""
 
-_FAMILIES = ("gemini", "openai", "bedrock", "gemini-litellm")
+_FAMILIES = ("gemini", "openai", "bedrock", "anthropic", "gemini-litellm")
 """The profiles ``repair`` walks: their own, as :func:`toolmend.profiles.get_profile` gives
-them (a model-picked variant has other rules: the other paths take it). Anthropic is not one:
-:func:`walk_report` does not write its request-wide id problems and changes."""
+them (a model-picked variant has other rules: the other paths take it)."""
 
 
 def walks_adjacent(module: Format, profile: Profile, policy: Policy) -> bool:
@@ -396,10 +397,13 @@ def _walk(
     if len(known) != len(call_ids) or moved_ids:
         if not _repeats_apart(call_ids, repeats, moved_ids):
             return None  # (a repeat the planner moves to a copy of its calling message)
-        renewed = _renew_shared(out, call_ids, known, placeheld, callers, profile, request_ids)
-        if renewed:
+        renewed, again = _renew_shared(
+            out, call_ids, known, placeheld, callers, profile, request_ids
+        )
+        if renewed or again:
             index_at = dict(zip(callers, caller_indexes, strict=True))
-            events += (("renewed", index_at[at], old, new) for at, old, new in renewed)
+            events += (("again", index_at[at], old, slot) for at, old, slot in again)
+            events += (("renewed", index_at[at], old, new, kept) for at, old, new, kept in renewed)
     return out, events
 
 
@@ -422,13 +426,16 @@ def _renew_shared(
     callers: list[int],
     profile: Profile,
     request_ids: bool,
-) -> list[tuple[int, str, str]]:
+) -> tuple[list[tuple[int, str, str, bool]], list[tuple[int, str, int]]]:
     """Give new ids, in history order, as the planner's id step does
     (:func:`toolmend._plan_ids.rewrite_ids`), to each call answered with a placeholder whose
     id another call has (a calling message sent twice, the first copy's calls left without
     results) and, where ids are unique in the request (``request_ids``), to each later call
     of an id a call before it kept; a result takes its call's new id. Only the ids two calls
-    share are looked at."""
+    share are looked at. Returns the new ids (a calling message's place, the old id, the new
+    one, whether the call was a later call of an id an earlier one kept rather than a
+    placeheld call) and, ids unique in the request, each later call of an id an earlier call
+    has (its calling message's place, the id, its slot: the judge's ``duplicate_call_id``)."""
     uses: dict[str, int] = {}
     for call_id in call_ids:
         uses[call_id] = uses.get(call_id, 0) + 1
@@ -437,18 +444,24 @@ def _renew_shared(
     taken = set(known)
     next_try: dict[str, int] = {}
     seen: set[str] = set()  # (the ids kept, and the new ones: only shared ids repeat)
-    renewed: list[tuple[int, str, str]] = []  # (a calling message's place, old id, new id)
+    renewed: list[tuple[int, str, str, bool]] = []  # (a calling message's place, ids, reused)
+    again: list[tuple[int, str, int]] = []  # (a calling message's place, id, slot)
+    met: set[str] = set()  # (the shared ids of the calls so far, kept or not)
     for at in callers if request_ids else sorted({at for at, _ in shared}):
         message = out[at]
         tool_calls = message["tool_calls"]
         renamed: dict[str, str] = {}
-        for call in tool_calls:
+        for slot, call in enumerate(tool_calls):
             call_id = call["id"]
             if call_id not in shared_ids:
                 continue
+            if request_ids:
+                if call_id in met:
+                    again.append((at, call_id, slot))
+                met.add(call_id)
             if (request_ids and call_id in seen) or (at, call_id) in shared:
                 new_id = renamed[call_id] = fresh_id(call_id, profile, taken, next_try)
-                renewed.append((at, call_id, new_id))
+                renewed.append((at, call_id, new_id, (at, call_id) not in shared))
                 seen.add(new_id)
             else:
                 seen.add(call_id)
@@ -466,7 +479,7 @@ def _renew_shared(
             if result["tool_call_id"] in renamed:
                 result = out[after] = result.copy()
                 result["tool_call_id"] = renamed[result["tool_call_id"]]
-    return renewed
+    return renewed, again
 
 
 _LONGEST_BLOCK = 256
@@ -498,9 +511,10 @@ def walk_report(
     messages: Sequence[Any], profile: Profile, events: list[tuple[Any, ...]]
 ) -> tuple[list[Change], list[Problem]]:
     """The changes and problems of the repair :func:`walk_adjacent` made of ``messages``
-    bound for Gemini (the damage ``events`` it met), as the whole history's judge and planner
-    report them: in message order, and at one message in the order of their steps (the
-    judge: the pairing, then the result's name; the planner: answered and dropped results,
+    bound for one of :data:`_FAMILIES` (the damage ``events`` it met), as the whole history's
+    judge and planner report them: in message order, and at one message in the order of their
+    steps (the judge: the pairing, the result's name, (Anthropic) ids two calls share, the
+    role order; the planner: answered and dropped results,
     moved results, moved messages, new ids, names). One pass over the messages for the
     names; the damage from ``events``."""
     change = _quickmend._change
@@ -573,9 +587,16 @@ def walk_report(
             text = f"{len(missing)} call(s) without a result"
             add_problem(index, _rare(profile, "missing_result", index, text, None, ids=missing))
             waiting += ((index, call_id) for call_id in event[3])
-        else:  # "renewed": a placeheld call's new id
+        elif kind == "again":  # (ids unique in the request) a later call of an id
+            call_id, slot = event[2], event[3]
+            found = _rare(
+                profile, "duplicate_call_id", index, "two calls share one id", call_id, slot=slot
+            )
+            at_problems.setdefault(index, []).append((_CALL_IDS, found))
+        else:  # "renewed": a placeheld call's new id, or a later call's of a kept id
             old, new = event[2], event[3]
-            add_change(index, _IDS, change("rewrote_call_id", index, _RENEWED, (old, new)))
+            text = _REFUSED if event[4] else _RENEWED
+            add_change(index, _IDS, change("rewrote_call_id", index, text, (old, new)))
     for index, call_id in waiting:  # (in slot order), but those a repeat was moved to
         if (index, call_id) not in moved_to:
             made = change("answered_missing_call", index, _ANSWERED, (call_id,))
@@ -630,7 +651,7 @@ def walk_report(
 
 
 # the steps of the judge (problems) and of the planner (changes) at one message, in order
-_PAIRING, _NAME_PROBLEM, _ROLE_ORDER = 0, 1, 2
+_PAIRING, _NAME_PROBLEM, _CALL_IDS, _ROLE_ORDER = range(4)
 _RESULTS, _MOVED_RESULT, _MOVED_MESSAGE, _IDS, _NAME, _BRIDGE_STEP = range(6)
 
 
@@ -668,3 +689,4 @@ _REPEAT_DROPPED = "second result for one call"
 _ANSWERED = "call answered with the placeholder"
 _MOVED = "moved after the tool results it interrupted"
 _RENEWED = "call id another call has, for the call the placeholder answers"
+_REFUSED = "call id the provider would refuse"
