@@ -252,10 +252,14 @@ def main() -> int:
     hooks = litellm_rows(args.rounds) if args.litellm else []
     met = all(_verdict(row) == "met" for row in rows)
     if rows:
-        print(
-            f"targets (accepted <= {VALID_TARGET}x, changed or damaged <= {CHANGED_TARGET}x): "
-            f"{'met' if met else 'MISSED'}"
-        )
+        # issue 32's table is the repair path's; the hook rows hold the hook to the same
+        # figures (the hook's own part: the size cap's count, a vouch of the repaired history)
+        for path in ("repair", "hook"):
+            path_met = all(_verdict(row) == "met" for row in rows if row["path"] == path)
+            print(
+                f"{path} rows (accepted <= {VALID_TARGET}x, changed or damaged <= "
+                f"{CHANGED_TARGET}x): {'met' if path_met else 'MISSED'}"
+            )
     if args.json:
         print(json.dumps({"rows": rows, "litellm": hooks, "met": met}))
     return 0
