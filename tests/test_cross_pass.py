@@ -237,16 +237,14 @@ def test_an_intact_history_needing_ids_or_names_is_walked_once(provider: str) ->
     """The vouch stops at the first refused id or unnamed result, and one pass checks the
     other rules and lists every edit: one walk over the history, and the copy of the list the
     repair makes (before: a pass, then a walk listing the edits, and for Mistral a third
-    gathering the ids already taken). Bound for Mistral, one walk checks, rewrites and copies
-    (``toolmend._inline.walk_mend``; its report is written from it when read)."""
+    gathering the ids already taken). Now one walk checks, rewrites and copies
+    (``toolmend._inline.walk_mend``, ``toolmend._walks.walk_adjacent``), and the report,
+    written when read, reads a copy of the list taken when the walk answered."""
     history = _Walked(_tool_heavy(20))
     _Walked.walks = 0
     fixed = toolmend.repair(history, provider=provider)
-    walks = _Walked.walks
     assert len(fixed.changes) == 20  # each call's id, or each result's name: nothing else
-    assert (walks if provider == "mistral" else _Walked.walks) == (
-        1 if provider == "mistral" else 2
-    )
+    assert _Walked.walks == 1
 
 
 @pytest.mark.parametrize("null_ok", [False, True])

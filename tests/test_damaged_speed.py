@@ -1295,3 +1295,32 @@ def test_an_anthropic_history_walked_is_the_full_paths_messages(history: list[An
         return
     assert walked[0] == whole_repair(module, history, profile, Policy())[0]
     assert judge(openai_chat.read(walked[0]), profile) == []
+
+
+@pytest.mark.parametrize("provider", ADJACENT_WALKED)
+@pytest.mark.parametrize("damaged", [False, True])
+def test_the_adjacent_walks_report_holds_after_the_caller_edits_its_lists(
+    provider: str, damaged: bool
+) -> None:
+    """As for Mistral's walk: the report, written when first read, is the one of the request
+    sent after the caller appended the model's reply to its history or to the repaired list,
+    or put a message in front (Gemini's raised ``KeyError`` from a result it no longer found
+    where the walk had met it)."""
+    history = _tool_heavy(6, 1)
+    if damaged:
+        history = _damaged_as_benched(history, 4, 2)
+    profile = get_profile(provider)
+    if toolmend._walks.walk_adjacent(history, profile, Policy()) is None:
+        pytest.skip("not walked")  # (an intact history bound for OpenAI: vouched as it is)
+    expected = toolmend.repair(list(history), provider=provider)
+    changes, problems = list(expected.changes), list(expected.problems)
+    fixed = toolmend.repair(history, provider=provider)
+    reply = calls("call_000000000000000000000999", "call_000000000000000000000998")
+    history.append(reply)
+    history.append(result("call_000000000000000000000999"))
+    fixed.messages.append(reply)
+    fixed.messages.insert(1, calls("call_000000000000000000000997"))
+    history.insert(2, history[1])
+    del history[5]
+    assert list(fixed.changes) == changes
+    assert list(fixed.problems) == problems

@@ -343,22 +343,12 @@ def _walked(
     if walked is None:
         return None
     repaired, events = walked
-    _log_structure(module, messages, repaired)
-    check_texts(profile)
-    # the report is read from the two lists when it is first read: the caller's list and the
-    # one handed back as they are now (a caller appends the model's reply to either before it
-    # reads the report; a slice each, a pointer copy that walks nothing: 0.002x json.dumps)
-    before, after = messages[:], repaired[:]
 
-    def report() -> tuple[Sequence[Change], Sequence[Problem]]:
+    def report(before: Sequence[Any], after: list[Any]) -> tuple[list[Change], list[Problem]]:
         """The changes and problems of the ids and of the damage the walk mended."""
         return walk_report(before, after, profile, events)
 
-    # nothing left: every message the walk sends passed the one-pass check's rules as it
-    # went, the ids it made are unique and in the profile's form, and what it inserted
-    # (placeholders, bridges) breaks no rule where it goes, so no judge (and no hook's
-    # check of the repaired history) runs on it again, as after the one-pass id rewrite
-    return Repair._deferred(repaired, True, report)
+    return _walk_repair(module, messages, profile, repaired, report)
 
 
 def _walked_adjacent(
@@ -373,17 +363,34 @@ def _walked_adjacent(
     if walked is None:
         return None
     repaired, events = walked
+
+    def report(before: Sequence[Any], after: list[Any]) -> tuple[list[Change], list[Problem]]:
+        """The changes and problems of the names and of the damage the walk mended."""
+        return walk_report_adjacent(before, profile, events)
+
+    return _walk_repair(module, messages, profile, repaired, report)
+
+
+def _walk_repair(
+    module: Format,
+    messages: Sequence[Any],
+    profile: Profile,
+    repaired: list[Any],
+    report: Callable[[Sequence[Any], list[Any]], tuple[list[Change], list[Problem]]],
+) -> Repair:
+    """The :class:`Repair` of a one-walk repair (``repaired``), its report written on first
+    read by ``report`` from the caller's list and the repaired one as they were handed over: a
+    caller appends the model's reply to either before it reads the report (a slice each, a
+    pointer copy that walks nothing: 0.002x ``json.dumps``; read as they are then, a walk's
+    record of message indexes raised ``KeyError`` or ``StopIteration``). Nothing is left: every
+    message a walk sends passed the one-pass check's rules as it went, the ids it made are
+    unique and in the profile's form, and what it inserted (placeholders, bridges) breaks no
+    rule where it goes (the agreement properties of ``tests/test_damaged_speed.py`` judge each
+    walked repair), so no judge, and no hook's check of the repaired history, runs again."""
     _log_structure(module, messages, repaired)
     check_texts(profile)
-
-    def report() -> tuple[Sequence[Change], Sequence[Problem]]:
-        """The changes and problems of the names and of the damage the walk mended."""
-        return walk_report_adjacent(messages, profile, events)
-
-    # nothing left: every message the walk sends passed the one-pass check's rules as it
-    # went, and what it inserted (placeholders, bridges) breaks no rule where it goes
-    # (tests/test_walks.py judges each repaired history), as for Mistral's walk
-    return Repair._deferred(repaired, True, report)
+    before, after = messages[:], repaired[:]
+    return Repair._deferred(repaired, True, lambda: report(before, after))
 
 
 def _names_apart(
