@@ -1119,7 +1119,7 @@ def test_a_result_id_of_a_str_subclass_is_the_readers_error_not_the_walks_repair
             toolmend.repair(history, provider=provider)
 
 
-ADJACENT_WALKED = ["gemini", "openai", "bedrock", "anthropic", "gemini-litellm"]
+ADJACENT_WALKED = ["gemini", "openai", "bedrock", "anthropic", "gemini-litellm", "deepseek"]
 
 
 def _named_at_random(draw: st.DrawFn, history: list[Any]) -> list[Any]:
@@ -1275,6 +1275,66 @@ def test_a_walked_history_with_a_long_id_is_the_full_paths(
     if walked is not None:
         assert walked[0] == expected
         assert judge(openai_chat.read(walked[0]), profile) == []
+
+
+def _deepseek_block(repeat_at: int) -> list[Any]:
+    """A short history (nothing wrong but one block) bound for DeepSeek: a calling message of
+    two calls, and its results: the first call's, then its repeat placed ``repeat_at`` results
+    in (1: in place of the second call's, which is lost; 2: after it)."""
+    first, second = "call_000000000000000000000001", "call_000000000000000000000002"
+    block = _turn(first, second)
+    if repeat_at == 1:
+        block[2] = block[1]
+    else:
+        block.insert(2, block[1])
+    return [
+        user("question 0"),
+        *_turn("call_000000000000000000000003"),
+        assistant("answer 0"),
+        user("question 1"),
+        *block,
+        assistant("answer 1"),
+        user("thanks"),
+    ]
+
+
+def test_a_deepseek_block_of_as_many_results_as_calls_is_sent_as_it_is() -> None:
+    """DeepSeek pairs results by count (``Profile.pairing == "count"``): a block holding as
+    many results as calls, one a repeat in place of a lost result, breaks no rule of its, and
+    ``repair`` sends it as it is. The adjacent walk, pairing ids, would mend it (it does bound
+    for OpenAI): bound for DeepSeek it answers None."""
+    history = _deepseek_block(1)
+    profile = get_profile("deepseek")
+    assert judge(openai_chat.read(history), profile) == []
+    assert toolmend._walks.walk_adjacent(history, get_profile("openai"), Policy()) is not None
+    assert toolmend._walks.walk_adjacent(history, profile, Policy()) is None
+    fixed = toolmend.repair(history, provider="deepseek")
+    assert fixed.messages == history
+    assert not fixed.changed
+    assert list(fixed.problems) == []
+
+
+def test_a_deepseek_block_of_more_results_than_calls_is_the_judges_count() -> None:
+    """A repeat inside a DeepSeek block (two calls, three results): the walk drops the repeat
+    (the planner pairs ids) and the report is the judge's count, an ``orphan_result`` at the
+    block's third result (the second call's, which the walk keeps), no ``duplicate_result``
+    (a code DeepSeek's profile does not have)."""
+    history = _deepseek_block(2)
+    profile = get_profile("deepseek")
+    module = formats.get("openai")
+    problems = judge(openai_chat.read(history), profile)
+    assert [(problem.code, problem.index) for problem in problems] == [("orphan_result", 8)]
+    assert history[8]["tool_call_id"] == "call_000000000000000000000002"
+    walked = toolmend._walks.walk_adjacent(history, profile, Policy())
+    assert walked is not None
+    expected, changes = whole_repair(module, history, profile, Policy())
+    assert walked[0] == expected
+    fixed = toolmend.repair(history, provider="deepseek")
+    assert fixed.messages == expected
+    assert [change.code for change in fixed.changes] == ["dropped_duplicate_result"]
+    assert list(fixed.changes) == changes
+    assert list(fixed.problems) == problems
+    assert fixed.problems_left == ()
 
 
 @settings(max_examples=200, deadline=None)

@@ -259,8 +259,8 @@ def repair(
     if module.quick_valid(messages, profile):
         return Repair(original)  # the common case: one tight pass that builds nothing
     if chosen.mode is Mode.REPAIR and walks_adjacent(module, profile, chosen):
-        # (Gemini, Bedrock, Anthropic) the names filled and the common damages mended in one
-        # walk
+        # (Gemini, Bedrock, Anthropic, OpenAI, DeepSeek) the names filled and the common
+        # damages mended in one walk
         walked = _walked_adjacent(module, messages, profile, chosen)
         if walked is not None:
             return walked
@@ -354,9 +354,9 @@ def _walked(
 def _walked_adjacent(
     module: Format, messages: Sequence[Any], profile: Profile, policy: Policy
 ) -> Repair | None:
-    """:func:`repair` of a history bound for Gemini, Bedrock, Anthropic or OpenAI in one walk
-    (:func:`toolmend._walks.walk_adjacent`): the messages the other paths send, the results'
-    names filled and the common damages mended; the report written when it is first read,
+    """:func:`repair` of a history bound for Gemini, Bedrock, Anthropic, OpenAI or DeepSeek in
+    one walk (:func:`toolmend._walks.walk_adjacent`): the messages the other paths send, the
+    results' names filled and the common damages mended; the report written when it is first read,
     from the names and the damage the walk met (:func:`toolmend._walks.walk_report`). None
     where the walk cannot tell."""
     walked = walk_adjacent(messages, profile, policy)

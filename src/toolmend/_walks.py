@@ -1,5 +1,5 @@
-"""An OpenAI-shaped history bound for Gemini (names filled), Bedrock or Anthropic repaired in
-one walk (issue 32).
+"""An OpenAI-shaped history bound for Gemini (names filled), Bedrock, Anthropic, OpenAI or
+DeepSeek repaired in one walk (issue 32).
 
 These profiles pair each result with the calling message right before its block of results
 (``pairing="adjacent"``); Gemini wants every tool message to carry its call's function name,
@@ -29,7 +29,12 @@ the end) answers None and the other paths run unchanged.
 The walk keeps only a tuple for each damage it meets; :func:`walk_report` writes the changes
 and problems from them when the report is first read (:meth:`toolmend.Repair._deferred`).
 ``repair`` walks Gemini (and ``gemini-litellm``, LiteLLM's converter's: no names to fill),
-Bedrock, Anthropic and OpenAI's own profile (:data:`_FAMILIES`);
+Bedrock, Anthropic, OpenAI's own profile and DeepSeek's (:data:`_FAMILIES`);
+for DeepSeek, whose judge pairs results by count (``Profile.pairing == "count"``) while the
+planner pairs ids, the walk's messages and changes are the id pairing's, the problems the
+judge's count over the whole history (:func:`toolmend._rules.pair_by_count`), and where every
+block holds as many results as calls (a repeat, or a result of no call, in place of a lost
+one) the judge finds nothing to mend and the walk answers None;
 for Anthropic (ids unique in the request) the walk also keeps each later call of an id an
 earlier call has (the judge's ``duplicate_call_id``) and whether a new id was a reused id's
 or a placeheld call's (the planner's two texts).
@@ -39,6 +44,7 @@ whole history's repair.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -48,6 +54,7 @@ from ._plan_ids import fresh_id
 from ._planstate import ASSISTANT_BRIDGE_TEXT
 from ._policy import Policy
 from ._report import Change, Problem
+from ._rules import pair_by_count
 from ._skeleton import TOOL
 from .formats import Format, _openai_chat
 from .formats._openai_chat import FORMAT, same_result
@@ -65,7 +72,7 @@ __all__ = ["walk_adjacent", "walk_report", "walks_adjacent"]
 _WALKED: dict[int, tuple[Profile, CrossRules | None]] = {}
 """``id(profile)`` -> (the profile, its rules where :func:`walk_adjacent` answers for it)."""
 
-_FAMILIES = ("gemini", "openai", "bedrock", "anthropic", "gemini-litellm")
+_FAMILIES = ("gemini", "openai", "bedrock", "anthropic", "gemini-litellm", "deepseek")
 """The profiles ``repair`` walks: their own, as :func:`toolmend.profiles.get_profile` gives
 them (a model-picked variant has other rules: the other paths take it)."""
 
@@ -394,6 +401,8 @@ def _walk(
         return None
     if name_match is not None and not all(map(name_match, function_names)):
         return None
+    if profile.pairing == "count" and not _counts_break(events, caller_indexes):
+        return None  # (DeepSeek: each block holds as many results as calls, nothing to mend)
     if len(known) != len(call_ids) or moved_ids:
         if not _repeats_apart(call_ids, repeats, moved_ids):
             return None  # (a repeat the planner moves to a copy of its calling message)
@@ -405,6 +414,26 @@ def _walk(
             events += (("again", index_at[at], old, slot) for at, old, slot in again)
             events += (("renewed", index_at[at], old, new, kept) for at, old, new, kept in renewed)
     return out, events
+
+
+def _counts_break(events: list[tuple[Any, ...]], caller_indexes: list[int]) -> bool:
+    """Whether the judge's pairing by count (DeepSeek: as many results right after a calling
+    message as it has calls) finds a problem in the damage ``events`` the walk met: a result
+    after no calling message (or after a user message inside a block), a block with more or
+    fewer results than calls. A block whose results answer no open call (or one twice) as
+    many times as it leaves calls unanswered passes the count."""
+    extras: dict[int, int] = {}  # a calling message's index -> its results the walk dropped
+    short: dict[int, int] = {}  # and its calls left without results
+    for event in events:
+        kind = event[0]
+        if kind == "unknown" or kind == "repeat":  # (a result inside its block)
+            owner = caller_indexes[bisect_right(caller_indexes, event[1]) - 1]
+            extras[owner] = extras.get(owner, 0) + 1
+        elif kind == "missing":
+            short[event[1]] = len(event[3])
+        else:  # a result after no calling message, moved, or a user message in a block
+            return True
+    return extras != short
 
 
 def _repeats_apart(call_ids: list[str], repeats: list[str], moved_ids: list[str]) -> bool:
@@ -516,7 +545,8 @@ def walk_report(
     steps (the judge: the pairing, the result's name, (Anthropic) ids two calls share, the
     role order; the planner: answered and dropped results,
     moved results, moved messages, new ids, names). One pass over the messages for the
-    names; the damage from ``events``."""
+    names; the damage from ``events``; under DeepSeek's pairing by count, the judge's count
+    over the messages for the pairing's problems."""
     change = _quickmend._change
     code = "result_name_mismatch"
     named = profile.results_need_name
@@ -534,8 +564,14 @@ def walk_report(
     def add_change(index: int, step: int, made: Change) -> None:
         at_changes.setdefault(index, []).append((step, made))
 
-    def add_problem(index: int, found: Problem) -> None:
-        at_problems.setdefault(index, []).append((_PAIRING, found))
+    by_count = profile.pairing == "count"  # (DeepSeek) the judge counts, the planner pairs ids
+
+    def add_problem(code: str, index: int, text: str, call_id: str | None, **fields: Any) -> None:
+        """The judge's pairing problem at ``index``, unless it counts results (then its
+        count over the whole history, below)."""
+        if not by_count:
+            found = _rare(profile, code, index, text, call_id, **fields)
+            at_problems.setdefault(index, []).append((_PAIRING, found))
 
     last_moved: dict[int, int] = {}  # calling message -> the last result moved to it
     moved_to: set[tuple[int, str]] = set()  # (calling message, call id) a repeat moved to
@@ -552,16 +588,13 @@ def walk_report(
                 )
             else:
                 text, found_code = "tool result answers no open call", "unknown_result_id"
-            add_problem(index, _rare(profile, found_code, index, text, call_id))
+            add_problem(found_code, index, text, call_id)
             made = change("dropped_orphan_result", index, _ORPHAN_DROPPED, (call_id,))
             add_change(index, _RESULTS, made)
         elif kind == "repeat" or kind == "twice":
             call_id, first = event[2], event[3]
             kinds[index] = kind
-            found = _rare(
-                profile, "duplicate_result", index, "call answered twice", call_id, first=first
-            )
-            add_problem(index, found)
+            add_problem("duplicate_result", index, "call answered twice", call_id, first=first)
             if kind == "repeat":
                 made = change("dropped_duplicate_result", index, _REPEAT_DROPPED, (call_id,))
                 add_change(index, _RESULTS, made)
@@ -575,8 +608,7 @@ def walk_report(
             call_id, caller = event[2], event[3]
             kinds[index] = kind
             last_moved[caller] = index
-            found = _rare(profile, "orphan_result", index, _NO_CALLER, call_id)
-            add_problem(index, found)
+            add_problem("orphan_result", index, _NO_CALLER, call_id)
             text = f"moved next to its call in message {caller}"
             add_change(index, _MOVED_RESULT, change("moved_result", index, text, (call_id,)))
         elif kind == "bridge":
@@ -585,7 +617,7 @@ def walk_report(
         elif kind == "missing":
             missing = tuple(sorted(event[2]))
             text = f"{len(missing)} call(s) without a result"
-            add_problem(index, _rare(profile, "missing_result", index, text, None, ids=missing))
+            add_problem("missing_result", index, text, None, ids=missing)
             waiting += ((index, call_id) for call_id in event[3])
         elif kind == "again":  # (ids unique in the request) a later call of an id
             call_id, slot = event[2], event[3]
@@ -597,6 +629,16 @@ def walk_report(
             old, new = event[2], event[3]
             text = _REFUSED if event[4] else _RENEWED
             add_change(index, _IDS, change("rewrote_call_id", index, text, (old, new)))
+    if by_count:  # the judge's pairing by count over the whole history (the planner's ids)
+        counted = Report(profile)
+        pair_by_count(
+            [message["role"] for message in messages],
+            lambda index: messages[index].get("tool_calls"),
+            lambda index: tuple(call["id"] for call in messages[index]["tool_calls"]),
+            counted,
+        )
+        for found in counted.problems:
+            at_problems.setdefault(found.index, []).append((_PAIRING, found))
     for index, call_id in waiting:  # (in slot order), but those a repeat was moved to
         if (index, call_id) not in moved_to:
             made = change("answered_missing_call", index, _ANSWERED, (call_id,))
@@ -624,6 +666,8 @@ def walk_report(
             call_id = message["tool_call_id"]
             kind = kinds.get(index)
             if kind is None:  # (nearly every result)
+                if by_count and index in at_problems:  # (a result past its block's count)
+                    problems += [found for _, found in at_problems[index]]
                 if not named:
                     continue
                 name = names[call_id]
