@@ -27,7 +27,11 @@ from typing import Any
 from . import _quickmend
 from ._findings import Report
 from ._plan_ids import fresh_id
+from ._planstate import ANSWERED_TEXT as _ANSWERED
 from ._planstate import ASSISTANT_BRIDGE_TEXT
+from ._planstate import BRIDGED_TEXT as _BRIDGED
+from ._planstate import ORPHAN_DROPPED_TEXT as _ORPHAN_DROPPED
+from ._planstate import REPEAT_DROPPED_TEXT as _REPEAT_DROPPED
 from ._policy import Policy
 from ._report import Change, Problem
 from ._skeleton import ASSISTANT, TOOL
@@ -532,10 +536,6 @@ def _damage_report(
     return changes, problems
 
 
-_ORPHAN_DROPPED = "result of a call not in the history"
-_REPEAT_DROPPED = "second result for one call"
-_BRIDGED = "assistant message inserted after tool results"
-_ANSWERED = "call answered with the placeholder"
 _MOVED_MESSAGE_TEXT = "moved after the tool results it interrupted"
 
 

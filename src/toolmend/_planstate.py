@@ -40,6 +40,14 @@ ASSISTANT_BRIDGE_TEXT = "Tool results received."
 results (Mistral) or a chat template needs an assistant turn there. Fixed wording, so repeated
 repair is stable; it claims nothing beyond what the history shows."""
 
+ORPHAN_DROPPED_TEXT = "result of a call not in the history"
+REPEAT_DROPPED_TEXT = "second result for one call"
+BRIDGED_TEXT = "assistant message inserted after tool results"
+ANSWERED_TEXT = "call answered with the placeholder"
+"""The planner's words for its commonest changes (``dropped_orphan_result``,
+``dropped_duplicate_result``, ``inserted_message`` for a bridge, ``answered_missing_call``),
+for the one-walk repairs that write the same changes (``_inline``, ``_walks``)."""
+
 USER_BRIDGE_TEXT = "Continue."
 """The user message inserted where a chat template needs a user turn before an assistant one."""
 

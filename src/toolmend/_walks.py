@@ -51,7 +51,11 @@ from typing import Any
 from . import _quickmend
 from ._findings import Report
 from ._plan_ids import fresh_id
+from ._planstate import ANSWERED_TEXT as _ANSWERED
 from ._planstate import ASSISTANT_BRIDGE_TEXT
+from ._planstate import BRIDGED_TEXT as _BRIDGED
+from ._planstate import ORPHAN_DROPPED_TEXT as _ORPHAN_DROPPED
+from ._planstate import REPEAT_DROPPED_TEXT as _REPEAT_DROPPED
 from ._policy import Policy
 from ._report import Change, Problem
 from ._rules import pair_by_count
@@ -726,11 +730,7 @@ def _rare(
     return report.problems[0]
 
 
-_BRIDGED = "assistant message inserted after tool results"
 _NO_CALLER = "tool result without a calling message before it"
-_ORPHAN_DROPPED = "result of a call not in the history"
-_REPEAT_DROPPED = "second result for one call"
-_ANSWERED = "call answered with the placeholder"
 _MOVED = "moved after the tool results it interrupted"
 _RENEWED = "call id another call has, for the call the placeholder answers"
 _REFUSED = "call id the provider would refuse"
