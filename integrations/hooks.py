@@ -73,6 +73,10 @@ class HookOptions:
     budget: budgets.Budget | None = None
     """What one request may cost (:class:`toolmend.integrations.budget.Budget`); ``None`` reads
     it from the environment (``TOOLMEND_MAX_ITEMS``, ...) on each call."""
+    rescue: bool = True
+    """After the provider's HTTP 400 about tool history, send the request once more with the
+    history :func:`toolmend.rescue` rewrites (:mod:`toolmend.integrations.rescue`); ``False``
+    (or ``TOOLMEND_RESCUE=0``) re-raises the provider's error as it came."""
 
     def __post_init__(self) -> None:
         # a wrong policy name fails where the hook is built: a valid request never reaches the

@@ -55,7 +55,7 @@ __all__ = [
 
 logger = logging.getLogger("toolmend")
 
-Outcome = Literal["clean", "repaired", "problems_left", "failed_open"]
+Outcome = Literal["clean", "repaired", "problems_left", "failed_open", "rescued"]
 
 METER_NAME: Final = "toolmend"
 """The instrumentation scope of toolmend's metrics."""
@@ -86,6 +86,9 @@ class HookReport:
     """Why a ``failed_open`` request went out unrepaired, when toolmend chose to: ``size_cap``
     (over :attr:`toolmend.integrations.budget.Budget.max_items`) or ``time_budget`` (its repair
     took longer than :attr:`~toolmend.integrations.budget.Budget.seconds`); empty otherwise."""
+    rule: str = ""
+    """For a ``rescued`` request (sent once more after the provider's 400 about tool history,
+    :mod:`toolmend.integrations.rescue`): the known rule the error named, or ``flattened``."""
     request: bool = True
     """False for a second look at a request another report already counted (a chat's stored
     history healed before its request is repaired): its changes count, the request and its

@@ -43,6 +43,7 @@ MODULES = (
     "toolmend.integrations.telemetry",
     "toolmend.integrations.prometheus",
     "toolmend.integrations.budget",
+    "toolmend.integrations.rescue",
 )
 """The modules whose public names the page documents, in page order."""
 

@@ -56,6 +56,8 @@ LAYERS: dict[str, int] = {
     "_fastpath": 3,
     "_routing": 3,
     "_appending": 3,
+    "_error_texts": 2,
+    "_rescue": 3,
     "__init__": 4,
     "__main__": 4,
     "_cli": 4,

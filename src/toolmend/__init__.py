@@ -34,6 +34,7 @@ from ._report import (
     TrimError,
     UnknownNameError,
 )
+from ._rescue import Rescue, rescue
 from ._routing import provider_for_host, provider_for_model, request_profile
 from ._trim import align_cut, atomic_groups, merge_consecutive, trim
 from ._version import VERSION
@@ -49,6 +50,7 @@ __all__ = [
     "Problem",
     "Profile",
     "Repair",
+    "Rescue",
     "ToolChainError",
     "ToolLoopError",
     "ToolMendError",
@@ -65,6 +67,7 @@ __all__ = [
     "provider_for_model",
     "repair",
     "request_profile",
+    "rescue",
     "sanitize",
     "trim",
 ]

@@ -54,6 +54,14 @@ Nothing to set. The server never touches the network beyond 127.0.0.1 and needs 
 from __future__ import annotations
 
 from .replies import Reply, ToolCall
-from .server import ROUTES, RecordedRequest, Route, StrictProviderServer
+from .server import ROUTES, RecordedRequest, Refusal, Route, StrictProviderServer
 
-__all__ = ["ROUTES", "RecordedRequest", "Reply", "Route", "StrictProviderServer", "ToolCall"]
+__all__ = [
+    "ROUTES",
+    "RecordedRequest",
+    "Refusal",
+    "Reply",
+    "Route",
+    "StrictProviderServer",
+    "ToolCall",
+]

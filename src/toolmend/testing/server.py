@@ -83,10 +83,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from .._api import check
+from .._api import check, read_history
 from .._report import InvalidHistoryError, Problem, UnknownNameError
 from .._routing import provider_for_model, request_profile
 from ..formats import names as format_names
@@ -94,7 +94,7 @@ from ..profiles import get_profile
 from . import errors, wire
 from .replies import IdMaker, Reply, as_replies, as_reply
 
-__all__ = ["ROUTES", "RecordedRequest", "Route", "StrictProviderServer"]
+__all__ = ["ROUTES", "RecordedRequest", "Refusal", "Route", "StrictProviderServer"]
 
 PROVIDER_HEADER = "x-toolmend-provider"
 """The request header that picks the provider profile for one request."""
@@ -182,6 +182,8 @@ class RecordedRequest:
     """The reply sent with a 200."""
     call_ids: tuple[str, ...]
     """The tool call ids of the reply, as sent (empty strings for Gemini)."""
+    refused: bool = False
+    """Whether a :class:`Refusal` answered it (a rule toolmend's profiles do not hold)."""
 
     @property
     def accepted(self) -> bool:
@@ -195,6 +197,34 @@ class RecordedRequest:
         if route is None or not isinstance(self.body, dict):
             return None
         return self.body.get(route.history_key)
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A rule toolmend does not know, played by the server: a history its profile accepts is
+    refused all the same with ``message``, in the route's provider's own error envelope.
+
+    It stands for what a real provider adds before toolmend has the rule, so that a hook's
+    answer to such a 400 (:mod:`toolmend.integrations.rescue`) is tested end to end.
+    """
+
+    message: str
+    """The provider's error text to answer with."""
+    when: Literal["tools", "always"] = "tools"
+    """``"tools"``: only a history that holds a tool call or a tool result (in any form the
+    route's format reads as one); ``"always"``: every request the profile accepts."""
+    times: int | None = None
+    """Refuse only the first ``times`` such requests (``None``: every one)."""
+    status: int = 400
+    """The HTTP status to answer with."""
+
+    def __post_init__(self) -> None:
+        if self.when not in ("tools", "always"):
+            raise ValueError(f"Refusal.when must be 'tools' or 'always', got {self.when!r}")
+        if self.times is not None and self.times < 1:
+            raise ValueError(f"Refusal.times must be at least 1 (or None), got {self.times!r}")
+        if not 400 <= self.status <= 599:
+            raise ValueError(f"Refusal.status must be an error status, got {self.status!r}")
 
 
 @dataclass(frozen=True)
@@ -399,6 +429,9 @@ class StrictProviderServer:
       100 levels): deeper gets 400, as a provider answers.
     * **max_requests** - *(optional)* how many requests :attr:`requests` keeps, the newest
       (default :data:`MAX_REQUESTS`, 1,000; ``None`` keeps every one).
+    * **refuse** - *(optional)* a rule toolmend does not know: an error text (every history
+      with tool calls or results that the profile accepts gets 400 with it), a
+      :class:`Refusal` or several (see :meth:`refuse`).
 
     >>> import json, urllib.request
     >>> from toolmend.testing import StrictProviderServer
@@ -429,6 +462,7 @@ class StrictProviderServer:
         max_body: int = MAX_BODY,
         max_depth: int = MAX_DEPTH,
         max_requests: int | None = MAX_REQUESTS,
+        refuse: str | Refusal | Iterable[Refusal] | None = None,
     ) -> None:
         if max_body < 0 or max_depth < 1 or (max_requests is not None and max_requests < 1):
             raise ValueError(
@@ -447,6 +481,10 @@ class StrictProviderServer:
         self._ids = IdMaker(seed)
         self._http: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
+        self._refusals: list[tuple[Refusal, list[int | None]]] = []
+        if refuse is not None:
+            for refusal in (refuse,) if isinstance(refuse, str | Refusal) else refuse:
+                self.refuse(refusal)
 
     # --- lifecycle ------------------------------------------------------------------------------
 
@@ -539,6 +577,64 @@ class StrictProviderServer:
         with self._lock:
             self._queue.extend(items)
         return self
+
+    def refuse(
+        self,
+        message: str | Refusal,
+        *,
+        when: Literal["tools", "always"] = "tools",
+        times: int | None = None,
+        status: int = 400,
+    ) -> StrictProviderServer:
+        """Refuse what the profile accepts with ``message``, a provider's error text for a rule
+        toolmend does not model (or a :class:`Refusal`, whose fields win): histories with tool
+        calls or results (``when="tools"``) or every request (``"always"``), the first
+        ``times`` of them or all. Refusals are tried in the order added; the first that applies
+        answers, in the route's provider's envelope (:mod:`toolmend.testing.errors`).
+
+        >>> import openai
+        >>> from toolmend.testing import StrictProviderServer
+        >>> with StrictProviderServer() as server:
+        ...     _ = server.refuse("Tool use is not enabled for this deployment.")
+        ...     client = openai.OpenAI(api_key="test", base_url=server.openai_base_url,
+        ...                            max_retries=0)
+        ...     try:
+        ...         client.chat.completions.create(model="gpt-4o", messages=[
+        ...             {"role": "user", "content": "Weather?"},
+        ...             {"role": "assistant", "content": None, "tool_calls": [{"id": "call_1",
+        ...              "type": "function", "function": {"name": "w", "arguments": "{}"}}]},
+        ...             {"role": "tool", "tool_call_id": "call_1", "content": "21 C"}])
+        ...     except openai.BadRequestError as error:
+        ...         print(error.status_code, error.body["message"])
+        400 Tool use is not enabled for this deployment.
+        """
+        refusal = (
+            message
+            if isinstance(message, Refusal)
+            else Refusal(message, when=when, times=times, status=status)
+        )
+        with self._lock:
+            self._refusals.append((refusal, [refusal.times]))
+        return self
+
+    def _refusal_for(self, history: Any, format: str) -> Refusal | None:
+        """The first refusal that applies to ``history`` (counted as used), or ``None``."""
+        with self._lock:
+            refusals = list(self._refusals)
+        holds_tools: bool | None = None
+        for refusal, left in refusals:
+            if refusal.when == "tools":
+                if holds_tools is None:
+                    holds_tools = _holds_tools(history, format)
+                if not holds_tools:
+                    continue
+            with self._lock:
+                if left[0] is not None:
+                    if left[0] < 1:
+                        continue
+                    left[0] -= 1
+            return refusal
+        return None
 
     @property
     def pending_replies(self) -> list[Reply]:
@@ -664,6 +760,14 @@ class StrictProviderServer:
             request_id = self._ids.prefixed("req_011C", 22)
             payload = errors.problem_body(api, provider, problems, request_id)
             return self._finish(record, 400, record["error"], _json(400, payload))
+        refusal = self._refusal_for(history, route.format) if judged else None
+        if refusal is not None:
+            record["refused"] = True
+            request_id = self._ids.prefixed("req_011C", 22)
+            payload = errors.error_body(api, provider, refusal.message, request_id=request_id)
+            return self._finish(
+                record, refusal.status, refusal.message, _json(refusal.status, payload)
+            )
         return self._answer(record, route, provider, body, raw, query, history)
 
     def _provider_for(
@@ -788,6 +892,15 @@ class StrictProviderServer:
             payload = wire.gemini_stream(answer, response_id, sse=as_sse)
             return _Outcome(200, sse if as_sse else "application/json", payload)
         return _json(200, wire.gemini_body(answer, response_id))
+
+
+def _holds_tools(history: Any, format: str) -> bool:
+    """Whether ``history`` holds a tool call or a tool result, as ``format`` reads it."""
+    try:
+        skeleton = read_history(history, format)[1]
+    except InvalidHistoryError:
+        return False
+    return bool(skeleton.calls or skeleton.results)
 
 
 def _first_known(names: Iterable[str]) -> str | None:
