@@ -142,22 +142,25 @@ Limits
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import logging
 import os
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from toolmend import _escape as escape
 from toolmend import _routing as routing
 from toolmend._policy import Policy
 from toolmend._report import ToolChainError, ToolLoopError
+from toolmend import Rescue
 
 from . import budget as budgets
 from . import litellm_guardrail, telemetry
+from . import rescue as rescues
 from .budget import Budget
 from .hooks import (
     HookOptions,
@@ -237,6 +240,7 @@ converter carries the request is part of who serves it. LiteLLM's Gemini convert
 _DEFAULT_PROFILE = "openai"
 _CHANGES_HEADER = "x-toolmend-changes"
 _PROVIDER_HEADER = "x-toolmend-provider"
+_RESCUED_HEADER = "x-toolmend-rescued"
 HEADER_LIMIT = 4096
 """The most characters (printable ASCII, so bytes) of a toolmend response header."""
 HEADER_ID_LIMIT = 64
@@ -380,6 +384,10 @@ class ToolMend(CustomLogger):
       (:class:`toolmend.integrations.budget.Budget`: the size cap, the size from which the async
       path repairs off the event loop, the wall-clock budget); left out, read from the
       environment.
+    * **rescue** - *(optional)* ``True`` (default): after a provider's HTTP 400 about the tool
+      history toolmend sent, send the call once more with the history :func:`toolmend.rescue`
+      rewrites (see the module docstring); ``False`` (or ``TOOLMEND_RESCUE=0``) lets the
+      provider's error through as it came.
 
     >>> import litellm
     >>> litellm.callbacks = [ToolMend()]  # doctest: +SKIP
@@ -392,13 +400,16 @@ class ToolMend(CustomLogger):
         on_loop: OnLoop = "warn",
         *,
         budget: Budget | None = None,
+        rescue: bool = True,
     ) -> None:
         super().__init__()
         # an unknown provider or policy name fails here, not per call; a toolmend bug is
         # logged and the callback built anyway: every call fails open, and LiteLLM (or the
         # proxy loading ``proxy_handler``) still starts
         check_names(provider=provider, policy=policy, source="litellm ToolMend")
-        self.options = HookOptions(provider=provider, policy=policy, on_loop=on_loop, budget=budget)
+        self.options = HookOptions(
+            provider=provider, policy=policy, on_loop=on_loop, budget=budget, rescue=rescue
+        )
         try:
             install()
         except ImportError:  # wrapt missing: the extra to install, said at once
@@ -410,7 +421,10 @@ class ToolMend(CustomLogger):
 
     def __repr__(self) -> str:
         o = self.options
-        return f"ToolMend(provider={o.provider!r}, policy={o.policy!r}, on_loop={o.on_loop!r})"
+        return (
+            f"ToolMend(provider={o.provider!r}, policy={o.policy!r}, on_loop={o.on_loop!r}, "
+            f"rescue={o.rescue!r})"
+        )
 
     # --- the repair both paths share -----------------------------------------------------------
 
@@ -553,7 +567,9 @@ class ToolMend(CustomLogger):
                 telemetry.failed_open(source, reason="time_budget")
             return _Outcome(history, None, True, "unknown", started, time.perf_counter() - clock)
 
-        outcome = await budgets.run(
+        slot = _sent.get() if step == "first" else None
+        resent = slot.resend(history) if slot is not None else None
+        outcome = resent or await budgets.run(
             history,
             lambda: self._repair(
                 history,
@@ -571,6 +587,8 @@ class ToolMend(CustomLogger):
             source=source,
             budget=self.options.budget,
         )
+        if slot is not None and resent is None:
+            slot.note(route, outcome, _text(kwargs.get("model")) or "")
         _note_pass(logging_obj, route.name, step, outcome)
         sent = kwargs if outcome.history is history else {**kwargs, route.key: outcome.history}
         return _with_guardrail(sent, _request_entry(logging_obj, outcome), route)
@@ -583,7 +601,8 @@ class ToolMend(CustomLogger):
         request_headers: dict[str, str] | None = None,
         litellm_call_info: dict[str, object] | None = None,
     ) -> dict[str, str] | None:
-        """Proxy: tell the client what was changed, in ``x-toolmend-changes``."""
+        """Proxy: tell the client what was changed, in ``x-toolmend-changes``, and the rescue's
+        rule in ``x-toolmend-rescued`` when the deployment was sent a second time."""
         hidden = getattr(response, "_hidden_params", None)
         record = hidden.get(RECORD_KEY) if isinstance(hidden, dict) else None
         if not isinstance(record, dict):  # an Anthropic-shaped response is a plain dict
@@ -592,10 +611,14 @@ class ToolMend(CustomLogger):
         if not isinstance(record, dict):
             return None
         try:
-            return {
+            headers = {
                 _CHANGES_HEADER: changes_header(record["changes"]),
                 _PROVIDER_HEADER: escape.header(record["provider"])[:HEADER_LIMIT],
             }
+            rescued = record.get("rescued")
+            if isinstance(rescued, dict):
+                headers[_RESCUED_HEADER] = escape.header(rescued["rule"])[:HEADER_LIMIT]
+            return headers
         except Exception:  # a header must never fail the response
             logger.exception("toolmend could not write its proxy response headers")
             return None
@@ -675,17 +698,23 @@ def _sync_request(
         if len(args) > at[1]:
             _warn_positional(route.name, route.key)
         return None
-    outcome = handler._repair(
-        history,
-        model=args[at[0]] if len(args) > at[0] else kwargs.get("model"),
-        custom_llm_provider=kwargs.get("custom_llm_provider"),
-        api_base=kwargs.get("api_base") or kwargs.get("base_url"),
-        source=f"litellm.{route.name}",
-        route=route.name,
-        thinking=None,
-        second=False,
-        quiet=False,
-    )
+    model = args[at[0]] if len(args) > at[0] else kwargs.get("model")
+    slot = _sent.get()
+    outcome = slot.resend(history) if slot is not None else None
+    if outcome is None:
+        outcome = handler._repair(
+            history,
+            model=model,
+            custom_llm_provider=kwargs.get("custom_llm_provider"),
+            api_base=kwargs.get("api_base") or kwargs.get("base_url"),
+            source=f"litellm.{route.name}",
+            route=route.name,
+            thinking=None,
+            second=False,
+            quiet=False,
+        )
+        if slot is not None:
+            slot.note(route, outcome, _text(model) or "")
     sent = kwargs if outcome.history is history else {**kwargs, route.key: outcome.history}
     return _with_guardrail(sent, _entry(outcome), route), route.name, outcome
 
@@ -920,9 +949,171 @@ def _warn_positional(call: str, key: str) -> None:
         )
 
 
+# --- the rescue: one more send after a provider's 400 about the tool history ---------------------
+
+
+@dataclass(slots=True)
+class _Sent:
+    """One call of a LiteLLM entry point (:data:`ENTRY_POINTS`): what its first pass sent, for
+    the rescue, and the rescue once there is one."""
+
+    route: Route | None = None
+    """The route of the first pass (``None`` until one sent a history toolmend judged)."""
+    history: Any = None
+    """The history that pass sent (the repaired one, or the caller's when nothing changed)."""
+    provider: str = "unknown"
+    """The profile that pass held the history to."""
+    model: str = ""
+    record: dict[str, Any] | None = None
+    """That pass's record (``None``: nothing to tell)."""
+    rescued: Rescue | None = None
+    """The rescue, once the call is being sent again."""
+    resent: bool = False
+    """The hook has seen the second send."""
+
+    def note(self, route: Route, outcome: _Outcome, model: str) -> None:
+        """Keep what the call's first pass sent (later passes, translated routes and nested
+        calls, leave it: the call is retried on its own route)."""
+        if self.route is None and self.rescued is None and not outcome.failed:
+            self.route, self.history, self.provider = route, outcome.history, outcome.provider
+            self.model, self.record = model, outcome.record
+
+    def resend(self, history: Any) -> _Outcome | None:
+        """The outcome of the second send's first pass: ``history`` (the rescue's) goes out as
+        it is, with the first pass's record and the rescue in it; ``None`` on any other pass."""
+        if self.rescued is None or self.resent:
+            return None
+        self.resent = True
+        base = self.record or {
+            "provider": self.provider,
+            "model": self.model,
+            "changes": [],
+            "problems": [],
+            "problems_before": [],
+            "problems_left": [],
+            "loops": [],
+            "failed": False,
+        }
+        rescued = self.rescued
+        entry = {
+            "rule": rescued.rule,
+            "profile": rescued.profile,
+            "changes": [
+                {"code": c.code, "index": c.index, "ids": list(c.ids), "detail": c.detail}
+                for c in rescued.changes
+            ],
+            "pointed": list(rescued.pointed),
+        }
+        return _Outcome(history, {**base, "rescued": entry}, False, self.provider, time.time())
+
+
+_sent: contextvars.ContextVar[_Sent | None] = contextvars.ContextVar(
+    "toolmend_litellm_sent", default=None
+)
+"""The entry-point call in progress in this context (``None`` outside one)."""
+
+
+def _again(
+    handler: ToolMend, slot: _Sent, kwargs: dict[str, Any], error: BaseException
+) -> dict[str, Any] | None:
+    """The kwargs to send the call with once more after ``error``, or ``None`` (re-raise it):
+    the first pass's history rewritten by :func:`toolmend.integrations.rescue.retry_history`
+    in place of the caller's, every other argument the same. Never raises."""
+    try:
+        route = slot.route
+        if route is None or route.key not in kwargs:
+            return None
+        rescued = rescues.retry_history(
+            slot.history,
+            error,
+            provider=slot.provider,
+            source=f"litellm.{route.name}",
+            format=route.format,
+            rescue_on=handler.options.rescue,
+        )
+        if rescued is None:
+            return None
+        slot.rescued = rescued
+        return {**kwargs, route.key: rescued.messages}
+    except Exception:
+        logger.exception("toolmend failed while rescuing a LiteLLM call; the error was raised")
+        return None
+
+
+def _rescuer() -> ToolMend | None:
+    """The :class:`ToolMend` that rescues a call starting now, or ``None`` (call straight
+    through): none in ``litellm.callbacks``, the rescue off, or inside another entry-point
+    call (LiteLLM translating a route calls its entry points again: only the outer call is
+    retried, so a call is never sent more than twice)."""
+    handler = _active()
+    if handler is None or _sent.get() is not None or not rescues.enabled(handler.options.rescue):
+        return None
+    return handler
+
+
+def _entry_point(
+    wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    """Around LiteLLM's sync entry points (``litellm.completion``, ``litellm.responses``):
+    the call, and once more with the rescued history after a 400 about tool history."""
+    handler = _rescuer()
+    if handler is None:
+        return wrapped(*args, **kwargs)
+    slot = _Sent()
+    token = _sent.set(slot)
+    try:
+        try:
+            return wrapped(*args, **kwargs)
+        except Exception as error:
+            again = _again(handler, slot, kwargs, error)
+            if again is None:
+                raise
+        return wrapped(*args, **again)
+    finally:
+        _sent.reset(token)
+
+
+def _async_entry_point(
+    wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    """Around LiteLLM's async entry points (``litellm.acompletion``, ``litellm.aresponses``,
+    ``litellm.anthropic_messages``), as :func:`_entry_point`."""
+    handler = _rescuer()
+    if handler is None:
+        return wrapped(*args, **kwargs)
+    return _rescued_call(handler, wrapped, args, kwargs)
+
+
+async def _rescued_call(
+    handler: ToolMend, wrapped: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    slot = _Sent()
+    token = _sent.set(slot)
+    try:
+        try:
+            return await wrapped(*args, **kwargs)
+        except Exception as error:
+            again = _again(handler, slot, kwargs, error)
+            if again is None:
+                raise
+        return await wrapped(*args, **again)
+    finally:
+        _sent.reset(token)
+
+
+ENTRY_POINTS = ("completion", "acompletion", "responses", "aresponses", "anthropic_messages")
+"""The ``litellm`` functions the rescue wraps: every route with a history, as the SDK, the
+Router and the proxy call them (the Router looks each up on ``litellm`` per attempt)."""
+
+_ASYNC_ENTRY_POINTS = frozenset({"acompletion", "aresponses", "anthropic_messages"})
+
 _TARGETS: tuple[tuple[str, str, Any], ...] = (
     ("litellm.utils", "function_setup", _function_setup),
     ("litellm.utils", "update_response_metadata", _update_response_metadata),
+    *(
+        ("litellm", name, _async_entry_point if name in _ASYNC_ENTRY_POINTS else _entry_point)
+        for name in ENTRY_POINTS
+    ),
 )
 """(module, attribute, wrapper) for every wrapt wrapper this integration installs."""
 

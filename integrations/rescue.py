@@ -31,6 +31,8 @@ toolmend lacks: ``docs/observability.md`` says how to send one as a report.
 
 from __future__ import annotations
 
+import ast
+import json
 import logging
 import os
 from collections.abc import Mapping, Sequence
@@ -69,7 +71,8 @@ def provider_error(error: BaseException) -> tuple[int, str] | None:
     Read by attribute, so it needs no SDK: ``status_code`` (openai, anthropic, LiteLLM),
     ``code`` (google-genai) or the ``response``'s status; the message from the error body
     (``{"error": {"message"}}``, ``{"message"}``, ...), else the error's ``message``, else its
-    text."""
+    text; a text that quotes the provider's body as JSON after `` - `` (LiteLLM's
+    ``litellm.BadRequestError: AnthropicException - {...}``) gives that body's message."""
     status = _status(error)
     if status is None:
         return None
@@ -92,7 +95,42 @@ def _message(error: BaseException) -> str:
         if found:
             return found
     message = getattr(error, "message", None)
-    return message if isinstance(message, str) and message else str(error)
+    text = message if isinstance(message, str) and message else str(error)
+    return _wrapped_message(text) or text
+
+
+_WRAPPED = " - "
+"""Where LiteLLM's text of a provider's error quotes the provider's own body:
+``litellm.BadRequestError: AnthropicException - {"type": "error", "error": {...}}``, or
+``... - b'{...}'`` (the bytes of a streamed call's body)."""
+
+_WRAPPED_LIMIT = 65536
+"""The longest wrapper text whose quoted body is decoded (a provider's error body is short)."""
+
+
+def _wrapped_message(text: str) -> str | None:
+    """The message of the provider's error body that a wrapper's text quotes as JSON after
+    `` - `` (LiteLLM's ``BadRequestError`` keeps no ``body`` for Anthropic, Gemini or Bedrock,
+    only this text), or ``None``. Only the first such body is decoded, and only in a text of at
+    most :data:`_WRAPPED_LIMIT` characters."""
+    if len(text) > _WRAPPED_LIMIT:
+        return None
+    at = text.find(_WRAPPED + "{")
+    if at >= 0:
+        try:
+            body, _ = json.JSONDecoder().raw_decode(text, at + len(_WRAPPED))
+        except ValueError:
+            return None
+        return _body_message(body)
+    at = text.find(_WRAPPED + "b")
+    if at < 0 or text[at + len(_WRAPPED) + 1 : at + len(_WRAPPED) + 3] not in ("'{", '"{'):
+        return None
+    try:  # the rest of the text is the bytes' repr
+        raw = ast.literal_eval(text[at + len(_WRAPPED) :])
+        body = json.loads(raw) if isinstance(raw, bytes) else None
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return None
+    return _body_message(body)
 
 
 def _body_message(body: object) -> str | None:
