@@ -1055,7 +1055,8 @@ def _entry_point(
     wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> Any:
     """Around LiteLLM's sync entry points (``litellm.completion``, ``litellm.responses``):
-    the call, and once more with the rescued history after a 400 about tool history."""
+    the call, and once more with the rescued history after a 400 about tool history (at the
+    call, or at the first chunk of a stream whose request LiteLLM makes then)."""
     handler = _rescuer()
     if handler is None:
         return wrapped(*args, **kwargs)
@@ -1063,14 +1064,28 @@ def _entry_point(
     token = _sent.set(slot)
     try:
         try:
-            return wrapped(*args, **kwargs)
+            result = wrapped(*args, **kwargs)
         except Exception as error:
             again = _again(handler, slot, kwargs, error)
             if again is None:
                 raise
-        return wrapped(*args, **again)
+            return wrapped(*args, **again)
     finally:
         _sent.reset(token)
+    if slot.route is None or not _unsent(result):
+        return result
+
+    def resend(error: BaseException) -> Any:
+        again = _again(handler, slot, kwargs, error)
+        if again is None:
+            return None
+        token = _sent.set(slot)
+        try:
+            return wrapped(*args, **again)
+        finally:
+            _sent.reset(token)
+
+    return _late_stream()(result, resend, None)
 
 
 def _async_entry_point(
@@ -1091,14 +1106,95 @@ async def _rescued_call(
     token = _sent.set(slot)
     try:
         try:
-            return await wrapped(*args, **kwargs)
+            result = await wrapped(*args, **kwargs)
         except Exception as error:
             again = _again(handler, slot, kwargs, error)
             if again is None:
                 raise
-        return await wrapped(*args, **again)
+            return await wrapped(*args, **again)
     finally:
         _sent.reset(token)
+    if slot.route is None or not _unsent(result):
+        return result
+
+    async def resend(error: BaseException) -> Any:
+        again = _again(handler, slot, kwargs, error)
+        if again is None:
+            return None
+        token = _sent.set(slot)
+        try:
+            return await wrapped(*args, **again)
+        finally:
+            _sent.reset(token)
+
+    return _late_stream()(result, None, resend)
+
+
+def _unsent(result: object) -> bool:
+    """Whether ``result`` is a LiteLLM stream whose request is made at its first chunk
+    (``CustomStreamWrapper`` with a ``make_call`` and no stream yet: Gemini and Vertex AI), so
+    the provider's 400 comes from iterating it, not from the call."""
+    return (
+        getattr(result, "make_call", None) is not None
+        and getattr(result, "completion_stream", True) is None
+    )
+
+
+@functools.cache
+def _late_stream() -> Any:
+    """The class of a stream that sends its call once more when its first chunk is a 400 about
+    tool history (built on first use: ``wrapt`` is imported lazily, as in :func:`install`)."""
+    import wrapt
+
+    class LateStream(wrapt.ObjectProxy):  # type: ignore[misc]
+        """A LiteLLM stream (every attribute is the stream's) whose first chunk, when the
+        provider refuses the request then, is the first chunk of the call sent once more:
+        ``resend(error)`` (sync) or ``aresend(error)`` (async) gives the new stream, or
+        ``None`` to raise ``error``. Later chunks come straight from the stream."""
+
+        def __init__(self, stream: Any, resend: Any, aresend: Any) -> None:
+            super().__init__(stream)
+            self._self_resend = resend
+            self._self_aresend = aresend
+            self._self_started = False
+
+        def __iter__(self) -> Any:
+            return self
+
+        def __next__(self) -> Any:
+            if self._self_started:
+                return next(self.__wrapped__)
+            self._self_started = True
+            try:
+                return next(self.__wrapped__)
+            except StopIteration:
+                raise
+            except Exception as error:
+                again = self._self_resend(error) if self._self_resend else None
+                if again is None:
+                    raise
+            self.__wrapped__ = again
+            return next(again)
+
+        def __aiter__(self) -> Any:
+            return self
+
+        async def __anext__(self) -> Any:
+            if self._self_started:
+                return await self.__wrapped__.__anext__()
+            self._self_started = True
+            try:
+                return await self.__wrapped__.__anext__()
+            except StopAsyncIteration:
+                raise
+            except Exception as error:
+                again = await self._self_aresend(error) if self._self_aresend else None
+                if again is None:
+                    raise
+            self.__wrapped__ = again
+            return await again.__anext__()
+
+    return LateStream
 
 
 ENTRY_POINTS = ("completion", "acompletion", "responses", "aresponses", "anthropic_messages")

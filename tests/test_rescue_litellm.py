@@ -21,6 +21,7 @@ import asyncio
 import copy
 import json
 import logging
+import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -200,7 +201,8 @@ def test_a_known_rule_of_another_profile_is_applied(
     server: StrictProviderServer, loop: asyncio.AbstractEventLoop, mode: str
 ) -> None:
     """The hook believes it talks to OpenAI; the server is Mistral, whose 400 about call ids
-    names a rule the ``mistral`` profile holds: the retry renames the ids, keeps the turns."""
+    names a rule the ``mistral`` profile holds: the retry is that profile's repair (ids
+    renamed, every result kept), not the last resort."""
     litellm.callbacks = [ToolMend(provider="openai")]
     messages = chat_history()
     response = run(
@@ -217,8 +219,11 @@ def test_a_known_rule_of_another_profile_is_applied(
     record = response._hidden_params[hook.RECORD_KEY]
     assert record["rescued"]["rule"] == first.problems[0].code
     assert record["rescued"]["profile"].startswith("mistral")
-    assert [m["role"] for m in last.history] == [m["role"] for m in messages]
-    assert WEATHER in json.dumps(last.body) and TIME in json.dumps(last.body)
+    ids = [call["id"] for m in last.history for call in m.get("tool_calls") or ()]
+    assert len(ids) == 2 and all(re.fullmatch("[A-Za-z0-9]{9}", i) for i in ids), ids
+    results = [m["content"] for m in last.history if m["role"] == "tool"]
+    assert results == [WEATHER, TIME]
+    assert messages == chat_history()
 
 
 # --- what is never retried --------------------------------------------------------------------
@@ -253,9 +258,11 @@ def test_an_error_not_about_tool_history_is_not_retried(
 def test_an_error_other_than_400_is_not_retried(
     server: StrictProviderServer, loop: asyncio.AbstractEventLoop
 ) -> None:
+    """LiteLLM raises its ``BadRequestError`` for a 422 too, with the real status on it."""
     server.refuse(UNKNOWN_RULE, status=422)
-    with pytest.raises(litellm.APIError):
+    with pytest.raises(litellm.BadRequestError) as raised:
         run(loop, "sync", messages=chat_history(), **DEPLOYMENTS["openai"](server))
+    assert raised.value.status_code == 422
     assert len(server.requests) == 1
 
 
@@ -389,11 +396,24 @@ def test_router_attempt_is_rescued_once(
     response = loop.run_until_complete(router.acompletion(model="claude", messages=chat_history()))
     assert_rescued(server, WEATHER, TIME)
     assert rescued_rule(response) == "flattened"
-    server.clear()
+
+
+@pytest.mark.parametrize("sync", [True, False], ids=["completion", "acompletion"])
+def test_router_with_retries_sends_an_unrelated_400_once(
+    server: StrictProviderServer, loop: asyncio.AbstractEventLoop, sync: bool
+) -> None:
+    """Neither toolmend nor the Router's own retries (``num_retries``) send a 400 again."""
+    router = litellm.Router(
+        model_list=[{"model_name": "claude", "litellm_params": DEPLOYMENTS["anthropic"](server)}],
+        num_retries=2,
+    )
     server.refuse(NEGATIVES["unrelated"], when="always")
     with pytest.raises(litellm.BadRequestError):
-        router.completion(model="claude", messages=chat_history())
-    assert len(server.requests) == 1  # neither toolmend nor the Router's retries resend a 400
+        if sync:
+            router.completion(model="claude", messages=chat_history())
+        else:
+            loop.run_until_complete(router.acompletion(model="claude", messages=chat_history()))
+    assert len(server.requests) == 1
 
 
 def test_provider_error_reads_the_providers_text_out_of_litellms_error() -> None:
