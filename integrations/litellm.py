@@ -1045,10 +1045,14 @@ def _rescuer() -> ToolMend | None:
     through): none in ``litellm.callbacks``, the rescue off, or inside another entry-point
     call (LiteLLM translating a route calls its entry points again: only the outer call is
     retried, so a call is never sent more than twice)."""
-    handler = _active()
-    if handler is None or _sent.get() is not None or not rescues.enabled(handler.options.rescue):
+    try:
+        handler = next((c for c in litellm.callbacks if isinstance(c, ToolMend)), None)
+        if handler is None or _sent.get() is not None:
+            return None
+        return handler if rescues.enabled(handler.options.rescue) else None
+    except Exception:  # the call goes on without the rescue
+        logger.exception("toolmend could not prepare its rescue of a LiteLLM call")
         return None
-    return handler
 
 
 def _entry_point(
