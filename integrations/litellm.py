@@ -152,11 +152,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from toolmend import Rescue
 from toolmend import _escape as escape
 from toolmend import _routing as routing
 from toolmend._policy import Policy
 from toolmend._report import ToolChainError, ToolLoopError
-from toolmend import Rescue
 
 from . import budget as budgets
 from . import litellm_guardrail, telemetry
@@ -569,23 +569,27 @@ class ToolMend(CustomLogger):
 
         slot = _sent.get() if step == "first" else None
         resent = slot.resend(history) if slot is not None else None
-        outcome = resent or await budgets.run(
-            history,
-            lambda: self._repair(
+        outcome = (
+            resent
+            if resent is not None
+            else await budgets.run(
                 history,
-                model=kwargs.get("model"),
-                custom_llm_provider=kwargs.get("custom_llm_provider"),
-                api_base=kwargs.get("api_base"),
+                lambda: self._repair(
+                    history,
+                    model=kwargs.get("model"),
+                    custom_llm_provider=kwargs.get("custom_llm_provider"),
+                    api_base=kwargs.get("api_base"),
+                    source=source,
+                    route=route.name,
+                    thinking=kwargs.get("thinking"),
+                    second=step == "second",
+                    quiet=step == "second" and _passes.spoke(logging_obj),
+                    logging_obj=logging_obj,
+                ),
+                given_up,
                 source=source,
-                route=route.name,
-                thinking=kwargs.get("thinking"),
-                second=step == "second",
-                quiet=step == "second" and _passes.spoke(logging_obj),
-                logging_obj=logging_obj,
-            ),
-            given_up,
-            source=source,
-            budget=self.options.budget,
+                budget=self.options.budget,
+            )
         )
         if slot is not None and resent is None:
             slot.note(route, outcome, _text(kwargs.get("model")) or "")
@@ -1055,9 +1059,7 @@ def _rescuer() -> ToolMend | None:
         return None
 
 
-def _entry_point(
-    wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-) -> Any:
+def _entry_point(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """Around LiteLLM's sync entry points (``litellm.completion``, ``litellm.responses``):
     the call, and once more with the rescued history after a 400 about tool history (at the
     call, or at the first chunk of a stream whose request LiteLLM makes then)."""
@@ -1150,7 +1152,7 @@ def _late_stream() -> Any:
     tool history (built on first use: ``wrapt`` is imported lazily, as in :func:`install`)."""
     import wrapt
 
-    class LateStream(wrapt.ObjectProxy):  # type: ignore[misc]
+    class LateStream(wrapt.ObjectProxy):  # type: ignore[type-arg]
         """A LiteLLM stream (every attribute is the stream's) whose first chunk, when the
         provider refuses the request then, is the first chunk of the call sent once more:
         ``resend(error)`` (sync) or ``aresend(error)`` (async) gives the new stream, or
@@ -1179,6 +1181,34 @@ def _late_stream() -> Any:
                     raise
             self.__wrapped__ = again
             return next(again)
+
+        def fetch_sync_stream(self) -> Any:
+            """LiteLLM's own way to open the stream (the Router's attempt calls it)."""
+            if self._self_started:
+                return self.__wrapped__.fetch_sync_stream()
+            self._self_started = True
+            try:
+                return self.__wrapped__.fetch_sync_stream()
+            except Exception as error:
+                again = self._self_resend(error) if self._self_resend else None
+                if again is None:
+                    raise
+            self.__wrapped__ = again
+            return again.fetch_sync_stream()
+
+        async def fetch_stream(self) -> Any:
+            """As :meth:`fetch_sync_stream`, async."""
+            if self._self_started:
+                return await self.__wrapped__.fetch_stream()
+            self._self_started = True
+            try:
+                return await self.__wrapped__.fetch_stream()
+            except Exception as error:
+                again = await self._self_aresend(error) if self._self_aresend else None
+                if again is None:
+                    raise
+            self.__wrapped__ = again
+            return await again.fetch_stream()
 
         def __aiter__(self) -> Any:
             return self

@@ -95,6 +95,8 @@ def _message(error: BaseException) -> str:
         if found:
             return found
     message = getattr(error, "message", None)
+    if isinstance(message, bytes | bytearray):  # a provider exception LiteLLM has not mapped
+        message = bytes(message).decode("utf-8", "replace")
     text = message if isinstance(message, str) and message else str(error)
     return _wrapped_message(text) or text
 
@@ -109,25 +111,30 @@ _WRAPPED_LIMIT = 65536
 
 
 def _wrapped_message(text: str) -> str | None:
-    """The message of the provider's error body that a wrapper's text quotes as JSON after
-    `` - `` (LiteLLM's ``BadRequestError`` keeps no ``body`` for Anthropic, Gemini or Bedrock,
-    only this text), or ``None``. Only the first such body is decoded, and only in a text of at
-    most :data:`_WRAPPED_LIMIT` characters."""
+    """The message of the provider's error body that ``text`` is, or quotes after `` - `` (LiteLLM's
+    ``BadRequestError`` keeps no ``body`` for Anthropic, Gemini or Bedrock, only this text), as
+    JSON or as the repr of its bytes; ``None`` when there is none. Only the first such body is
+    decoded, and only in a text of at most :data:`_WRAPPED_LIMIT` characters."""
     if len(text) > _WRAPPED_LIMIT:
         return None
-    at = text.find(_WRAPPED + "{")
-    if at >= 0:
-        try:
-            body, _ = json.JSONDecoder().raw_decode(text, at + len(_WRAPPED))
-        except ValueError:
-            return None
-        return _body_message(body)
-    at = text.find(_WRAPPED + "b")
-    if at < 0 or text[at + len(_WRAPPED) + 1 : at + len(_WRAPPED) + 3] not in ("'{", '"{'):
+    if text.startswith(("{", "b'{", 'b"{')):
+        return _quoted_body(text, 0)
+    at = text.find(_WRAPPED)
+    if at < 0:
         return None
-    try:  # the rest of the text is the bytes' repr
-        raw = ast.literal_eval(text[at + len(_WRAPPED) :])
-        body = json.loads(raw) if isinstance(raw, bytes) else None
+    at += len(_WRAPPED)
+    return _quoted_body(text, at) if text.startswith(("{", "b'{", 'b"{'), at) else None
+
+
+def _quoted_body(text: str, at: int) -> str | None:
+    """The message of the JSON body at ``text[at:]`` (``b'...'``: the repr of its bytes, which
+    must run to the end of ``text``)."""
+    try:
+        if text[at] == "b":
+            raw = ast.literal_eval(text[at:])
+            body = json.loads(raw) if isinstance(raw, bytes) else None
+        else:
+            body, _ = json.JSONDecoder().raw_decode(text, at)
     except (ValueError, SyntaxError, MemoryError, RecursionError):
         return None
     return _body_message(body)

@@ -399,6 +399,29 @@ def test_router_attempt_is_rescued_once(
 
 
 @pytest.mark.parametrize("sync", [True, False], ids=["completion", "acompletion"])
+def test_router_gemini_stream_opened_by_the_router_is_rescued(
+    server: StrictProviderServer, loop: asyncio.AbstractEventLoop, sync: bool
+) -> None:
+    """The Router opens a Gemini stream (whose request LiteLLM makes at the first chunk)
+    itself, inside its attempt: the 400 comes from there and is rescued there."""
+    router = litellm.Router(
+        model_list=[{"model_name": "g", "litellm_params": DEPLOYMENTS["gemini"](server)}]
+    )
+    server.refuse(UNKNOWN_RULE)
+    if sync:
+        chunks = list(router.completion(model="g", messages=chat_history(), stream=True))
+    else:
+
+        async def go() -> list[Any]:
+            stream = await router.acompletion(model="g", messages=chat_history(), stream=True)
+            return [chunk async for chunk in stream]
+
+        chunks = loop.run_until_complete(go())
+    assert chunks
+    assert_rescued(server, WEATHER, TIME)
+
+
+@pytest.mark.parametrize("sync", [True, False], ids=["completion", "acompletion"])
 def test_router_with_retries_sends_an_unrelated_400_once(
     server: StrictProviderServer, loop: asyncio.AbstractEventLoop, sync: bool
 ) -> None:
@@ -408,11 +431,15 @@ def test_router_with_retries_sends_an_unrelated_400_once(
         num_retries=2,
     )
     server.refuse(NEGATIVES["unrelated"], when="always")
+    call: Callable[[], Any] = (
+        (lambda: router.completion(model="claude", messages=chat_history()))
+        if sync
+        else lambda: loop.run_until_complete(
+            router.acompletion(model="claude", messages=chat_history())
+        )
+    )
     with pytest.raises(litellm.BadRequestError):
-        if sync:
-            router.completion(model="claude", messages=chat_history())
-        else:
-            loop.run_until_complete(router.acompletion(model="claude", messages=chat_history()))
+        call()
     assert len(server.requests) == 1
 
 
@@ -423,17 +450,20 @@ def test_provider_error_reads_the_providers_text_out_of_litellms_error() -> None
     )
     streamed = (
         "litellm.BadRequestError: Vertex_ai_betaException BadRequestError - "
-        "b'{\"error\": {\"code\": 400, \"message\": \"m2\", \"status\": \"INVALID_ARGUMENT\"}}'"
+        'b\'{"error": {"code": 400, "message": "m2", "status": "INVALID_ARGUMENT"}}\''
     )
 
-    class Wrapped(Exception):
+    class WrappedError(Exception):
         status_code = 400
 
         def __init__(self, message: str) -> None:
             super().__init__(message)
             self.message = message
 
-    assert rescues.provider_error(Wrapped(wrapped)) == (400, "m1")
-    assert rescues.provider_error(Wrapped(streamed)) == (400, "m2")
-    assert rescues.provider_error(Wrapped("plain - {not json")) == (400, "plain - {not json")
+    assert rescues.provider_error(WrappedError(wrapped)) == (400, "m1")
+    assert rescues.provider_error(WrappedError(streamed)) == (400, "m2")
+    assert rescues.provider_error(WrappedError("plain - {not json")) == (400, "plain - {not json")
+    raw = WrappedError("x")
+    raw.message = b'{"error": {"code": 400, "message": "m3"}}'  # type: ignore[assignment]
+    assert rescues.provider_error(raw) == (400, "m3")  # an error LiteLLM did not map
     assert toolmend.rescue(chat_history(), "m1") is None  # not about tool history
