@@ -25,7 +25,9 @@ deployment's provider on the other routes (default: worked out per deployment at
 below); ``policy=`` is a :class:`toolmend.Policy` or ``"repair"`` (the
 default), ``"strict"`` (raise :class:`toolmend.ToolChainError`) or ``"report"`` (only log);
 ``on_loop=`` is the loop guard: ``"warn"`` logs, ``"raise"`` fails the call with
-:class:`toolmend.ToolLoopError` before anything is sent, ``"off"``.
+:class:`toolmend.ToolLoopError` before anything is sent, ``"off"``; ``rescue=`` (default
+``True``) sends a call once more after the provider's 400 about its tool history (see "The
+rescue" below; ``TOOLMEND_RESCUE=0`` turns it off everywhere).
 
 How it works
 ------------
@@ -80,8 +82,9 @@ request. When the first pass failed open, the second is skipped (the failure is 
   the hook handles). Nothing to do for the user: the one-liner covers both paths.
 * A second wrapper, on ``litellm.utils.update_response_metadata`` (which LiteLLM runs on every
   response, streamed or not, just before handing it back), copies what changed onto the
-  response. :func:`uninstall` removes both wrappers by their handles (``wrapt.unwrap_object``),
-  leaving any other wrapper in place; building another :class:`ToolMend` installs them again.
+  response. :func:`uninstall` removes these wrappers (and the rescue's, below) by their
+  handles (``wrapt.unwrap_object``), leaving any other wrapper in place; building another
+  :class:`ToolMend` installs them again.
 
 Every attempt is judged for its own provider: ``litellm.get_llm_provider(model,
 custom_llm_provider, api_base)`` names LiteLLM's provider and :data:`PROFILE_BY_PROVIDER` maps
@@ -125,6 +128,37 @@ first pass; a second pass that finds something adds its changes with
 :func:`~toolmend.integrations.telemetry.record_later` (no second request), and a toolmend error
 in this module before the repair reports ``failed_open``.
 
+The rescue
+----------
+When the deployment still answers HTTP 400 and its error is about the history's tool calls (a
+rule no profile holds yet, a provider the callback was not told), the call is sent **once**
+more (:mod:`toolmend.integrations.rescue`, :func:`toolmend.rescue`): with the repair of the rule
+another profile holds when the error names one, else with the refused tool exchanges written as
+text (``flattened``). The first :class:`ToolMend` built wraps LiteLLM's entry points on the
+``litellm`` module (``completion``, ``acompletion``, ``responses``, ``aresponses``,
+``anthropic_messages``), which the SDK, ``Router`` (once per deployment attempt) and the proxy
+look up there on each call; ``uninstall`` removes them with the other wrappers.
+
+* The call's first pass (the hook or the sync setup wrapper) notes the history it sent and the
+  profile it held it to, in a :class:`contextvars.ContextVar` slot the entry-point wrapper made;
+  on a 400 the wrapper asks :func:`toolmend.integrations.rescue.retry_history` for the history
+  to send again (it reads the provider's own message out of LiteLLM's
+  ``litellm.BadRequestError: AnthropicException - {...}`` text) and calls the entry point once
+  more with it in place of the caller's, every other argument the same. The second send's
+  first pass sends that history as it is (no repair on top of the rescue) and writes the
+  record: the first pass's, with ``"rescued": {"rule", "profile", "changes", "pointed"}``; on
+  the proxy the ``x-toolmend-rescued`` header carries the rule. A second failure is raised:
+  never a third send.
+* A call made inside another entry-point call (LiteLLM translating ``/v1/messages`` to its
+  Responses or chat route) is left to the outer one, so a client request is sent at most
+  twice. A stream whose request LiteLLM makes at its first chunk (Gemini, Vertex AI; the
+  ``Router`` opens it inside its attempt with ``fetch_stream``) comes back in a proxy object
+  (:mod:`wrapt`) that rescues that first chunk and then reads the second send's stream.
+* Nothing is retried without a :class:`ToolMend` in ``litellm.callbacks``, with ``rescue=False``
+  or ``TOOLMEND_RESCUE=0``, for any status but 400, or for a 400 about anything else (context
+  length, content policy, parameters). A request accepted the first time costs the wrapper a
+  slot and a context variable (a few microseconds), nothing more.
+
 Limits
 ------
 * ``messages`` must be passed by keyword (``completion(model=..., messages=...)``, as LiteLLM's
@@ -138,6 +172,11 @@ Limits
   hands from route to route; a call without one gets a line per pass.
 * The routes' hooks and call types were checked against litellm 1.110.2; an older LiteLLM that
   does not fire the hook for a route leaves that route unrepaired.
+* The rescue needs the call to go through the ``litellm`` module's attribute: a function
+  imported by name before the first :class:`ToolMend` was built (``from litellm import
+  completion``) is repaired but never retried, as are ``completion(..., acompletion=True)``
+  and positional ``messages``. A direct sync ``completion`` with LiteLLM's own ``num_retries``
+  resends a 400 itself first (the ``Router`` does not); the rescue comes after those.
 """
 
 from __future__ import annotations
@@ -958,7 +997,7 @@ def _warn_positional(call: str, key: str) -> None:
 
 @dataclass(slots=True)
 class _Sent:
-    """One call of a LiteLLM entry point (:data:`ENTRY_POINTS`): what its first pass sent, for
+    """One call of a LiteLLM entry point (:data:`_ENTRY_POINTS`): what its first pass sent, for
     the rescue, and the rescue once there is one."""
 
     route: Route | None = None
@@ -1050,10 +1089,12 @@ def _rescuer() -> ToolMend | None:
     call (LiteLLM translating a route calls its entry points again: only the outer call is
     retried, so a call is never sent more than twice)."""
     try:
-        handler = next((c for c in litellm.callbacks if isinstance(c, ToolMend)), None)
-        if handler is None or _sent.get() is not None:
+        if _sent.get() is not None:
             return None
-        return handler if rescues.enabled(handler.options.rescue) else None
+        for callback in litellm.callbacks:
+            if isinstance(callback, ToolMend):
+                return callback if rescues.enabled(callback.options.rescue) else None
+        return None
     except Exception:  # the call goes on without the rescue
         logger.exception("toolmend could not prepare its rescue of a LiteLLM call")
         return None
@@ -1231,7 +1272,7 @@ def _late_stream() -> Any:
     return LateStream
 
 
-ENTRY_POINTS = ("completion", "acompletion", "responses", "aresponses", "anthropic_messages")
+_ENTRY_POINTS = ("completion", "acompletion", "responses", "aresponses", "anthropic_messages")
 """The ``litellm`` functions the rescue wraps: every route with a history, as the SDK, the
 Router and the proxy call them (the Router looks each up on ``litellm`` per attempt)."""
 
@@ -1242,14 +1283,15 @@ _TARGETS: tuple[tuple[str, str, Any], ...] = (
     ("litellm.utils", "update_response_metadata", _update_response_metadata),
     *(
         ("litellm", name, _async_entry_point if name in _ASYNC_ENTRY_POINTS else _entry_point)
-        for name in ENTRY_POINTS
+        for name in _ENTRY_POINTS
     ),
 )
 """(module, attribute, wrapper) for every wrapt wrapper this integration installs."""
 
 
 def install() -> None:
-    """Install the sync-path wrappers (idempotent; :class:`ToolMend` calls it)."""
+    """Install the wrappers of :data:`_TARGETS` (the sync path, the response record, the
+    rescue's entry points); idempotent, :class:`ToolMend` calls it."""
     try:
         import wrapt
     except ImportError as error:  # pragma: no cover - depends on the environment
@@ -1271,8 +1313,9 @@ def install() -> None:
 
 
 def uninstall() -> None:
-    """Remove the sync-path wrappers, only ours, by their handles. The async hook stays with
-    any :class:`ToolMend` left in ``litellm.callbacks``."""
+    """Remove the wrappers :func:`install` put in, only ours, by their handles (the sync path
+    and the rescue go with them). The async hook stays with any :class:`ToolMend` left in
+    ``litellm.callbacks``."""
     import importlib
 
     import wrapt

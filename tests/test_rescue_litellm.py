@@ -337,9 +337,16 @@ def anthropic_history() -> list[dict[str, Any]]:
     ]
 
 
+@pytest.mark.parametrize(
+    ("model", "base"),
+    [("anthropic/claude-sonnet-4-5", "base_url"), ("openai/gpt-4.1", "openai_base_url")],
+    ids=["claude", "gpt-translated"],
+)
 def test_anthropic_messages_is_rescued(
-    server: StrictProviderServer, loop: asyncio.AbstractEventLoop
+    server: StrictProviderServer, loop: asyncio.AbstractEventLoop, model: str, base: str
 ) -> None:
+    """Claude Code's route, to Claude and to GPT (LiteLLM translates it to its Responses
+    route, a nested call the rescue leaves to the outer one: still two requests)."""
     server.refuse(UNKNOWN_RULE)
     messages = anthropic_history()
     before = copy.deepcopy(messages)
@@ -348,8 +355,8 @@ def test_anthropic_messages_is_rescued(
             messages=messages,
             max_tokens=64,
             api_key="t",
-            model="anthropic/claude-sonnet-4-5",
-            api_base=server.base_url,
+            model=model,
+            api_base=getattr(server, base),
         )
     )
     assert messages == before
