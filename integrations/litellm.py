@@ -191,11 +191,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from toolmend import Rescue
 from toolmend import _escape as escape
 from toolmend import _routing as routing
 from toolmend._policy import Policy
 from toolmend._report import ToolChainError, ToolLoopError
+from toolmend._rescue import Rescue
 
 from . import budget as budgets
 from . import litellm_guardrail, telemetry
