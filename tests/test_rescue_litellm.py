@@ -27,6 +27,8 @@ from typing import Any
 
 import litellm
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import toolmend
 from toolmend.integrations import litellm as hook
@@ -450,6 +452,16 @@ def test_router_with_retries_sends_an_unrelated_400_once(
     assert len(server.requests) == 1
 
 
+class WrappedError(Exception):
+    """An error as LiteLLM raises it: a status and only a text (no ``body``)."""
+
+    status_code = 400
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message: str | bytes = message
+
+
 def test_provider_error_reads_the_providers_text_out_of_litellms_error() -> None:
     wrapped = (
         "litellm.BadRequestError: AnthropicException - "
@@ -459,18 +471,41 @@ def test_provider_error_reads_the_providers_text_out_of_litellms_error() -> None
         "litellm.BadRequestError: Vertex_ai_betaException BadRequestError - "
         'b\'{"error": {"code": 400, "message": "m2", "status": "INVALID_ARGUMENT"}}\''
     )
-
-    class WrappedError(Exception):
-        status_code = 400
-
-        def __init__(self, message: str) -> None:
-            super().__init__(message)
-            self.message = message
-
     assert rescues.provider_error(WrappedError(wrapped)) == (400, "m1")
     assert rescues.provider_error(WrappedError(streamed)) == (400, "m2")
     assert rescues.provider_error(WrappedError("plain - {not json")) == (400, "plain - {not json")
     raw = WrappedError("x")
-    raw.message = b'{"error": {"code": 400, "message": "m3"}}'  # type: ignore[assignment]
+    raw.message = b'{"error": {"code": 400, "message": "m3"}}'
     assert rescues.provider_error(raw) == (400, "m3")  # an error LiteLLM did not map
     assert toolmend.rescue(chat_history(), "m1") is None  # not about tool history
+
+
+ENVELOPES: dict[str, Callable[[str], object]] = {
+    "openai": lambda m: {"error": {"message": m, "type": "invalid_request_error", "code": None}},
+    "anthropic": lambda m: {
+        "type": "error",
+        "error": {"type": "invalid_request_error", "message": m},
+        "request_id": "req_1",
+    },
+    "gemini": lambda m: {"error": {"code": 400, "message": m, "status": "INVALID_ARGUMENT"}},
+    "bedrock": lambda m: {"message": m},
+}
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    message=st.text(min_size=1, max_size=300),
+    envelope=st.sampled_from(sorted(ENVELOPES)),
+    streamed=st.booleans(),
+    prefix=st.sampled_from(["AnthropicException", "GeminiException BadRequestError", "X"]),
+)
+def test_provider_error_finds_the_message_in_every_wrapping(
+    message: str, envelope: str, streamed: bool, prefix: str
+) -> None:
+    """Whatever the provider's message holds, LiteLLM's text of its error (the body as JSON,
+    or the repr of a streamed body's bytes) gives it back exactly."""
+    quoted = json.dumps(ENVELOPES[envelope](message))
+    if streamed:
+        quoted = repr(quoted.encode())
+    error = WrappedError(f"litellm.BadRequestError: {prefix} - {quoted}")
+    assert rescues.provider_error(error) == (400, message)

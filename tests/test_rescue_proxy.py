@@ -37,6 +37,8 @@ model_list:
     litellm_params: {{model: gemini/gemini-2.0-flash, api_base: "{gemini}", api_key: sk-test}}
   - model_name: claude
     litellm_params: {{model: anthropic/claude-sonnet-4-5, api_base: "{anthropic}", api_key: sk-test}}
+  - model_name: secretly-mistral
+    litellm_params: {{model: openai/gpt-4o, api_base: "{mistral}", api_key: sk-test}}
 litellm_settings:
   num_retries: 0
   callbacks: ["toolmend.integrations.litellm.proxy_handler"]
@@ -63,6 +65,7 @@ def proxy(server: StrictProviderServer, tmp_path_factory: pytest.TempPathFactory
             openai=server.openai_base_url,
             gemini=server.base_url + "/v1beta",
             anthropic=server.base_url,
+            mistral=server.base_url_for("mistral") + "/v1",
         )
     )
     running = litellm_proxy.Proxy(config, folder, {})
@@ -190,3 +193,38 @@ def test_proxy_does_not_retry_a_400_about_something_else(
     assert "maximum context length" in body
     assert [r.refused for r in server.requests] == [True]
     assert "x-toolmend-rescued" not in headers
+
+
+@pytest.mark.slow
+def test_proxy_applies_a_known_rule_of_the_provider_it_did_not_know(
+    server: StrictProviderServer, proxy: str
+) -> None:
+    """The deployment says ``openai/gpt-4o``; the endpoint is Mistral, whose 400 about call ids
+    names a rule the ``mistral`` profile holds: the retry is that rule's repair."""
+    status, headers, body = post(
+        proxy, "/v1/chat/completions", {"model": "secretly-mistral", "messages": chat_history()}
+    )
+    assert status == 200, body
+    first, last = server.requests
+    assert first.status == 400 and first.problems and not first.refused
+    assert last.accepted, last.error
+    assert headers["x-toolmend-rescued"] == first.problems[0].code
+    sent = json.dumps(last.body)
+    assert WEATHER in sent and TIME in sent
+
+
+@pytest.mark.slow
+def test_proxy_v1_responses_is_rescued_with_its_header(
+    server: StrictProviderServer, proxy: str
+) -> None:
+    refuse_next(server, UNKNOWN_RULE)
+    items = [
+        {"role": "user", "content": "List the project, then the time."},
+        {"type": "function_call", "call_id": "call_ls", "name": "ls", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "call_ls", "output": WEATHER},
+        {"role": "user", "content": "Summarize."},
+    ]
+    status, headers, body = post(proxy, "/v1/responses", {"model": "gpt", "input": items})
+    assert status == 200, body
+    assert_rescued_upstream(server, WEATHER)
+    assert headers["x-toolmend-rescued"] == "flattened"
