@@ -264,7 +264,7 @@ def test_an_error_other_than_400_is_not_retried(
     server.refuse(UNKNOWN_RULE, status=422)
     with pytest.raises(litellm.BadRequestError) as raised:
         run(loop, "sync", messages=chat_history(), **DEPLOYMENTS["openai"](server))
-    assert raised.value.status_code == 422
+    assert getattr(raised.value, "status_code", None) == 422
     assert len(server.requests) == 1
 
 
@@ -363,7 +363,7 @@ def test_anthropic_messages_is_rescued(
     )
     assert messages == before
     assert_rescued(server, WEATHER)
-    assert response["type"] == "message"
+    assert isinstance(response, dict) and response["type"] == "message"
 
 
 def responses_input() -> list[dict[str, Any]]:
@@ -391,7 +391,7 @@ def test_responses_is_rescued(
         response = loop.run_until_complete(litellm.aresponses(input=items, **params))
     assert items == before
     assert_rescued(server, WEATHER, TIME)
-    assert response.status == "completed"
+    assert getattr(response, "status", None) == "completed"
 
 
 def test_router_attempt_is_rescued_once(
