@@ -175,7 +175,9 @@ Limits
 * The rescue needs the call to go through the ``litellm`` module's attribute: a function
   imported by name before the first :class:`ToolMend` was built (``from litellm import
   completion``) is repaired but never retried, as are ``completion(..., acompletion=True)``
-  and positional ``messages``. A direct sync ``completion`` with LiteLLM's own ``num_retries``
+  and positional ``messages``; so is a streamed ``anthropic_messages`` to Gemini or Vertex AI,
+  whose translated stream LiteLLM opens inside its Anthropic adapter (the 400 surfaces there,
+  mid-stream). A direct sync ``completion`` with LiteLLM's own ``num_retries``
   resends a 400 itself first (the ``Router`` does not); the rescue comes after those.
 """
 

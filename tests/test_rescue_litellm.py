@@ -339,31 +339,45 @@ def anthropic_history() -> list[dict[str, Any]]:
     ]
 
 
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
 @pytest.mark.parametrize(
     ("model", "base"),
     [("anthropic/claude-sonnet-4-5", "base_url"), ("openai/gpt-4.1", "openai_base_url")],
     ids=["claude", "gpt-translated"],
 )
 def test_anthropic_messages_is_rescued(
-    server: StrictProviderServer, loop: asyncio.AbstractEventLoop, model: str, base: str
+    server: StrictProviderServer,
+    loop: asyncio.AbstractEventLoop,
+    model: str,
+    base: str,
+    stream: bool,
 ) -> None:
     """Claude Code's route, to Claude and to GPT (LiteLLM translates it to its Responses
     route, a nested call the rescue leaves to the outer one: still two requests)."""
     server.refuse(UNKNOWN_RULE)
     messages = anthropic_history()
     before = copy.deepcopy(messages)
-    response = loop.run_until_complete(
-        litellm.anthropic_messages(
+
+    async def go() -> Any:
+        response = await litellm.anthropic_messages(
             messages=messages,
             max_tokens=64,
             api_key="t",
             model=model,
             api_base=getattr(server, base),
+            stream=stream,
         )
-    )
+        if stream:
+            return [event async for event in response]  # type: ignore[union-attr]
+        return response
+
+    response = loop.run_until_complete(go())
     assert messages == before
     assert_rescued(server, WEATHER)
-    assert isinstance(response, dict) and response["type"] == "message"
+    if stream:
+        assert response
+    else:
+        assert isinstance(response, dict) and response["type"] == "message"
 
 
 def responses_input() -> list[dict[str, Any]]:
@@ -377,21 +391,31 @@ def responses_input() -> list[dict[str, Any]]:
     ]
 
 
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
 @pytest.mark.parametrize("sync", [True, False], ids=["responses", "aresponses"])
 def test_responses_is_rescued(
-    server: StrictProviderServer, loop: asyncio.AbstractEventLoop, sync: bool
+    server: StrictProviderServer, loop: asyncio.AbstractEventLoop, sync: bool, stream: bool
 ) -> None:
     server.refuse(UNKNOWN_RULE)
     items = responses_input()
     before = copy.deepcopy(items)
     params = {"model": "openai/gpt-4.1", "api_base": server.openai_base_url, "api_key": "t"}
     if sync:
-        response = litellm.responses(input=items, **params)
+        response = litellm.responses(input=items, stream=stream, **params)
+        events = list(response) if stream else []  # type: ignore[arg-type]
     else:
-        response = loop.run_until_complete(litellm.aresponses(input=items, **params))
+
+        async def go() -> tuple[Any, list[Any]]:
+            got = await litellm.aresponses(input=items, stream=stream, **params)
+            return got, [event async for event in got] if stream else []  # type: ignore[union-attr]
+
+        response, events = loop.run_until_complete(go())
     assert items == before
     assert_rescued(server, WEATHER, TIME)
-    assert getattr(response, "status", None) == "completed"
+    if stream:
+        assert events
+    else:
+        assert getattr(response, "status", None) == "completed"
 
 
 def test_router_attempt_is_rescued_once(
