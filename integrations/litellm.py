@@ -155,9 +155,10 @@ look up there on each call; ``uninstall`` removes them with the other wrappers.
   ``Router`` opens it inside its attempt with ``fetch_stream``) comes back in a proxy object
   (:mod:`wrapt`) that rescues that first chunk and then reads the second send's stream.
 * Nothing is retried without a :class:`ToolMend` in ``litellm.callbacks``, with ``rescue=False``
-  or ``TOOLMEND_RESCUE=0``, for any status but 400, or for a 400 about anything else (context
-  length, content policy, parameters). A request accepted the first time costs the wrapper a
-  slot and a context variable (a few microseconds), nothing more.
+  or ``TOOLMEND_RESCUE=0``, under the ``report`` or ``strict`` policy (they ask toolmend to
+  change nothing on its own), for any status but 400, or for a 400 about anything else
+  (context length, content policy, parameters). A request accepted the first time costs the
+  wrapper a slot and a context variable (a few microseconds), nothing more.
 
 Limits
 ------
@@ -427,8 +428,8 @@ class ToolMend(CustomLogger):
       environment.
     * **rescue** - *(optional)* ``True`` (default): after a provider's HTTP 400 about the tool
       history toolmend sent, send the call once more with the history :func:`toolmend.rescue`
-      rewrites (see the module docstring); ``False`` (or ``TOOLMEND_RESCUE=0``) lets the
-      provider's error through as it came.
+      rewrites (see the module docstring; under the ``repair`` policy only); ``False`` (or
+      ``TOOLMEND_RESCUE=0``) lets the provider's error through as it came.
 
     >>> import litellm
     >>> litellm.callbacks = [ToolMend()]  # doctest: +SKIP
@@ -1074,7 +1075,7 @@ def _again(
             provider=slot.provider,
             source=f"litellm.{route.name}",
             format=route.format,
-            rescue_on=handler.options.rescue,
+            rescue_on=handler.options.rescues,
         )
         if rescued is None:
             return None
@@ -1095,7 +1096,7 @@ def _rescuer() -> ToolMend | None:
             return None
         for callback in litellm.callbacks:
             if isinstance(callback, ToolMend):
-                return callback if rescues.enabled(callback.options.rescue) else None
+                return callback if rescues.enabled(callback.options.rescues) else None
         return None
     except Exception:  # the call goes on without the rescue
         logger.exception("toolmend could not prepare its rescue of a LiteLLM call")

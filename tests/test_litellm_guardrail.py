@@ -233,7 +233,7 @@ def test_problems_left_by_the_report_policy_are_flagged(
 ) -> None:
     """Under the report policy the history goes out as it came (the provider's 400): the
     entry is ``guardrail_flagged`` and counts the problems the provider then saw."""
-    litellm.callbacks = [ToolMend(policy="report", rescue=False), PAYLOADS]  # the 400 stays
+    litellm.callbacks = [ToolMend(policy="report"), PAYLOADS]
     with pytest.raises(litellm.BadRequestError):
         chat(loop, server, chat_broken())
     (payload,) = PAYLOADS.wait(loop)

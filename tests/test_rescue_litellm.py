@@ -286,6 +286,18 @@ def test_rescue_off_lets_the_providers_error_through(
     assert [r.refused for r in server.requests] == [True, True]  # one per call
 
 
+@pytest.mark.parametrize("mode", ["sync", "async+stream"])
+def test_the_report_policy_never_retries(
+    server: StrictProviderServer, loop: asyncio.AbstractEventLoop, mode: str
+) -> None:
+    """``policy="report"`` asks toolmend to change nothing on its own: the rescue too."""
+    litellm.callbacks = [ToolMend(policy="report")]
+    server.refuse(UNKNOWN_RULE)
+    with pytest.raises(litellm.BadRequestError, match="Tool use is not enabled"):
+        run(loop, mode, messages=chat_history(), **DEPLOYMENTS["openai"](server))
+    assert [r.refused for r in server.requests] == [True]
+
+
 def test_a_request_accepted_first_time_is_sent_once_and_never_rescued(
     server: StrictProviderServer, loop: asyncio.AbstractEventLoop, monkeypatch: pytest.MonkeyPatch
 ) -> None:
