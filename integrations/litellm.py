@@ -1307,6 +1307,8 @@ def install() -> None:
         for module_name, attribute, wrapper in _TARGETS:
             key = f"{module_name}.{attribute}"
             module = importlib.import_module(module_name)
+            if module_name == "litellm" and getattr(module, attribute, None) is None:
+                continue  # an entry point this LiteLLM lacks: that route has no rescue
             handle = _handles.get(key)
             if handle is not None and wrapt.is_wrapped_by(getattr(module, attribute), handle):
                 continue

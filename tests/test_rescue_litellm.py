@@ -545,3 +545,15 @@ def test_provider_error_finds_the_message_in_every_wrapping(
         quoted = repr(quoted.encode())
     error = WrappedError(f"litellm.BadRequestError: {prefix} - {quoted}")
     assert rescues.provider_error(error) == (400, message)
+
+
+def test_install_skips_an_entry_point_this_litellm_lacks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An older LiteLLM without one of the entry points: the others are wrapped all the same."""
+    hook.uninstall()
+    monkeypatch.delattr(litellm, "anthropic_messages")
+    hook.install()
+    assert "litellm.anthropic_messages" not in hook._handles
+    assert "litellm.acompletion" in hook._handles
+    monkeypatch.undo()
+    hook.install()
+    assert "litellm.anthropic_messages" in hook._handles
