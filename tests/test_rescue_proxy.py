@@ -8,6 +8,7 @@ history reaches the client after one upstream request.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import urllib.error
 import urllib.request
@@ -55,10 +56,16 @@ def server() -> Iterator[StrictProviderServer]:
 
 @pytest.fixture(scope="module")
 def proxy(server: StrictProviderServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with _running(server, Path(tmp_path_factory.mktemp("rescue_proxy")), {}) as base:
+        yield base
+
+
+@contextlib.contextmanager
+def _running(server: StrictProviderServer, folder: Path, env: dict[str, str]) -> Iterator[str]:
+    """A ``litellm --config`` process with toolmend's handler in front of ``server``."""
     reason = litellm_proxy.unavailable()
     if reason:
         pytest.skip(reason)
-    folder = Path(tmp_path_factory.mktemp("rescue_proxy"))
     config = folder / "config.yaml"
     config.write_text(
         _CONFIG.format(
@@ -68,7 +75,7 @@ def proxy(server: StrictProviderServer, tmp_path_factory: pytest.TempPathFactory
             mistral=server.base_url_for("mistral") + "/v1",
         )
     )
-    running = litellm_proxy.Proxy(config, folder, {})
+    running = litellm_proxy.Proxy(config, folder, env)
     try:
         running.wait_ready()
         yield running.base
@@ -228,3 +235,21 @@ def test_proxy_v1_responses_is_rescued_with_its_header(
     assert status == 200, body
     assert_rescued_upstream(server, WEATHER)
     assert headers["x-toolmend-rescued"] == "flattened"
+
+
+@pytest.mark.slow
+def test_proxy_with_toolmend_rescue_0_lets_the_400_through(
+    server: StrictProviderServer, tmp_path: Path
+) -> None:
+    """``TOOLMEND_RESCUE=0`` in the proxy's environment: the provider's 400 reaches the client
+    after one upstream request (the same config without it rescues: the tests above)."""
+    with _running(server, tmp_path, {"TOOLMEND_RESCUE": "0"}) as off:
+        server.clear()  # what the proxy asked the server while it started
+        refuse_next(server, UNKNOWN_RULE)
+        status, headers, body = post(
+            off, "/v1/chat/completions", {"model": "gpt", "messages": chat_history()}
+        )
+    assert status == 400, body
+    assert "Tool use is not enabled" in body
+    assert [r.refused for r in server.requests] == [True]
+    assert "x-toolmend-rescued" not in headers
