@@ -150,12 +150,13 @@ def test_enable_is_idempotent_and_names_match_the_otel_exporter() -> None:
     finally:
         prometheus.disable(own)
     # what the OpenTelemetry Prometheus exporter makes of toolmend.requests ({request}),
-    # toolmend.changes ({change}) and toolmend.hook.duration (s)
+    # toolmend.changes ({change}), toolmend.hook.duration (s) and toolmend.rescues ({request})
     names = {family.name: family.type for family in own.collect()}
     assert names == {
         "toolmend_requests": "counter",
         "toolmend_changes": "counter",
         "toolmend_hook_duration_seconds": "histogram",
+        "toolmend_rescues": "counter",
     }
 
 
