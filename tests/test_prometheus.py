@@ -48,7 +48,12 @@ CollectorRegistry = prometheus_client.CollectorRegistry
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
 OUTCOMES = {"clean", "repaired", "problems_left", "failed_open"}
-TOOLMEND_METRICS = ("toolmend_requests", "toolmend_changes", "toolmend_hook_duration_seconds")
+TOOLMEND_METRICS = (
+    "toolmend_requests",
+    "toolmend_changes",
+    "toolmend_hook_duration_seconds",
+    "toolmend_rescues",
+)
 
 
 def _codes(history: list[Any], provider: str = "openai") -> dict[str, int]:
