@@ -175,6 +175,19 @@ def test_the_text_and_the_page_show_the_rescues(produced: tuple[Path, Path, list
     assert 'id="rescues"' in page and 'id="rescue-errors"' in page
     assert "&#x27;&lt;id&gt;&#x27; may not follow message N" in page
     assert '<tr data-provider="openai" data-rule="flattened" data-requests="3">' in page
+    assert "<b>4</b> rescued after a 400" in page
+
+
+def test_the_page_written_says_how_many_were_rescued(
+    produced: tuple[Path, Path, list[Any]], tmp_path: Path
+) -> None:
+    page = tmp_path / "page.html"
+    code, out = stats(str(produced[0]), "--html", str(page))
+    assert code == 0 and page.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+    assert out.startswith(
+        f"{page}: 1 request(s) repaired, 0 with problems left, 0 sent unrepaired, "
+        "4 rescued after a 400 ("
+    )
 
 
 # --- hostile provider text ----------------------------------------------------------------------
