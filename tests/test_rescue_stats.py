@@ -320,3 +320,16 @@ def test_any_error_text_reads_back_as_its_shape(tail: str) -> None:
     cut = rescued.error[:ERROR_LIMIT] + ("..." if len(rescued.error) > ERROR_LIMIT else "")
     assert event.error == logs.error_shape(cut)
     assert event.codes == telemetry.codes_of(rescued.changes)
+
+
+def test_the_documented_line_is_one_stats_counts() -> None:
+    """docs/observability.md shows a rescue line and tells how to send it: stats reads it."""
+    page = Path(__file__).parent.parent / "docs" / "observability.md"
+    [line] = [
+        text
+        for text in page.read_text(encoding="utf-8").splitlines()
+        if text.startswith("toolmend rescued ")
+    ]
+    event = logs.parse_message(line)
+    assert event is not None and event.kind == "rescued" and event.rule == "flattened"
+    assert event.error == "Invalid request: tool message '<id>' may not follow message N."
