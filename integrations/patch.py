@@ -94,8 +94,9 @@ How it behaves
   of google-genai's ``generate_content_stream``. The ``stream()`` helpers and
   ``with_raw_response`` end in a patched ``create``/``parse``, so they retry once too. Any other
   error (context length, content policy, auth, rate limits, a 400 about something else), a
-  second refusal, ``patch(rescue=False)`` and ``TOOLMEND_RESCUE=0`` reach the caller as the SDK
-  raised them. A request accepted the first time pays nothing before it is sent.
+  second refusal, ``patch(rescue=False)``, ``TOOLMEND_RESCUE=0`` and the ``report`` and
+  ``strict`` policies (toolmend changes nothing on its own) reach the caller as the SDK raised
+  them. A request accepted the first time pays nothing before it is sent.
 * Each repaired request logs one line on logger ``toolmend``: the row (SDK, class, method), the
   provider, the change codes with message index and ids; never content. An SDK older than its
   rows is skipped with one warning naming both versions; methods the installed SDK lacks
@@ -323,6 +324,8 @@ class _Registry:
         self.wanted: frozenset[str] = frozenset()
         self.options = HookOptions()
         self.chat_history = False
+        self.rescues = self.options.rescues
+        """``options.rescues``, worked out once per :func:`patch` (read on every call)."""
         self.hooked: set[str] = set()
         """Modules whose post-import hook is registered (hooks cannot be withdrawn)."""
         self.handles: dict[Target, tuple[ModuleType, Any]] = {}
@@ -361,7 +364,8 @@ def patch(
     * **rescue** - *(optional)* after the provider's HTTP 400 about the history's tool calls,
       send the request once more with the history :func:`toolmend.rescue` rewrites (default);
       ``False`` re-raises the provider's error as it came (so does ``TOOLMEND_RESCUE=0``, read
-      on each refusal).
+      on each refusal, and the ``report`` and ``strict`` policies, which ask toolmend to change
+      nothing on its own).
 
     Works before or after the SDKs are imported and imports none of them. Idempotent.
     Raises ``ImportError`` naming the extra when wrapt is missing or older than
@@ -383,6 +387,7 @@ def patch(
         _registry.options = HookOptions(
             provider=provider, policy=policy, on_loop=on_loop, rescue=rescue
         )
+        _registry.rescues = _registry.options.rescues
         _registry.chat_history = repair_chat_history
         _registry.wanted = frozenset(sdk for sdk, on in chosen.items() if on)
         for name in dict.fromkeys(row.module for row in TARGETS):
@@ -604,7 +609,7 @@ def _wrapper(row: Target) -> Callable[[Any, Any, tuple[Any, ...], dict[str, Any]
             ):
                 return _later(row, wrapped, args, kwargs, prepared, instance)
         sent, provider = prepared(instance, kwargs)
-        if provider is None or not _registry.options.rescue:
+        if provider is None or not _registry.rescues:
             return wrapped(*args, **sent)
         return send(row, wrapped, args, sent, provider)
 
@@ -655,7 +660,7 @@ async def _later(
         source=row.label,
         budget=_registry.options.budget,
     )
-    if provider is None or not _registry.options.rescue:
+    if provider is None or not _registry.rescues:
         return await wrapped(*args, **sent)
     return await _send_awaited(row, wrapped, args, sent, provider)
 
@@ -681,7 +686,7 @@ def _again(
         source=row.label,
         format=row.format,
         model=model if isinstance(model, str) else None,
-        rescue_on=_registry.options.rescue,
+        rescue_on=_registry.rescues,
     )
     return None if rescued is None else {**sent, row.history: rescued.messages}
 

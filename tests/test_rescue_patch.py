@@ -623,6 +623,20 @@ def test_rescue_switched_off(
     assert len(server.requests) == 1
 
 
+@pytest.mark.parametrize("name", ["chat create", "async messages.stream()", "models.generate_content"])
+@pytest.mark.parametrize("policy", ["report", "strict"])
+def test_no_rescue_under_report_or_strict_policy(
+    name: str, policy: str, strict_provider_factory: Callable[..., Any]
+) -> None:
+    """``report`` and ``strict`` ask toolmend to change nothing on its own: no rewritten retry."""
+    server = strict_provider_factory(refuse=UNKNOWN)
+    tm.patch(policy=policy)
+    with pytest.raises(PATHS[name][0].error) as raised:
+        _send(server, name, _history(name))
+    assert UNKNOWN in str(raised.value)
+    assert len(server.requests) == 1
+
+
 @pytest.mark.parametrize("name", PATHS)
 def test_accepted_first_time_sends_once_and_never_rescues(
     name: str, strict_provider: Any, monkeypatch: pytest.MonkeyPatch
