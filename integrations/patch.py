@@ -852,7 +852,8 @@ def _manager_proxy() -> Any:
 
 def _mend_kwargs(row: Target, instance: Any, kwargs: dict[str, Any]) -> _Prepared:
     """``kwargs`` with the repaired history (``kwargs`` itself when nothing changed) and the
-    profile it was held to (``None`` when there was no history to read)."""
+    profile it was held to (``None`` when there was no history, or toolmend could not read it
+    or failed on it: the original went out, and a rescue would read it no better)."""
     history = kwargs.get(row.history)
     if history is None or isinstance(history, str):
         return kwargs, None
@@ -869,6 +870,8 @@ def _mend_kwargs(row: Target, instance: Any, kwargs: dict[str, Any]) -> _Prepare
     mended = mend(
         history, provider=provider, source=row.label, options=_registry.options, format=row.format
     )
+    if mended.failed:  # toolmend could not read it (or failed): nothing to rescue either
+        return kwargs, None
     if mended.messages is kwargs[row.history]:
         return kwargs, provider
     return {**kwargs, row.history: mended.messages}, provider

@@ -715,3 +715,20 @@ def test_offloaded_async_repair_is_rescued(
     _send(server, "async chat create", history)
     assert [r.status for r in server.requests] == [400, 200]
     assert all(content in json.dumps(server.requests[-1].body) for content in RESULTS)
+
+
+def test_history_toolmend_cannot_read_is_not_rescued(
+    strict_provider: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An id that is a number: toolmend sends it as it is, and does not try to rewrite it after
+    the provider's 400 either (one request, the provider's error, no toolmend traceback)."""
+    history = _history("chat create")
+    history[1]["tool_calls"][0]["id"] = 1
+    history[2]["tool_call_id"] = 1
+    tm.patch()
+    with caplog.at_level(logging.INFO, logger="toolmend"):
+        with pytest.raises(openai.BadRequestError):
+            _send(strict_provider, "chat create", history)
+    assert len(strict_provider.requests) == 1
+    assert _rescued_lines(caplog) == []
+    assert not [r for r in caplog.records if r.exc_info]
