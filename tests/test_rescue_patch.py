@@ -24,6 +24,7 @@ import pytest
 
 import toolmend
 import toolmend.integrations.patch as tm
+from toolmend.integrations import budget
 from toolmend.testing import Refusal
 
 from support.faults import patch_everywhere
@@ -50,8 +51,7 @@ NOT_CURABLE = {
     ),
     "api key": "API key not valid. Please pass a valid API key.",
     "unrelated 400": (
-        "Invalid value for 'temperature': expected a decimal between 0 and 2, but got 3.5 "
-        "instead."
+        "Invalid value for 'temperature': expected a decimal between 0 and 2, but got 3.5 instead."
     ),
 }
 """Real providers' texts for 400s no rewritten history cures (never retried)."""
@@ -362,7 +362,8 @@ async def _agenerate(c: Any, h: Any) -> None:
 
 async def _agenerate_stream(c: Any, h: Any) -> None:
     chunks = [
-        chunk async for chunk in await c.aio.models.generate_content_stream(
+        chunk
+        async for chunk in await c.aio.models.generate_content_stream(
             model=GEMINI_MODEL, contents=h
         )
     ]
@@ -383,7 +384,8 @@ class Sdk:
     """One SDK's client, the valid history its paths send and the row label prefix."""
 
     name: str
-    client: Callable[[Any], Any]
+    client: Callable[[Any, bool], Any]
+    """(server, asynchronous) -> a client of the SDK for that server."""
     history: list[Any]
     label: str
     """The row's class in the log line (``openai.Completions``); ``Async`` is put in front of
@@ -583,15 +585,19 @@ def test_not_about_tool_history_is_not_retried(
     server = strict_provider_factory(refuse=NOT_CURABLE[text])
     history = _history(name)
     tm.patch()
-    with caplog.at_level(logging.INFO, logger="toolmend"):
-        with pytest.raises(PATHS[name][0].error) as raised:
-            _send(server, name, history)
+    with (
+        caplog.at_level(logging.INFO, logger="toolmend"),
+        pytest.raises(PATHS[name][0].error) as raised,
+    ):
+        _send(server, name, history)
     assert NOT_CURABLE[text] in str(raised.value)
     assert len(server.requests) == 1
     assert _rescued_lines(caplog) == []
 
 
-@pytest.mark.parametrize("name", ["chat create", "async messages.create", "aio.models.generate_content_stream"])
+@pytest.mark.parametrize(
+    "name", ["chat create", "async messages.create", "aio.models.generate_content_stream"]
+)
 def test_a_non_400_is_not_retried(name: str, strict_provider_factory: Callable[..., Any]) -> None:
     server = strict_provider_factory(refuse=Refusal(UNKNOWN, status=422))
     tm.patch()
@@ -601,8 +607,14 @@ def test_a_non_400_is_not_retried(name: str, strict_provider_factory: Callable[.
 
 
 @pytest.mark.parametrize(
-    "name", ["chat create(stream=True)", "messages.stream()", "async messages.stream()",
-             "models.generate_content_stream", "aio.models.generate_content"]
+    "name",
+    [
+        "chat create(stream=True)",
+        "messages.stream()",
+        "async messages.stream()",
+        "models.generate_content_stream",
+        "aio.models.generate_content",
+    ],
 )
 @pytest.mark.parametrize("switch", ["patch(rescue=False)", "TOOLMEND_RESCUE=0"])
 def test_rescue_switched_off(
@@ -623,7 +635,9 @@ def test_rescue_switched_off(
     assert len(server.requests) == 1
 
 
-@pytest.mark.parametrize("name", ["chat create", "async messages.stream()", "models.generate_content"])
+@pytest.mark.parametrize(
+    "name", ["chat create", "async messages.stream()", "models.generate_content"]
+)
 @pytest.mark.parametrize("policy", ["report", "strict"])
 def test_no_rescue_under_report_or_strict_policy(
     name: str, policy: str, strict_provider_factory: Callable[..., Any]
@@ -710,7 +724,7 @@ def test_offloaded_async_repair_is_rescued(
     monkeypatch.setenv("TOOLMEND_OFFLOAD_ITEMS", "2")
     server = strict_provider_factory(refuse=UNKNOWN)
     history = _history("async chat create")
-    assert tm.budgets.offloads(history)
+    assert budget.offloads(history)
     tm.patch()
     _send(server, "async chat create", history)
     assert [r.status for r in server.requests] == [400, 200]
@@ -726,9 +740,11 @@ def test_history_toolmend_cannot_read_is_not_rescued(
     history[1]["tool_calls"][0]["id"] = 1
     history[2]["tool_call_id"] = 1
     tm.patch()
-    with caplog.at_level(logging.INFO, logger="toolmend"):
-        with pytest.raises(openai.BadRequestError):
-            _send(strict_provider, "chat create", history)
+    with (
+        caplog.at_level(logging.INFO, logger="toolmend"),
+        pytest.raises(openai.BadRequestError),
+    ):
+        _send(strict_provider, "chat create", history)
     assert len(strict_provider.requests) == 1
     assert _rescued_lines(caplog) == []
     assert not [r for r in caplog.records if r.exc_info]
