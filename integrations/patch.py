@@ -732,7 +732,7 @@ def _send_generator(
 ) -> Any:
     """google-genai's sync ``generate_content_stream``, a generator: it posts when the first
     item is asked for."""
-    return _rescued_items(wrapped(*args, **sent), row, wrapped, args, sent, provider)
+    return _rescued_items(iter(wrapped(*args, **sent)), row, wrapped, args, sent, provider)
 
 
 def _rescued_items(
@@ -743,28 +743,43 @@ def _rescued_items(
     sent: dict[str, Any],
     provider: str,
 ) -> Iterator[Any]:
+    """``items``, or after a refusal at the first item, the retry's items; the stream in use is
+    closed when this one is (a caller that stops early)."""
     try:
-        first = next(items)
-    except StopIteration:
-        return
+        try:
+            first = next(items)
+        except StopIteration:
+            return
+        except Exception as error:
+            again = _again(row, sent, provider, error)
+            if again is None:
+                raise
+        else:
+            again = None
+            yield first
+        if again is not None:
+            items = iter(wrapped(*args, **again))
+        yield from items
+    finally:
+        close = getattr(items, "close", None)
+        if close is not None:
+            close()
+
+
+async def _send_async_stream(
+    row: Target, wrapped: Any, args: tuple[Any, ...], sent: dict[str, Any], provider: str
+) -> Any:
+    """google-genai's async ``generate_content_stream``: a coroutine giving an async iterator
+    that posts when iteration starts (a refusal out of the ``await`` itself is rescued too)."""
+    try:
+        items = await wrapped(*args, **sent)
     except Exception as error:
         again = _again(row, sent, provider, error)
         if again is None:
             raise
     else:
-        again = None
-        yield first
-    if again is not None:
-        items = iter(wrapped(*args, **again))
-    yield from items
-
-
-async def _send_async_stream(
-    row: Target, wrapped: Any, args: tuple[Any, ...], sent: dict[str, Any], provider: str
-) -> AsyncIterator[Any]:
-    """google-genai's async ``generate_content_stream``: a coroutine giving an async iterator
-    that posts when iteration starts."""
-    return _rescued_async_items(await wrapped(*args, **sent), row, wrapped, args, sent, provider)
+        return _rescued_async_items(items, row, wrapped, args, sent, provider)
+    return await wrapped(*args, **again)
 
 
 async def _rescued_async_items(
@@ -775,21 +790,27 @@ async def _rescued_async_items(
     sent: dict[str, Any],
     provider: str,
 ) -> AsyncIterator[Any]:
+    """:func:`_rescued_items` for an async iterator."""
     try:
-        first = await anext(items)
-    except StopAsyncIteration:
-        return
-    except Exception as error:
-        again = _again(row, sent, provider, error)
-        if again is None:
-            raise
-    else:
-        again = None
-        yield first
-    if again is not None:
-        items = await wrapped(*args, **again)
-    async for item in items:
-        yield item
+        try:
+            first = await anext(items)
+        except StopAsyncIteration:
+            return
+        except Exception as error:
+            again = _again(row, sent, provider, error)
+            if again is None:
+                raise
+        else:
+            again = None
+            yield first
+        if again is not None:
+            items = await wrapped(*args, **again)
+        async for item in items:
+            yield item
+    finally:
+        close = getattr(items, "aclose", None)
+        if close is not None:
+            await close()
 
 
 _Sender = Callable[[Target, Any, tuple[Any, ...], dict[str, Any], str], Any]

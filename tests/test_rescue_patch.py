@@ -748,3 +748,62 @@ def test_history_toolmend_cannot_read_is_not_rescued(
     assert len(strict_provider.requests) == 1
     assert _rescued_lines(caplog) == []
     assert not [r for r in caplog.records if r.exc_info]
+
+
+# --- the stream senders' edges, on plain generators (the SDKs' streams are generators too) ----
+
+
+def _row(name: str) -> tm.Target:
+    return next(row for row in tm.TARGETS if row.sdk == "google_genai" and row.name == name)
+
+
+def _refusal() -> BaseException:
+    return genai.errors.ClientError(
+        400, {"error": {"code": 400, "message": UNKNOWN, "status": "INVALID_ARGUMENT"}}
+    )
+
+
+def test_a_stream_left_early_is_closed() -> None:
+    """The caller stops after the first chunk: the SDK's stream under it is closed too."""
+    closed: list[str] = []
+
+    def chunks() -> Iterator[str]:
+        try:
+            yield "one"
+            yield "two"
+        finally:
+            closed.append("sdk stream")
+
+    row = _row("Models.generate_content_stream")
+    sent = {"model": GEMINI_MODEL, "contents": _history("models.generate_content")}
+    sdk = chunks()  # held here too: closed by the wrapper, not by garbage collection
+    stream = tm._rescued_items(sdk, row, chunks, (), sent, "gemini")
+    assert next(stream) == "one"
+    stream.close()
+    assert closed == ["sdk stream"]
+
+
+def test_async_stream_refused_at_the_await_is_rescued() -> None:
+    """A google-genai whose async stream posts in the ``await`` (not at the first chunk)."""
+    sent_histories: list[Any] = []
+
+    async def chunks() -> Any:
+        yield "one"
+
+    async def generate_content_stream(*, model: str, contents: Any) -> Any:
+        sent_histories.append(contents)
+        if len(sent_histories) == 1:
+            raise _refusal()
+        return chunks()
+
+    async def main() -> list[str]:
+        row = _row("AsyncModels.generate_content_stream")
+        history = _history("models.generate_content")
+        sent = {"model": GEMINI_MODEL, "contents": history}
+        stream = await tm._send_async_stream(row, generate_content_stream, (), sent, "gemini")
+        return [chunk async for chunk in stream]
+
+    assert asyncio.run(main()) == ["one"]
+    first, retried = sent_histories
+    assert first == GEMINI
+    assert retried != GEMINI and all(content in json.dumps(retried) for content in RESULTS)
