@@ -807,3 +807,36 @@ def test_async_stream_refused_at_the_await_is_rescued() -> None:
     first, retried = sent_histories
     assert first == GEMINI
     assert retried != GEMINI and all(content in json.dumps(retried) for content in RESULTS)
+
+
+def test_sdk_objects_in_the_history_are_rescued(
+    strict_provider_factory: Callable[..., Any],
+) -> None:
+    """The assistant turns as the SDKs returned them (pydantic objects): written as text in the
+    retry, the caller's objects untouched."""
+    from anthropic.types import TextBlock, ToolUseBlock
+    from openai.types.chat import ChatCompletionMessage
+
+    server = strict_provider_factory(refuse=UNKNOWN)
+    tm.patch()
+    chat = _history("chat create")
+    chat[1] = ChatCompletionMessage.model_validate({**chat[1], "content": None})
+    held = copy.deepcopy(chat)
+    _send(server, "chat create", chat)
+    assert chat == held
+    claude = _history("messages.create")
+    claude[1] = {
+        "role": "assistant",
+        "content": [
+            TextBlock(type="text", text="Let me check."),
+            *(ToolUseBlock.model_validate(block) for block in claude[1]["content"][1:]),
+        ],
+    }
+    held = copy.deepcopy(claude)
+    _send(server, "messages.create", claude)
+    assert claude == held
+    assert [r.status for r in server.requests] == [400, 200, 400, 200]
+    for request in server.requests[1::2]:
+        body = json.dumps(request.body)
+        assert all(content in body for content in RESULTS)
+        assert "get_forecast" in body
