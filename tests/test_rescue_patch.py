@@ -840,3 +840,24 @@ def test_sdk_objects_in_the_history_are_rescued(
         body = json.dumps(request.body)
         assert all(content in body for content in RESULTS)
         assert "get_forecast" in body
+
+
+@pytest.mark.parametrize("name", ["async responses stream()", "beta.messages.stream()"])
+def test_telemetry_hears_the_request_and_the_rescue(
+    name: str, strict_provider_factory: Callable[..., Any]
+) -> None:
+    from toolmend.integrations import telemetry
+
+    heard: list[Any] = []
+    server = strict_provider_factory(refuse=UNKNOWN)
+    tm.patch()
+    telemetry.add_sink(heard.append)
+    try:
+        _send(server, name, _history(name))
+    finally:
+        telemetry.remove_sink(heard.append)
+    assert [report.outcome for report in heard][-1] == "rescued"
+    assert heard[-1].rule == "flattened"
+    assert heard[-1].hook == telemetry.hook_name(_label(name))
+    assert "flattened_tool_traffic" in heard[-1].change_codes
+    assert len(heard) == 2  # the request as first sent, then the rescue
