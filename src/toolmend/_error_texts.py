@@ -54,11 +54,11 @@ _MIN_LITERAL = 24
 _GENERIC = frozenset(
     {
         "Request contains an invalid argument.",  # Gemini says it for many things
-        "Invalid content type",
-        "'dict' object has no attribute 'strip'",
-        "list object has no element 0",
-        'can only concatenate str (not "NoneType") to str',
-        "'dict object' has no attribute 'function'",
+        "Invalid content type",  # a chat template's, for any content it cannot render
+        "'dict' object has no attribute 'strip'",  # a Python TypeError through a converter
+        "list object has no element 0",  # a template indexing an empty list, any list
+        'can only concatenate str (not "NoneType") to str',  # any None in any template
+        "'dict object' has no attribute 'function'",  # any dict a template reads as a call
     }
 )
 """Error texts of real rules that say too little to name one (each appears for other causes)."""
