@@ -102,7 +102,8 @@ def _call_ids(history: list[Any]) -> list[str]:
 
 def _error(history: list[Any], draw: st.DrawFn) -> str:
     ids = _call_ids(history)
-    if ids and draw(st.booleans()):
+    pointed: bool = draw(st.booleans())
+    if ids and pointed:
         return POINTING.format(id=draw(st.sampled_from(ids)))
     text: str = draw(st.sampled_from(UNMODELED))
     return text

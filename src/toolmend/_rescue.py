@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ._api import check, format_of, profile_for, repair, sequence_of
-from ._edits import AsText, Keep, Merge, Plan
+from ._edits import AsText, Item, Keep, Merge, Plan
 from ._error_texts import MAX_TEXT, KnownRule, about_tool_history, known_rules, quoted_ids
 from ._report import Change, InvalidHistoryError, ToolmendError
 from ._skeleton import ASSISTANT, USER, Skeleton
@@ -152,7 +152,7 @@ def _flattened(messages: Sequence[Any], error: str, own: Profile, format: str) -
         Change("flattened_tool_traffic", index, _FLATTENED_DETAIL, _ids_at(skeleton, index))
         for index in sorted(chosen)
     ]
-    items: list[Keep | AsText | Merge] = []
+    items: list[Item] = []
     for run in _runs(skeleton, chosen):
         role = _role(skeleton, chosen, run[0])
         parts = tuple(AsText(Keep(i), role) if i in chosen else Keep(i) for i in run)
