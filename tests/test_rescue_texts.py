@@ -383,3 +383,52 @@ def test_only_the_first_max_text_characters_are_read() -> None:
     assert toolmend.rescue(_sent("openai"), text, provider="openai") is None
     retry = toolmend.rescue(_sent("openai"), tail + "\x00" * (1 << 20), provider="openai")
     assert retry is not None and len(retry.error) == MAX_TEXT
+
+
+# --- the message the hooks read off the SDKs' exceptions ----------------------------------
+
+
+def _litellm_error(provider: str, text: str) -> BaseException:
+    """The error LiteLLM raises for a 400 from Anthropic or Gemini: the provider's JSON body
+    written into its text, no ``body`` kept (``/work/shared/research/rescue.md``)."""
+    import litellm
+
+    envelope: dict[str, Any] = (
+        {"type": "error", "error": {"type": "invalid_request_error", "message": text}}
+        if provider == "anthropic"
+        else {"error": {"code": 400, "message": text, "status": "INVALID_ARGUMENT"}}
+    )
+    prefix = "AnthropicException" if provider == "anthropic" else "GeminiException BadRequestError"
+    error: BaseException = litellm.exceptions.BadRequestError(
+        message=f"{prefix} - {json.dumps(envelope)}", model="m", llm_provider=provider
+    )
+    return error
+
+
+def _botocore_error(text: str) -> BaseException:
+    """What boto3's ``bedrock-runtime`` client (and langchain-aws through it) raises for 400."""
+    from botocore.exceptions import ClientError
+
+    return ClientError(
+        {
+            "Error": {"Code": "ValidationException", "Message": text},
+            "ResponseMetadata": {"HTTPStatusCode": 400},
+        },
+        "Converse",
+    )
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [e for e in ERRORS if e["provider"] in ("anthropic", "gemini", "bedrock")],
+    ids=_label,
+)
+def test_the_hooks_read_the_provider_message_off_litellm_and_boto3(entry: dict[str, Any]) -> None:
+    from toolmend.integrations.rescue import provider_error
+
+    if entry["provider"] == "bedrock":
+        error = _botocore_error(entry["text"])
+    else:
+        error = _litellm_error(entry["provider"], entry["text"])
+    assert provider_error(error) == (400, entry["text"])
+    assert about_tool_history(provider_error(error)[1]) is entry["retry"]  # type: ignore[index]
