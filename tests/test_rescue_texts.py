@@ -242,7 +242,9 @@ def test_a_known_rule_the_history_breaks_is_repaired_not_flattened() -> None:
     history = copy.deepcopy(HISTORIES["openai"])
     del history[2]  # the call's result is gone
     text = next(
-        e["text"] for e in ERRORS if e["known_rule"] == "missing_result" and "tool_use" in e["text"]
+        e["text"]
+        for e in ERRORS
+        if e.get("known_rule") == "missing_result" and "tool_use" in e["text"]
     )
     retry = toolmend.rescue(history, text.replace("toolu_0149kv381HwhRc32JpgU6y4Y", "a1b2c3d4e"))
     assert retry is not None
@@ -374,7 +376,7 @@ def test_hostile_error_texts_cost_about_linear_work(shape: str) -> None:
 def test_only_the_first_max_text_characters_are_read() -> None:
     """The bound behind the counts above: what lies past :data:`MAX_TEXT` is never read, so a
     megabyte of error costs what 4 KB costs in the C searches the line count cannot see."""
-    tail = next(e["text"] for e in ERRORS if e["known_rule"] == "missing_result")
+    tail = next(e["text"] for e in ERRORS if e.get("known_rule") == "missing_result")
     text = " " * MAX_TEXT + tail + " x" * 500_000
     assert about_tool_history(tail) and known_rules(tail)
     assert not about_tool_history(text)
@@ -432,3 +434,25 @@ def test_the_hooks_read_the_provider_message_off_litellm_and_boto3(entry: dict[s
         error = _litellm_error(entry["provider"], entry["text"])
     assert provider_error(error) == (400, entry["text"])
     assert about_tool_history(provider_error(error)[1]) is entry["retry"]  # type: ignore[index]
+
+
+WRAPPERS = (
+    ("Error code: 400 - ", ""),  # openai's .message and str()
+    ("400 ", " (request_id: req_011C3em6KopZ9jZICffu4G7Fgt, type: invalid_request_error)"),
+    ("litellm.BadRequestError: OpenAIException - ", ""),  # LiteLLM
+    ("", ". Received Model Group=claude-sonnet\nAvailable Model Group Fallbacks=None"),  # Proxy
+    ("An error occurred (ValidationException) when calling the Converse operation: ", ""),
+    ("API error occurred: Status 400\n", ""),  # mistralai's SDKError
+    ("", " (status code: 400)"),  # ollama's ResponseError
+)
+"""What the SDKs and LiteLLM write around a provider's message (``/work/shared/research/
+rescue.md``): a hook that reads the whole text must decide as on the message alone."""
+
+
+@pytest.mark.parametrize(("before", "after"), WRAPPERS)
+def test_the_sdks_wrapping_changes_no_decision(before: str, after: str) -> None:
+    for entry in ERRORS:
+        wrapped = before + entry["text"] + after
+        assert about_tool_history(wrapped) is entry["retry"], (wrapped, entry)
+        if entry.get("known_rule"):
+            assert entry["known_rule"] in [rule.code for rule in known_rules(wrapped)], wrapped
