@@ -369,3 +369,40 @@ def test_a_flattened_message_joins_its_text_neighbours_of_the_same_role(
     written = "\n".join(_strings(retried))
     assert "Let me check." in written or example != "assistant text, then its call"
     assert "And Rome?" in written and "Paris: 21 C" in written
+
+
+def test_what_is_more_than_text_is_never_joined() -> None:
+    """A Responses reasoning item (encrypted), an assistant message's ``reasoning_content`` or
+    a thinking block is kept only in a message of its own: the join takes text alone."""
+    reasoning = {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "ENC"}
+    items = [
+        {"role": "user", "content": "Weather?"},
+        reasoning,
+        {
+            "type": "function_call",
+            "id": "fc_1",
+            "call_id": "call_1",
+            "name": "w",
+            "arguments": "{}",
+        },
+        {"type": "function_call_output", "call_id": "call_1", "output": "R1"},
+        {"role": "user", "content": "And Rome?"},
+    ]
+    retry = toolmend.rescue(items, UNPOINTED[0], provider="openai-responses-reasoning")
+    assert retry is not None and retry.rule == "flattened"
+    assert reasoning in retry.messages
+    assert retry.messages[-1] == {
+        "role": "user",
+        "content": "[tool result call_1]\nR1\n\nAnd Rome?",
+    }
+    chat = [
+        {"role": "user", "content": "Weather?"},
+        {"role": "assistant", "content": "Let me check.", "reasoning_content": "think"},
+        {"role": "assistant", "content": None, "tool_calls": [_call("a1b2c3d4e", "Paris")]},
+        {"role": "tool", "tool_call_id": "a1b2c3d4e", "content": "Paris: 21 C"},
+        {"role": "assistant", "content": "21 C."},
+        {"role": "user", "content": "And Rome?"},
+    ]
+    retry = toolmend.rescue(chat, UNPOINTED[0], provider="deepseek")
+    assert retry is not None
+    assert chat[1] in retry.messages

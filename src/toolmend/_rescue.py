@@ -181,15 +181,20 @@ def _runs(skeleton: Skeleton, chosen: set[int]) -> list[list[int]]:
     are refused by every template and provider that wants turns to alternate, and a hook's
     profile may not know it does (the rescue is for the rules toolmend does not know). Only
     text joins a flattened message: a neighbour with calls or results of its own keeps them."""
+    solo = set().union(*(skeleton.marked(flag) for flag in _SOLO))
+
+    def plain(index: int) -> bool:
+        if index in solo:
+            return False
+        return index in chosen or not (index in skeleton.calls or index in skeleton.results)
+
     runs: list[list[int]] = []
     for index in range(len(skeleton.kinds)):
         role = _role(skeleton, chosen, index)
-        plain = index in chosen or not (index in skeleton.calls or index in skeleton.results)
-        if runs and role in (USER, ASSISTANT) and plain:
+        if runs and role in (USER, ASSISTANT) and plain(index):
             last = runs[-1][-1]
-            last_plain = last in chosen or not (last in skeleton.calls or last in skeleton.results)
             if (
-                last_plain
+                plain(last)
                 and _role(skeleton, chosen, last) == role
                 and (index in chosen or last in chosen)
             ):
@@ -197,6 +202,12 @@ def _runs(skeleton: Skeleton, chosen: set[int]) -> list[list[int]]:
                 continue
         runs.append([index])
     return runs
+
+
+_SOLO = ("reasoning", "reasoning_field", "thinking", "reasoning_item", "output_item", "reference")
+"""Marks of messages never joined with a neighbour (:func:`_runs`): what they carry besides text
+(a reasoning field, a thinking block, a Responses reasoning item or reference) is kept only in
+a message of their own."""
 
 
 def _ids_at(skeleton: Skeleton, index: int) -> tuple[str, ...]:
