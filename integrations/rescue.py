@@ -31,6 +31,7 @@ toolmend lacks: ``docs/observability.md`` says how to send one as a report.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from collections.abc import Mapping, Sequence
@@ -38,6 +39,7 @@ from time import perf_counter
 from typing import Any
 
 from toolmend import _escape as escape
+from toolmend._error_texts import MAX_TEXT
 from toolmend._rescue import Rescue, rescue
 
 from . import telemetry
@@ -67,9 +69,13 @@ def provider_error(error: BaseException) -> tuple[int, str] | None:
     that carries no HTTP status (a connection error, a toolmend error, a bug).
 
     Read by attribute, so it needs no SDK: ``status_code`` (openai, anthropic, LiteLLM),
-    ``code`` (google-genai) or the ``response``'s status; the message from the error body
-    (``{"error": {"message"}}``, ``{"message"}``, ...), else the error's ``message``, else its
-    text."""
+    ``code`` (google-genai), the ``response``'s status, or botocore's ``response`` mapping
+    (``ResponseMetadata.HTTPStatusCode``: boto3's ``ClientError``, which langchain-aws raises);
+    the message from the error body (``{"error": {"message"}}``, ``{"message"}``, ...), else
+    botocore's ``Error.Message``, else the error's ``message``, else its text. LiteLLM writes
+    an Anthropic or Gemini body into its text (``litellm.BadRequestError: AnthropicException -
+    {"type": "error", "error": {...}}``) and keeps no ``body``: the message is read out of that
+    JSON when it parses (facts: ``/work/shared/research/rescue.md``)."""
     status = _status(error)
     if status is None:
         return None
@@ -83,16 +89,36 @@ def _status(error: BaseException) -> int | None:
             return value
     response = getattr(error, "response", None)
     value = getattr(response, "status_code", None)
+    if isinstance(response, Mapping):  # botocore: {"ResponseMetadata": {"HTTPStatusCode"}}
+        metadata = response.get("ResponseMetadata")
+        value = metadata.get("HTTPStatusCode") if isinstance(metadata, Mapping) else None
     return value if type(value) is int and 100 <= value <= 599 else None
 
 
 def _message(error: BaseException) -> str:
-    for body in (getattr(error, "body", None), getattr(error, "details", None)):
-        found = _body_message(body)
-        if found:
+    response = getattr(error, "response", None)
+    botocore = response.get("Error") if isinstance(response, Mapping) else None
+    for body in (getattr(error, "body", None), getattr(error, "details", None), botocore):
+        found = _body_message(body) or (body.get("Message") if isinstance(body, Mapping) else None)
+        if isinstance(found, str) and found:
             return found
     message = getattr(error, "message", None)
-    return message if isinstance(message, str) and message else str(error)
+    text = message if isinstance(message, str) and message else str(error)
+    return _embedded_message(text) or text
+
+
+def _embedded_message(text: str) -> str | None:
+    """The message of a provider's JSON body written into ``text`` after `` - `` (LiteLLM's
+    ``AnthropicException - {...}``), if the rest of the text parses (at most
+    :data:`toolmend._error_texts.MAX_TEXT` characters are parsed)."""
+    start = text.find(" - {")
+    if start < 0 or len(text) - start > MAX_TEXT:
+        return None
+    try:
+        body = json.loads(text[start + 3 :])
+    except ValueError:
+        return None
+    return _body_message(body)
 
 
 def _body_message(body: object) -> str | None:
