@@ -248,7 +248,9 @@ def test_prometheus_counts_the_rescue_by_rule(
     assert registry.get_sample_value("toolmend_requests_total", _labels("clean")) == 1
     assert registry.get_sample_value("toolmend_requests_total", _labels("rescued")) == 1
     flattened = {"provider": "openai", "code": "flattened_tool_traffic"}
-    assert registry.get_sample_value("toolmend_changes_total", flattened) == len(rescued.changes)
+    assert registry.get_sample_value("toolmend_changes_total", flattened) == sum(
+        change.code == "flattened_tool_traffic" for change in rescued.changes
+    )
     values = {
         value
         for sample in _samples(registry)
