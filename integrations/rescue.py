@@ -40,6 +40,7 @@ from typing import Any
 
 from toolmend import _escape as escape
 from toolmend._error_texts import MAX_TEXT
+from toolmend._report import InvalidHistoryError
 from toolmend._rescue import Rescue, rescue
 
 from . import telemetry
@@ -116,7 +117,7 @@ def _embedded_message(text: str) -> str | None:
         return None
     try:
         body = json.loads(text[start + 3 :])
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past the interpreter's limit
         return None
     return _body_message(body)
 
@@ -172,6 +173,8 @@ def retry_history(
                 )
             )
         return rescued
+    except InvalidHistoryError:  # the caller's data, which the hook already said it sent as is
+        return None
     except Exception:
         logger.exception(
             "toolmend failed while rescuing %s after a 400; the provider's error was raised",
