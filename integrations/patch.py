@@ -83,6 +83,20 @@ How it behaves
   event loop within the budget (:mod:`toolmend.integrations.budget`): the wrapper then returns a
   coroutine of its own that awaits the repair, then the SDK's call. A ``ToolLoopError`` or
   ``ToolChainError`` comes out of the ``await`` instead of the call.
+* When the provider still refuses a repaired request with HTTP 400 about its tool history,
+  the request is sent **once** more with the history :func:`toolmend.rescue` rewrites (the
+  repair of a rule toolmend knows, else the refused tool exchanges written as text), through
+  :func:`toolmend.integrations.rescue.retry_history`: same arguments, the history keyword
+  replaced, the provider and format of the first repair. The retry happens where the refusal
+  surfaces: around the call (``stream=True`` included), in the ``await`` of an async method,
+  in the ``__enter__``/``__aenter__`` of anthropic's ``messages.stream`` manager (returned
+  behind a ``wrapt.ObjectProxy`` that passes everything else through), and at the first item
+  of google-genai's ``generate_content_stream``. The ``stream()`` helpers and
+  ``with_raw_response`` end in a patched ``create``/``parse``, so they retry once too. Any other
+  error (context length, content policy, auth, rate limits, a 400 about something else), a
+  second refusal, ``patch(rescue=False)``, ``TOOLMEND_RESCUE=0`` and the ``report`` and
+  ``strict`` policies (toolmend changes nothing on its own) reach the caller as the SDK raised
+  them. A request accepted the first time pays nothing before it is sent.
 * Each repaired request logs one line on logger ``toolmend``: the row (SDK, class, method), the
   provider, the change codes with message index and ids; never content. An SDK older than its
   rows is skipped with one warning naming both versions; methods the installed SDK lacks
@@ -104,6 +118,7 @@ Configuration (read by :func:`patch_from_env`, i.e. by ``toolmend-run``)
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib
 import importlib.metadata
 import inspect
@@ -112,7 +127,7 @@ import os
 import re
 import sys
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -135,6 +150,7 @@ from toolmend.profiles._vendors import RESPONSES_API
 from . import budget as budgets
 from . import telemetry
 from .hooks import HookOptions, OnLoop, check_names, compatible_provider, mend
+from .rescue import retry_history
 
 __all__ = [
     "ENV_DISABLED",
@@ -308,6 +324,8 @@ class _Registry:
         self.wanted: frozenset[str] = frozenset()
         self.options = HookOptions()
         self.chat_history = False
+        self.rescues = self.options.rescues
+        """``options.rescues``, worked out once per :func:`patch` (read on every call)."""
         self.hooked: set[str] = set()
         """Modules whose post-import hook is registered (hooks cannot be withdrawn)."""
         self.handles: dict[Target, tuple[ModuleType, Any]] = {}
@@ -328,6 +346,7 @@ def patch(
     policy: Policy | str | None = None,
     on_loop: OnLoop = "warn",
     repair_chat_history: bool = False,
+    rescue: bool = True,
 ) -> None:
     """Repair the history of every request the chosen SDKs send, from now on.
 
@@ -342,6 +361,11 @@ def patch(
       ``"strict"`` (raise :class:`toolmend.ToolChainError`), ``"report"`` (only log).
     * **on_loop** - *(optional)* the loop guard: ``"warn"`` (default), ``"raise"``, ``"off"``.
     * **repair_chat_history** - *(optional)* also repair google-genai chats' stored history.
+    * **rescue** - *(optional)* after the provider's HTTP 400 about the history's tool calls,
+      send the request once more with the history :func:`toolmend.rescue` rewrites (default);
+      ``False`` re-raises the provider's error as it came (so does ``TOOLMEND_RESCUE=0``, read
+      on each refusal, and the ``report`` and ``strict`` policies, which ask toolmend to change
+      nothing on its own).
 
     Works before or after the SDKs are imported and imports none of them. Idempotent.
     Raises ``ImportError`` naming the extra when wrapt is missing or older than
@@ -360,7 +384,10 @@ def patch(
         raise UnknownNameError(f"on_loop must be 'off', 'warn' or 'raise', not {on_loop!r}")
     chosen = {"openai": openai, "google_genai": google_genai, "anthropic": anthropic}
     with _registry.lock:
-        _registry.options = HookOptions(provider=provider, policy=policy, on_loop=on_loop)
+        _registry.options = HookOptions(
+            provider=provider, policy=policy, on_loop=on_loop, rescue=rescue
+        )
+        _registry.rescues = _registry.options.rescues
         _registry.chat_history = repair_chat_history
         _registry.wanted = frozenset(sdk for sdk, on in chosen.items() if on)
         for name in dict.fromkeys(row.module for row in TARGETS):
@@ -556,13 +583,14 @@ def _wrapt() -> Any:
 def _wrapper(row: Target) -> Callable[[Any, Any, tuple[Any, ...], dict[str, Any]], Any]:
     """The wrapper of ``row``: one sync function for sync, async and streaming methods alike.
 
-    It replaces the history keyword (or the stored chat history) and returns
-    ``wrapped(*args, **kwargs)`` as it comes, coroutine or stream: toolmend never reads
-    responses.
+    It replaces the history keyword (or the stored chat history) and returns what
+    ``wrapped(*args, **kwargs)`` returns, coroutine or stream, with the rescue around the call
+    (:data:`_SENDERS`): toolmend never reads responses, only the error of a refused request.
     """
     prepare = _heal_chat if row.stores else _mend_kwargs
+    send = _SENDERS.get(row.name, _send)
 
-    def prepared(instance: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
+    def prepared(instance: Any, kwargs: dict[str, Any]) -> _Prepared:
         try:
             return prepare(row, instance, kwargs)
         except (ToolLoopError, ToolChainError):
@@ -571,7 +599,7 @@ def _wrapper(row: Target) -> Callable[[Any, Any, tuple[Any, ...], dict[str, Any]
             logger.exception("toolmend failed on %s; the original request was sent", row.label)
             if not row.stores:  # a chat's stored history: its request is counted where it is sent
                 telemetry.failed_open(row.label)
-            return kwargs
+            return kwargs, None
 
     def wrapper(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if row.name in _AWAITED:
@@ -580,10 +608,17 @@ def _wrapper(row: Target) -> Callable[[Any, Any, tuple[Any, ...], dict[str, Any]
                 history, _registry.options.budget
             ):
                 return _later(row, wrapped, args, kwargs, prepared, instance)
-        return wrapped(*args, **prepared(instance, kwargs))
+        sent, provider = prepared(instance, kwargs)
+        if provider is None or not _registry.rescues:
+            return wrapped(*args, **sent)
+        return send(row, wrapped, args, sent, provider)
 
     return wrapper
 
+
+_Prepared = tuple[dict[str, Any], str | None]
+"""The keyword arguments to send and the profile their history was held to (``None``: no
+history was read, or toolmend failed on it, so there is nothing to rescue)."""
 
 _AWAITED = frozenset(
     {
@@ -607,34 +642,245 @@ async def _later(
     wrapped: Any,
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
-    prepared: Callable[[Any, dict[str, Any]], dict[str, Any]],
+    prepared: Callable[[Any, dict[str, Any]], _Prepared],
     instance: Any,
 ) -> Any:
     """The async call of ``row``, its history repaired off the event loop within the budget
-    (:func:`toolmend.integrations.budget.run`); past the budget the original is sent."""
+    (:func:`toolmend.integrations.budget.run`); past the budget the original is sent (and not
+    rescued: toolmend did not read it)."""
 
-    def given_up() -> dict[str, Any]:
+    def given_up() -> _Prepared:
         telemetry.failed_open(row.label, reason="time_budget")
-        return kwargs
+        return kwargs, None
 
-    sent = await budgets.run(
+    sent, provider = await budgets.run(
         kwargs[row.history],
         lambda: prepared(instance, kwargs),
         given_up,
         source=row.label,
         budget=_registry.options.budget,
     )
-    return await wrapped(*args, **sent)
+    if provider is None or not _registry.rescues:
+        return await wrapped(*args, **sent)
+    return await _send_awaited(row, wrapped, args, sent, provider)
 
 
-def _mend_kwargs(row: Target, instance: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
-    """``kwargs`` with the repaired history, or ``kwargs`` itself when nothing changed."""
+# --- the rescue: one retry after the provider's 400 about tool history --------------------------
+#
+# Each sender makes the call as the SDK makes it and, where the provider's refusal surfaces
+# (the call, its await, a stream manager's __enter__, a stream's first item), hands the error to
+# retry_history; None re-raises it unchanged, else the same call is made once more with the
+# rescued history. The retry is made outside the ``except`` block, so its own error propagates
+# as the provider raised it (no retry of the retry, no chained context).
+
+
+def _again(
+    row: Target, sent: dict[str, Any], provider: str, error: BaseException
+) -> dict[str, Any] | None:
+    """The keyword arguments of the one retry after ``error``, or ``None`` (re-raise it)."""
+    model = sent.get("model")
+    rescued = retry_history(
+        sent[row.history],
+        error,
+        provider=provider,
+        source=row.label,
+        format=row.format,
+        model=model if isinstance(model, str) else None,
+        rescue_on=_registry.rescues,
+    )
+    return None if rescued is None else {**sent, row.history: rescued.messages}
+
+
+def _send(
+    row: Target, wrapped: Any, args: tuple[Any, ...], sent: dict[str, Any], provider: str
+) -> Any:
+    """A method that sends before it returns (sync ``create``/``parse``, ``stream=True``)."""
+    try:
+        return wrapped(*args, **sent)
+    except Exception as error:
+        again = _again(row, sent, provider, error)
+        if again is None:
+            raise
+    return wrapped(*args, **again)
+
+
+async def _send_awaited(
+    row: Target, wrapped: Any, args: tuple[Any, ...], sent: dict[str, Any], provider: str
+) -> Any:
+    """A coroutine method (async ``create``/``parse``, ``generate_content``): the refusal comes
+    out of the ``await``."""
+    try:
+        return await wrapped(*args, **sent)
+    except Exception as error:
+        again = _again(row, sent, provider, error)
+        if again is None:
+            raise
+    return await wrapped(*args, **again)
+
+
+def _send_manager(
+    row: Target, wrapped: Any, args: tuple[Any, ...], sent: dict[str, Any], provider: str
+) -> Any:
+    """anthropic ``messages.stream``: it returns a stream manager that posts in ``__enter__``
+    (``__aenter__``), so the manager is handed back behind a proxy whose ``__enter__`` rescues
+    (the proxy passes everything else through, ``isinstance`` included)."""
+    return _manager_proxy()(wrapped(*args, **sent), (row, wrapped, args, sent, provider))
+
+
+def _send_generator(
+    row: Target, wrapped: Any, args: tuple[Any, ...], sent: dict[str, Any], provider: str
+) -> Any:
+    """google-genai's sync ``generate_content_stream``, a generator: it posts when the first
+    item is asked for."""
+    return _rescued_items(iter(wrapped(*args, **sent)), row, wrapped, args, sent, provider)
+
+
+def _rescued_items(
+    items: Iterator[Any],
+    row: Target,
+    wrapped: Any,
+    args: tuple[Any, ...],
+    sent: dict[str, Any],
+    provider: str,
+) -> Iterator[Any]:
+    """``items``, or after a refusal at the first item, the retry's items; the stream in use is
+    closed when this one is (a caller that stops early)."""
+    try:
+        try:
+            first = next(items)
+        except StopIteration:
+            return
+        except Exception as error:
+            again = _again(row, sent, provider, error)
+            if again is None:
+                raise
+        else:
+            again = None
+            yield first
+        if again is not None:
+            items = iter(wrapped(*args, **again))
+        yield from items
+    finally:
+        close = getattr(items, "close", None)
+        if close is not None:
+            close()
+
+
+async def _send_async_stream(
+    row: Target, wrapped: Any, args: tuple[Any, ...], sent: dict[str, Any], provider: str
+) -> Any:
+    """google-genai's async ``generate_content_stream``: a coroutine giving an async iterator
+    that posts when iteration starts (a refusal out of the ``await`` itself is rescued too)."""
+    try:
+        items = await wrapped(*args, **sent)
+    except Exception as error:
+        again = _again(row, sent, provider, error)
+        if again is None:
+            raise
+    else:
+        return _rescued_async_items(items, row, wrapped, args, sent, provider)
+    return await wrapped(*args, **again)
+
+
+async def _rescued_async_items(
+    items: AsyncIterator[Any],
+    row: Target,
+    wrapped: Any,
+    args: tuple[Any, ...],
+    sent: dict[str, Any],
+    provider: str,
+) -> AsyncIterator[Any]:
+    """:func:`_rescued_items` for an async iterator."""
+    try:
+        try:
+            first = await anext(items)
+        except StopAsyncIteration:
+            return
+        except Exception as error:
+            again = _again(row, sent, provider, error)
+            if again is None:
+                raise
+        else:
+            again = None
+            yield first
+        if again is not None:
+            items = await wrapped(*args, **again)
+        async for item in items:
+            yield item
+    finally:
+        close = getattr(items, "aclose", None)
+        if close is not None:
+            await close()
+
+
+_Sender = Callable[[Target, Any, tuple[Any, ...], dict[str, Any], str], Any]
+
+_SENDERS: Mapping[str, _Sender] = {
+    **dict.fromkeys(_AWAITED, _send_awaited),
+    "Messages.stream": _send_manager,
+    "AsyncMessages.stream": _send_manager,
+    "Models.generate_content_stream": _send_generator,
+    "AsyncModels.generate_content_stream": _send_async_stream,
+}
+"""How each row's method reaches the provider, where it is not :func:`_send` (a sync call)."""
+
+
+@functools.cache
+def _manager_proxy() -> Any:
+    """The proxy class of a stream manager (built on first use: wrapt is imported lazily)."""
+
+    class RescuingManager(_wrapt().ObjectProxy):  # type: ignore[misc]
+        """A stream manager whose ``__enter__``/``__aenter__`` retries once after a 400."""
+
+        def __init__(self, manager: Any, call: tuple[Any, ...]) -> None:
+            super().__init__(manager)
+            self._self_call = call
+
+        def _self_retry(self, error: BaseException) -> Any:
+            row, wrapped, args, sent, provider = self._self_call
+            again = _again(row, sent, provider, error)
+            if again is None:
+                return None
+            self.__wrapped__ = wrapped(*args, **again)  # __exit__ closes the retry's stream
+            return self.__wrapped__
+
+        def __enter__(self) -> Any:
+            try:
+                return self.__wrapped__.__enter__()
+            except Exception as error:
+                manager = self._self_retry(error)
+                if manager is None:
+                    raise
+            return manager.__enter__()
+
+        def __exit__(self, *exc: Any) -> Any:
+            return self.__wrapped__.__exit__(*exc)
+
+        async def __aenter__(self) -> Any:
+            try:
+                return await self.__wrapped__.__aenter__()
+            except Exception as error:
+                manager = self._self_retry(error)
+                if manager is None:
+                    raise
+            return await manager.__aenter__()
+
+        async def __aexit__(self, *exc: Any) -> Any:
+            return await self.__wrapped__.__aexit__(*exc)
+
+    return RescuingManager
+
+
+def _mend_kwargs(row: Target, instance: Any, kwargs: dict[str, Any]) -> _Prepared:
+    """``kwargs`` with the repaired history (``kwargs`` itself when nothing changed) and the
+    profile it was held to (``None`` when there was no history, or toolmend could not read it
+    or failed on it: the original went out, and a rescue would read it no better)."""
     history = kwargs.get(row.history)
     if history is None or isinstance(history, str):
-        return kwargs
+        return kwargs, None
     if row.format != "gemini" and not isinstance(history, (list, tuple)):
         if isinstance(history, Mapping) or not isinstance(history, Iterable):
-            return kwargs  # not a history: the SDK will say so
+            return kwargs, None  # not a history: the SDK will say so
         # an iterable of messages: read it once, and send the list, even if toolmend fails
         # below (``kwargs`` is this call's own dict, so the wrapper sends what it holds)
         history = kwargs[row.history] = list(history)
@@ -645,17 +891,19 @@ def _mend_kwargs(row: Target, instance: Any, kwargs: dict[str, Any]) -> dict[str
     mended = mend(
         history, provider=provider, source=row.label, options=_registry.options, format=row.format
     )
+    if mended.failed:  # toolmend could not read it (or failed): nothing to rescue either
+        return kwargs, None
     if mended.messages is kwargs[row.history]:
-        return kwargs
-    return {**kwargs, row.history: mended.messages}
+        return kwargs, provider
+    return {**kwargs, row.history: mended.messages}, provider
 
 
-def _heal_chat(row: Target, instance: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
+def _heal_chat(row: Target, instance: Any, kwargs: dict[str, Any]) -> _Prepared:
     """Give the chat its stored history repaired (the opt-in), keeping calls still waiting for
     the results this very turn may carry. The request itself is repaired by the Models rows."""
     stored = getattr(instance, row.history, None)
     if not isinstance(stored, list) or not stored:
-        return kwargs
+        return kwargs, None
     options = dataclasses.replace(
         _registry.options,
         policy=dataclasses.replace(as_policy(_registry.options.policy), frontier="keep"),
@@ -666,7 +914,7 @@ def _heal_chat(row: Target, instance: Any, kwargs: dict[str, Any]) -> dict[str, 
     # without them, so the rule on a request's trailing calls says nothing about them
     head = stored[:-1] if _ends_on_calls(stored, row.format) else stored
     if not head:
-        return kwargs
+        return kwargs, None
     mended = mend(
         head,
         provider=provider,
@@ -678,7 +926,7 @@ def _heal_chat(row: Target, instance: Any, kwargs: dict[str, Any]) -> dict[str, 
     if mended.messages is not head:
         # a new list, not stored[:] = ...: google-genai 1.0 keeps the caller's own history list
         setattr(instance, row.history, [*mended.messages, *stored[len(head) :]])
-    return kwargs
+    return kwargs, None
 
 
 def _ends_on_calls(stored: list[Any], format: str) -> bool:

@@ -22,17 +22,23 @@ Anywhere else (an app that serves ``prometheus_client``'s registry itself):
 
 The metrics
 -----------
-The three metrics of :mod:`toolmend.integrations.telemetry`, named as the OpenTelemetry
+The four metrics of :mod:`toolmend.integrations.telemetry`, named as the OpenTelemetry
 Prometheus exporter would name them, so a dashboard reads the same either way:
 
 * ``toolmend_requests_total{hook, provider, outcome}``: requests a hook saw; ``outcome`` is
-  ``clean``, ``repaired``, ``problems_left`` or ``failed_open``;
+  ``clean``, ``repaired``, ``problems_left``, ``failed_open`` or ``rescued`` (the second
+  request of a call the provider refused with a 400 about its tool history: it counts as a
+  request, see :mod:`~toolmend.integrations.telemetry`);
 * ``toolmend_changes_total{provider, code}``: changes made, by change code;
 * ``toolmend_hook_duration_seconds{hook, provider}``: a histogram of the time toolmend spent on a
-  request (buckets from 0.1 ms, since a clean history takes well under a millisecond).
+  request (buckets from 0.1 ms, since a clean history takes well under a millisecond);
+* ``toolmend_rescues_total{hook, provider, rule}``: requests sent once more after such a 400,
+  by the rule the retry applied (a profile's problem code, or ``flattened`` when toolmend knew
+  no rule for the error: the case to report, docs/observability.md).
 
-Label values are toolmend's own hook names, provider profile names, outcomes and change codes:
-a few dozen values at most, never an id, a model string or any content.
+Label values are toolmend's own hook names, provider profile names, outcomes, change codes and
+rules (:func:`toolmend.integrations.telemetry.rule_label`): a few dozen values at most, never
+an id, a model string, the provider's error text or any content.
 
 Why ``prometheus_client`` and not the OpenTelemetry Prometheus exporter
 -----------------------------------------------------------------------
@@ -46,7 +52,7 @@ page (and each worker would count alone). Metrics made here are plain ``promethe
 counters and a histogram: in one process they live in the registry, in multiprocess mode
 (``PROMETHEUS_MULTIPROC_DIR`` set before ``prometheus_client`` is imported, as LiteLLM's workers
 have it) they write to that directory and ``/metrics`` adds up every worker's counts.
-An operator who already exports OpenTelemetry metrics gets the same three from
+An operator who already exports OpenTelemetry metrics gets the same four from
 :mod:`~toolmend.integrations.telemetry` and need not turn this on; with the OpenTelemetry
 Prometheus exporter on the same registry, should not (the same names twice).
 
@@ -93,7 +99,7 @@ BUCKETS: Final = (
 
 class PrometheusSink:
     """A :mod:`toolmend.integrations.telemetry` sink that counts each
-    :class:`~toolmend.integrations.telemetry.HookReport` in three ``prometheus_client`` metrics,
+    :class:`~toolmend.integrations.telemetry.HookReport` in four ``prometheus_client`` metrics,
     registered in ``registry`` when it is built (once per registry: :func:`enable` keeps one)."""
 
     def __init__(self, registry: CollectorRegistry = REGISTRY) -> None:
@@ -117,6 +123,13 @@ class PrometheusSink:
             registry=registry,
             buckets=BUCKETS,
         )
+        self.rescues = Counter(
+            "toolmend_rescues",
+            "Requests sent once more after the provider's 400 about tool history, by hook, "
+            "provider and the rule the retry applied.",
+            ("hook", "provider", "rule"),
+            registry=registry,
+        )
         self._children: dict[tuple[str, str, str], tuple[Any, Any]] = {}
         """(hook, provider, outcome) -> its request counter and duration histogram: the few
         label sets a process sees, looked up once (``labels()`` takes a lock every call)."""
@@ -124,6 +137,9 @@ class PrometheusSink:
     def __call__(self, report: telemetry.HookReport) -> None:
         if report.request:
             self._count_request(report)
+            if report.outcome == "rescued":
+                rule = telemetry.rule_label(report.rule)
+                self.rescues.labels(report.hook, report.provider, rule).inc()
         if report.change_codes:
             for code, count in Tally(report.change_codes).items():
                 self.changes.labels(report.provider, code).inc(count)

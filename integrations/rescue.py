@@ -40,6 +40,8 @@ from time import perf_counter
 from typing import Any
 
 from toolmend import _escape as escape
+from toolmend._error_texts import MAX_TEXT
+from toolmend._report import InvalidHistoryError
 from toolmend._rescue import Rescue, rescue
 
 from . import telemetry
@@ -69,10 +71,14 @@ def provider_error(error: BaseException) -> tuple[int, str] | None:
     that carries no HTTP status (a connection error, a toolmend error, a bug).
 
     Read by attribute, so it needs no SDK: ``status_code`` (openai, anthropic, LiteLLM),
-    ``code`` (google-genai) or the ``response``'s status; the message from the error body
-    (``{"error": {"message"}}``, ``{"message"}``, ...), else the error's ``message``, else its
-    text; a text that quotes the provider's body as JSON after `` - `` (LiteLLM's
-    ``litellm.BadRequestError: AnthropicException - {...}``) gives that body's message."""
+    ``code`` (google-genai), the ``response``'s status, or botocore's ``response`` mapping
+    (``ResponseMetadata.HTTPStatusCode``: boto3's ``ClientError``, which langchain-aws raises);
+    the message from the error body (``{"error": {"message"}}``, ``{"message"}``, ...), else
+    botocore's ``Error.Message``, else the error's ``message``, else its text. LiteLLM writes
+    an Anthropic or Gemini body into its text (``litellm.BadRequestError: AnthropicException -
+    {"type": "error", "error": {...}}``, or ``... - b'{...}'``, the repr of a streamed body's
+    bytes) and keeps no ``body``: the message is read out of that JSON when it parses (facts:
+    ``/work/shared/research/rescue.md``)."""
     status = _status(error)
     if status is None:
         return None
@@ -86,56 +92,53 @@ def _status(error: BaseException) -> int | None:
             return value
     response = getattr(error, "response", None)
     value = getattr(response, "status_code", None)
+    if isinstance(response, Mapping):  # botocore: {"ResponseMetadata": {"HTTPStatusCode"}}
+        metadata = response.get("ResponseMetadata")
+        value = metadata.get("HTTPStatusCode") if isinstance(metadata, Mapping) else None
     return value if type(value) is int and 100 <= value <= 599 else None
 
 
 def _message(error: BaseException) -> str:
-    for body in (getattr(error, "body", None), getattr(error, "details", None)):
-        found = _body_message(body)
-        if found:
+    response = getattr(error, "response", None)
+    botocore = response.get("Error") if isinstance(response, Mapping) else None
+    for body in (getattr(error, "body", None), getattr(error, "details", None), botocore):
+        found = _body_message(body) or (body.get("Message") if isinstance(body, Mapping) else None)
+        if isinstance(found, str) and found:
             return found
     message = getattr(error, "message", None)
-    if isinstance(message, bytes | bytearray):  # a provider exception LiteLLM has not mapped
+    if isinstance(message, bytes | bytearray):  # a provider's error LiteLLM has not mapped
         message = bytes(message).decode("utf-8", "replace")
     text = message if isinstance(message, str) and message else str(error)
-    return _wrapped_message(text) or text
+    return _embedded_message(text) or text
 
 
-_WRAPPED = " - "
-"""Where LiteLLM's text of a provider's error quotes the provider's own body:
-``litellm.BadRequestError: AnthropicException - {"type": "error", "error": {...}}``, or
-``... - b'{...}'`` (the bytes of a streamed call's body)."""
-
-_WRAPPED_LIMIT = 65536
-"""The longest wrapper text whose quoted body is decoded (a provider's error body is short)."""
+_EMBEDDED = " - "
+"""Where LiteLLM's text of a provider's error starts the provider's own body."""
+_BODY_STARTS = ("{", "b'{", 'b"{')
+"""How that body starts: JSON, or the repr of its bytes (a streamed call's)."""
 
 
-def _wrapped_message(text: str) -> str | None:
-    """The message of the provider's error body that ``text`` is, or quotes after `` - `` (LiteLLM's
-    ``BadRequestError`` keeps no ``body`` for Anthropic, Gemini or Bedrock, only this text), as
-    JSON or as the repr of its bytes; ``None`` when there is none. Only the first such body is
-    decoded, and only in a text of at most :data:`_WRAPPED_LIMIT` characters."""
-    if len(text) > _WRAPPED_LIMIT:
+def _embedded_message(text: str) -> str | None:
+    """The message of a provider's JSON body that ``text`` is, or that it holds after `` - ``
+    (LiteLLM's ``AnthropicException - {...}``, ``... - b'{...}'``), if that body parses (at
+    most :data:`toolmend._error_texts.MAX_TEXT` characters are parsed)."""
+    if text.startswith(_BODY_STARTS):
+        start = 0
+    else:
+        found = [at for at in (text.find(_EMBEDDED + s) for s in _BODY_STARTS) if at >= 0]
+        if not found:
+            return None
+        start = min(found) + len(_EMBEDDED)
+    if len(text) - start > MAX_TEXT:
         return None
-    if text.startswith(("{", "b'{", 'b"{')):
-        return _quoted_body(text, 0)
-    at = text.find(_WRAPPED)
-    if at < 0:
-        return None
-    at += len(_WRAPPED)
-    return _quoted_body(text, at) if text.startswith(("{", "b'{", 'b"{'), at) else None
-
-
-def _quoted_body(text: str, at: int) -> str | None:
-    """The message of the JSON body at ``text[at:]`` (``b'...'``: the repr of its bytes, which
-    must run to the end of ``text``)."""
     try:
-        if text[at] == "b":
-            raw = ast.literal_eval(text[at:])
+        if text[start] == "b":  # the repr of the body's bytes, to the end of the text
+            raw = ast.literal_eval(text[start:])
             body = json.loads(raw) if isinstance(raw, bytes) else None
         else:
-            body, _ = json.JSONDecoder().raw_decode(text, at)
+            body, _ = json.JSONDecoder().raw_decode(text, start)
     except (ValueError, SyntaxError, MemoryError, RecursionError):
+        # not JSON, or nested past the interpreter's limit
         return None
     return _body_message(body)
 
@@ -191,6 +194,8 @@ def retry_history(
                 )
             )
         return rescued
+    except InvalidHistoryError:  # the caller's data, which the hook already said it sent as is
+        return None
     except Exception:
         logger.exception(
             "toolmend failed while rescuing %s after a 400; the provider's error was raised",

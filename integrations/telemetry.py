@@ -5,6 +5,15 @@ which provider, the outcome (``clean``, ``repaired``, ``problems_left``, ``faile
 change codes, how many problems are left, what the loop guard found and how long toolmend took.
 Ids and content never reach a report: codes, counts and the names of toolmend's own hooks only.
 
+A request the provider refused with a 400 about its tool history and that the hook sent once
+more (:mod:`toolmend.integrations.rescue`) adds a second report, outcome ``rescued``, with the
+rule the retry applied (:attr:`HookReport.rule`: a problem code of a profile, or
+``flattened``). The retry is a second HTTP request toolmend made, so it **counts in
+``toolmend.requests``** (outcome ``rescued``) beside the first one's own outcome: the sum over
+outcomes is the number of requests the hooks sent, and ``rescued`` over that sum is the share
+that needed a second one. Its changes count in ``toolmend.changes`` and its time in
+``toolmend.hook.duration``, like any request's.
+
 OpenTelemetry is read through ``opentelemetry-api`` alone (extra ``otel``), and only when the
 application has imported it: this module imports nothing from it, so a process without
 OpenTelemetry pays one dictionary lookup per request. When it is imported:
@@ -14,11 +23,18 @@ OpenTelemetry pays one dictionary lookup per request. When it is imported:
   once), ``toolmend.problems_left.count``, ``toolmend.loop`` (when the guard fired) and
   ``toolmend.failed_open.reason`` (``size_cap``, ``time_budget``: see
   :mod:`toolmend.integrations.budget`), if it
-  records (an SDK is configured and the span is sampled);
+  records (an SDK is configured and the span is sampled); a rescue sets ``toolmend.outcome``
+  to ``rescued`` and adds ``toolmend.rescue.rule``, ``toolmend.rescue.changes.count`` and
+  ``toolmend.rescue.change_codes``, leaving the first request's counts as they were;
 - the metrics ``toolmend.requests`` (counter; ``hook``, ``provider``, ``outcome``),
-  ``toolmend.changes`` (counter; ``provider``, ``code``) and ``toolmend.hook.duration``
-  (histogram, seconds; ``hook``, ``provider``) go to the global meter provider once an SDK one
-  is set (the API's own no-op and proxy providers are skipped, so nothing is built for them).
+  ``toolmend.changes`` (counter; ``provider``, ``code``), ``toolmend.hook.duration``
+  (histogram, seconds; ``hook``, ``provider``) and ``toolmend.rescues`` (counter; ``hook``,
+  ``provider``, ``rule``) go to the global meter provider once an SDK one is set (the API's
+  own no-op and proxy providers are skipped, so nothing is built for them).
+
+Every label value is one of toolmend's own names: a ``rule`` label is a problem code of a
+profile or ``flattened`` (:func:`rule_label`; anything else is counted as ``other``), never
+the provider's error text.
 
 Other sinks (the Prometheus one, :mod:`toolmend.integrations.prometheus`) register with
 :func:`add_sink`. A sink that raises is a toolmend bug: it is logged once, with its traceback,
@@ -28,6 +44,7 @@ and the request goes on.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import sys
 import threading
@@ -50,6 +67,7 @@ __all__ = [
     "record",
     "record_later",
     "remove_sink",
+    "rule_label",
     "span_attributes",
 ]
 
@@ -177,6 +195,33 @@ def failed_open(source: str, provider: str | None = None, *, reason: str = "") -
         logger.exception("toolmend could not report a failed request")
 
 
+OTHER_RULE: Final = "other"
+"""The ``rule`` label of a report whose rule is none of toolmend's (see :func:`rule_label`)."""
+
+
+@functools.cache
+def _rules() -> frozenset[str]:
+    """The rules a rescue can name: every profile's problem codes, and ``flattened``."""
+    from toolmend._rescue import FLATTENED
+    from toolmend.profiles import PROFILES
+
+    codes = {FLATTENED}
+    for profile in PROFILES.values():
+        codes.update(profile.checks, profile.strict_checks)
+    return frozenset(codes)
+
+
+def rule_label(rule: str) -> str:
+    """``rule`` as a metric label: itself when it is a rule a rescue can name (a profile's
+    problem code, or ``flattened``), else ``other``, so the label takes a few dozen values
+    whatever a sink is handed.
+
+    >>> rule_label("flattened"), rule_label("Invalid parameter: messages")
+    ('flattened', 'other')
+    """
+    return rule if rule in _rules() else OTHER_RULE
+
+
 def codes_of(items: Iterable[toolmend.Change | toolmend.Problem]) -> tuple[str, ...]:
     """The code of each change or problem, in order."""
     return tuple(item.code for item in items)
@@ -193,11 +238,11 @@ def _deliver(sink: object, call: Callable[..., None], *reports: HookReport) -> N
 
 
 class _OpenTelemetry:
-    """The OpenTelemetry sink: span attributes and the three metrics, through the API."""
+    """The OpenTelemetry sink: span attributes and the four metrics, through the API."""
 
     def __init__(self) -> None:
         self._provider: object = None
-        self._instruments: tuple[Any, Any, Any] | None = None
+        self._instruments: tuple[Any, Any, Any, Any] | None = None
         self._lock = threading.Lock()
 
     def __call__(self, report: HookReport) -> None:
@@ -208,13 +253,15 @@ class _OpenTelemetry:
         instruments = self._instruments_now()
         if instruments is None:
             return
-        requests, changes, duration = instruments
+        requests, changes, duration, rescues = instruments
         for code, count in Counter(report.change_codes).items():
             changes.add(count, {"provider": report.provider, "code": code})
         if report.request:
             labels = {"hook": report.hook, "provider": report.provider}
             requests.add(1, {**labels, "outcome": report.outcome})
             duration.record(report.duration, labels)
+            if report.outcome == "rescued":
+                rescues.add(1, {**labels, "rule": rule_label(report.rule)})
 
     def later(self, request: HookReport, later: HookReport) -> None:
         """A later pass over a request already counted: the span from the whole request, then
@@ -224,7 +271,7 @@ class _OpenTelemetry:
             span.set_attributes(span_attributes(request))
         self(later)
 
-    def _instruments_now(self) -> tuple[Any, Any, Any] | None:
+    def _instruments_now(self) -> tuple[Any, Any, Any, Any] | None:
         """The instruments of the global meter provider, built once per provider; None while it
         is the API's own (no SDK configured)."""
         metrics = sys.modules.get("opentelemetry.metrics")
@@ -242,8 +289,8 @@ class _OpenTelemetry:
             return self._instruments
 
     @staticmethod
-    def _built(provider: Any) -> tuple[Any, Any, Any] | None:
-        """The three instruments on ``provider``; None for the API's own no-op or proxy
+    def _built(provider: Any) -> tuple[Any, Any, Any, Any] | None:
+        """The four instruments on ``provider``; None for the API's own no-op or proxy
         provider (no SDK yet)."""
         if type(provider).__module__.startswith("opentelemetry.metrics"):
             return None
@@ -264,11 +311,33 @@ class _OpenTelemetry:
                 unit="s",
                 description="Time toolmend spent on a request, by hook and provider.",
             ),
+            meter.create_counter(
+                "toolmend.rescues",
+                unit="{request}",
+                description=(
+                    "Requests sent once more after the provider's 400 about tool history, "
+                    "by hook, provider and the rule the retry applied."
+                ),
+            ),
         )
 
 
 def span_attributes(report: HookReport) -> dict[str, str | int | Sequence[str]]:
-    """The attributes toolmend puts on the current span for ``report``."""
+    """The attributes toolmend puts on the current span for ``report``.
+
+    A ``rescued`` report is the second request of a call whose first one set the span's
+    counts: it sets the outcome and its own ``toolmend.rescue.*`` attributes only, so the span
+    keeps what the first request's repair did beside what the retry did."""
+    if report.outcome == "rescued":
+        rescued: dict[str, str | int | Sequence[str]] = {
+            "toolmend.provider": report.provider,
+            "toolmend.outcome": report.outcome,
+            "toolmend.rescue.rule": rule_label(report.rule),
+            "toolmend.rescue.changes.count": len(report.change_codes),
+        }
+        if report.change_codes:
+            rescued["toolmend.rescue.change_codes"] = sorted(set(report.change_codes))
+        return rescued
     attributes: dict[str, str | int | Sequence[str]] = {
         "toolmend.provider": report.provider,
         "toolmend.outcome": report.outcome,

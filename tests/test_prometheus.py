@@ -48,7 +48,12 @@ CollectorRegistry = prometheus_client.CollectorRegistry
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
 OUTCOMES = {"clean", "repaired", "problems_left", "failed_open"}
-TOOLMEND_METRICS = ("toolmend_requests", "toolmend_changes", "toolmend_hook_duration_seconds")
+TOOLMEND_METRICS = (
+    "toolmend_requests",
+    "toolmend_changes",
+    "toolmend_hook_duration_seconds",
+    "toolmend_rescues",
+)
 
 
 def _codes(history: list[Any], provider: str = "openai") -> dict[str, int]:
@@ -150,12 +155,13 @@ def test_enable_is_idempotent_and_names_match_the_otel_exporter() -> None:
     finally:
         prometheus.disable(own)
     # what the OpenTelemetry Prometheus exporter makes of toolmend.requests ({request}),
-    # toolmend.changes ({change}) and toolmend.hook.duration (s)
+    # toolmend.changes ({change}), toolmend.hook.duration (s) and toolmend.rescues ({request})
     names = {family.name: family.type for family in own.collect()}
     assert names == {
         "toolmend_requests": "counter",
         "toolmend_changes": "counter",
         "toolmend_hook_duration_seconds": "histogram",
+        "toolmend_rescues": "counter",
     }
 
 

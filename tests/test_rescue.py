@@ -328,3 +328,34 @@ def test_work_grows_about_linearly_with_one_id_everywhere(error: str) -> None:
         lambda: toolmend.rescue(small, error)
     )
     assert ratio < 6, ratio
+
+
+# --- the hooks' reader and caller ---------------------------------------------------------------
+
+
+class _RefusedError(Exception):
+    """An SDK-like error: a status and a message (what ``provider_error`` reads)."""
+
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.status_code = status
+        self.message = message
+
+
+def test_a_history_the_hook_could_not_read_is_not_rescued_and_logs_no_traceback(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from toolmend.integrations.rescue import retry_history
+
+    unreadable = [{"role": "tool", "tool_call_id": 7, "content": "x"}]
+    with caplog.at_level("DEBUG", logger="toolmend"):
+        found = retry_history(unreadable, _RefusedError(UNKNOWN), provider="openai", source="t")
+    assert found is None and not [r for r in caplog.records if r.exc_info]
+
+
+def test_a_body_nested_past_the_interpreters_limit_is_read_as_text() -> None:
+    from toolmend.integrations.rescue import provider_error
+
+    error = _RefusedError("litellm.BadRequestError: X - " + "[" * 4000)
+    del error.message
+    assert provider_error(error) == (400, str(error))

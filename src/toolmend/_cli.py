@@ -397,8 +397,9 @@ def _run_stats(args: argparse.Namespace) -> int:
         print(
             f"{terminal(page_path)}: {stats.repaired.total_requests} request(s) repaired, "
             f"{stats.problems_left.total_requests} with problems left, "
-            f"{stats.total_failures} sent unrepaired ({stats.toolmend_lines} toolmend lines "
-            f"in {stats.lines})"
+            f"{stats.total_failures} sent unrepaired"
+            + (f", {stats.total_rescues} rescued after a 400" if stats.total_rescues else "")
+            + f" ({stats.toolmend_lines} toolmend lines in {stats.lines})"
         )
     return 0
 

@@ -40,8 +40,13 @@ quotes the request back, and its tail names nothing more)."""
 _GAP = 300
 """The longest a quoted field may be (an index, an id, a list of ids)."""
 
-_STEM = 6
-"""How much of a rule's closing literal piece must appear (see :func:`_match_at`)."""
+_STEM = 24
+"""The shortest start of a rule's closing literal piece that may stand for all of it: its first
+sentence, at least this long (see :func:`_match_at`). Six characters (``.conte``) let
+``messages.2.content.0.image.source.base64: image exceeds 5 MB maximum`` name Bedrock's
+``messages.{index}.content: Conversation blocks and tool result blocks ...`` rule, and
+``: unexpected `tool_use_id``` name Anthropic's ``tool_result`` rule in an error about
+``advisor_tool_result`` blocks (``tests/data/provider_errors.json``)."""
 
 _MIN_LITERAL = 24
 """A rule's text must hold at least this many literal characters to be matched on its own."""
@@ -49,11 +54,11 @@ _MIN_LITERAL = 24
 _GENERIC = frozenset(
     {
         "Request contains an invalid argument.",  # Gemini says it for many things
-        "Invalid content type",
-        "'dict' object has no attribute 'strip'",
-        "list object has no element 0",
-        'can only concatenate str (not "NoneType") to str',
-        "'dict object' has no attribute 'function'",
+        "Invalid content type",  # a chat template's, for any content it cannot render
+        "'dict' object has no attribute 'strip'",  # a Python TypeError through a converter
+        "list object has no element 0",  # a template indexing an empty list, any list
+        'can only concatenate str (not "NoneType") to str',  # any None in any template
+        "'dict object' has no attribute 'function'",  # any dict a template reads as a call
     }
 )
 """Error texts of real rules that say too little to name one (each appears for other causes)."""
@@ -64,10 +69,24 @@ _NOT_CURABLE = re.compile(
     r"|content[ _-]?(?:policy|filter|management)|safety|responsible ?ai|flagged|moderation"
     r"|api[ _-]?key|authenticat|unauthori[sz]ed|permission|forbidden|credential"
     r"|rate[ _-]?limit|quota|too many requests|billing|credit balance|insufficient[ _]funds"
-    r"|overloaded|capacity",
+    r"|overloaded|capacity"
+    r"|\btools?[.\[]\d|input_schema|function_declarations|tool[ _-]?choice"
+    r"|n[o']t support (?:tools\b|tool use\b|function calling)"
+    r"|failed_generation|tool_use_failed"
+    r"|image(?:\.source| exceeds| dimensions)",
     re.IGNORECASE,
 )
-"""Errors a rewritten history cannot cure: never retried (checked before anything else)."""
+"""Errors a rewritten history cannot cure: never retried (checked before anything else).
+
+Besides the limits of the account and the model (context length, content policy,
+authentication, permission, rate limits, quota, billing, overload), these are errors about the
+request's tool *definitions* (``tools.17.custom.input_schema: JSON schema is invalid ... Learn
+more about tool use``, ``tools[0].function.name``, Gemini's ``function_declarations``) and its
+``tool_choice``, a model or an API that takes no tools (``This model doesn't support tool use
+in streaming mode.``), a call the model itself failed to write (Groq's ``tool_use_failed``,
+whose ``failed_generation`` quotes ``tool_calls``) and an image too large (which stays too large
+when the tool result holding it is written as text). A rewritten history changes none of them.
+The real texts are in ``tests/data/provider_errors.json``."""
 
 _TOOL_WORDS = re.compile(
     r"tool[ _-]?(?:use|result|call|calls|call_id|_use_id|message|output|response)s?\b"
@@ -89,15 +108,18 @@ class KnownRule:
     code: str
     """The problem code of the rule (``missing_result``)."""
     profile: str
-    """The profile that holds it (the first one by :data:`toolmend.profiles.PROFILES` order)."""
+    """The profile that holds it (the first one by :data:`toolmend.profiles.PROFILES` order that
+    has this code for this text)."""
     fields: Mapping[str, str]
     """The fields the message quoted (``index``, ``id``, ``ids``, ...), as written in it."""
 
 
 @dataclass(frozen=True)
 class _Template:
-    code: str
-    profile: str
+    holders: tuple[tuple[str, str], ...]
+    """Each ``(code, profile)`` whose rule has this text, in :data:`PROFILES` order: one text
+    stands for several problems when the provider says the same for each (Gemini's ``number of
+    function response parts`` for a missing, an unknown and a duplicate response)."""
     literals: tuple[str, ...]
     """The literal pieces, in order (empty ones dropped)."""
     fields: tuple[str | None, ...]
@@ -106,7 +128,7 @@ class _Template:
     """The field before the first literal piece, if the text starts with one."""
 
 
-def _parse(code: str, profile: str, template: str) -> _Template | None:
+def _parse(holders: tuple[tuple[str, str], ...], template: str) -> _Template | None:
     literals: list[str] = []
     fields: list[str | None] = []
     leading: str | None = None
@@ -125,24 +147,21 @@ def _parse(code: str, profile: str, template: str) -> _Template | None:
                 leading = field
     if sum(map(len, literals)) < _MIN_LITERAL:
         return None
-    return _Template(code, profile, tuple(literals), tuple(fields), leading)
+    return _Template(holders, tuple(literals), tuple(fields), leading)
 
 
 @functools.lru_cache(maxsize=1)
 def _templates() -> tuple[_Template, ...]:
-    """Every rule's text, each once (the first profile that holds it names it)."""
-    seen: set[str] = set()
-    found: list[_Template] = []
+    """Every rule's text, each once, with every code that has it (the first profile that holds
+    a code for that text names it)."""
+    holders: dict[str, dict[str, str]] = {}
     for name, profile in PROFILES.items():
         for code, rule in {**profile.checks, **profile.strict_checks}.items():
             text = rule.error.strip()
-            if not text or text in seen or text in _GENERIC:
-                continue
-            seen.add(text)
-            parsed = _parse(code, name, text)
-            if parsed is not None:
-                found.append(parsed)
-    return tuple(found)
+            if text and text not in _GENERIC:
+                holders.setdefault(text, {}).setdefault(code, name)
+    found = (_parse(tuple(codes.items()), text) for text, codes in holders.items())
+    return tuple(template for template in found if template is not None)
 
 
 def _match(template: _Template, text: str) -> dict[str, str] | None:
@@ -168,8 +187,9 @@ def _match_at(template: _Template, text: str, start: int) -> dict[str, str] | No
         literal = template.literals[position]
         found = text.find(literal, end, end + _GAP + len(literal))
         if found < 0 and position == len(template.literals) - 1 and len(literal) > _STEM:
-            # the closing sentence, which providers reword and gateways cut: its start will do
-            literal = literal[:_STEM]
+            # the closing sentences, which providers reword and gateways cut: the first will do
+            cut = literal.find(". ", _STEM)
+            literal = literal if cut < 0 else literal[: cut + 1]
             found = text.find(literal, end, end + _GAP + len(literal))
         if found < 0:
             return None
@@ -200,9 +220,8 @@ def known_rules(text: str) -> list[KnownRule]:
         fields = _match(template, text)
         if fields is not None:
             size = sum(map(len, template.literals))
-            found.append(
-                (size, KnownRule(template.code, template.profile, MappingProxyType(fields)))
-            )
+            quoted = MappingProxyType(fields)
+            found.extend((size, KnownRule(code, name, quoted)) for code, name in template.holders)
     found.sort(key=lambda pair: -pair[0])
     return [rule for _, rule in found]
 

@@ -18,8 +18,11 @@ call :func:`rescue` once with the history they sent and the provider's message:
    (``[tool result <id>]`` and the content), by the format's own writer, the same that writes a
    chat template's flattened tool traffic. Nothing is dropped: call names, arguments and result
    contents are kept verbatim. A message flattened takes every exchange it is part of with it,
-   so no call is left without its result. The hook's profile then repairs what the rewrite left
-   (two user texts in a row for a provider that wants turns to alternate).
+   so no call is left without its result. A flattened message is joined with the text
+   messages of the same role right beside it (a result written as user text and the user's
+   next message become one turn: a template or a provider that wants turns to alternate
+   refuses two, and the hook's profile may not know it does). The hook's profile then repairs
+   what the rewrite left.
 
 The caller's history is never changed; :func:`rescue` returns ``None`` when the error is not
 about tool history or nothing can be rewritten. Cost: one read of the history, one repair and
@@ -34,7 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ._api import check, format_of, profile_for, repair, sequence_of
-from ._edits import AsText, Keep, Plan
+from ._edits import AsText, Item, Keep, Merge, Plan
 from ._error_texts import MAX_TEXT, KnownRule, about_tool_history, known_rules, quoted_ids
 from ._report import Change, InvalidHistoryError, ToolmendError
 from ._skeleton import ASSISTANT, USER, Skeleton
@@ -146,23 +149,65 @@ def _flattened(messages: Sequence[Any], error: str, own: Profile, format: str) -
     if not traffic:
         return None
     chosen, pointed = _targets(skeleton, error, traffic)
-    plan = Plan(
-        [
-            AsText(Keep(index), ASSISTANT if skeleton.kinds[index] == ASSISTANT else USER)
-            if index in chosen
-            else Keep(index)
-            for index in range(len(listed))
-        ]
-    )
-    written = module.apply(listed, plan)
     changes = [
         Change("flattened_tool_traffic", index, _FLATTENED_DETAIL, _ids_at(skeleton, index))
         for index in sorted(chosen)
     ]
+    items: list[Item] = []
+    for run in _runs(skeleton, chosen):
+        role = _role(skeleton, chosen, run[0])
+        parts = tuple(AsText(Keep(i), role) if i in chosen else Keep(i) for i in run)
+        items.append(parts[0] if len(parts) == 1 else Merge(role, parts))
+        changes.extend(
+            Change("merged_messages", i, f"joined with the {role} message before it", ())
+            for i in run[1:]
+        )
+    written = module.apply(listed, Plan(items))
     after = repair(written, provider=own, format=module.name)
     if after.changed:
         changes.extend(after.changes)
     return Rescue(after.messages, FLATTENED, own.name, tuple(changes), error, pointed)
+
+
+def _role(skeleton: Skeleton, chosen: set[int], index: int) -> str:
+    """The role message ``index`` has once written: a flattened result is user text."""
+    kind = skeleton.kinds[index]
+    return kind if index not in chosen or kind == ASSISTANT else USER
+
+
+def _runs(skeleton: Skeleton, chosen: set[int]) -> list[list[int]]:
+    """The messages in order, a flattened message joined with its text neighbours of the same
+    role: two user texts in a row (a result written as text, then the user's next message)
+    are refused by every template and provider that wants turns to alternate, and a hook's
+    profile may not know it does (the rescue is for the rules toolmend does not know). Only
+    text joins a flattened message: a neighbour with calls or results of its own keeps them."""
+    solo = set().union(*(skeleton.marked(flag) for flag in _SOLO))
+
+    def plain(index: int) -> bool:
+        if index in solo:
+            return False
+        return index in chosen or not (index in skeleton.calls or index in skeleton.results)
+
+    runs: list[list[int]] = []
+    for index in range(len(skeleton.kinds)):
+        role = _role(skeleton, chosen, index)
+        if runs and role in (USER, ASSISTANT) and plain(index):
+            last = runs[-1][-1]
+            if (
+                plain(last)
+                and _role(skeleton, chosen, last) == role
+                and (index in chosen or last in chosen)
+            ):
+                runs[-1].append(index)
+                continue
+        runs.append([index])
+    return runs
+
+
+_SOLO = ("reasoning", "reasoning_field", "thinking", "reasoning_item", "output_item", "reference")
+"""Marks of messages never joined with a neighbour (:func:`_runs`): what they carry besides text
+(a reasoning field, a thinking block, a Responses reasoning item or reference) is kept only in
+a message of their own."""
 
 
 def _ids_at(skeleton: Skeleton, index: int) -> tuple[str, ...]:

@@ -13,7 +13,7 @@ from collections import Counter
 
 from .._escape import html as escape
 from .logs import FAILURE_REASONS, HOOK_COLUMNS, Stats, Table
-from .tables import ALL, table_rows
+from .tables import ALL, REPORT_HINT, error_rows, table_rows
 
 __all__ = ["render"]
 
@@ -65,7 +65,9 @@ def render(stats: Stats) -> str:
         f"<b>{stats.repaired.total_items}</b> changes, "
         f"<b>{stats.problems_left.total_requests}</b> with problems left, "
         f"<b>{stats.loops.total_requests}</b> with a loop guard finding, "
-        f"<b>{stats.total_failures}</b> sent unrepaired</p>",
+        f"<b>{stats.total_failures}</b> sent unrepaired"
+        + (f", <b>{stats.total_rescues}</b> rescued after a 400" if stats.total_rescues else "")
+        + "</p>",
     ]
     if not stats.toolmend_lines:
         out.append(
@@ -81,6 +83,7 @@ def render(stats: Stats) -> str:
         out += _table("Loop guard", "loops", stats.loops, "finding", "findings")
         out += _failures(stats)
         out += _hooks(stats)
+        out += _rescues(stats)
         if stats.healed.total_requests:
             out += _table(
                 "Stored histories healed (not requests)",
@@ -204,6 +207,42 @@ def _hooks(stats: Stats) -> list[str]:
         name = escape(hook)
         out.append(f'<tr data-hook="{name}" {data}><td><code>{name}</code></td>{cells}</tr>')
     out.append("</table>")
+    return out
+
+
+def _rescues(stats: Stats) -> list[str]:
+    """The requests sent once more after a 400, by rule, and the provider errors behind them
+    (text from the log: escaped like every other value)."""
+    if not stats.total_rescues:
+        return []
+    out = [
+        f"<h2>Rescued after a 400 ({_plural(stats.total_rescues, 'request')} sent once more)</h2>",
+        '<table id="rescues"><tr><th>hook</th><th>provider</th><th>rule</th><th>profile</th>'
+        "<th>requests</th></tr>",
+    ]
+    for (hook, provider, rule, profile), count in sorted(stats.rescues.items()):
+        out.append(
+            f'<tr data-hook="{escape(hook)}" data-provider="{escape(provider)}" '
+            f'data-rule="{escape(rule)}" data-profile="{escape(profile)}" '
+            f'data-requests="{count}"><td><code>{escape(hook)}</code></td>'
+            f"<td>{escape(provider)}</td><td><code>{escape(rule)}</code></td>"
+            f'<td>{escape(profile)}</td><td class="n">{count}</td></tr>'
+        )
+    out.append("</table>")
+    out.append("<h2>Provider errors behind the rescues</h2>")
+    out.append(
+        '<table id="rescue-errors"><tr><th>provider</th><th>rule</th><th>requests</th>'
+        "<th>error (ids and numbers written &lt;id&gt; and N)</th></tr>"
+    )
+    for provider, rule, count, error in error_rows(stats):
+        out.append(
+            f'<tr data-provider="{escape(provider)}" data-rule="{escape(rule)}" '
+            f'data-requests="{count}"><td>{escape(provider)}</td>'
+            f'<td><code>{escape(rule)}</code></td><td class="n">{count}</td>'
+            f"<td><code>{escape(error)}</code></td></tr>"
+        )
+    out.append("</table>")
+    out.append(f'<p class="sum">{escape(REPORT_HINT)}</p>')
     return out
 
 

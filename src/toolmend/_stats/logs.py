@@ -10,6 +10,11 @@ The hooks write one line per request they changed or could not judge clean, on l
 * ``toolmend cannot read the history on SOURCE for PROVIDER (...)``: sent unrepaired,
 * ``toolmend failed on SOURCE ...; ...`` and ``toolmend's LiteLLM hook failed on SOURCE; ...``:
   a toolmend bug, logged with its traceback; the original was sent,
+* ``toolmend rescued SOURCE for PROVIDER after a 400: RULE (PROFILE); code@index[ids] ...;
+  provider error "ESCAPED"``: the provider refused the request with a 400 about its tool
+  history and the hook sent it once more (``integrations/rescue.py``); counted by hook, rule
+  and profile, and by the provider's error (:func:`error_shape`), which names the rule toolmend
+  lacks when RULE is ``flattened``,
 
 plus the OpenAI Agents SDK hooks' variants (``for PROFILE (session rules)``, problems found
 ``(in the Chat Completions conversion)``), the messages a LangChain history store refused
@@ -69,6 +74,7 @@ __all__ = [
     "Stats",
     "Table",
     "UnreadableLogError",
+    "error_shape",
     "parse_message",
     "read_files",
 ]
@@ -87,6 +93,7 @@ Kind = Literal[
     "error",
     "healed",
     "stored_problems",
+    "rescued",
 ]
 
 
@@ -103,6 +110,12 @@ class Event:
     guard's codes (``loop``), one per change or problem, in order."""
     left: tuple[str, ...] = ()
     """The codes of the problems a repair left (``repaired`` only)."""
+    rule: str = ""
+    """The rule a rescue applied (a problem code, or ``flattened``; ``rescued`` only)."""
+    profile: str = ""
+    """The profile that holds that rule (``rescued`` only)."""
+    error: str = ""
+    """The provider's error, as :func:`error_shape` gives it (``rescued`` only)."""
 
 
 # --- the lines ---------------------------------------------------------------------------------
@@ -152,6 +165,20 @@ _CODE: Final = re.compile(rf"([A-Za-z_][A-Za-z0-9_-]*)@\d+(?:\[{_ID}(?:,{_ID})*\
 """A whole ``code@index`` or ``code@index[id,...]`` token: the code is kept, the rest read
 past. The ids are escaped (no space, comma, bracket or semicolon in one), so a token is read
 without backtracking, and a value a formatter appends (``session_id=user@1``) is no code."""
+
+_RESCUED: Final = re.compile(
+    rf"toolmend rescued {_SOURCE} for {_PROVIDER} after a 400: "
+    r"(?P<rule>[A-Za-z_][A-Za-z0-9_-]*) \((?P<profile>[^\s()]+)\); "
+)
+_SAID: Final = re.compile(r'; provider error "(?P<error>[^"\s]*)"')
+"""The provider's message at the end of a rescue line: escaped by the hook, so it holds no
+quote and no whitespace (an unescaped one ends it)."""
+
+ERROR_CHARS: Final = 303
+"""The most characters of a provider's error kept (after unescaping): the hook quotes at most
+300 (``toolmend.integrations.rescue.ERROR_LIMIT``) and marks a cut with ``...``."""
+
+_TOKEN: Final = re.compile(r"[A-Za-z0-9_]+")
 
 _HOOK_ALIASES: Final = {"a LangChain history read": "langchain.history"}
 
@@ -284,6 +311,52 @@ def _listed(text: str, pos: int, count: int) -> tuple[str, ...] | None:
     return tuple(codes) if len(codes) == count else None
 
 
+def error_shape(text: str) -> str:
+    """A provider's error as ``stats`` counts it: cut at :data:`ERROR_CHARS`, each word that
+    holds a digit written ``N`` (a number: a message index, a count) or ``<id>`` (a call id, a
+    model version), so the errors of one rule are counted together whatever ids and indexes
+    they quote.
+
+    >>> error_shape("messages.3.content: tool_use ids without tool_result: toolu_01Ab, toolu_9")
+    'messages.N.content: tool_use ids without tool_result: <id>, <id>'
+    """
+
+    def word(match: re.Match[str]) -> str:
+        token = match.group()
+        if not any(char.isdigit() for char in token):
+            return token
+        return "N" if token.isdigit() else "<id>"
+
+    return _TOKEN.sub(word, text[:ERROR_CHARS])
+
+
+def _rescued(message: str, match: re.Match[str]) -> Event | None:
+    """The event of a rescue line whose head ``match`` read: its change codes (or ``-``) and
+    the provider's error must follow, or it is no line toolmend wrote."""
+    pos = match.end()
+    if message.startswith("-", pos):
+        codes: tuple[str, ...] = ()
+        end = pos + 1
+    else:
+        found, end = _codes(message, pos)
+        if not found:
+            return None
+        codes = tuple(found)
+    said = _SAID.match(message, end)
+    if said is None:
+        return None
+    return Event(
+        "rescued",
+        _hook(match["source"]),
+        _name(match["provider"]),
+        codes,
+        rule=match["rule"],
+        profile=_name(match["profile"]),
+        # an escaped character takes at most 8 (%UXXXXXX): enough for ERROR_CHARS, no more
+        error=error_shape(escape.unescape(said["error"][: ERROR_CHARS * 8])),
+    )
+
+
 def parse_message(message: str) -> Event | None:
     """The event a log message (or a whole plain log line) records, or None for another line.
 
@@ -311,6 +384,8 @@ def parse_message(message: str) -> Event | None:
         hook = _hook(match["source"])
         kind = "stored_problems" if hook in HEALS else "problems_left"
         return Event(kind, hook, provider, found)
+    if match := _at(message, "toolmend rescued ", _RESCUED):
+        return _rescued(message, match)
     if match := _at(message, "toolmend loop guard on ", _LOOP):
         loops, _ = _codes(message, match.end())
         if not loops:
@@ -409,6 +484,10 @@ class Stats:
     stored_problems: Table = field(default_factory=Table)
     """Problems a stored history still has (:data:`HEALS`): left by a heal, or found and not
     changed."""
+    rescues: Counter[tuple[str, str, str, str]] = field(default_factory=Counter)
+    """(hook, provider, rule, profile) -> requests sent once more after a 400."""
+    rescue_errors: Counter[tuple[str, str, str]] = field(default_factory=Counter)
+    """(provider, rule, the provider's error as :func:`error_shape` gives it) -> rescues."""
 
     def add(self, event: Event) -> None:
         """Count one event."""
@@ -426,6 +505,10 @@ class Stats:
             return
         if event.kind == "stored_problems":
             self.stored_problems.add(event.provider, event.codes)
+            return
+        if event.kind == "rescued":  # a second request, beside the first one's own line
+            self.rescues[event.hook, event.provider, event.rule, event.profile] += 1
+            self.rescue_errors[event.provider, event.rule, event.error] += 1
             return
         hook = self.hooks.setdefault(event.hook, Counter())
         if event.kind == "repaired":
@@ -447,6 +530,10 @@ class Stats:
     @property
     def total_failures(self) -> int:
         return self.failures.total()
+
+    @property
+    def total_rescues(self) -> int:
+        return self.rescues.total()
 
 
 # --- reading -----------------------------------------------------------------------------------

@@ -13,13 +13,19 @@ from typing import Any
 from .._escape import terminal
 from .logs import FAILURE_REASONS, HOOK_COLUMNS, Stats, Table
 
-__all__ = ["ALL", "HOW_TO_LOG", "render_text", "summary"]
+__all__ = ["ALL", "HOW_TO_LOG", "REPORT_HINT", "error_rows", "render_text", "summary"]
 
 HOW_TO_LOG = (
     "to see them, set TOOLMEND_LOG=info in the environment of the app or the LiteLLM Proxy "
     "(or let logger 'toolmend' through at INFO in your logging setup): docs/observability.md"
 )
 """What ``stats`` says when a log holds no toolmend line."""
+
+REPORT_HINT = (
+    "a 'flattened' rescue is an error toolmend has no rule for: docs/observability.md says how "
+    "to report it"
+)
+"""What ``stats`` says under the provider errors of the rescues."""
 
 ALL = "(all)"
 """The code column of a provider's total row (no change code has parentheses)."""
@@ -128,6 +134,9 @@ def render_text(stats: Stats) -> str:
                 "none",
                 unit="store",
             )
+    if stats.total_rescues:
+        out.append("")
+        out += _rescues(stats)
     if stats.refused:
         out.append("")
         out.append("Messages a LangChain history store refused:")
@@ -137,6 +146,36 @@ def render_text(stats: Stats) -> str:
         out.append("Other toolmend errors (see the log for their tracebacks):")
         out += _grid(("error", "count"), sorted(stats.errors.items()))
     return "\n".join(out) + "\n"
+
+
+def error_rows(stats: Stats) -> list[tuple[str, str, int, str]]:
+    """``(provider, rule, rescues, error)`` of each provider error behind a rescue, the most
+    frequent first; the error as read (print it escaped for where it goes)."""
+    return sorted(
+        (
+            (provider, rule, count, error)
+            for (provider, rule, error), count in stats.rescue_errors.items()
+        ),
+        key=lambda row: (-row[2], row[0], row[1], row[3]),
+    )
+
+
+def _rescues(stats: Stats) -> list[str]:
+    out = [
+        f"Rescued after a 400: {_plural(stats.total_rescues, 'request')} sent once more "
+        "(the provider refused the history's tool calls)"
+    ]
+    rows = [(*key, count) for key, count in sorted(stats.rescues.items())]
+    out += _grid(("hook", "provider", "rule", "profile", "requests"), rows)
+    out.append("")
+    out.append("Provider errors behind the rescues (ids and numbers written <id> and N):")
+    errors = [
+        (provider, rule, count, terminal(error))
+        for provider, rule, count, error in error_rows(stats)
+    ]
+    out += _grid(("provider", "rule", "requests", "error"), errors)
+    out.append(REPORT_HINT)
+    return out
 
 
 def _table_json(table: Table, count: str) -> dict[str, Any]:
@@ -184,4 +223,22 @@ def summary(stats: Stats) -> dict[str, Any]:
         "healed": _table_json(stats.healed, "changes"),
         "stored_problems_left": _table_json(stats.stored_problems, "problems"),
         "errors": dict(sorted(stats.errors.items())),
+        # second requests, beside the first one's own line: by rule, and by the provider's error
+        "rescued": {
+            "requests": stats.total_rescues,
+            "by_rule": [
+                {
+                    "hook": hook,
+                    "provider": provider,
+                    "rule": rule,
+                    "profile": profile,
+                    "requests": count,
+                }
+                for (hook, provider, rule, profile), count in sorted(stats.rescues.items())
+            ],
+            "by_error": [
+                {"provider": provider, "rule": rule, "requests": count, "error": error}
+                for provider, rule, count, error in error_rows(stats)
+            ],
+        },
     }
