@@ -209,3 +209,216 @@ def test_langchain_without_the_middleware_the_refusal_ends_the_run(
     with pytest.raises(Exception, match="not supported by this model deployment"):
         run_langchain(langchain_agent(server, None), thread(), "invoke")
     assert [r.status for r in server.requests] == [400]
+
+
+# --- Google ADK: the plugin's and the agent's model-error callbacks ------------------------------
+
+
+def adk_weather(city: str) -> dict[str, Any]:
+    """The weather in ``city``."""
+    return {"result": f"21 C in {city}"}
+
+
+def adk_session() -> tuple[Any, str]:
+    """A session service holding a valid thread with one real function call and response."""
+    from google.adk.events import Event
+    from google.adk.sessions import InMemorySessionService
+    from google.genai import types
+
+    def event(author: str, role: str, part: types.Part, number: int) -> Event:
+        content = types.Content(role=role, parts=[part])
+        return Event(
+            author=author, invocation_id="inv-0", content=content, timestamp=1.7e9 + number
+        )
+
+    call = types.FunctionCall(name="adk_weather", args={"city": "Paris"}, id="adk-1")
+    answer = types.FunctionResponse(name="adk_weather", id="adk-1", response={"result": REAL})
+    events = [
+        event("user", "user", types.Part(text="Weather in Paris?"), 0),
+        event("agent", "model", types.Part(function_call=call), 1),
+        event("agent", "user", types.Part(function_response=answer), 2),
+        event("agent", "model", types.Part(text="Sunny in Paris."), 3),
+    ]
+    service = InMemorySessionService()
+
+    async def store() -> str:
+        session = await service.create_session(app_name="weather", user_id="u1")
+        for item in events:
+            await service.append_event(session, item)
+        return session.id
+
+    return service, asyncio.run(store())
+
+
+def adk_events(service: Any, session_id: str) -> list[dict[str, Any]]:
+    session = asyncio.run(
+        service.get_session(app_name="weather", user_id="u1", session_id=session_id)
+    )
+    return [event.model_dump() for event in session.events]
+
+
+def run_adk(
+    server: StrictProviderServer,
+    *,
+    plugins: tuple[Any, ...] = (),
+    callback: Any = None,
+    streaming: bool = False,
+) -> tuple[list[str], list[dict[str, Any]], list[dict[str, Any]]]:
+    """One turn of a real ``LlmAgent`` with the real ``Gemini`` model on a stored session: the
+    texts it answered, the stored events before and after."""
+    from google.adk.agents import LlmAgent, RunConfig
+    from google.adk.agents.run_config import StreamingMode
+    from google.adk.models import Gemini
+    from google.adk.runners import Runner
+    from google.genai import types
+
+    agent = LlmAgent(
+        name="agent",
+        model=Gemini(model="gemini-2.5-flash", base_url=server.gemini_base_url),
+        instruction="You answer weather questions.",
+        tools=[adk_weather],
+        on_model_error_callback=callback,
+    )
+    service, session_id = adk_session()
+    before = adk_events(service, session_id)
+    runner = Runner(app_name="weather", agent=agent, session_service=service, plugins=[*plugins])
+    config = RunConfig(streaming_mode=StreamingMode.SSE if streaming else StreamingMode.NONE)
+    texts: list[str] = []
+
+    async def go() -> None:
+        async for item in runner.run_async(
+            user_id="u1",
+            session_id=session_id,
+            new_message=types.Content(role="user", parts=[types.Part(text="And Rome?")]),
+            run_config=config,
+        ):
+            if not item.partial:
+                texts.extend(p.text for p in (item.content.parts if item.content else []) if p.text)
+
+    asyncio.run(go())
+    return texts, before, adk_events(service, session_id)
+
+
+@pytest.fixture
+def adk_offline(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A dummy key, the Gemini Developer API (not Vertex), and no telemetry export."""
+    pytest.importorskip("google.adk")
+    monkeypatch.setenv("GOOGLE_API_KEY", "test")
+    monkeypatch.setenv("OTEL_SDK_DISABLED", "true")
+    for name in ("GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_CLOUD_AGENT_ENGINE_ID", "GEMINI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def adk_hooks() -> dict[str, dict[str, Any]]:
+    from toolmend.integrations import adk
+
+    return {
+        "plugin": {"plugins": (adk.ToolMendPlugin(),)},
+        "callback": {"callback": adk.on_model_error_callback},
+    }
+
+
+@pytest.mark.usefixtures("adk_offline")
+@pytest.mark.parametrize("streaming", [False, True])
+@pytest.mark.parametrize("hook", ["plugin", "callback"])
+def test_adk_unknown_rule_is_rescued_by_flattening(
+    hook: str,
+    streaming: bool,
+    strict_provider_factory: Callable[..., StrictProviderServer],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    server = strict_provider_factory(refuse=UNKNOWN)
+    server.script([Reply.text("Warm in Rome.")])
+    with caplog.at_level(logging.WARNING, logger="toolmend"):
+        texts, before, after = run_adk(server, streaming=streaming, **adk_hooks()[hook])
+    assert [(r.status, r.refused) for r in server.requests] == [(400, True), (200, False)]
+    assert server.requests[0].stream is streaming
+    assert REAL in sent_text(server)  # the real response's content, written as text
+    assert "functionResponse" not in sent_text(server)
+    assert texts == ["Warm in Rome."]
+    assert after[: len(before)] == before  # the stored events stay as they were
+    line = next(r.getMessage() for r in caplog.records if "toolmend rescued" in r.getMessage())
+    assert f"adk.{'ToolMendPlugin' if hook == 'plugin' else 'on_model_error_callback'}" in line
+    assert "for gemini after a 400: flattened (gemini)" in line
+    assert REAL not in line
+
+
+@pytest.mark.usefixtures("adk_offline")
+@pytest.mark.parametrize("case", sorted(NOT_RETRIED))
+@pytest.mark.parametrize("hook", ["plugin", "callback"])
+def test_adk_does_not_retry_what_no_rewrite_cures(
+    hook: str, case: str, strict_provider_factory: Callable[..., StrictProviderServer]
+) -> None:
+    from google.genai import errors
+
+    server = strict_provider_factory(refuse=NOT_RETRIED[case])
+    server.script([Reply.text("Warm in Rome.")])
+    with pytest.raises(errors.ClientError) as raised:
+        run_adk(server, **adk_hooks()[hook])
+    assert raised.value.code == 400
+    assert [r.status for r in server.requests] == [400]
+
+
+@pytest.mark.usefixtures("adk_offline")
+@pytest.mark.parametrize("how", ["rescue=False", "TOOLMEND_RESCUE=0"])
+def test_adk_rescue_switched_off(
+    how: str,
+    strict_provider_factory: Callable[..., StrictProviderServer],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from google.genai import errors
+
+    from toolmend.integrations.adk import ToolMendPlugin
+
+    if how == "TOOLMEND_RESCUE=0":
+        monkeypatch.setenv("TOOLMEND_RESCUE", "0")
+    server = strict_provider_factory(refuse=UNKNOWN)
+    with pytest.raises(errors.ClientError, match="not supported by this model deployment"):
+        run_adk(server, plugins=(ToolMendPlugin(rescue=how != "rescue=False"),))
+    assert [r.status for r in server.requests] == [400]
+
+
+@pytest.mark.usefixtures("adk_offline")
+@pytest.mark.parametrize("hook", ["plugin", "callback"])
+def test_adk_retry_is_sent_once_even_if_refused_again(
+    hook: str, strict_provider_factory: Callable[..., StrictProviderServer]
+) -> None:
+    """The plugin lets ADK raise the provider's first error, the plain callback the retry's;
+    either way, never a third request."""
+    from google.genai import errors
+
+    server = strict_provider_factory(refuse=UNKNOWN)
+    server.refuse("Request refused for this deployment (function_response).", when="always")
+    first = "not supported by this model deployment"
+    with pytest.raises(errors.ClientError) as raised:
+        run_adk(server, **adk_hooks()[hook])
+    assert (first in str(raised.value)) is (hook == "plugin")
+    assert [r.status for r in server.requests] == [400, 400]
+
+
+@pytest.mark.usefixtures("adk_offline")
+def test_adk_plugin_and_callback_together_retry_once(
+    strict_provider_factory: Callable[..., StrictProviderServer],
+) -> None:
+    """When the plugin's retry fails, ADK hands the first error on to the agent's callback:
+    it is not retried a second time."""
+    from google.genai import errors
+
+    from toolmend.integrations import adk
+
+    server = strict_provider_factory(refuse=UNKNOWN)
+    server.refuse("Request refused for this deployment (function_response).", when="always")
+    with pytest.raises(errors.ClientError, match="not supported by this model deployment"):
+        run_adk(server, plugins=(adk.ToolMendPlugin(),), callback=adk.on_model_error_callback)
+    assert [r.status for r in server.requests] == [400, 400]
+
+
+@pytest.mark.usefixtures("adk_offline")
+def test_adk_a_request_that_succeeds_is_sent_once(
+    strict_provider_factory: Callable[..., StrictProviderServer],
+) -> None:
+    server = strict_provider_factory()
+    server.script([Reply.text("Warm in Rome.")])
+    texts, _, _ = run_adk(server, **adk_hooks()["plugin"])
+    assert texts == ["Warm in Rome."]
+    assert [r.status for r in server.requests] == [200]
