@@ -422,3 +422,68 @@ def test_adk_a_request_that_succeeds_is_sent_once(
     texts, _, _ = run_adk(server, **adk_hooks()["plugin"])
     assert texts == ["Warm in Rome."]
     assert [r.status for r in server.requests] == [200]
+
+
+@pytest.mark.usefixtures("adk_offline")
+def test_adk_a_real_gemini_3_refusal_is_rescued(
+    strict_provider_factory: Callable[..., StrictProviderServer],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The plugin is told the plain ``gemini`` profile; Gemini 3 wants a thought signature on
+    the call of the current turn and says so in its own words (the profile's 400, not a
+    refusal played by the server): the retry goes through."""
+    from google.adk.agents import LlmAgent
+    from google.adk.events import Event
+    from google.adk.models import Gemini
+    from google.adk.runners import Runner
+    from google.adk.sessions import InMemorySessionService
+    from google.genai import types
+
+    from toolmend.integrations.adk import ToolMendPlugin
+
+    server = strict_provider_factory()
+    server.script([Reply.text("Sunny.")])
+    service = InMemorySessionService()
+    call = types.FunctionCall(name="adk_weather", args={"city": "Paris"}, id="c-1")
+    answer = types.FunctionResponse(name="adk_weather", id="c-1", response={"result": REAL})
+
+    async def go() -> list[str]:
+        session = await service.create_session(app_name="weather", user_id="u1")
+        for number, (role, part) in enumerate(
+            [
+                ("user", types.Part(text="Weather in Paris?")),
+                ("model", types.Part(function_call=call)),
+            ]
+        ):
+            content = types.Content(role=role, parts=[part])
+            author = "user" if role == "user" else "agent"
+            await service.append_event(
+                session, Event(author=author, invocation_id="i", content=content, timestamp=number)
+            )
+        agent = LlmAgent(
+            name="agent",
+            model=Gemini(model="gemini-3-flash-preview", base_url=server.gemini_base_url),
+            tools=[adk_weather],
+        )
+        runner = Runner(
+            app_name="weather",
+            agent=agent,
+            session_service=service,
+            plugins=[ToolMendPlugin(provider="gemini")],
+        )
+        message = types.Content(role="user", parts=[types.Part(function_response=answer)])
+        texts: list[str] = []
+        async for item in runner.run_async(
+            user_id="u1", session_id=session.id, new_message=message
+        ):
+            texts.extend(p.text for p in (item.content.parts if item.content else []) if p.text)
+        return texts
+
+    with caplog.at_level(logging.WARNING, logger="toolmend"):
+        texts = asyncio.run(go())
+    assert texts == ["Sunny."]
+    assert [(r.status, r.refused) for r in server.requests] == [(400, False), (200, False)]
+    assert "thought_signature" in server.requests[0].error
+    assert REAL in sent_text(server)
+    line = next(r.getMessage() for r in caplog.records if "toolmend rescued" in r.getMessage())
+    assert "adk.ToolMendPlugin for gemini after a 400:" in line
