@@ -487,3 +487,165 @@ def test_adk_a_real_gemini_3_refusal_is_rescued(
     assert REAL in sent_text(server)
     line = next(r.getMessage() for r in caplog.records if "toolmend rescued" in r.getMessage())
     assert "adk.ToolMendPlugin for gemini after a 400:" in line
+
+
+# --- OpenAI Agents SDK: the model wrapper -------------------------------------------------------
+
+
+def agents_items() -> list[dict[str, Any]]:
+    """A valid input with one real tool exchange, then a new question (Responses items)."""
+    return [
+        {"role": "user", "content": "Weather in Paris?"},
+        {
+            "type": "function_call",
+            "call_id": "call_paris1",
+            "name": "agents_weather",
+            "arguments": '{"city": "Paris"}',
+        },
+        {"type": "function_call_output", "call_id": "call_paris1", "output": REAL},
+        {"role": "assistant", "content": "Sunny in Paris."},
+        {"role": "user", "content": "And Rome?"},
+    ]
+
+
+def run_agents(
+    server: StrictProviderServer,
+    api: str,
+    *,
+    how: str = "model",
+    rescue: bool = True,
+    streamed: bool = False,
+    items: list[dict[str, Any]] | None = None,
+) -> str:
+    """One ``Runner.run`` (or ``run_streamed``) of a real agent whose model is wrapped
+    (``how="model"``) or made by the wrapping provider (``how="provider"``); its final output."""
+    import openai
+    from agents import Agent, OpenAIProvider, RunConfig, Runner, function_tool
+    from agents.models.openai_chatcompletions import OpenAIChatCompletionsModel
+    from agents.models.openai_responses import OpenAIResponsesModel
+
+    from toolmend.integrations import openai_agents as hook
+
+    @function_tool
+    def agents_weather(city: str) -> str:
+        """The weather in a city."""
+        return f"21 C in {city}"
+
+    async def go() -> str:
+        client = openai.AsyncOpenAI(
+            base_url=server.openai_base_url, api_key="sk-test", max_retries=0
+        )
+        config = RunConfig(  # no trace export: no network beyond 127.0.0.1
+            call_model_input_filter=hook.ToolMendInputFilter(), tracing_disabled=True
+        )
+        model: Any
+        if how == "model":
+            inner: Any = (
+                OpenAIResponsesModel("gpt-4.1", client)
+                if api == "responses"
+                else OpenAIChatCompletionsModel("gpt-4.1", client)
+            )
+            model = hook.ToolMendModel(inner, rescue=rescue)
+        else:
+            provider = OpenAIProvider(openai_client=client, use_responses=api == "responses")
+            config.model_provider = hook.ToolMendModelProvider(provider, rescue=rescue)
+            model = "gpt-4.1"
+        agent = Agent(name="weather", instructions="Answer briefly.", model=model)
+        agent.tools = [agents_weather]
+        given = items if items is not None else agents_items()
+        if not streamed:
+            result = await Runner.run(agent, given, run_config=config)
+            return str(result.final_output)
+        streaming = Runner.run_streamed(agent, given, run_config=config)
+        async for _ in streaming.stream_events():
+            pass
+        return str(streaming.final_output)
+
+    return asyncio.run(go())
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+@pytest.mark.parametrize("how", ["model", "provider"])
+@pytest.mark.parametrize("api", ["responses", "chat"])
+def test_agents_unknown_rule_is_rescued_by_flattening(
+    api: str,
+    how: str,
+    streamed: bool,
+    strict_provider_factory: Callable[..., StrictProviderServer],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    server = strict_provider_factory(refuse=UNKNOWN)
+    server.script([Reply.text("Warm in Rome.")])
+    items = agents_items()
+    before = json.dumps(items)
+    with caplog.at_level(logging.WARNING, logger="toolmend"):
+        answer = run_agents(server, api, how=how, streamed=streamed, items=items)
+    assert answer == "Warm in Rome."
+    assert [(r.status, r.refused) for r in server.requests] == [(400, True), (200, False)]
+    assert server.requests[-1].stream is streamed
+    assert server.requests[-1].api == ("responses" if api == "responses" else "chat")
+    assert REAL in sent_text(server)
+    sent = json.dumps(server.requests[-1].history)
+    assert '"function_call' not in sent and "tool_calls" not in sent  # written as text
+    assert json.dumps(items) == before  # the caller's items
+    line = next(r.getMessage() for r in caplog.records if "toolmend rescued" in r.getMessage())
+    assert "agents.ToolMendModel(gpt-4.1) for openai-responses after a 400: flattened" in line
+    assert REAL not in line
+
+
+@pytest.mark.parametrize("case", sorted(NOT_RETRIED))
+def test_agents_does_not_retry_what_no_rewrite_cures(
+    case: str, strict_provider_factory: Callable[..., StrictProviderServer]
+) -> None:
+    server = strict_provider_factory(refuse=NOT_RETRIED[case])
+    server.script([Reply.text("Warm in Rome.")])
+    with pytest.raises(openai.BadRequestError):
+        run_agents(server, "responses")
+    assert [r.status for r in server.requests] == [400]
+
+
+@pytest.mark.parametrize("how", ["rescue=False", "TOOLMEND_RESCUE=0"])
+def test_agents_rescue_switched_off(
+    how: str,
+    strict_provider_factory: Callable[..., StrictProviderServer],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    if how == "TOOLMEND_RESCUE=0":
+        monkeypatch.setenv("TOOLMEND_RESCUE", "0")
+    server = strict_provider_factory(refuse=UNKNOWN)
+    with pytest.raises(openai.BadRequestError, match="not supported by this model deployment"):
+        run_agents(server, "chat", how="provider", rescue=how != "rescue=False")
+    assert [r.status for r in server.requests] == [400]
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+def test_agents_retry_is_sent_once_even_if_refused_again(
+    streamed: bool, strict_provider_factory: Callable[..., StrictProviderServer]
+) -> None:
+    server = strict_provider_factory(refuse=UNKNOWN)
+    server.refuse("Request refused for this deployment (function_call).", when="always")
+    with pytest.raises(openai.BadRequestError, match="Request refused for this deployment"):
+        run_agents(server, "responses", streamed=streamed)
+    assert [r.status for r in server.requests] == [400, 400]
+
+
+def test_agents_a_request_that_succeeds_is_sent_once(
+    strict_provider_factory: Callable[..., StrictProviderServer],
+) -> None:
+    server = strict_provider_factory()
+    server.script([Reply.text("Warm in Rome.")])
+    assert run_agents(server, "chat", how="provider") == "Warm in Rome."
+    assert [r.status for r in server.requests] == [200]
+
+
+def test_agents_the_filter_sees_through_the_wrapper() -> None:
+    """The input filter judges a wrapped model as the model it wraps (Chat Completions)."""
+    import openai as sdk
+    from agents.models.openai_chatcompletions import OpenAIChatCompletionsModel
+
+    from toolmend.integrations.openai_agents import ToolMendModel, target_for
+
+    client = sdk.AsyncOpenAI(api_key="sk-test", base_url="http://127.0.0.1:9/v1")
+    chat = OpenAIChatCompletionsModel("deepseek-chat", client)
+    assert target_for(ToolMendModel(chat)) == target_for(chat)
+    assert target_for(ToolMendModel(chat)).profile == "deepseek"
