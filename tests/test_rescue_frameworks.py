@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import openai
@@ -26,6 +26,8 @@ from langchain_openai import ChatOpenAI
 
 from toolmend.integrations.langchain import ToolMendMiddleware
 from toolmend.testing import Reply, StrictProviderServer
+
+from support.faults import patch_everywhere
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::UserWarning")
 
@@ -649,3 +651,109 @@ def test_agents_the_filter_sees_through_the_wrapper() -> None:
     chat = OpenAIChatCompletionsModel("deepseek-chat", client)
     assert target_for(ToolMendModel(chat)) == target_for(chat)
     assert target_for(ToolMendModel(chat)).profile == "deepseek"
+
+
+# --- telemetry ----------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def reports() -> Iterator[list[Any]]:
+    from toolmend.integrations import telemetry
+
+    heard: list[Any] = []
+    telemetry.add_sink(heard.append)
+    yield heard
+    telemetry.remove_sink(heard.append)
+
+
+@pytest.mark.usefixtures("adk_offline")
+@pytest.mark.parametrize("hook", ["langchain", "adk", "agents"])
+def test_each_rescue_is_reported_once(
+    hook: str,
+    strict_provider_factory: Callable[..., StrictProviderServer],
+    reports: list[Any],
+) -> None:
+    from toolmend.integrations.adk import ToolMendPlugin
+
+    server = strict_provider_factory(*(("deepseek",) if hook == "langchain" else ()))
+    server.refuse(UNKNOWN)
+    server.script([Reply.text("Warm in Rome.")])
+    if hook == "langchain":
+        run_langchain(langchain_agent(server, ToolMendMiddleware()), thread(), "invoke")
+    elif hook == "adk":
+        run_adk(server, plugins=(ToolMendPlugin(),))
+    else:
+        run_agents(server, "responses")
+    [rescued] = [r for r in reports if r.outcome == "rescued"]
+    assert (
+        rescued.hook
+        == {
+            "langchain": "langchain.wrap_model_call",
+            "adk": "adk.ToolMendPlugin",
+            "agents": "agents.ToolMendModel",
+        }[hook]
+    )
+    assert rescued.rule == "flattened"
+    assert "flattened_tool_traffic" in rescued.change_codes
+
+
+# --- the fast path and failing open -------------------------------------------------------------
+
+
+def run_hook(server: StrictProviderServer, hook: str) -> None:
+    from toolmend.integrations.adk import ToolMendPlugin
+
+    if hook == "langchain":
+        run_langchain(langchain_agent(server, ToolMendMiddleware()), thread(), "invoke")
+    elif hook == "adk":
+        run_adk(server, plugins=(ToolMendPlugin(),))
+    else:
+        run_agents(server, "responses")
+
+
+def hook_server(factory: Callable[..., StrictProviderServer], hook: str) -> StrictProviderServer:
+    server = factory(*(("deepseek",) if hook == "langchain" else ()))
+    server.script([Reply.text("Warm in Rome.")])
+    return server
+
+
+@pytest.mark.usefixtures("adk_offline")
+@pytest.mark.parametrize("hook", ["langchain", "adk", "agents"])
+def test_a_request_that_succeeds_never_reaches_the_rescue(
+    hook: str,
+    strict_provider_factory: Callable[..., StrictProviderServer],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls: list[Any] = []
+    patch_everywhere(monkeypatch, "rescue", lambda *args, **kwargs: calls.append(args))
+    server = hook_server(strict_provider_factory, hook)
+    run_hook(server, hook)
+    assert [r.status for r in server.requests] == [200]
+    assert calls == []
+
+
+@pytest.mark.usefixtures("adk_offline")
+@pytest.mark.parametrize("hook", ["langchain", "adk", "agents"])
+def test_a_fault_in_the_rescue_raises_the_providers_error(
+    hook: str,
+    strict_provider_factory: Callable[..., StrictProviderServer],
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from google.genai import errors
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("injected fault inside toolmend")
+
+    patch_everywhere(monkeypatch, "rescue", broken)
+    server = hook_server(strict_provider_factory, hook)
+    server.refuse(UNKNOWN)
+    expected = errors.ClientError if hook == "adk" else openai.BadRequestError
+    with (
+        caplog.at_level(logging.WARNING, logger="toolmend"),
+        pytest.raises(expected, match="not supported by this model deployment"),
+    ):
+        run_hook(server, hook)
+    assert [r.status for r in server.requests] == [400]
+    [failed] = [r for r in caplog.records if r.name == "toolmend" and r.exc_info]
+    assert "injected fault" in str(failed.exc_info[1]) if failed.exc_info else False
