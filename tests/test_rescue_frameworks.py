@@ -156,6 +156,46 @@ def test_langchain_known_rule_is_rescued_with_its_repair(
     assert "for openai after a 400: call_id_format (mistral)" in line
 
 
+@pytest.mark.parametrize("vendor", ["anthropic", "gemini"])
+def test_langchain_other_chat_models_are_rescued(
+    vendor: str,
+    strict_provider_factory: Callable[..., StrictProviderServer],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """``ChatAnthropic`` raises anthropic's own ``BadRequestError`` (a LangChain subclass);
+    ``ChatGoogleGenerativeAI`` raises its own error from google-genai's ``ClientError``, whose
+    status the middleware finds on the error it was raised from."""
+    from langchain.agents import create_agent
+
+    server = strict_provider_factory(vendor, refuse=UNKNOWN)
+    server.script([Reply.text("Warm in Rome.")])
+    model: Any
+    if vendor == "anthropic":
+        module = pytest.importorskip("langchain_anthropic")
+        model = module.ChatAnthropic(
+            base_url=server.anthropic_base_url,
+            api_key="test",
+            model="claude-sonnet-5-5",
+            max_retries=0,
+        )
+    else:
+        module = pytest.importorskip("langchain_google_genai")
+        model = module.ChatGoogleGenerativeAI(
+            base_url=server.gemini_base_url,
+            google_api_key="test",
+            model="gemini-2.5-flash",
+            max_retries=0,
+        )
+    agent = create_agent(model, tools=[get_weather], middleware=[ToolMendMiddleware()])
+    with caplog.at_level(logging.WARNING, logger="toolmend"):
+        state = run_langchain(agent, thread(), "invoke")
+    assert [(r.status, r.refused) for r in server.requests] == [(400, True), (200, False)]
+    assert REAL in sent_text(server)
+    assert state[-1].text == "Warm in Rome."
+    line = next(r.getMessage() for r in caplog.records if "toolmend rescued" in r.getMessage())
+    assert f"for {vendor} after a 400: flattened" in line
+
+
 @pytest.mark.parametrize("case", sorted(NOT_RETRIED))
 def test_langchain_does_not_retry_what_no_rewrite_cures(
     case: str, strict_provider_factory: Callable[..., StrictProviderServer]
