@@ -76,7 +76,19 @@ class HookOptions:
     rescue: bool = True
     """After the provider's HTTP 400 about tool history, send the request once more with the
     history :func:`toolmend.rescue` rewrites (:mod:`toolmend.integrations.rescue`); ``False``
-    (or ``TOOLMEND_RESCUE=0``) re-raises the provider's error as it came."""
+    (or ``TOOLMEND_RESCUE=0``) re-raises the provider's error as it came. Read it through
+    :attr:`rescues`."""
+
+    @property
+    def rescues(self) -> bool:
+        """Whether this hook rescues: :attr:`rescue`, under the ``repair`` policy only (the
+        ``report`` and ``strict`` policies ask toolmend to change nothing on its own)."""
+        if not self.rescue:
+            return False
+        try:
+            return policies.as_policy(self.policy).mode is policies.Mode.REPAIR
+        except Exception:  # a name the constructor refused; a toolmend bug: no rescue
+            return False
 
     def __post_init__(self) -> None:
         # a wrong policy name fails where the hook is built: a valid request never reaches the

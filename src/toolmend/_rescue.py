@@ -28,6 +28,7 @@ one write, each linear.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -185,17 +186,27 @@ def _targets(
     if quoted:
         seeds = {index for found in quoted for index in holders[found]}
         return _closed(skeleton, seeds, holders), tuple(quoted)
-    for rule in known_rules(error):
-        text = rule.fields.get("index", "")
-        if text.isdigit() and int(text) < len(skeleton.kinds):
-            seeds = _around(skeleton, int(text))
+    for found_index in _quoted_indexes(error):
+        if found_index < len(skeleton.kinds):
+            seeds = _around(skeleton, found_index)
             if seeds:
-                return _closed(skeleton, seeds, holders), (f"index {text}",)
+                return _closed(skeleton, seeds, holders), (f"index {found_index}",)
     return set(traffic), ()
 
 
+_INDEX = re.compile(r"\b(?:messages|contents|input)(?:\.|\[|\.\[)(\d{1,9})\b")
+"""A message index as providers quote it: ``messages.3``, ``messages[3]``, ``contents[3]``,
+``input[3]``, ``messages.[3]``."""
+
+
+def _quoted_indexes(error: str) -> list[int]:
+    """The message indexes ``error`` quotes, first first (at most four are tried)."""
+    return [int(found) for found in _INDEX.findall(error)[:4]]
+
+
 def _around(skeleton: Skeleton, index: int) -> set[int]:
-    """The messages with calls or results at ``index`` and right next to it."""
+    """The messages with calls or results at ``index`` and right next to it (a provider's
+    index may be one off the history's: a system message sent apart, a converter's turn)."""
     near = (index - 1, index, index + 1)
     return {i for i in near if i in skeleton.calls or i in skeleton.results}
 

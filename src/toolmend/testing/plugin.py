@@ -6,7 +6,8 @@ Installed with toolmend, so any project that has toolmend and pytest gets:
     A running :class:`~toolmend.testing.StrictProviderServer` for one test, stopped afterwards.
     Every route keeps its own provider unless the test is marked
     ``@pytest.mark.strict_provider(provider="deepseek")`` (the marker's keywords are the
-    server's arguments: ``provider``, ``replies``, ``default_reply``, ``seed``).
+    server's arguments: ``provider``, ``replies``, ``default_reply``, ``seed``, ``refuse`` (a rule
+    toolmend does not know: :meth:`~toolmend.testing.StrictProviderServer.refuse`), ...).
 ``strict_provider_factory``
     A function ``(provider=None, **kwargs) -> StrictProviderServer`` that starts a server per
     call, for tests that need several providers at once; all are stopped after the test.
