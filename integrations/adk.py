@@ -161,7 +161,8 @@ class ToolMendPlugin(BasePlugin):
       (:class:`toolmend.ToolLoopError` before the call is made) or ``"off"``.
     * **rescue** - *(optional)* after the provider's HTTP 400 about tool history, call the
       model once more with the contents rewritten (:meth:`on_model_error_callback`; default
-      True); ``False`` lets ADK raise the provider's error as it came.
+      True), under the ``repair`` policy only; ``False`` lets ADK raise the provider's error
+      as it came.
     * **name** - *(optional)* the plugin's name in the runner (default ``"toolmend"``).
 
     >>> runner = Runner(agent=agent, app_name="app", session_service=sessions,
@@ -264,7 +265,7 @@ async def _retry(
     ``None``: rescue off, a live run, not a 400 about tool history, or toolmend failed
     (logged). A long history is rescued off the event loop, within the budget."""
     contents = llm_request.contents
-    if not enabled(options.rescue) or not contents or error in _TRIED:
+    if not enabled(options.rescues) or not contents or error in _TRIED:
         return None
     _TRIED.add(error)  # the plugin and the agent's callback: one retry between them
     try:
@@ -286,7 +287,7 @@ async def _retry(
             provider=provider,
             source=source,
             format=FORMAT,
-            rescue_on=options.rescue,
+            rescue_on=options.rescues,
         ),
         lambda: None,
         source=source,

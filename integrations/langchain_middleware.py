@@ -126,7 +126,8 @@ class ToolMendMiddleware(AgentMiddleware):
       (:class:`toolmend.ToolLoopError` before the call is made) or ``"off"``.
     * **rescue** - *(optional)* after the provider's HTTP 400 about tool history, call the
       model once more with the history rewritten (:mod:`toolmend.integrations.rescue`;
-      default True); ``False`` re-raises the provider's error as it came.
+      default True), under the ``repair`` policy only; ``False`` re-raises the provider's
+      error as it came.
 
     >>> from langchain.agents import create_agent  # doctest: +SKIP
     >>> agent = create_agent(model, tools, middleware=[ToolMendMiddleware()])  # doctest: +SKIP
@@ -197,6 +198,7 @@ class ToolMendMiddleware(AgentMiddleware):
         if not enabled(self.rescue) or not sent.messages:
             return None
         try:
+            rescues = HookOptions(policy=self.policy, rescue=self.rescue).rescues
             provider = self.provider or provider_for(sent.model)
         except Exception:
             logger.exception("toolmend failed while rescuing langchain.wrap_model_call")
@@ -207,7 +209,7 @@ class ToolMendMiddleware(AgentMiddleware):
             provider=provider,
             source="langchain.wrap_model_call",
             format=FORMAT,
-            rescue_on=self.rescue,
+            rescue_on=rescues,
         )
         return None if rescued is None else sent.override(messages=list(rescued.messages))
 

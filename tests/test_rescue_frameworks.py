@@ -223,6 +223,18 @@ def test_langchain_rescue_switched_off(
     assert [r.status for r in server.requests] == [400]
 
 
+@pytest.mark.parametrize("policy", ["report", "strict"])
+def test_langchain_no_rescue_under_a_policy_that_changes_nothing(
+    policy: str, strict_provider_factory: Callable[..., StrictProviderServer]
+) -> None:
+    server = strict_provider_factory("deepseek", refuse=UNKNOWN)
+    with pytest.raises(openai.BadRequestError, match="not supported by this model deployment"):
+        run_langchain(
+            langchain_agent(server, ToolMendMiddleware(policy=policy)), thread(), "invoke"
+        )
+    assert [r.status for r in server.requests] == [400]
+
+
 def test_langchain_retry_is_sent_once_even_if_refused_again(
     strict_provider_factory: Callable[..., StrictProviderServer],
 ) -> None:
@@ -417,6 +429,20 @@ def test_adk_rescue_switched_off(
     server = strict_provider_factory(refuse=UNKNOWN)
     with pytest.raises(errors.ClientError, match="not supported by this model deployment"):
         run_adk(server, plugins=(ToolMendPlugin(rescue=how != "rescue=False"),))
+    assert [r.status for r in server.requests] == [400]
+
+
+@pytest.mark.usefixtures("adk_offline")
+def test_adk_no_rescue_under_the_report_policy(
+    strict_provider_factory: Callable[..., StrictProviderServer],
+) -> None:
+    from google.genai import errors
+
+    from toolmend.integrations.adk import ToolMendPlugin
+
+    server = strict_provider_factory(refuse=UNKNOWN)
+    with pytest.raises(errors.ClientError, match="not supported by this model deployment"):
+        run_adk(server, plugins=(ToolMendPlugin(policy="report"),))
     assert [r.status for r in server.requests] == [400]
 
 
