@@ -48,8 +48,9 @@ session's events stay as they were. The plugin is the better place (it sees ever
 runner and runs first); the plain callback serves an agent without plugins. When the retry
 fails too, the plain callback lets its error through, while the plugin logs it and returns None
 so that ADK raises the provider's first error as it came (an error raised by a plugin reaches
-the caller wrapped in ADK's ``RuntimeError``). ``ToolMendPlugin(rescue=False)``, leaving the
-plain callback out, or ``TOOLMEND_RESCUE=0`` turns the retry off; a live (bidi) run is never
+the caller wrapped in ADK's ``RuntimeError``). ``ToolMendPlugin(rescue=False)`` (or a
+``"report"`` or ``"strict"`` policy, which ask toolmend to change nothing on its own), leaving
+the plain callback out, or ``TOOLMEND_RESCUE=0`` turns the retry off; a live (bidi) run is never
 retried.
 
 :func:`repair_events` and :func:`repair_session` repair the stored events themselves, so a

@@ -16,7 +16,9 @@ from google-genai's ``ClientError``), the middleware calls the handler **once** 
 rewrote (a rule toolmend knows, or the tool exchanges written as text). Invoked, awaited or
 streamed (``stream_mode="messages"``: the model's 400 comes before its first chunk), the agent
 gets the retry's answer, or the retry's own error; the agent state keeps the messages as they
-were. ``rescue=False`` (or ``TOOLMEND_RESCUE=0``) re-raises the provider's error as it came.
+were. ``rescue=False`` (or ``TOOLMEND_RESCUE=0``, or the ``"report"`` and ``"strict"``
+policies, which ask toolmend to change nothing on its own) re-raises the provider's error as it
+came.
 
 Every call goes through :func:`toolmend.integrations.hooks.mend`: a toolmend failure is logged
 and the agent's messages go out as they are. Import it from
