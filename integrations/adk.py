@@ -7,11 +7,13 @@ Usage
 .. code-block:: python
 
     from google.adk.runners import Runner
-    from toolmend.integrations.adk import ToolMendPlugin, before_model_callback
+    from toolmend.integrations.adk import (
+        ToolMendPlugin, before_model_callback, on_model_error_callback)
 
     runner = Runner(agent=agent, app_name="app", session_service=sessions,
                     plugins=[ToolMendPlugin()])                 # every agent of the runner
-    agent = LlmAgent(..., before_model_callback=before_model_callback)  # or one agent
+    agent = LlmAgent(..., before_model_callback=before_model_callback,  # or one agent
+                     on_model_error_callback=on_model_error_callback)
 
 How it works
 ------------
@@ -31,6 +33,26 @@ into a ``RuntimeError`` that ends the run). Only what the caller asks for raises
 ``policy="strict"`` (:class:`toolmend.ToolChainError`) and ``on_loop="raise"``
 (:class:`toolmend.ToolLoopError`).
 
+After the provider's 400
+------------------------
+When the model still raises the provider's HTTP 400 about the history's tool calls
+(google-genai's ``ClientError`` from ``Gemini``, LiteLLM's ``BadRequestError`` from
+``LiteLlm``), ADK runs the plugins' ``on_model_error_callback``, then the agent's; the first
+that returns an ``LlmResponse`` answers the model call in the error's place (it goes through
+``after_model_callback`` like the model's own). :meth:`ToolMendPlugin.on_model_error_callback`
+and :func:`on_model_error_callback` ask :mod:`toolmend.integrations.rescue` for the contents to
+send once more (a rule toolmend knows, or the tool exchanges written as text), call the agent's
+own model **once** with a copy of the request holding them (``stream=False``: the one answer
+a callback can return, also under SSE streaming) and return its answer. ADK's request and the
+session's events stay as they were. The plugin is the better place (it sees every agent of the
+runner and runs first); the plain callback serves an agent without plugins. When the retry
+fails too, the plain callback lets its error through, while the plugin logs it and returns None
+so that ADK raises the provider's first error as it came (an error raised by a plugin reaches
+the caller wrapped in ADK's ``RuntimeError``). ``ToolMendPlugin(rescue=False)`` (or a
+``"report"`` or ``"strict"`` policy, which ask toolmend to change nothing on its own), leaving
+the plain callback out, or ``TOOLMEND_RESCUE=0`` turns the retry off; a live (bidi) run is never
+retried.
+
 :func:`repair_events` and :func:`repair_session` repair the stored events themselves, so a
 poisoned session is healed once instead of being repaired on every request (and runs without
 the callback, or under an ADK that raises while building the request, work again); see
@@ -41,8 +63,10 @@ It needs ``pip install 'toolmend[adk]'`` (``google-adk``).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
+import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -56,6 +80,7 @@ from toolmend._routing import request_profile
 from . import budget as budgets
 from . import telemetry
 from .hooks import HookOptions, OnLoop, check_names, hook_policy, log_repair, mend
+from .rescue import enabled, provider_error, retry_history
 
 try:
     from google.adk.events import Event
@@ -67,7 +92,9 @@ except ImportError as error:  # pragma: no cover - depends on the environment
 
 if TYPE_CHECKING:
     from google.adk.agents.callback_context import CallbackContext
+    from google.adk.models.base_llm import BaseLlm
     from google.adk.models.llm_request import LlmRequest
+    from google.adk.models.llm_response import LlmResponse
     from google.adk.sessions import BaseSessionService, Session
     from google.genai import types
 
@@ -75,6 +102,7 @@ __all__ = [
     "RepairedSession",
     "ToolMendPlugin",
     "before_model_callback",
+    "on_model_error_callback",
     "repair_events",
     "repair_session",
 ]
@@ -132,6 +160,10 @@ class ToolMendPlugin(BasePlugin):
       ``"strict"`` or ``"report"``.
     * **on_loop** - *(optional)* the loop guard: ``"warn"`` (default), ``"raise"``
       (:class:`toolmend.ToolLoopError` before the call is made) or ``"off"``.
+    * **rescue** - *(optional)* after the provider's HTTP 400 about tool history, call the
+      model once more with the contents rewritten (:meth:`on_model_error_callback`; default
+      True), under the ``repair`` policy only; ``False`` lets ADK raise the provider's error
+      as it came.
     * **name** - *(optional)* the plugin's name in the runner (default ``"toolmend"``).
 
     >>> runner = Runner(agent=agent, app_name="app", session_service=sessions,
@@ -144,13 +176,14 @@ class ToolMendPlugin(BasePlugin):
         policy: Policy | str | None = None,
         on_loop: OnLoop = "warn",
         *,
+        rescue: bool = True,
         name: str = "toolmend",
     ) -> None:
         super().__init__(name)
         # an unknown provider or policy name fails here; a toolmend bug is logged and the
         # plugin built anyway (each call fails open)
         check_names(provider=provider, policy=policy, source="ToolMendPlugin")
-        self.options = HookOptions(provider=provider, policy=policy, on_loop=on_loop)
+        self.options = HookOptions(provider=provider, policy=policy, on_loop=on_loop, rescue=rescue)
 
     async def before_model_callback(
         self, *, callback_context: CallbackContext, llm_request: LlmRequest
@@ -169,6 +202,30 @@ class ToolMendPlugin(BasePlugin):
         if repaired is not None:
             llm_request.contents = repaired
 
+    async def on_model_error_callback(
+        self, *, callback_context: CallbackContext, llm_request: LlmRequest, error: Exception
+    ) -> LlmResponse | None:
+        """After the provider's 400 about tool history, the answer of one more call of the
+        agent's model with the contents rescued; ``None`` (ADK raises ``error``) otherwise, and
+        when the retry fails too (logged)."""
+        source = "adk.ToolMendPlugin"
+        retry = await _retry(callback_context, llm_request, error, self.options, source)
+        if retry is None:
+            return None
+        llm, request = retry
+        try:
+            return await _send_once(llm, request)
+        except Exception as failed:
+            found = provider_error(failed)
+            logger.warning(
+                "toolmend's rescued retry of %s failed too (%s %s); ADK raises the provider's "
+                "first error",
+                source,
+                type(failed).__name__,
+                found[0] if found else "-",
+            )
+            return None
+
 
 def before_model_callback(callback_context: CallbackContext, llm_request: LlmRequest) -> None:
     """An ``LlmAgent(before_model_callback=...)`` that repairs the request's contents for the
@@ -176,7 +233,94 @@ def before_model_callback(callback_context: CallbackContext, llm_request: LlmReq
     _repair_request(llm_request, _DEFAULT, "adk.before_model_callback")
 
 
+async def on_model_error_callback(
+    callback_context: CallbackContext, llm_request: LlmRequest, error: Exception
+) -> LlmResponse | None:
+    """An ``LlmAgent(on_model_error_callback=...)`` that answers the provider's 400 about tool
+    history with one more call of the agent's model, the contents rescued
+    (:mod:`toolmend.integrations.rescue`), and returns that answer; ``None`` (ADK raises
+    ``error``) for any other error. If the retry fails too, its error is raised."""
+    source = "adk.on_model_error_callback"
+    retry = await _retry(callback_context, llm_request, error, _DEFAULT, source)
+    if retry is None:
+        return None
+    llm, request = retry
+    return await _send_once(llm, request)
+
+
 _DEFAULT = HookOptions()
+
+_TRIED: weakref.WeakSet[BaseException] = weakref.WeakSet()
+"""The model errors a rescue was tried for: when the plugin's retry fails, ADK hands the same
+error to the agent's callbacks, which must not retry it again."""
+
+
+async def _retry(
+    callback_context: CallbackContext,
+    llm_request: LlmRequest,
+    error: Exception,
+    options: HookOptions,
+    source: str,
+) -> tuple[BaseLlm, LlmRequest] | None:
+    """The agent's model and a copy of ``llm_request`` holding the rescued contents, or
+    ``None``: rescue off, a live run, not a 400 about tool history, or toolmend failed
+    (logged). A long history is rescued off the event loop, within the budget."""
+    contents = llm_request.contents
+    if not enabled(options.rescues) or not contents or error in _TRIED:
+        return None
+    _TRIED.add(error)  # the plugin and the agent's callback: one retry between them
+    try:
+        llm = await _agent_model(callback_context)
+        model = llm_request.model
+        provider = options.provider or request_profile(
+            PROVIDER, model=model if isinstance(model, str) else None
+        )
+    except Exception:
+        logger.exception("toolmend failed while rescuing %s after a 400", source)
+        return None
+    if llm is None:
+        return None
+    rescued = await budgets.run(
+        contents,
+        lambda: retry_history(
+            contents,
+            error,
+            provider=provider,
+            source=source,
+            format=FORMAT,
+            rescue_on=options.rescues,
+        ),
+        lambda: None,
+        source=source,
+        budget=options.budget,
+    )
+    if rescued is None:
+        return None
+    return llm, llm_request.model_copy(update={"contents": list(rescued.messages)})
+
+
+async def _agent_model(callback_context: CallbackContext) -> BaseLlm | None:
+    """The model the failed call went to: the agent's, as ADK's flow resolves it (``None`` in
+    a live run, whose connection a callback cannot reopen)."""
+    context = callback_context._invocation_context
+    if context.live_request_queue is not None:
+        return None
+    agent = context.agent
+    resolve = getattr(agent, "canonical_model_async", None)
+    if resolve is not None:
+        llm: BaseLlm = await resolve(callback_context)
+        return llm
+    model: BaseLlm | None = getattr(agent, "canonical_model", None)
+    return model
+
+
+async def _send_once(llm: BaseLlm, request: LlmRequest) -> LlmResponse | None:
+    """``request`` sent to ``llm`` once, unstreamed: its (last) response."""
+    final: LlmResponse | None = None
+    async with contextlib.aclosing(llm.generate_content_async(request, stream=False)) as replies:
+        async for reply in replies:
+            final = reply
+    return final
 
 
 # --- the stored events ---------------------------------------------------------------------------

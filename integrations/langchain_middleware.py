@@ -8,6 +8,18 @@ and base URL through :mod:`toolmend._routing`) and leave the agent state as it w
 (``before_model``), so the checkpointed thread heals too. The loop guard reports, or raises
 :class:`toolmend.ToolLoopError` with ``on_loop="raise"``, as in every other hook.
 
+When the chat model raises the provider's HTTP 400 about the history's tool calls (the SDK's
+own error: ``openai.BadRequestError`` and LangChain's subclasses of it from ``ChatOpenAI``,
+``anthropic.BadRequestError`` from ``ChatAnthropic``, a ``ChatGoogleGenerativeAIError`` raised
+from google-genai's ``ClientError``), the middleware calls the handler **once** more, with
+``request.override(messages=...)`` holding the history :mod:`toolmend.integrations.rescue`
+rewrote (a rule toolmend knows, or the tool exchanges written as text). Invoked, awaited or
+streamed (``stream_mode="messages"``: the model's 400 comes before its first chunk), the agent
+gets the retry's answer, or the retry's own error; the agent state keeps the messages as they
+were. ``rescue=False`` (or ``TOOLMEND_RESCUE=0``, or the ``"report"`` and ``"strict"``
+policies, which ask toolmend to change nothing on its own) re-raises the provider's error as it
+came.
+
 Every call goes through :func:`toolmend.integrations.hooks.mend`: a toolmend failure is logged
 and the agent's messages go out as they are. Import it from
 :mod:`toolmend.integrations.langchain`; it needs ``pip install 'toolmend[langchain]'``
@@ -16,6 +28,7 @@ and the agent's messages go out as they are. Import it from
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -28,6 +41,7 @@ from toolmend._routing import provider_for_model, request_profile
 from . import budget as budgets
 from . import telemetry
 from .hooks import HookOptions, OnLoop, check_names, compatible_provider, mend
+from .rescue import enabled, provider_error, retry_history
 
 if TYPE_CHECKING:
     from langchain.agents.middleware import AgentMiddleware, ModelRequest
@@ -112,6 +126,10 @@ class ToolMendMiddleware(AgentMiddleware):
       ``"strict"`` or ``"report"``.
     * **on_loop** - *(optional)* the loop guard: ``"warn"`` (default), ``"raise"``
       (:class:`toolmend.ToolLoopError` before the call is made) or ``"off"``.
+    * **rescue** - *(optional)* after the provider's HTTP 400 about tool history, call the
+      model once more with the history rewritten (:mod:`toolmend.integrations.rescue`;
+      default True), under the ``repair`` policy only; ``False`` re-raises the provider's
+      error as it came.
 
     >>> from langchain.agents import create_agent  # doctest: +SKIP
     >>> agent = create_agent(model, tools, middleware=[ToolMendMiddleware()])  # doctest: +SKIP
@@ -131,6 +149,7 @@ class ToolMendMiddleware(AgentMiddleware):
         persist: bool = False,
         policy: Policy | str | None = None,
         on_loop: OnLoop = "warn",
+        rescue: bool = True,
     ) -> None:
         super().__init__()
         # an unknown provider or policy name fails here, not once per model call; a toolmend
@@ -140,6 +159,7 @@ class ToolMendMiddleware(AgentMiddleware):
         self.persist = persist
         self.policy = policy
         self.on_loop = on_loop
+        self.rescue = rescue
 
     @property
     def name(self) -> str:
@@ -174,25 +194,84 @@ class ToolMendMiddleware(AgentMiddleware):
             return None
         return list(mended.messages)
 
+    def _retry(self, sent: ModelRequest[Any], error: Exception) -> ModelRequest[Any] | None:
+        """The request to send once more after ``error`` refused ``sent``, or None: the caller
+        re-raises ``error`` (not a 400 about tool history, rescue off, or toolmend failed)."""
+        if not enabled(self.rescue) or not sent.messages:
+            return None
+        try:
+            rescues = HookOptions(policy=self.policy, rescue=self.rescue).rescues
+            provider = self.provider or provider_for(sent.model)
+        except Exception:
+            logger.exception("toolmend failed while rescuing langchain.wrap_model_call")
+            return None
+        rescued = retry_history(
+            sent.messages,
+            _api_error(error),
+            provider=provider,
+            source="langchain.wrap_model_call",
+            format=FORMAT,
+            rescue_on=rescues,
+        )
+        return None if rescued is None else sent.override(messages=list(rescued.messages))
+
     def wrap_model_call(
         self, request: ModelRequest[Any], handler: Callable[[ModelRequest[Any]], Any]
     ) -> Any:
-        """Send the request with its messages repaired; the agent state is not touched."""
+        """Send the request with its messages repaired; the agent state is not touched. After
+        the provider's 400 about tool history, send it once more rescued (see the module)."""
         repaired = self._request_messages(request)
-        return handler(request if repaired is None else request.override(messages=repaired))
+        sent = request if repaired is None else request.override(messages=repaired)
+        try:
+            return handler(sent)
+        except Exception as error:
+            retry = self._retry(sent, error)
+            if retry is None:
+                raise
+        return handler(retry)
 
     async def awrap_model_call(
         self, request: ModelRequest[Any], handler: Callable[[ModelRequest[Any]], Awaitable[Any]]
     ) -> Any:
         """``wrap_model_call``, for ``ainvoke`` and ``astream``: a long history is repaired off
-        the event loop, within the budget (:mod:`toolmend.integrations.budget`)."""
+        the event loop, within the budget (:mod:`toolmend.integrations.budget`), and so is its
+        rescue (past the budget the provider's error is raised)."""
         repaired = await budgets.run(
             request.messages or (),
             lambda: self._request_messages(request),
             lambda: _gave_up("langchain.wrap_model_call", self.provider),
             source="langchain.wrap_model_call",
         )
-        return await handler(request if repaired is None else request.override(messages=repaired))
+        sent = request if repaired is None else request.override(messages=repaired)
+        try:
+            return await handler(sent)
+        except Exception as error:
+            retry = None
+            if enabled(self.rescue):
+                retry = await budgets.run(
+                    sent.messages or (),
+                    functools.partial(self._retry, sent, error),
+                    lambda: None,
+                    source="langchain.wrap_model_call",
+                )
+            if retry is None:
+                raise
+        return await handler(retry)
+
+
+def _api_error(error: BaseException) -> BaseException:
+    """The provider's error behind what the chat model raised: ``error`` itself when it carries
+    an HTTP status (openai's and anthropic's errors, which LangChain subclasses), else the first
+    error it was raised from that does (``ChatGoogleGenerativeAIError`` from google-genai's
+    ``ClientError``), else ``error``."""
+    link: BaseException | None = error
+    for _ in range(4):  # a short chain: the SDK's error, wrapped once or twice
+        if link is None:
+            break
+        if provider_error(link) is not None:
+            return link
+        link = link.__cause__
+    return error
 
 
 class _PersistingToolMendMiddleware(ToolMendMiddleware):

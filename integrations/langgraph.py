@@ -19,6 +19,12 @@ agents use :class:`toolmend.integrations.langchain.ToolMendMiddleware`. :func:`r
 works on any graph whose ``messages`` use LangGraph's ``add_messages`` reducer (``create_agent``,
 ``create_react_agent``, ``MessagesState``), on any checkpointer.
 
+No retry after the provider's 400 (:func:`toolmend.rescue`) is made here: the hook runs
+before the ``agent`` node and never sees the model's answer or error; ``post_model_hook`` runs
+only after an answer, and a node's ``RetryPolicy`` reruns the node on the same state. For the
+retry, use ``create_agent`` with :class:`toolmend.integrations.langchain.ToolMendMiddleware`
+(whose ``wrap_model_call`` sees the error and calls the model again) or the raw SDK patch.
+
 Both fail open: a toolmend failure is logged once, with its traceback, on logger ``toolmend``;
 the hook then lets the agent send the stored messages as they are, and :func:`repair_thread`
 writes nothing and says so (:attr:`ThreadRepair.failed`). Needs ``pip install

@@ -9,7 +9,8 @@ Usage
     from toolmend.integrations.openai_agents import call_model_input_filter, session_input_callback
 
     config = RunConfig(call_model_input_filter=call_model_input_filter,
-                       session_input_callback=session_input_callback)
+                       session_input_callback=session_input_callback,
+                       model_provider=ToolMendModelProvider())  # the retry after a 400
     result = await Runner.run(agent, "hi", session=session, run_config=config)
 
 Two hooks, both of ``RunConfig``:
@@ -58,6 +59,27 @@ no ``Model`` object is resolved as the SDK's default provider would: ``litellm/.
 to LiteLLM, any other name to OpenAI's Responses API (Chat Completions after
 ``agents.set_default_openai_api("chat_completions")``).
 
+After the provider's 400
+------------------------
+No hook of the SDK sees the model's error and can send again: ``call_model_input_filter`` runs
+before the call, ``RunHooks``/``AgentHooks`` only observe (``on_llm_start``/``on_llm_end``; an
+error ends the run before any hook hears of it), and the SDK's own retry
+(``ModelSettings(retry=...)``, ``Model.get_retry_advice``) resends the same input. The place
+is the ``Model`` itself: :class:`ToolMendModel` wraps the agent's model, and
+:class:`ToolMendModelProvider` wraps a ``ModelProvider`` (``RunConfig(model_provider=...)``;
+the SDK's default ``MultiProvider`` when none is given) so that every model it makes is wrapped
+(the provider is only asked for models given by name; an agent whose ``model`` is a ``Model``
+object is wrapped with :class:`ToolMendModel`). When the wrapped model raises the provider's
+HTTP 400 about the history's tool calls (``openai.BadRequestError``, LiteLLM's
+``BadRequestError``), ``get_response`` calls it **once** more with the input items
+:mod:`toolmend.integrations.rescue` rewrote (a rule toolmend knows, or the tool exchanges
+written as text, judged as Responses items: ``openai-responses``); ``stream_response`` does the
+same when the error comes before the first event (a provider's 400 does), and lets an error
+after it through. The run's items and the session are not changed. ``rescue=False`` (or
+``TOOLMEND_RESCUE=0``) re-raises the provider's error as it came. One limit of wrapping: the
+SDK tells an ``OpenAIChatCompletionsModel`` by its class in one place (output guardrails with a
+server-managed conversation), which a wrapped one no longer matches.
+
 Failing open
 ------------
 The SDK lets an exception raised in the filter or the callback abort the run. Every toolmend
@@ -75,7 +97,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
-from collections.abc import Coroutine, Mapping, Sequence
+from collections.abc import AsyncIterator, Coroutine, Mapping, Sequence
 from time import perf_counter
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -101,10 +123,12 @@ from .hooks import (
     mend,
     problem_codes,
 )
+from .rescue import enabled, retry_history
 
 try:
     from agents.models import _openai_shared
     from agents.models.chatcmpl_converter import Converter
+    from agents.models.interface import Model, ModelProvider
     from agents.models.openai_chatcompletions import OpenAIChatCompletionsModel
     from agents.run_config import ModelInputData
 except ImportError as error:  # pragma: no cover - depends on the environment
@@ -114,14 +138,23 @@ except ImportError as error:  # pragma: no cover - depends on the environment
     ) from error
 
 if TYPE_CHECKING:
+    from agents.agent_output import AgentOutputSchemaBase
+    from agents.handoffs import Handoff
+    from agents.items import ModelResponse, TResponseInputItem, TResponseStreamEvent
     from agents.memory import Session
-    from agents.models.interface import Model
+    from agents.model_settings import ModelSettings
+    from agents.models.interface import ModelTracing
+    from agents.retry import ModelRetryAdvice, ModelRetryAdviceRequest
     from agents.run_config import CallModelData
+    from agents.tool import Tool
+    from openai.types.responses.response_prompt_param import ResponsePromptParam
 
 __all__ = [
     "FORMAT",
     "Target",
     "ToolMendInputFilter",
+    "ToolMendModel",
+    "ToolMendModelProvider",
     "ToolMendSessionInput",
     "call_model_input_filter",
     "quick_chat_valid",
@@ -221,6 +254,8 @@ def target_for(model: object) -> Target:
     >>> target_for("gpt-5").profile
     'openai-responses'
     """
+    while isinstance(model, ToolMendModel):  # the rescue's wrapper sends as its model does
+        model = model.wrapped
     if isinstance(model, OpenAIChatCompletionsModel):
         base_url = getattr(getattr(model, "_client", None), "base_url", None)
         name = _name_of(model)
@@ -824,3 +859,177 @@ async def repair_session(
         await session.add_items(list(result.messages))
     _log("agents.repair_session", result)
     return result
+
+
+# --- the retry after a provider's 400 ----------------------------------------------------------
+
+_RESCUE_SOURCE = "agents.ToolMendModel"
+
+
+class ToolMendModel(Model):
+    """A ``Model`` that answers the provider's HTTP 400 about tool history by calling the model
+    it wraps once more, with the input items rescued (see the module docstring).
+
+    **Parameters:**
+
+    * **model** - the agent's ``Model`` (``OpenAIResponsesModel``,
+      ``OpenAIChatCompletionsModel``, ``LitellmModel``, one of your own).
+    * **rescue** - *(optional)* retry after such a 400 (default True); ``False`` re-raises the
+      provider's error as it came, as does ``TOOLMEND_RESCUE=0``.
+
+    >>> Agent(name="a", model=ToolMendModel(OpenAIResponsesModel("gpt-5", api)))  # doctest: +SKIP
+    """
+
+    def __init__(self, model: Model, *, rescue: bool = True) -> None:
+        self.wrapped = model
+        """The model every call goes to."""
+        self.rescue = rescue
+
+    def __repr__(self) -> str:
+        return f"ToolMendModel({self.wrapped!r}, rescue={self.rescue!r})"
+
+    async def get_response(
+        self,
+        system_instructions: str | None,
+        input: str | list[TResponseInputItem],
+        model_settings: ModelSettings,
+        tools: list[Tool],
+        output_schema: AgentOutputSchemaBase | None,
+        handoffs: list[Handoff],
+        tracing: ModelTracing,
+        *,
+        previous_response_id: str | None,
+        conversation_id: str | None,
+        prompt: ResponsePromptParam | None,
+    ) -> ModelResponse:
+        """The wrapped model's response; after a 400 about tool history, that of one retry."""
+        send = functools.partial(
+            self.wrapped.get_response,
+            system_instructions,
+            model_settings=model_settings,
+            tools=tools,
+            output_schema=output_schema,
+            handoffs=handoffs,
+            tracing=tracing,
+            previous_response_id=previous_response_id,
+            conversation_id=conversation_id,
+            prompt=prompt,
+        )
+        try:
+            return await send(input=input)
+        except Exception as error:
+            retry = await self._retry(input, error)
+            if retry is None:
+                raise
+        return await send(input=retry)
+
+    async def stream_response(
+        self,
+        system_instructions: str | None,
+        input: str | list[TResponseInputItem],
+        model_settings: ModelSettings,
+        tools: list[Tool],
+        output_schema: AgentOutputSchemaBase | None,
+        handoffs: list[Handoff],
+        tracing: ModelTracing,
+        *,
+        previous_response_id: str | None,
+        conversation_id: str | None,
+        prompt: ResponsePromptParam | None,
+    ) -> AsyncIterator[TResponseStreamEvent]:
+        """The wrapped model's events; after a 400 about tool history that came before the
+        first event, those of one retry (an error after an event is let through)."""
+        send = functools.partial(
+            self.wrapped.stream_response,
+            system_instructions,
+            model_settings=model_settings,
+            tools=tools,
+            output_schema=output_schema,
+            handoffs=handoffs,
+            tracing=tracing,
+            previous_response_id=previous_response_id,
+            conversation_id=conversation_id,
+            prompt=prompt,
+        )
+        started = False
+        try:
+            async for event in send(input=input):
+                started = True
+                yield event
+            return
+        except Exception as error:
+            retry = None if started else await self._retry(input, error)
+            if retry is None:
+                raise
+        async for event in send(input=retry):
+            yield event
+
+    async def _retry(self, items: object, error: Exception) -> list[Any] | None:
+        """The rescued input items, or None: the caller re-raises ``error``. A long input is
+        rescued off the event loop, within the budget."""
+        if not enabled(self.rescue) or not isinstance(items, list) or not items:
+            return None
+        return await budgets.run(
+            items,
+            lambda: self._rescued(items, error),
+            lambda: None,
+            source=_RESCUE_SOURCE,
+        )
+
+    def _rescued(self, items: list[Any], error: Exception) -> list[Any] | None:
+        rescued = retry_history(
+            items,
+            error,
+            provider=_RESPONSES,
+            source=f"{_RESCUE_SOURCE}({_name_of(self.wrapped) or 'model'})",
+            format=FORMAT,
+            rescue_on=self.rescue,
+        )
+        return None if rescued is None else list(rescued.messages)
+
+    def get_retry_advice(self, request: ModelRetryAdviceRequest) -> ModelRetryAdvice | None:
+        """The wrapped model's advice to the SDK's own retry."""
+        return self.wrapped.get_retry_advice(request)
+
+    async def _cleanup_on_run_end(self, owner: object) -> None:
+        await self.wrapped._cleanup_on_run_end(owner)
+
+    async def close(self) -> None:
+        """Close the wrapped model."""
+        await self.wrapped.close()
+
+
+class ToolMendModelProvider(ModelProvider):
+    """A ``RunConfig(model_provider=...)`` whose every model is a :class:`ToolMendModel`.
+
+    **Parameters:**
+
+    * **provider** - *(optional)* the ``ModelProvider`` that makes the models (default: the
+      SDK's ``MultiProvider``, as a ``RunConfig`` without one uses).
+    * **rescue** - *(optional)* as for :class:`ToolMendModel` (default True).
+
+    >>> RunConfig(model_provider=ToolMendModelProvider())  # doctest: +SKIP
+    """
+
+    def __init__(self, provider: ModelProvider | None = None, *, rescue: bool = True) -> None:
+        if provider is None:
+            from agents.models.multi_provider import MultiProvider
+
+            provider = MultiProvider()
+        self.wrapped = provider
+        """The provider that makes the models."""
+        self.rescue = rescue
+
+    def __repr__(self) -> str:
+        return f"ToolMendModelProvider({self.wrapped!r}, rescue={self.rescue!r})"
+
+    def get_model(self, model_name: str | None) -> Model:
+        """The wrapped provider's model for ``model_name``, wrapped."""
+        model = self.wrapped.get_model(model_name)
+        return (
+            model if isinstance(model, ToolMendModel) else ToolMendModel(model, rescue=self.rescue)
+        )
+
+    async def aclose(self) -> None:
+        """Close the wrapped provider."""
+        await self.wrapped.aclose()
