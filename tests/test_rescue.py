@@ -359,3 +359,24 @@ def test_a_body_nested_past_the_interpreters_limit_is_read_as_text() -> None:
     error = _RefusedError("litellm.BadRequestError: X - " + "[" * 4000)
     del error.message
     assert provider_error(error) == (400, str(error))
+
+
+def test_a_rule_run_only_by_a_variant_is_repaired_by_that_variant() -> None:
+    """Gemini 3's thought-signature text is held by ``gemini`` among its rules not run; the
+    profile that runs it, ``gemini-3``, repairs it (a signature, not the exchange as text)."""
+    contents = [
+        {"role": "user", "parts": [{"text": "w?"}]},
+        {"role": "model", "parts": [{"functionCall": {"name": "w", "args": {"c": "P"}}}]},
+        {"role": "user", "parts": [{"functionResponse": {"name": "w", "response": {"t": 21}}}]},
+    ]
+    error = (
+        "Function call is missing a thought_signature in functionCall parts. This is required "
+        "for tools to work correctly, and missing thought_signature may lead to degraded model "
+        "performance. Additional data, function call `default_api:w` , position 2. Please refer "
+        "to https://ai.google.dev/gemini-api/docs/thought-signatures for more details."
+    )
+    retry = toolmend.rescue(contents, error, provider="gemini")
+    assert retry is not None
+    assert (retry.rule, retry.profile) == ("thought_signature_missing", "gemini-3")
+    assert toolmend.check(retry.messages, provider="gemini-3") == []
+    assert "functionCall" in retry.messages[1]["parts"][0]

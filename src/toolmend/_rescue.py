@@ -41,7 +41,7 @@ from ._edits import AsText, Item, Keep, Merge, Plan
 from ._error_texts import MAX_TEXT, KnownRule, about_tool_history, known_rules, quoted_ids
 from ._report import Change, InvalidHistoryError, ToolmendError
 from ._skeleton import ASSISTANT, USER, Skeleton
-from .profiles import Profile
+from .profiles import PROFILES, Profile, get_profile
 
 __all__ = ["FLATTENED", "Rescue", "rescue"]
 
@@ -110,21 +110,50 @@ def rescue(
     module = format_of(messages, format)
     own = profile_for(provider, module, model)
     before = len(check(messages, provider=own, format=module.name))
+    tries = _MAX_TRIES
     for rule in known_rules(error):
-        done = _by_rule(messages, rule, own, module.name, before)
-        if done is not None:
-            repaired, changes = done
-            return Rescue(repaired, rule.code, rule.profile, changes, error, _pointed(rule))
+        for holder in _holders(rule, own):
+            tries -= 1
+            if tries < 0:
+                break
+            done = _by_rule(messages, rule, holder, own, module.name, before)
+            if done is not None:
+                repaired, changes = done
+                return Rescue(repaired, rule.code, holder, changes, error, _pointed(rule))
     return _flattened(messages, error, own, module.name)
 
 
+_MAX_TRIES = 8
+"""The most profiles a rescue asks to repair a history for a known rule (each is one check and
+at most one repair of the history): an error text several rules and profiles share costs a
+bounded number of passes."""
+
+
+def _holders(rule: KnownRule, own: Profile) -> list[str]:
+    """The profiles that run ``rule`` with the text the error matched, the hook's own first:
+    the profile :func:`~toolmend._error_texts.known_rules` names may hold it only among its
+    rules not run (``strict_checks``; Gemini's thought signatures are run by ``gemini-3``)."""
+    named = PROFILES[rule.profile]
+    text = (named.checks.get(rule.code) or named.strict_checks[rule.code]).error
+    found = [
+        name
+        for name, profile in PROFILES.items()
+        if (check := profile.checks.get(rule.code)) is not None and check.error == text
+    ]
+    if own.name in found:
+        found.remove(own.name)
+        found.insert(0, own.name)
+    return found
+
+
 def _by_rule(
-    messages: Sequence[Any], rule: KnownRule, own: Profile, format: str, before: int
+    messages: Sequence[Any], rule: KnownRule, name: str, own: Profile, format: str, before: int
 ) -> tuple[Any, tuple[Change, ...]] | None:
-    """``messages`` repaired by the profile that holds ``rule``, if that profile finds the rule
-    broken and the hook's own profile finds no more problems in the result than before."""
+    """``messages`` repaired by the profile ``name`` that holds ``rule``, if that profile finds
+    the rule broken and the hook's own profile finds no more problems in the result than
+    before."""
     try:
-        holder = profile_for(rule.profile, format_of(messages, format))
+        holder = profile_for(get_profile(name), format_of(messages, format))
         if not any(p.code == rule.code for p in check(messages, provider=holder, format=format)):
             return None
         fixed = repair(messages, provider=holder, format=format)
