@@ -166,8 +166,9 @@ class ToolMendMiddleware(AgentMiddleware):
         return "ToolMendMiddleware"
 
     def _request_messages(self, request: ModelRequest[Any]) -> list[Any] | None:
-        """The repaired messages of ``request``, or None when they need no change (or when
-        toolmend failed: the error is logged and the call goes out as the agent made it)."""
+        """The repaired messages of ``request``, None when they need no change, or
+        :data:`_UNMENDED` when toolmend failed (the error is logged and the call goes out as
+        the agent made it, and is not rescued: a hook that fails open acts as if absent)."""
         try:
             return self._repaired_messages(request)
         except (ToolLoopError, ToolChainError):
@@ -175,7 +176,7 @@ class ToolMendMiddleware(AgentMiddleware):
         except Exception:
             logger.exception("toolmend failed on langchain.wrap_model_call; sent unchanged")
             telemetry.failed_open("langchain.wrap_model_call", self.provider)
-            return None
+            return _UNMENDED
 
     def _repaired_messages(self, request: ModelRequest[Any]) -> list[Any] | None:
         messages = request.messages
@@ -190,6 +191,8 @@ class ToolMendMiddleware(AgentMiddleware):
             options=options,
             format=FORMAT,
         )
+        if mended.failed:
+            return _UNMENDED
         if mended.messages is messages:
             return None
         return list(mended.messages)
@@ -221,11 +224,15 @@ class ToolMendMiddleware(AgentMiddleware):
         """Send the request with its messages repaired; the agent state is not touched. After
         the provider's 400 about tool history, send it once more rescued (see the module)."""
         repaired = self._request_messages(request)
-        sent = request if repaired is None else request.override(messages=repaired)
+        sent = (
+            request
+            if repaired is None or repaired is _UNMENDED
+            else request.override(messages=repaired)
+        )
         try:
             return handler(sent)
         except Exception as error:
-            retry = self._retry(sent, error)
+            retry = None if repaired is _UNMENDED else self._retry(sent, error)
             if retry is None:
                 raise
         return handler(retry)
@@ -242,12 +249,16 @@ class ToolMendMiddleware(AgentMiddleware):
             lambda: _gave_up("langchain.wrap_model_call", self.provider),
             source="langchain.wrap_model_call",
         )
-        sent = request if repaired is None else request.override(messages=repaired)
+        sent = (
+            request
+            if repaired is None or repaired is _UNMENDED
+            else request.override(messages=repaired)
+        )
         try:
             return await handler(sent)
         except Exception as error:
             retry = None
-            if enabled(self.rescue):
+            if enabled(self.rescue) and repaired is not _UNMENDED:
                 retry = await budgets.run(
                     sent.messages or (),
                     functools.partial(self._retry, sent, error),
@@ -311,6 +322,13 @@ class _PersistingToolMendMiddleware(ToolMendMiddleware):
         )
 
 
-def _gave_up(source: str, provider: str | None) -> None:
-    """The request goes out as the agent made it: its repair ran past the budget."""
+_UNMENDED: list[Any] = []
+"""What :meth:`ToolMendMiddleware._request_messages` answers when toolmend failed (compared by
+identity): the request goes out as the agent made it, and a 400 on it is not rescued."""
+
+
+def _gave_up(source: str, provider: str | None) -> list[Any]:
+    """The request goes out as the agent made it (:data:`_UNMENDED`): its repair ran past the
+    budget."""
     telemetry.failed_open(source, provider, reason="time_budget")
+    return _UNMENDED

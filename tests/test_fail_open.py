@@ -81,14 +81,6 @@ def server() -> Iterator[StrictProviderServer]:
     close_loop(shared_loop())
 
 
-@pytest.fixture(autouse=True)
-def _no_rescue(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The one retry after a provider's 400 (issue 34) cures a broken history that went out as
-    it came; here the call must come out exactly as without toolmend (tests/test_rescue*.py
-    test the retry, and a fault inside it)."""
-    monkeypatch.setenv("TOOLMEND_RESCUE", "0")
-
-
 # --- faults inside toolmend ------------------------------------------------------------------
 
 

@@ -13,9 +13,6 @@ from __future__ import annotations
 
 import copy
 import json
-import sys
-from collections.abc import Callable
-from types import FrameType
 from typing import Any
 
 import pytest
@@ -27,6 +24,7 @@ from toolmend._api import read_history
 
 from support.block_histories import convert
 from support.histories import valid_conversations
+from support.line_count import lines_executed
 
 UNKNOWN = "This deployment cannot take tool messages in the conversation history."
 """A tool-history refusal no profile holds (the last resort answers it)."""
@@ -292,23 +290,6 @@ def test_a_quoted_id_leaves_every_other_exchange_as_it_was(
 # --- cost --------------------------------------------------------------------------------------
 
 
-def _lines(run: Callable[[], object]) -> int:
-    count = 0
-
-    def local(frame: FrameType, event: str, arg: Any) -> Any:
-        nonlocal count
-        count += event == "line"
-        return local
-
-    previous = sys.gettrace()
-    sys.settrace(lambda frame, event, arg: local)
-    try:
-        run()
-    finally:
-        sys.settrace(previous)
-    return count
-
-
 def _one_id_everywhere(n: int) -> list[dict[str, Any]]:
     history: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
     for _ in range(n):
@@ -322,9 +303,9 @@ def _one_id_everywhere(n: int) -> list[dict[str, Any]]:
     "error", [UNKNOWN, "tool call call_1 is refused", "messages.5: bad tool_result " * 50]
 )
 def test_work_grows_about_linearly_with_one_id_everywhere(error: str) -> None:
-    _lines(lambda: toolmend.rescue(_one_id_everywhere(4), error))
+    lines_executed(lambda: toolmend.rescue(_one_id_everywhere(4), error))
     small, large = _one_id_everywhere(100), _one_id_everywhere(400)
-    ratio = _lines(lambda: toolmend.rescue(large, error)) / _lines(
+    ratio = lines_executed(lambda: toolmend.rescue(large, error)) / lines_executed(
         lambda: toolmend.rescue(small, error)
     )
     assert ratio < 6, ratio

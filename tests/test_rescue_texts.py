@@ -19,10 +19,8 @@ from __future__ import annotations
 import copy
 import json
 import re
-import sys
 from collections.abc import Callable
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 import pytest
@@ -31,6 +29,8 @@ import toolmend
 from toolmend import _error_texts
 from toolmend._error_texts import MAX_TEXT, about_tool_history, known_rules, quoted_ids
 from toolmend.profiles import PROFILES
+
+from support.line_count import lines_executed
 
 DATA = Path(__file__).resolve().parent / "data" / "provider_errors.json"
 ERRORS: list[dict[str, Any]] = json.loads(DATA.read_text(encoding="utf-8"))["errors"]
@@ -317,25 +317,6 @@ def test_generic_texts_say_why() -> None:
 
 
 # --- hostile texts cost about linear work -------------------------------------------------
-
-
-def lines_executed(run: Callable[[], object]) -> int:
-    """The Python lines executed by ``run()`` (no clock: see ``tests/test_bounds.py``)."""
-    count = 0
-
-    def local(frame: FrameType, event: str, arg: Any) -> Any:
-        nonlocal count
-        if event == "line":
-            count += 1
-        return local
-
-    previous = sys.gettrace()
-    sys.settrace(lambda frame, event, arg: local)
-    try:
-        run()
-    finally:
-        sys.settrace(previous)
-    return count
 
 
 PIECES = (
