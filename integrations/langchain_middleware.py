@@ -41,7 +41,7 @@ from toolmend._routing import provider_for_model, request_profile
 from . import budget as budgets
 from . import telemetry
 from .hooks import HookOptions, OnLoop, check_names, compatible_provider, mend
-from .rescue import enabled, provider_error, retry_history
+from .rescue import enabled, retry_history
 
 if TYPE_CHECKING:
     from langchain.agents.middleware import AgentMiddleware, ModelRequest
@@ -210,7 +210,7 @@ class ToolMendMiddleware(AgentMiddleware):
             return None
         rescued = retry_history(
             sent.messages,
-            _api_error(error),
+            error,
             provider=provider,
             source="langchain.wrap_model_call",
             format=FORMAT,
@@ -268,21 +268,6 @@ class ToolMendMiddleware(AgentMiddleware):
             if retry is None:
                 raise
         return await handler(retry)
-
-
-def _api_error(error: BaseException) -> BaseException:
-    """The provider's error behind what the chat model raised: ``error`` itself when it carries
-    an HTTP status (openai's and anthropic's errors, which LangChain subclasses), else the first
-    error it was raised from that does (``ChatGoogleGenerativeAIError`` from google-genai's
-    ``ClientError``), else ``error``."""
-    link: BaseException | None = error
-    for _ in range(4):  # a short chain: the SDK's error, wrapped once or twice
-        if link is None:
-            break
-        if provider_error(link) is not None:
-            return link
-        link = link.__cause__
-    return error
 
 
 class _PersistingToolMendMiddleware(ToolMendMiddleware):

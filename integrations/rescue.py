@@ -78,11 +78,25 @@ def provider_error(error: BaseException) -> tuple[int, str] | None:
     an Anthropic or Gemini body into its text (``litellm.BadRequestError: AnthropicException -
     {"type": "error", "error": {...}}``, or ``... - b'{...}'``, the repr of a streamed body's
     bytes) and keeps no ``body``: the message is read out of that JSON when it parses (facts:
-    ``/work/shared/research/rescue.md``)."""
-    status = _status(error)
-    if status is None:
-        return None
-    return status, _message(error)
+    ``/work/shared/research/rescue.md``).
+
+    An error without a status is read through what it was raised from (``__cause__``, a few
+    links): a framework's own error around the SDK's (LangChain's
+    ``ChatGoogleGenerativeAIError`` raised from google-genai's ``ClientError``)."""
+    link: BaseException | None = error
+    for _ in range(_CAUSES):
+        if link is None:
+            return None
+        status = _status(link)
+        if status is not None:
+            return status, _message(link)
+        link = link.__cause__
+    return None
+
+
+_CAUSES = 4
+"""How many errors :func:`provider_error` reads: the error and what it was raised from, and so
+on (an SDK's error is wrapped once or twice)."""
 
 
 def _status(error: BaseException) -> int | None:

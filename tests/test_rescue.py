@@ -361,3 +361,15 @@ def test_a_rule_run_only_by_a_variant_is_repaired_by_that_variant() -> None:
     assert (retry.rule, retry.profile) == ("thought_signature_missing", "gemini-3")
     assert toolmend.check(retry.messages, provider="gemini-3") == []
     assert "functionCall" in retry.messages[1]["parts"][0]
+
+
+def test_an_error_raised_from_the_sdks_error_is_read_through_its_cause() -> None:
+    """A framework's own error without a status, raised from the SDK's (LangChain's Google
+    chat model): the SDK's status and message are read; a chain with none has none."""
+    from toolmend.integrations.rescue import provider_error
+
+    sdk = _RefusedError(UNKNOWN)
+    wrapped = RuntimeError("the chat model failed")
+    wrapped.__cause__ = sdk
+    assert provider_error(wrapped) == (400, UNKNOWN)
+    assert provider_error(RuntimeError("no status")) is None

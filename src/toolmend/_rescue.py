@@ -109,13 +109,15 @@ def rescue(
         return None
     module = format_of(messages, format)
     own = profile_for(provider, module, model)
-    before = len(check(messages, provider=own, format=module.name))
+    before: int | None = None  # what the hook's profile finds in what was sent, once asked
     tries = _MAX_TRIES
     for rule in known_rules(error):
         for holder in _holders(rule, own):
             tries -= 1
             if tries < 0:
                 break
+            if before is None:
+                before = len(check(messages, provider=own, format=module.name))
             done = _by_rule(messages, rule, holder, own, module.name, before)
             if done is not None:
                 repaired, changes = done
