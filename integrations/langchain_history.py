@@ -79,6 +79,7 @@ so LangChain is imported when this module is.
 from __future__ import annotations
 
 import asyncio
+import collections
 import functools
 import inspect
 import logging
@@ -175,9 +176,10 @@ class _StoreLocks:
 
 
 _STORE_LOCKS: dict[int, _StoreLocks] = {}
-"""By ``id(store)``. Each wrapper holds its store, so the id cannot be reused while an entry
-lives; the last wrapper of a store to go removes the entry (stores are often pydantic models,
-which take no weak reference, hence ids and a count)."""
+"""By ``id(store)``. Each wrapper holds its store, so the id cannot be reused while a wrapper
+of it lives; once the last wrapper of a store is collected, the next :func:`_locks_for` removes the
+entry (stores are often pydantic models, which take no weak reference, hence ids and a
+count)."""
 _CONNECTION_LOCKS: dict[
     int,
     tuple[threading.RLock, weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock], int],
@@ -186,12 +188,22 @@ _CONNECTION_LOCKS: dict[
 sharing that connection, and how many :class:`_StoreLocks` use them (each holds a store, which
 holds the connection)."""
 _STORE_LOCKS_LOCK = threading.Lock()
+_COLLECTED: collections.deque[int] = collections.deque()
+"""Keys of the wrappers collected since the registries were last tidied. A wrapper's finalizer
+runs inside whatever allocation set off a garbage collection, in any thread, possibly one
+that holds :data:`_STORE_LOCKS_LOCK` at that moment (:func:`_locks_for` and
+``_async_lock`` allocate under it): a finalizer that took the lock would deadlock that thread
+and every later wrapper. So the finalizer only appends here (``deque.append`` is atomic and takes
+no lock) and :func:`_locks_for` releases them under the lock, before it looks a store up: a
+collected store's id, free for reuse, is gone from the registries before any new store is
+looked up by it."""
 
 
 def _locks_for(store: Any, owner: Any) -> _StoreLocks:
     """The shared locks of ``store``, held until ``owner`` (a wrapper) is collected."""
     key = id(store)
     with _STORE_LOCKS_LOCK:
+        _release_collected()
         locks = _STORE_LOCKS.get(key)
         if locks is None:
             connection = stores.shared_connection(store)
@@ -205,23 +217,26 @@ def _locks_for(store: Any, owner: Any) -> _StoreLocks:
                 locks = _StoreLocks(thread=lock, loops=loops, connection=id(connection))
             _STORE_LOCKS[key] = locks
         locks.wrappers += 1
-    weakref.finalize(owner, _release_locks, key)
+    weakref.finalize(owner, _COLLECTED.append, key)
     return locks
 
 
-def _release_locks(key: int) -> None:
-    with _STORE_LOCKS_LOCK:
-        locks = _STORE_LOCKS.get(key)
-        if locks is not None:
-            locks.wrappers -= 1
-            if locks.wrappers <= 0:
-                del _STORE_LOCKS[key]
-                if locks.connection is not None:
-                    lock, loops, users = _CONNECTION_LOCKS[locks.connection]
-                    if users <= 1:
-                        del _CONNECTION_LOCKS[locks.connection]
-                    else:
-                        _CONNECTION_LOCKS[locks.connection] = (lock, loops, users - 1)
+def _release_collected() -> None:
+    """Drop the collected wrappers' share of the registries (under :data:`_STORE_LOCKS_LOCK`);
+    a collection that runs meanwhile only appends, and is released here too or next time."""
+    while _COLLECTED:
+        locks = _STORE_LOCKS.get(key := _COLLECTED.popleft())
+        if locks is None:
+            continue
+        locks.wrappers -= 1
+        if locks.wrappers <= 0:
+            del _STORE_LOCKS[key]
+            if locks.connection is not None:
+                lock, loops, users = _CONNECTION_LOCKS[locks.connection]
+                if users <= 1:
+                    del _CONNECTION_LOCKS[locks.connection]
+                else:
+                    _CONNECTION_LOCKS[locks.connection] = (lock, loops, users - 1)
 
 
 class ToolMendHistory(BaseChatMessageHistory):
