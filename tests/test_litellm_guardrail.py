@@ -48,7 +48,7 @@ from toolmend.integrations.litellm_guardrail import KEY, entry, with_entry
 from toolmend.testing import StrictProviderServer
 
 from support import otel
-from support.event_loops import close_loop
+from support.event_loops import close_loop, finish_litellm_logging
 from support.hook_entries import chat_broken, chat_valid
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -145,8 +145,10 @@ def server() -> Iterator[StrictProviderServer]:
 
 @pytest.fixture(scope="module")
 def loop() -> Iterator[asyncio.AbstractEventLoop]:
-    """One event loop for every async call, so LiteLLM's cached async clients stay usable."""
+    """One event loop for every async call, so LiteLLM's cached async clients stay usable; the
+    logging calls of earlier modules run on it first, before :data:`PAYLOADS` listens."""
     running = asyncio.new_event_loop()
+    finish_litellm_logging(running)
     yield running
     close_loop(running)
 
