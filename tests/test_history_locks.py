@@ -2,10 +2,10 @@
 
 A wrapper's finalizer runs inside whatever allocation sets off a collection, in whatever
 thread, even one that holds the registry's own lock at that moment (creating a wrapper
-allocates under it). A finalizer that took that lock deadlocked the thread and, with it, every
-later wrapper of the process: the suite hung in CI where ``test_litellm`` and
-``test_langchain`` shared a worker. Each test here swaps in its own registry, so a regression
-leaves only its own thread stuck (a daemon) and fails instead of hanging the run.
+allocates under it). A finalizer that took that lock would deadlock the thread and, with it,
+every later wrapper of the process (a run of ``test_litellm`` and ``test_langchain`` in one
+process hung so). Each test here swaps in its own registry, so a regression leaves only its
+own thread stuck (a daemon) and fails instead of hanging the run.
 """
 
 from __future__ import annotations
