@@ -51,7 +51,7 @@ from toolmend.testing import RecordedRequest, StrictProviderServer
 from support import litellm_payloads, litellm_proxy
 from support.agent_runs import agent_runs
 from support.block_histories import to_anthropic
-from support.event_loops import close_loop
+from support.event_loops import close_loop, finish_litellm_logging
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -195,8 +195,10 @@ def server() -> Iterator[StrictProviderServer]:
 
 @pytest.fixture(scope="module")
 def loop() -> Iterator[asyncio.AbstractEventLoop]:
-    """One event loop for every async call, so LiteLLM's cached async clients stay usable."""
+    """One event loop for every async call, so LiteLLM's cached async clients stay usable; the
+    logging calls of earlier modules run on it first, before :data:`RECORDS` listens."""
     running = asyncio.new_event_loop()
+    finish_litellm_logging(running)
     yield running
     close_loop(running)
 
@@ -277,8 +279,8 @@ def toolmend_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
 
 
 def settle(loop: asyncio.AbstractEventLoop) -> None:
-    """Let LiteLLM's success logging (a task on the loop, or a thread) run."""
-    loop.run_until_complete(asyncio.sleep(0.3))
+    """Run LiteLLM's success logging, queued on its logging worker, to the end."""
+    finish_litellm_logging(loop)
 
 
 # --- /v1/messages in process: litellm.anthropic_messages ---------------------------------------
