@@ -22,6 +22,10 @@ from langchain_core.chat_history import InMemoryChatMessageHistory
 from toolmend.integrations import langchain_history, langchain_stores
 from toolmend.integrations.langchain_history import ToolMendHistory
 
+from support.servers import PostgresServer, postgres_server
+
+__all__ = ["postgres_server"]  # the session fixture, used below
+
 DEADLOCK_SECONDS = 120
 """How long the thread may take to build one wrapper before it counts as stuck: the work is
 microseconds, so only a deadlock comes near it, on however busy a machine."""
@@ -115,28 +119,38 @@ def test_a_collected_wrapper_gives_its_share_back() -> None:
     assert new._locks is langchain_history._STORE_LOCKS[id(new_store)]
 
 
+@pytest.mark.slow  # starts the PostgreSQL server (once per worker)
 @pytest.mark.usefixtures("registry")
 def test_stores_on_one_connection_give_the_connection_back_with_the_last_wrapper(
-    monkeypatch: pytest.MonkeyPatch,
+    postgres_server: PostgresServer,
 ) -> None:
-    """Two stores sharing a connection share its lock until both their wrappers are gone."""
-    connection = object()
-    unshared = langchain_stores.shared_connection
-    monkeypatch.setattr(langchain_stores, "shared_connection", lambda inner: connection)
-    first, second = InMemoryChatMessageHistory(), InMemoryChatMessageHistory()
-    one = ToolMendHistory(first)
-    _garbage_wrapper(second)
-    assert one._lock is langchain_history._STORE_LOCKS[id(second)].thread
-    assert langchain_history._CONNECTION_LOCKS[id(connection)][2] == 2
-    gc.collect()
-    two = ToolMendHistory(first)  # tidies the registry: the second store's wrapper is gone
-    assert id(second) not in langchain_history._STORE_LOCKS
-    assert langchain_history._CONNECTION_LOCKS[id(connection)][2] == 1
-    assert langchain_history._STORE_LOCKS[id(first)].wrappers == 2
-    del one, two
-    gc.collect()
-    monkeypatch.setattr(langchain_stores, "shared_connection", unshared)
-    last = ToolMendHistory(InMemoryChatMessageHistory())
-    assert last._locks.connection is None
-    assert id(connection) not in langchain_history._CONNECTION_LOCKS
-    assert id(first) not in langchain_history._STORE_LOCKS
+    """Two langchain-postgres stores on one psycopg connection share its lock until both their
+    wrappers are gone."""
+    import psycopg
+    from langchain_postgres import PostgresChatMessageHistory
+
+    connection = psycopg.connect(postgres_server.dsn(postgres_server.new_database()))
+    try:
+        PostgresChatMessageHistory.create_tables(connection, "message_store")
+        session = "00000000-0000-4000-8000-000000000003"
+        first, second = (
+            PostgresChatMessageHistory("message_store", session, sync_connection=connection)
+            for _ in range(2)
+        )
+        one = ToolMendHistory(first)
+        _garbage_wrapper(second)
+        assert one._lock is langchain_history._STORE_LOCKS[id(second)].thread
+        assert langchain_history._CONNECTION_LOCKS[id(connection)][2] == 2
+        gc.collect()
+        two = ToolMendHistory(first)  # tidies the registry: the second store's wrapper is gone
+        assert id(second) not in langchain_history._STORE_LOCKS
+        assert langchain_history._CONNECTION_LOCKS[id(connection)][2] == 1
+        assert langchain_history._STORE_LOCKS[id(first)].wrappers == 2
+        del one, two
+        gc.collect()
+        last = ToolMendHistory(InMemoryChatMessageHistory())
+        assert last._locks.connection is None
+        assert id(connection) not in langchain_history._CONNECTION_LOCKS
+        assert id(first) not in langchain_history._STORE_LOCKS
+    finally:
+        connection.close()
